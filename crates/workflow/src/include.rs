@@ -1,0 +1,170 @@
+//! Fragment expansion (reference-engine.md §4).
+//!
+//! Each `include` entry, in order: resolve the path (absolute as-is, else
+//! relative to the current directory if that file exists, else relative to
+//! the including file), load it as a fragment, expand its own includes
+//! first, rename its stages with the prefix (default: the file stem), give
+//! every root stage the entry's `depends_on` / `reads_from` when those are
+//! non-empty, and append the stages after the parent's own.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::diagnostic::{Diagnostic, SourceFile};
+use crate::load;
+use crate::loader::{Loader, read_source};
+use crate::schema::{Include, Spanned, Stage};
+
+/// How deeply fragments may include fragments.
+pub const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// The most stages a workflow may have after expansion. Fragments included
+/// several times at several levels multiply; the bound turns an include bomb
+/// into an error instead of an out-of-memory kill.
+pub const MAX_STAGES: usize = 100_000;
+
+/// Expands the includes of a workflow (or fragment) whose own stages are
+/// `stages`, written in `file`. Every file read is added to `files`.
+///
+/// # Errors
+///
+/// A missing fragment, a file that is not a fragment, a fragment that fails
+/// to load, an include cycle, or too many stages.
+pub fn expand(
+    stages: Vec<Stage>,
+    includes: &[Include],
+    file: &Arc<SourceFile>,
+    loader: &dyn Loader,
+    files: &mut Vec<Arc<SourceFile>>,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Vec<Stage>, Diagnostic> {
+    let mut expander = Expander {
+        loader,
+        files,
+        warnings,
+        chain: Vec::new(),
+    };
+    expander.expand(stages, includes, file)
+}
+
+struct Expander<'a> {
+    loader: &'a dyn Loader,
+    files: &'a mut Vec<Arc<SourceFile>>,
+    warnings: &'a mut Vec<Diagnostic>,
+    chain: Vec<String>,
+}
+
+impl Expander<'_> {
+    fn expand(&mut self, mut stages: Vec<Stage>, includes: &[Include], file: &Arc<SourceFile>) -> Result<Vec<Stage>, Diagnostic> {
+        for include in includes {
+            let resolved = resolve(&include.path.value, &file.path, self.loader);
+            if !self.loader.exists(Path::new(&resolved)) {
+                return Err(Diagnostic::error(
+                    "include::missing",
+                    format!("include references missing fragment file: {resolved}"),
+                )
+                .at(file, include.path.span)
+                .for_field("<global>", "include")
+                .with_label("no such file")
+                .with_help(format!(
+                    "include paths are tried relative to the current directory first, then to the directory of {}",
+                    file.path
+                )));
+            }
+            if self.chain.contains(&resolved) {
+                let cycle = self
+                    .chain
+                    .iter()
+                    .chain(std::iter::once(&resolved))
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" -> ");
+                return Err(Diagnostic::error(
+                    "include::cycle",
+                    format!("circular include detected — '{resolved}' is already being expanded (cycle: {cycle})"),
+                )
+                .at(file, include.path.span)
+                .with_label("includes a fragment that is already being expanded"));
+            }
+            if self.chain.len() >= MAX_INCLUDE_DEPTH {
+                return Err(Diagnostic::error(
+                    "include::depth",
+                    format!("includes are nested more than {MAX_INCLUDE_DEPTH} levels deep"),
+                )
+                .at(file, include.path.span));
+            }
+            let fragment_file = read_source(self.loader, &resolved).map_err(|error| error.at(file, include.path.span))?;
+            self.files.push(Arc::clone(&fragment_file));
+            let fragment = load::fragment(&fragment_file, self.warnings)?;
+            self.chain.push(resolved.clone());
+            let fragment_stages = self.expand(fragment.stages, &fragment.includes, &fragment_file)?;
+            self.chain.pop();
+
+            let prefix = include.prefix.clone().unwrap_or_else(|| stem(&resolved));
+            let renames: HashMap<String, String> = fragment_stages
+                .iter()
+                .map(|stage| {
+                    let name = &stage.name.value;
+                    let renamed = if prefix.is_empty() { name.clone() } else { format!("{prefix}-{name}") };
+                    (name.clone(), renamed)
+                })
+                .collect();
+            let rename = |names: &[Spanned<String>]| -> Vec<Spanned<String>> {
+                names
+                    .iter()
+                    .map(|name| Spanned::new(renames.get(&name.value).unwrap_or(&name.value).clone(), name.span))
+                    .collect()
+            };
+            if stages.len() + fragment_stages.len() > MAX_STAGES {
+                return Err(Diagnostic::error(
+                    "include::too-many-stages",
+                    format!("the workflow expands to more than {MAX_STAGES} stages"),
+                )
+                .at(file, include.path.span));
+            }
+            for mut stage in fragment_stages {
+                let is_root = stage.depends_on.is_empty();
+                stage.name.value.clone_from(&renames[&stage.name.value]);
+                stage.depends_on = if is_root && !include.depends_on.is_empty() {
+                    include.depends_on.clone()
+                } else {
+                    rename(&stage.depends_on)
+                };
+                stage.reads_from = if is_root && !include.reads_from.is_empty() {
+                    include.reads_from.clone()
+                } else {
+                    rename(&stage.reads_from)
+                };
+                if let Some(fan_out) = &mut stage.fan_out {
+                    if let Some(renamed) = renames.get(&fan_out.source.value) {
+                        fan_out.source.value.clone_from(renamed);
+                    }
+                }
+                stage.include_prefix = Some(prefix.clone());
+                stages.push(stage);
+            }
+        }
+        Ok(stages)
+    }
+}
+
+/// Resolves an include path the way the reference engine does: absolute as
+/// is; relative to the current directory if that file exists; otherwise
+/// relative to the including file's directory.
+pub fn resolve(path: &str, including: &str, loader: &dyn Loader) -> String {
+    if Path::new(path).is_absolute() || loader.exists(Path::new(path)) {
+        return path.to_owned();
+    }
+    match Path::new(including).parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.join(path).to_string_lossy().into_owned(),
+        _ => path.to_owned(),
+    }
+}
+
+fn stem(path: &str) -> String {
+    Path::new(path)
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

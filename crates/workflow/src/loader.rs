@@ -1,0 +1,114 @@
+//! How the pure compiler reads files: through a [`Loader`].
+//!
+//! The CLI reads the file system through its own loader; tests use
+//! [`MemoryLoader`]. This crate does no I/O of its own. Paths
+//! are given as the user wrote them (relative to the loader's root, the
+//! current directory) so that messages show them the same way.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::diagnostic::{Diagnostic, SourceFile};
+use crate::load::MAX_FILE_BYTES;
+
+/// Reads workflow, fragment and template files.
+pub trait Loader {
+    /// Reads a whole file; relative paths are relative to [`Loader::root`].
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error, or `FileTooLarge` when the file exceeds `limit` bytes.
+    fn read(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>>;
+
+    /// Whether a regular file exists at the path.
+    fn exists(&self, path: &Path) -> bool;
+
+    /// The directory relative paths start from (the current directory).
+    fn root(&self) -> &Path;
+}
+
+/// Files held in memory, for tests.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryLoader {
+    files: BTreeMap<PathBuf, Vec<u8>>,
+    root: PathBuf,
+}
+
+impl MemoryLoader {
+    /// An empty set of files rooted at `/work`.
+    pub fn new() -> Self {
+        MemoryLoader {
+            files: BTreeMap::new(),
+            root: PathBuf::from("/work"),
+        }
+    }
+
+    /// Adds a file.
+    #[must_use]
+    pub fn with(mut self, path: &str, text: &str) -> Self {
+        self.files.insert(PathBuf::from(path), text.as_bytes().to_vec());
+        self
+    }
+
+    /// Adds a file with arbitrary bytes.
+    #[must_use]
+    pub fn with_bytes(mut self, path: &str, bytes: &[u8]) -> Self {
+        self.files.insert(PathBuf::from(path), bytes.to_vec());
+        self
+    }
+}
+
+impl Loader for MemoryLoader {
+    fn read(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>> {
+        let bytes = self
+            .files
+            .get(path)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not found"))?;
+        if bytes.len() > limit {
+            return Err(io::Error::new(io::ErrorKind::FileTooLarge, "file too large"));
+        }
+        Ok(bytes.clone())
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.files.contains_key(path)
+    }
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+/// Reads a workflow or fragment file into a [`SourceFile`].
+///
+/// # Errors
+///
+/// A diagnostic naming the file when it is missing, unreadable, too large or
+/// not UTF-8.
+pub fn read_source(loader: &dyn Loader, path: &str) -> Result<Arc<SourceFile>, Diagnostic> {
+    let bytes = loader.read(Path::new(path), MAX_FILE_BYTES).map_err(|error| match error.kind() {
+        io::ErrorKind::NotFound => Diagnostic::error("file::not-found", format!("workflow file not found: {path}"))
+            .with_help("check the path; `baton list` shows the workflows under the current directory"),
+        io::ErrorKind::FileTooLarge => Diagnostic::error(
+            "file::too-large",
+            format!("{path} is larger than {MAX_FILE_BYTES} bytes, the most baton reads for a workflow file"),
+        )
+        .with_help("split the workflow into fragments with `include`"),
+        _ => Diagnostic::error("file::unreadable", format!("cannot read {path}: {error}")),
+    })?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(SourceFile::new(path, text)),
+        Err(error) => {
+            let offset = error.utf8_error().valid_up_to();
+            let bytes = error.into_bytes();
+            let line = bytes[..offset].iter().filter(|byte| **byte == b'\n').count() + 1;
+            Err(Diagnostic::error(
+                "file::encoding",
+                format!("{path} is not valid UTF-8 (invalid byte at offset {offset}, line {line})"),
+            )
+            .with_help("save the workflow as UTF-8"))
+        }
+    }
+}

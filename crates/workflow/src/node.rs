@@ -1,0 +1,388 @@
+//! A YAML document as a tree of nodes that remember where they came from.
+//!
+//! The workflow format is checked by hand rather than by serde derives: the
+//! reference engine's check order and messages are part of the interface, and
+//! a hand-written pass can point every problem at the exact key or value.
+//! serde-saphyr does the YAML work (syntax, duplicate keys, alias limits) and
+//! hands each value over wrapped in [`serde_saphyr::Spanned`].
+
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::{Budget, Options, Spanned};
+
+/// Where a node sits in its source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    /// Byte offset of the first byte.
+    pub offset: usize,
+    /// Length in bytes (zero when unknown).
+    pub len: usize,
+    /// One-based line.
+    pub line: u32,
+    /// One-based column.
+    pub column: u32,
+}
+
+impl Span {
+    fn from_location(location: serde_saphyr::Location) -> Self {
+        let span = location.span();
+        let offset = span.byte_offset().unwrap_or(0);
+        let len = span.byte_len().unwrap_or(0);
+        Span {
+            offset: usize::try_from(offset).unwrap_or(usize::MAX),
+            len: usize::try_from(len).unwrap_or(0),
+            line: u32::try_from(location.line()).unwrap_or(u32::MAX),
+            column: u32::try_from(location.column()).unwrap_or(u32::MAX),
+        }
+    }
+}
+
+/// A YAML value with its location.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// The value.
+    pub value: Value,
+    /// Where the value was written.
+    pub span: Span,
+}
+
+/// The value of a [`Node`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// `~`, `null` or an empty value.
+    Null,
+    /// `true` or `false` (YAML 1.2: `yes`/`no` are strings).
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A floating-point number.
+    Float(f64),
+    /// A string, quoted or plain.
+    Str(String),
+    /// A sequence.
+    Seq(Vec<Node>),
+    /// A mapping, in source order.
+    Map(Vec<(Node, Node)>),
+}
+
+impl Value {
+    /// The type's name as the reference engine prints it (Python's type names).
+    pub fn python_type(&self) -> &'static str {
+        match self {
+            Value::Null => "NoneType",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "str",
+            Value::Seq(_) => "list",
+            Value::Map(_) => "dict",
+        }
+    }
+
+    /// A human name for the type, used in baton's own messages.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+}
+
+impl Node {
+    /// The string, if this is a string.
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Str(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// The entries, if this is a mapping.
+    pub fn as_map(&self) -> Option<&[(Node, Node)]> {
+        match &self.value {
+            Value::Map(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// The items, if this is a sequence.
+    pub fn as_seq(&self) -> Option<&[Node]> {
+        match &self.value {
+            Value::Seq(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// Whether this is null.
+    pub fn is_null(&self) -> bool {
+        matches!(self.value, Value::Null)
+    }
+
+    /// Looks a key up in a mapping (string keys only).
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.entry(key).map(|(_, value)| value)
+    }
+
+    /// Looks a key up in a mapping and returns the key node too.
+    pub fn entry(&self, key: &str) -> Option<(&Node, &Node)> {
+        self.as_map()?
+            .iter()
+            .find(|(name, _)| name.as_str() == Some(key))
+            .map(|(name, value)| (name, value))
+    }
+
+    /// Python's truthiness, which the reference engine applies to flags.
+    pub fn is_truthy(&self) -> bool {
+        match &self.value {
+            Value::Null => false,
+            Value::Bool(flag) => *flag,
+            Value::Int(number) => *number != 0,
+            Value::Float(number) => *number != 0.0,
+            Value::Str(text) => !text.is_empty(),
+            Value::Seq(items) => !items.is_empty(),
+            Value::Map(entries) => !entries.is_empty(),
+        }
+    }
+
+    /// The value as Python's `str()` would print it; the reference engine
+    /// stringifies parameter values and versions this way.
+    pub fn python_str(&self) -> String {
+        let mut out = String::new();
+        self.write_python(&mut out, false);
+        out
+    }
+
+    fn write_python(&self, out: &mut String, nested: bool) {
+        match &self.value {
+            Value::Null => out.push_str("None"),
+            Value::Bool(true) => out.push_str("True"),
+            Value::Bool(false) => out.push_str("False"),
+            Value::Int(number) => out.push_str(&number.to_string()),
+            Value::Float(number) => out.push_str(&python_float(*number)),
+            Value::Str(text) if nested => out.push_str(&python_repr_str(text)),
+            Value::Str(text) => out.push_str(text),
+            Value::Seq(items) => {
+                out.push('[');
+                for (position, item) in items.iter().enumerate() {
+                    if position > 0 {
+                        out.push_str(", ");
+                    }
+                    item.write_python(out, true);
+                }
+                out.push(']');
+            }
+            Value::Map(entries) => {
+                out.push('{');
+                for (position, (key, value)) in entries.iter().enumerate() {
+                    if position > 0 {
+                        out.push_str(", ");
+                    }
+                    key.write_python(out, true);
+                    out.push_str(": ");
+                    value.write_python(out, true);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+fn python_float(number: f64) -> String {
+    if number.is_nan() {
+        "nan".to_owned()
+    } else if number.is_infinite() {
+        if number > 0.0 { "inf" } else { "-inf" }.to_owned()
+    } else if number.fract() == 0.0 && number.abs() < 1e16 {
+        format!("{number:.1}")
+    } else {
+        format!("{number}")
+    }
+}
+
+fn python_repr_str(text: &str) -> String {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(quote);
+    for character in text.chars() {
+        match character {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// Why a document could not be read as YAML.
+#[derive(Debug)]
+pub struct SyntaxError {
+    /// The parser's message, without location or snippet.
+    pub message: String,
+    /// Where the parser stopped, when it knows.
+    pub span: Option<Span>,
+}
+
+/// The most nesting a workflow may have. Real workflows nest about six
+/// levels; the bound keeps the recursive tree walk far from the stack limit.
+pub const MAX_DEPTH: usize = 128;
+
+/// Parses one YAML document into a [`Node`] tree.
+///
+/// Duplicate keys are rejected and aliases, nodes and depth are bounded so
+/// that a hostile document fails quickly instead of exhausting memory.
+///
+/// # Errors
+///
+/// Returns the parser's message and location for any syntax error, duplicate
+/// key or exceeded limit.
+pub fn parse(text: &str) -> Result<Node, SyntaxError> {
+    let mut budget = Budget::default();
+    budget.max_depth = MAX_DEPTH;
+    budget.max_aliases = 1_000;
+    budget.max_anchors = 10_000;
+    budget.max_nodes = 2_000_000;
+    budget.max_total_scalar_bytes = 64 * 1024 * 1024;
+    let mut options = Options::default();
+    options.budget = Some(budget);
+    options.strict_booleans = true;
+    serde_saphyr::from_str_with_options::<Node>(text, options).map_err(|error| SyntaxError {
+        message: error.without_snippet().to_string(),
+        span: error.location().map(Span::from_location),
+    })
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let spanned = Spanned::<Value>::deserialize(deserializer)?;
+        Ok(Node {
+            value: spanned.value,
+            span: Span::from_location(spanned.referenced),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ValueVisitor)
+    }
+}
+
+struct ValueVisitor;
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("any YAML value")
+    }
+
+    fn visit_bool<E: de::Error>(self, flag: bool) -> Result<Value, E> {
+        Ok(Value::Bool(flag))
+    }
+
+    fn visit_i64<E: de::Error>(self, number: i64) -> Result<Value, E> {
+        Ok(Value::Int(number))
+    }
+
+    fn visit_u64<E: de::Error>(self, number: u64) -> Result<Value, E> {
+        Ok(i64::try_from(number).map_or_else(|_| Value::Str(number.to_string()), Value::Int))
+    }
+
+    fn visit_i128<E: de::Error>(self, number: i128) -> Result<Value, E> {
+        Ok(i64::try_from(number).map_or_else(|_| Value::Str(number.to_string()), Value::Int))
+    }
+
+    fn visit_u128<E: de::Error>(self, number: u128) -> Result<Value, E> {
+        Ok(i64::try_from(number).map_or_else(|_| Value::Str(number.to_string()), Value::Int))
+    }
+
+    fn visit_f64<E: de::Error>(self, number: f64) -> Result<Value, E> {
+        Ok(Value::Float(number))
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Value, E> {
+        Ok(Value::Str(text.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, text: String) -> Result<Value, E> {
+        Ok(Value::Str(text))
+    }
+
+    fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Value, E> {
+        Ok(Value::Str(String::from_utf8_lossy(bytes).into_owned()))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        Value::deserialize(deserializer)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(access.size_hint().unwrap_or(0).min(1024));
+        while let Some(item) = access.next_element::<Node>()? {
+            items.push(item);
+        }
+        Ok(Value::Seq(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut entries = Vec::with_capacity(access.size_hint().unwrap_or(0).min(1024));
+        while let Some(key) = access.next_key::<Node>()? {
+            let value = access.next_value::<Node>()?;
+            entries.push((key, value));
+        }
+        Ok(Value::Map(entries))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalars_keep_their_types_and_places() {
+        let node = parse("a: true\nb: 'true'\nc: 1.0\nd: no\ne:\nf: [x, 2]\n").unwrap();
+        assert_eq!(node.get("a").unwrap().value, Value::Bool(true));
+        assert_eq!(node.get("b").unwrap().value, Value::Str("true".into()));
+        assert_eq!(node.get("c").unwrap().python_str(), "1.0");
+        assert_eq!(node.get("d").unwrap().value, Value::Str("no".into()));
+        assert!(node.get("e").unwrap().is_null());
+        let f = node.get("f").unwrap();
+        assert_eq!(f.python_str(), "['x', 2]");
+        assert_eq!((f.span.line, f.span.column), (6, 4));
+        let (key, _) = node.entry("b").unwrap();
+        assert_eq!((key.span.line, key.span.column, key.span.offset), (2, 1, 8));
+    }
+
+    #[test]
+    fn duplicate_keys_are_errors_with_a_place() {
+        let error = parse("a: 1\nb:\n  x: 1\n  x: 2\n").unwrap_err();
+        assert!(error.message.contains("duplicate"), "{}", error.message);
+        let span = error.span.unwrap();
+        assert_eq!(span.line, 4);
+    }
+}
