@@ -1,1 +1,5 @@
-fn main() {}
+//! The `baton` binary: see `baton --help`.
+
+fn main() -> std::process::ExitCode {
+    baton_cli::main()
+}

@@ -50,12 +50,13 @@ pub fn compile(workflow: &Workflow, graph: &Graph, options: &Options, loader: &d
     let layout = Layout::of(&workflow.stages, &graph.dependencies);
 
     let mut errors = Vec::new();
+    let mut warnings = Vec::new();
     let mut stages = Vec::with_capacity(workflow.stages.len());
     for (index, &position) in layout.order.iter().enumerate() {
         let spec = &workflow.stages[position];
         let when = match &spec.when {
             None => None,
-            Some(expression) => match check_when(spec, &expression.value, &params) {
+            Some(expression) => match check_when(spec, &expression.value, &params, &mut warnings) {
                 Ok(when) => Some(when),
                 Err(error) => {
                     errors.push(*error);
@@ -123,10 +124,16 @@ pub fn compile(workflow: &Workflow, graph: &Graph, options: &Options, loader: &d
         stages,
         groups: layout.groups,
         levels: layout.levels,
+        warnings,
     })
 }
 
-fn check_when(stage: &Stage, expression: &str, params: &IndexMap<String, String>) -> Result<When, Box<Diagnostic>> {
+fn check_when(
+    stage: &Stage,
+    expression: &str,
+    params: &IndexMap<String, String>,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<When, Box<Diagnostic>> {
     let span = stage.when.as_ref().map(|when| when.span).unwrap_or_default();
     let name = &stage.name.value;
     let Some(when) = When::parse(expression) else {
@@ -145,17 +152,20 @@ fn check_when(stage: &Stage, expression: &str, params: &IndexMap<String, String>
             .with_help("write `when: '\"{param}\" contains \"value\"'` or `'\"{param}\" does not contain \"value\"'`"),
         ));
     };
-    if let Some(unknown) = when.placeholders().into_iter().find(|placeholder| !params.contains_key(*placeholder)) {
-        return Err(Box::new(
-            Diagnostic::error(
+    // A parameter without a value may still be given with `--params` when
+    // the workflow runs (real workflows rely on it), so this is a warning
+    // here; the engine refuses to evaluate a condition that still lacks it.
+    for unknown in when.placeholders().into_iter().filter(|placeholder| !params.contains_key(*placeholder)) {
+        warnings.push(
+            Diagnostic::warning(
                 "compile::when-param",
-                format!("Stage '{name}': 'when' refers to '{{{unknown}}}', which is not a parameter, so it cannot be evaluated"),
+                format!("Stage '{name}': 'when' refers to '{{{unknown}}}', which has no value yet"),
             )
             .at(&stage.file, span)
             .for_field(name, "when")
-            .with_label("unknown parameter")
-            .with_help(format!("declare `{unknown}` under `trigger.params`, or pass `--params {unknown}=…`")),
-        ));
+            .with_label("no value for this parameter")
+            .with_help(format!("pass `--params {unknown}=…` when running, or declare it under `trigger.params`")),
+        );
     }
     Ok(when)
 }

@@ -127,6 +127,7 @@ fn run(path: &str, loader: &dyn Loader, options: &compile::Options, report: &mut
         }
     };
     report.dag_depth = plan.levels;
+    report.warnings.extend(plan.warnings.iter().cloned());
     rules(&loaded, report);
 }
 

@@ -591,11 +591,14 @@ impl Reader<'_> {
         }
         let criteria = match node.get("criteria").filter(|value| !value.is_null()) {
             None => Vec::new(),
-            Some(criteria) => self
-                .list(criteria, "validation 'criteria'", stage_name, "validation.criteria")?
-                .iter()
-                .map(|item| self.scalar_text(item, "validation 'criteria' item", stage_name))
-                .collect::<Result<_, _>>()?,
+            Some(criteria) => {
+                let items = self.list(criteria, "validation 'criteria'", stage_name, "validation.criteria")?;
+                let mut texts = Vec::with_capacity(items.len());
+                for item in items {
+                    texts.push(self.criterion(item, stage_name)?);
+                }
+                texts
+            }
         };
         let max_revisions = match node.get("max_revisions").filter(|value| !value.is_null()) {
             None => DEFAULT_MAX_REVISIONS,
@@ -910,11 +913,34 @@ impl Reader<'_> {
         }
     }
 
-    fn scalar_text(&self, node: &Node, what: &str, stage: &str) -> Result<String, Diagnostic> {
-        match node.value {
+    /// A criterion is text. An unquoted criterion containing `: ` is read by
+    /// YAML as a one-entry mapping (a real workflow has `- No new "noqa: F401"
+    /// lines`); it is turned back into the text the author wrote, with a
+    /// warning to quote it.
+    fn criterion(&mut self, node: &Node, stage_name: &str) -> Result<String, Diagnostic> {
+        match &node.value {
+            Value::Map(entries) if entries.len() == 1 && entries[0].1.as_map().is_none() && entries[0].1.as_seq().is_none() => {
+                let (key, value) = &entries[0];
+                let text = format!("{}: {}", key.python_str(), value.python_str());
+                self.warnings.push(
+                    Diagnostic::warning(
+                        "schema::criterion-mapping",
+                        format!("a validation criterion of stage '{stage_name}' reads as a mapping because it contains ': '"),
+                    )
+                    .at(self.file, node.span)
+                    .for_field(stage_name, "validation.criteria")
+                    .with_label("YAML reads this as `key: value`")
+                    .with_help(format!("quote the criterion: - \"{}\"", text.replace('"', "\\\""))),
+                );
+                Ok(text)
+            }
             Value::Seq(_) | Value::Map(_) => Err(self
-                .error("schema::type", format!("{what} must be a single value, got {}", node.value.python_type()), node.span)
-                .for_field(stage, what)),
+                .error(
+                    "schema::type",
+                    format!("validation 'criteria' items must be text, got {}", node.value.python_type()),
+                    node.span,
+                )
+                .for_field(stage_name, "validation.criteria")),
             _ => Ok(node.python_str()),
         }
     }

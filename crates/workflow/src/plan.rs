@@ -2,6 +2,7 @@
 
 use indexmap::IndexMap;
 
+use crate::diagnostic::Diagnostic;
 use crate::schema::Stage;
 use crate::when::When;
 
@@ -26,6 +27,8 @@ pub struct Plan {
     pub levels: usize,
     /// `reads_from` entries whose upstream declares no `writes_to`.
     pub contract_warnings: Vec<ContractWarning>,
+    /// Compile-time warnings (a `when` parameter without a value).
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl Plan {

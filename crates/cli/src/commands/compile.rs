@@ -1,0 +1,236 @@
+//! `baton compile FILE [--strict] [--params k=v] [--format …]`.
+
+use baton_workflow::Plan;
+use baton_workflow::plan::PlanStage;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::args::{CompileArgs, CompileFormat};
+use crate::commands::graph;
+use crate::{exit_code, output, report};
+
+/// Runs the command.
+pub(crate) fn run(args: &CompileArgs) -> u8 {
+    let format = if args.json { CompileFormat::Json } else { args.format };
+    let as_json = format == CompileFormat::Json;
+    let options = match super::compile_options(&args.params) {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
+    let loader = super::loader();
+    let compiled = baton_workflow::load(&args.file, &loader)
+        .and_then(|loaded| {
+        baton_workflow::compile(&loaded, &options, &loader).map(|plan| {
+            let warnings = [loaded.warnings, plan.warnings.clone()].concat();
+            (plan, warnings)
+        })
+    });
+    let (plan, warnings) = match compiled {
+        Ok(compiled) => compiled,
+        Err(failure) => {
+            report::emit(&[failure.warnings, failure.errors].concat(), as_json);
+            return exit_code::INVALID_WORKFLOW;
+        }
+    };
+    if args.strict && !warnings.is_empty() {
+        let errors: Vec<_> = warnings
+            .into_iter()
+            .map(|mut warning| {
+                warning.severity = baton_workflow::Severity::Error;
+                warning
+            })
+            .collect();
+        report::emit(&errors, as_json);
+        output::stderr_line("error: warnings are errors under --strict");
+        return exit_code::INVALID_WORKFLOW;
+    }
+    report::emit(&warnings, as_json);
+    for warning in &plan.contract_warnings {
+        output::stderr_line(&format!("contract warning: {}", warning.message));
+    }
+    let text = match format {
+        CompileFormat::Json => output::json(&plan_json(&plan)),
+        CompileFormat::Yaml => output::yaml(&plan_json(&plan)),
+        CompileFormat::Table => table(&plan),
+        CompileFormat::Mermaid => graph::mermaid(&plan),
+        CompileFormat::Dot => graph::dot(&plan),
+    };
+    output::stdout(&text);
+    exit_code::SUCCESS
+}
+
+/// The plan as JSON: the reference engine's keys, in its order, then `params`
+/// and `stages` with everything a consumer needs without reading the YAML.
+pub(crate) fn plan_json(plan: &Plan) -> Value {
+    json!({
+        "name": plan.name,
+        "total_stages": plan.stages.len(),
+        "total_groups": plan.groups.len(),
+        "max_parallelism": plan.max_parallelism(),
+        "compiled_at": now_utc(),
+        "contract_warnings": plan.contract_warnings.len(),
+        "groups": plan.groups.iter().enumerate().map(|(number, group)| json!({
+            "group": number,
+            "stages": group.stages.iter().map(|&index| plan.stages[index].name()).collect::<Vec<_>>().join(", "),
+            "parallelism": group.stages.len(),
+        })).collect::<Vec<_>>(),
+        "resolutions": plan.stages.iter().map(|stage| json!({
+            "stage": stage.name(),
+            "template_resolved": stage.template.is_some(),
+            "guide_resolved": stage.guide.is_some(),
+            "cli_commands": stage.cli_commands.len(),
+        })).collect::<Vec<_>>(),
+        "contract_warnings_detail": plan.contract_warnings.iter().map(|warning| json!({
+            "stage": warning.stage,
+            "upstream": warning.upstream,
+            "message": warning.message,
+        })).collect::<Vec<_>>(),
+        "version": plan.version,
+        "params": plan.params,
+        "stages": plan.stages.iter().map(|stage| stage_json(plan, stage)).collect::<Vec<_>>(),
+    })
+}
+
+fn names(plan: &Plan, indices: &[usize]) -> Vec<String> {
+    indices.iter().map(|&index| plan.stages[index].name().to_owned()).collect()
+}
+
+#[derive(Serialize)]
+struct Agent<'a> {
+    role: &'a str,
+    model: Option<&'a str>,
+    tools: &'a [String],
+    access: &'static str,
+    isolation: &'static str,
+}
+
+fn stage_json(plan: &Plan, stage: &PlanStage) -> Value {
+    let spec = &stage.spec;
+    json!({
+        "index": stage.index,
+        "name": stage.name(),
+        "group": stage.group,
+        "level": stage.level,
+        "kind": spec.kind.as_str(),
+        "executor": spec.executor.as_str(),
+        "agent": Agent {
+            role: &spec.agent.role,
+            model: spec.agent.model.as_deref(),
+            tools: &spec.agent.tools,
+            access: spec.agent.access.as_str(),
+            isolation: spec.agent.isolation.as_str(),
+        },
+        "description": stage.description,
+        "depends_on": names(plan, &stage.depends_on),
+        "reads_from": names(plan, &stage.reads_from),
+        "writes_to": spec.writes_to.iter().map(|path| path.value.as_str()).collect::<Vec<_>>(),
+        "script": spec.script.as_ref().map(|script| script.value.as_str()),
+        "when": spec.when.as_ref().map(|when| when.value.trim()),
+        "fan_out": spec.fan_out.as_ref().map(|fan_out| json!({
+            "source": fan_out.source.value,
+            "field": fan_out.field,
+            "key": fan_out.key,
+            "mode": fan_out.mode.as_str(),
+            "script": fan_out.script.as_ref().map(|script| script.value.as_str()),
+            "isolation": fan_out.isolation.as_str(),
+        })),
+        "validation": spec.validation.as_ref().map(|validation| json!({
+            "strategy": validation.strategy.as_str(),
+            "criteria": validation.criteria,
+            "max_revisions": validation.max_revisions,
+            "domain_rules": validation.domain_rules.iter().map(|rule| json!({
+                "id": rule.id,
+                "description": rule.description,
+                "severity": rule.severity.as_str(),
+                "category": rule.category.as_str(),
+                "source_cmd": rule.source_cmd,
+            })).collect::<Vec<_>>(),
+        })),
+        "human_gate": spec.human_gate,
+        "required": spec.required,
+        "validates_output": spec.validates_output.iter().map(|check| json!({
+            "path": check.path.value,
+            "checks": check.checks.iter().map(|check| check.value.to_string()).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "sub_workflow": spec.sub_workflow,
+        "outputs": spec.outputs.iter().map(|output| json!({
+            "name": output.name,
+            "mode": output.mode.as_str(),
+        })).collect::<Vec<_>>(),
+        "cli_commands": stage.cli_commands,
+        "include_prefix": spec.include_prefix,
+    })
+}
+
+fn table(plan: &Plan) -> String {
+    let mut text = format!(
+        "name: {}\ntotal_stages: {}\ntotal_groups: {}\nmax_parallelism: {}\ncontract_warnings: {}\n\n",
+        plan.name,
+        plan.stages.len(),
+        plan.groups.len(),
+        plan.max_parallelism(),
+        plan.contract_warnings.len()
+    );
+    let rows: Vec<Vec<String>> = plan
+        .stages
+        .iter()
+        .map(|stage| {
+            let spec = &stage.spec;
+            let mut notes = Vec::new();
+            if spec.human_gate {
+                notes.push("gate".to_owned());
+            }
+            if !spec.required {
+                notes.push("optional".to_owned());
+            }
+            if let Some(fan_out) = &spec.fan_out {
+                notes.push(format!("fan-out over {}.{} by {{{}}}", fan_out.source.value, fan_out.field, fan_out.key));
+            }
+            if let Some(validation) = &spec.validation {
+                notes.push(format!("validation {} (max {} revisions)", validation.strategy, validation.max_revisions));
+            }
+            if spec.when.is_some() {
+                notes.push("when".to_owned());
+            }
+            vec![
+                stage.group.to_string(),
+                format!("{:03}", stage.index),
+                stage.name().to_owned(),
+                spec.kind.as_str().to_owned(),
+                match spec.executor {
+                    baton_workflow::schema::Executor::Agent => spec.agent.role.clone(),
+                    other => other.as_str().to_owned(),
+                },
+                names(plan, &stage.depends_on).join(", "),
+                notes.join("; "),
+            ]
+        })
+        .collect();
+    text.push_str(&output::table(&["group", "index", "stage", "kind", "executor", "depends_on", "notes"], &rows));
+    text
+}
+
+/// The current time as `YYYY-MM-DDTHH:MM:SSZ`.
+fn now_utc() -> String {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    let days = i64::try_from(seconds / 86_400).unwrap_or(0);
+    let rest = seconds % 86_400;
+    // Howard Hinnant's days-to-civil algorithm.
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}

@@ -1,0 +1,58 @@
+//! `baton lint FILE [--strict]`.
+
+use serde::Serialize;
+
+use crate::args::{Format, LintArgs};
+use crate::report::JsonDiagnostic;
+use crate::{exit_code, output, report};
+
+#[derive(Serialize)]
+struct LintJson<'a> {
+    file: &'a str,
+    valid: bool,
+    errors: Vec<JsonDiagnostic<'a>>,
+    warnings: Vec<JsonDiagnostic<'a>>,
+    stages: usize,
+    dag_depth: usize,
+    fragment: bool,
+}
+
+/// Runs the command.
+pub(crate) fn run(args: &LintArgs) -> u8 {
+    let options = match super::compile_options(&args.params) {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
+    let loader = super::loader();
+    let lint = baton_workflow::lint::lint(&args.file, &loader, &options, args.strict);
+    let format = args.format.format();
+    match format {
+        Format::Json | Format::Yaml => {
+            let view = LintJson {
+                file: &lint.file,
+                valid: lint.valid,
+                errors: lint.errors.iter().map(JsonDiagnostic::from).collect(),
+                warnings: lint.warnings.iter().map(JsonDiagnostic::from).collect(),
+                stages: lint.stages,
+                dag_depth: lint.dag_depth,
+                fragment: lint.fragment,
+            };
+            output::stdout(&if format == Format::Json { output::json(&view) } else { output::yaml(&view) });
+        }
+        Format::Table => {
+            report::human(&lint.warnings);
+            report::human(&lint.errors);
+            let what = if lint.fragment { "fragment" } else { "workflow" };
+            let verdict = if lint.valid { "valid" } else { "invalid" };
+            output::stdout(&format!(
+                "{}: {verdict} {what}, {} stages, {} levels, {} errors, {} warnings\n",
+                lint.file,
+                lint.stages,
+                lint.dag_depth,
+                lint.errors.len(),
+                lint.warnings.len()
+            ));
+        }
+    }
+    if lint.valid { exit_code::SUCCESS } else { exit_code::INVALID_WORKFLOW }
+}

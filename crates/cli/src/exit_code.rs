@@ -1,0 +1,18 @@
+//! baton's exit codes, in one place.
+
+/// The command did what was asked (for `lint`: the workflow is valid).
+pub(crate) const SUCCESS: u8 = 0;
+/// The workflow is invalid: a parse, validation or compile error (the
+/// reference engine's code for the same failures).
+pub(crate) const INVALID_WORKFLOW: u8 = 1;
+/// The command line was wrong: an unknown flag, a missing argument, a
+/// malformed `--params`.
+pub(crate) const USAGE: u8 = 2;
+
+/// The text `--help` shows.
+pub(crate) const HELP: &str = "\
+Exit codes:
+  0    success (for lint: the workflow is valid)
+  1    invalid workflow: a parse, validation or compile error
+  2    usage error: unknown flag, missing argument, malformed --params
+  101  internal error in baton";

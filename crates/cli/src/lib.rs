@@ -1,0 +1,41 @@
+//! The `baton` command line: argument parsing, settings, printing and exit
+//! codes. Each command is a thin adapter over a library operation.
+//!
+//! This crate is the only one that reads the environment, prints, or picks
+//! an exit code.
+
+#![forbid(unsafe_code)]
+
+mod args;
+mod commands;
+mod exit_code;
+mod loader;
+mod output;
+mod report;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+/// Runs baton with the process's arguments and returns its exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let code = if error.use_stderr() { exit_code::USAGE } else { exit_code::SUCCESS };
+            // Printing can only fail on a closed pipe, and then nobody reads it.
+            let _ = error.print();
+            return ExitCode::from(code);
+        }
+    };
+    report::install();
+    let code = match cli.command {
+        Command::Parse(args) => commands::parse::run(&args),
+        Command::Lint(args) => commands::lint::run(&args),
+        Command::Compile(args) => commands::compile::run(&args),
+        Command::List(args) => commands::list::run(&args),
+    };
+    ExitCode::from(code)
+}

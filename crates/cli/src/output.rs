@@ -1,0 +1,74 @@
+//! Writing results to stdout and messages to stderr.
+//!
+//! stdout carries only the result of a command; diagnostics, hints and
+//! progress go to stderr. A closed stdout (`baton … | head`) is not an error.
+
+#![expect(clippy::print_stdout, clippy::print_stderr, reason = "the one place that prints")]
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+/// Writes text to stdout; a broken pipe is ignored.
+pub(crate) fn stdout(text: &str) {
+    let mut out = io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
+/// Writes one line to stderr.
+pub(crate) fn stderr_line(text: &str) {
+    eprintln!("{text}");
+}
+
+/// Pretty JSON (2-space indent) followed by a newline.
+pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> String {
+    let mut text = serde_json::to_string_pretty(value).expect("results are plain data");
+    text.push('\n');
+    text
+}
+
+/// YAML.
+pub(crate) fn yaml<T: Serialize>(value: &T) -> String {
+    serde_saphyr::to_string(value).expect("results are plain data")
+}
+
+/// Rows as aligned columns with a header; empty cells print as `-`.
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|cell| cell.chars().count()).collect();
+    for row in rows {
+        for (column, cell) in row.iter().enumerate() {
+            let width = single_line(cell).chars().count();
+            if column < widths.len() && width > widths[column] {
+                widths[column] = width;
+            }
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = String>| {
+        let mut text = String::new();
+        for (column, cell) in cells.enumerate() {
+            if column > 0 {
+                text.push_str("  ");
+            }
+            let cell = if cell.is_empty() { "-".to_owned() } else { cell };
+            text.push_str(&cell);
+            if column + 1 < widths.len() {
+                for _ in cell.chars().count()..widths[column] {
+                    text.push(' ');
+                }
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&mut header.iter().map(|cell| (*cell).to_owned()));
+    for row in rows {
+        line(&mut row.iter().map(|cell| single_line(cell)));
+    }
+    out
+}
+
+fn single_line(text: &str) -> String {
+    let first = text.lines().next().unwrap_or("");
+    if text.contains('\n') { format!("{first} …") } else { first.to_owned() }
+}

@@ -1,0 +1,82 @@
+//! Showing diagnostics: graphical (miette) for people, JSON for scripts.
+
+use baton_workflow::Diagnostic;
+use serde::Serialize;
+
+use crate::output;
+
+/// Sets up miette's renderer once per process. Colour follows miette's own
+/// detection, which honours `NO_COLOR` and a non-terminal stderr.
+pub(crate) fn install() {
+    let _ = miette::set_hook(Box::new(|_| {
+        Box::new(miette::MietteHandlerOpts::new().context_lines(1).tab_width(4).build())
+    }));
+}
+
+/// Prints diagnostics to stderr, each with its file, line, column and snippet.
+pub(crate) fn human(diagnostics: &[Diagnostic]) {
+    for diagnostic in diagnostics {
+        let report = miette::Report::new(diagnostic.clone());
+        output::stderr_line(&format!("{report:?}"));
+    }
+}
+
+/// A diagnostic as JSON.
+#[derive(Debug, Serialize)]
+pub(crate) struct JsonDiagnostic<'a> {
+    /// `error` or `warning`.
+    pub(crate) severity: &'static str,
+    /// Stable machine-readable kind, e.g. `schema::type`.
+    pub(crate) code: &'a str,
+    /// The message.
+    pub(crate) message: &'a str,
+    /// The file, if the problem is in one.
+    pub(crate) file: Option<&'a str>,
+    /// One-based line.
+    pub(crate) line: Option<u32>,
+    /// One-based column.
+    pub(crate) column: Option<u32>,
+    /// The stage concerned, or `<global>`.
+    pub(crate) stage: &'a str,
+    /// The field concerned.
+    pub(crate) field: &'a str,
+    /// What to do about it.
+    pub(crate) help: Option<&'a str>,
+}
+
+impl<'a> From<&'a Diagnostic> for JsonDiagnostic<'a> {
+    fn from(diagnostic: &'a Diagnostic) -> Self {
+        let (line, column) = diagnostic.line_column().unzip();
+        JsonDiagnostic {
+            severity: if diagnostic.is_error() { "error" } else { "warning" },
+            code: diagnostic.code,
+            message: &diagnostic.message,
+            file: diagnostic.file(),
+            line,
+            column,
+            stage: &diagnostic.stage,
+            field: &diagnostic.field,
+            help: diagnostic.help.as_deref(),
+        }
+    }
+}
+
+/// Prints diagnostics to stderr as one JSON object `{"diagnostics": […]}`.
+pub(crate) fn json(diagnostics: &[Diagnostic]) {
+    #[derive(Serialize)]
+    struct Envelope<'a> {
+        diagnostics: Vec<JsonDiagnostic<'a>>,
+    }
+    let envelope = Envelope {
+        diagnostics: diagnostics.iter().map(JsonDiagnostic::from).collect(),
+    };
+    output::stderr_line(serde_json::to_string(&envelope).expect("plain data").as_str());
+}
+
+/// Prints diagnostics in the requested style; nothing when there are none.
+pub(crate) fn emit(diagnostics: &[Diagnostic], as_json: bool) {
+    if diagnostics.is_empty() {
+        return;
+    }
+    if as_json { json(diagnostics) } else { human(diagnostics) }
+}

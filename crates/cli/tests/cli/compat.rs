@@ -1,0 +1,1 @@
+//! Conformance with the reference corpus.

@@ -1,0 +1,1 @@
+//! Mermaid and DOT output.

@@ -1,0 +1,14 @@
+//! End-to-end tests of the `baton` binary, in one test binary.
+
+mod compat;
+mod diagnostics;
+mod graph;
+
+use std::path::Path;
+
+use baton_test_support::{Run, run};
+
+/// Runs the `baton` under test in `cwd`.
+pub fn baton(cwd: &Path, args: &[&str]) -> Run {
+    run(Path::new(env!("CARGO_BIN_EXE_baton")), cwd, args)
+}

@@ -1,0 +1,77 @@
+//! Helpers shared by baton's tests: locating the reference corpus and
+//! running the `baton` binary with its output captured.
+//!
+//! Test-only: nothing here ships in the binary.
+
+#![forbid(unsafe_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace root (the directory holding the root `Cargo.toml`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/test-support sits two levels below the root")
+        .to_path_buf()
+}
+
+/// The reference corpus: `$BATON_COMPAT_DIR`, else `../shared/compat` next
+/// to the checkout. `None` when it is absent outside CI.
+///
+/// # Panics
+///
+/// When `CI=true` and the corpus is missing: conformance must fail loudly
+/// there, never skip.
+pub fn compat_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("BATON_COMPAT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("../shared/compat"));
+    if dir.join("workflows").is_dir() {
+        return Some(dir.canonicalize().unwrap_or(dir));
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "the compat corpus is missing at {} (set BATON_COMPAT_DIR); CI must not skip conformance",
+        dir.display()
+    );
+    None
+}
+
+/// The captured result of one `baton` invocation.
+#[derive(Debug)]
+pub struct Run {
+    /// Exit code (`-1` if killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Self {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs a binary with arguments in a directory, colour off, and captures it.
+///
+/// # Panics
+///
+/// When the binary cannot be started.
+pub fn run(binary: &Path, cwd: &Path, args: &[&str]) -> Run {
+    Command::new(binary)
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env_remove("CLICOLOR_FORCE")
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {}: {error}", binary.display()))
+        .into()
+}
