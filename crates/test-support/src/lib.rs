@@ -66,7 +66,9 @@ impl From<Output> for Run {
 ///
 /// When the binary cannot be started.
 pub fn run(binary: &Path, cwd: &Path, args: &[&str]) -> Run {
-    Command::new(binary)
+    #[expect(clippy::disallowed_methods, reason = "tests run the baton binary")]
+    let mut command = Command::new(binary);
+    command
         .args(args)
         .current_dir(cwd)
         .env("NO_COLOR", "1")

@@ -80,12 +80,11 @@ pub fn compile(workflow: &Workflow, graph: &Graph, options: &Options, loader: &d
                     None => errors.push(missing_file(spec, "writing guide", reference, loader)),
                 }
             }
-            if output.mode == OutputMode::Invoke {
-                if let Some(skill) = &output.skill {
+            if output.mode == OutputMode::Invoke
+                && let Some(skill) = &output.skill {
                     let command = invoke_command(skill, output.subcommand.as_deref(), output.query.as_deref(), output.flags.as_deref());
                     cli_commands.push(template::render(&command, lookup).into_owned());
                 }
-            }
         }
         stages.push(PlanStage {
             index,

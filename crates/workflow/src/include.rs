@@ -136,11 +136,10 @@ impl Expander<'_> {
                 } else {
                     rename(&stage.reads_from)
                 };
-                if let Some(fan_out) = &mut stage.fan_out {
-                    if let Some(renamed) = renames.get(&fan_out.source.value) {
+                if let Some(fan_out) = &mut stage.fan_out
+                    && let Some(renamed) = renames.get(&fan_out.source.value) {
                         fan_out.source.value.clone_from(renamed);
                     }
-                }
                 stage.include_prefix = Some(prefix.clone());
                 stages.push(stage);
             }

@@ -53,11 +53,10 @@ pub struct Fragment {
 pub fn document(file: &Arc<SourceFile>, warnings: &mut Vec<Diagnostic>) -> Result<Document, Diagnostic> {
     let root = parse_root(file)?;
     let mut reader = Reader { file, warnings };
-    if let Some(flag) = root.get("fragment") {
-        if reader.flag(flag, "'fragment'", "<global>", "fragment")? {
+    if let Some(flag) = root.get("fragment")
+        && reader.flag(flag, "'fragment'", "<global>", "fragment")? {
             return reader.fragment_body(&root).map(Document::Fragment);
         }
-    }
     reader.workflow(&root).map(Document::Workflow)
 }
 
@@ -194,15 +193,14 @@ impl Reader<'_> {
         let workspace_dir = self
             .optional_string(root, "workspace_dir", "'workspace_dir'", "<global>")?
             .map(|spanned| spanned.value);
-        if let Some(metadata) = root.get("metadata") {
-            if !metadata.is_null() && metadata.as_map().is_none() {
+        if let Some(metadata) = root.get("metadata")
+            && !metadata.is_null() && metadata.as_map().is_none() {
                 return Err(self.error(
                     "schema::type",
                     format!("'metadata' must be a mapping, got {}", metadata.value.python_type()),
                     metadata.span,
                 ));
             }
-        }
         Ok(Workflow {
             file: Arc::clone(self.file),
             name: name.value,
@@ -819,15 +817,14 @@ impl Reader<'_> {
             self.unknown_keys(entry, INCLUDE_KEYS, &format!("include '{}'", path.value), "<global>");
             let context = format!("include '{}'", path.value);
             for field in ["depends_on", "reads_from"] {
-                if let Some(value) = entry.get(field).filter(|value| !value.is_null()) {
-                    if value.as_seq().is_none() {
+                if let Some(value) = entry.get(field).filter(|value| !value.is_null())
+                    && value.as_seq().is_none() {
                         return Err(self.error(
                             "schema::type",
                             format!("{context} '{field}' must be a list, got {}", value.value.python_type()),
                             value.span,
                         ));
                     }
-                }
             }
             if let Some(params) = entry.get("params").filter(|value| !value.is_null()) {
                 if params.as_map().is_none() {
@@ -871,11 +868,10 @@ impl Reader<'_> {
         message: impl Fn() -> String,
     ) -> Result<T, Diagnostic> {
         let text = node.python_str();
-        if let (Some(text), true) = (node.as_str(), true) {
-            if let Some(value) = parse(text) {
+        if let (Some(text), true) = (node.as_str(), true)
+            && let Some(value) = parse(text) {
                 return Ok(value);
             }
-        }
         let mut diagnostic = self
             .error(
                 "schema::enum",
@@ -1041,9 +1037,7 @@ fn describe(node: &Node) -> String {
 
 /// Whether a path is non-empty, relative and free of `..` segments.
 pub fn is_workspace_relative(path: &str) -> bool {
-    !path.trim().is_empty()
-        && !path.starts_with('/')
-        && !path.starts_with('\\')
-        && !path.split(['/', '\\']).any(|segment| segment == "..")
-        && !(path.len() >= 2 && path.as_bytes()[1] == b':')
+    let absolute = path.starts_with(['/', '\\']) || path.as_bytes().get(1) == Some(&b':');
+    let climbs = path.split(['/', '\\']).any(|segment| segment == "..");
+    !path.trim().is_empty() && !absolute && !climbs
 }

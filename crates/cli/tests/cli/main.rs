@@ -1,5 +1,7 @@
 //! End-to-end tests of the `baton` binary, in one test binary.
 
+#![allow(clippy::print_stderr, reason = "tests say on stderr why they skip")]
+
 mod compat;
 mod diagnostics;
 mod graph;
