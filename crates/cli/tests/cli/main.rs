@@ -4,6 +4,7 @@
 
 mod compat;
 mod diagnostics;
+mod examples;
 mod graph;
 
 use std::path::Path;
