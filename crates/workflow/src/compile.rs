@@ -5,8 +5,8 @@ use std::path::Path;
 use indexmap::IndexMap;
 
 use crate::diagnostic::Diagnostic;
-use crate::loader::Loader;
 use crate::load::MAX_FILE_BYTES;
+use crate::loader::Loader;
 use crate::plan::{ContractWarning, Group, Plan, PlanStage};
 use crate::schema::{OutputMode, Stage, Workflow};
 use crate::template;
@@ -44,7 +44,12 @@ pub fn resolve_params(workflow: &Workflow, options: &Options) -> IndexMap<String
 /// # Errors
 ///
 /// Every compile-time problem (`when` forms, missing templates), in index order.
-pub fn compile(workflow: &Workflow, graph: &Graph, options: &Options, loader: &dyn Loader) -> Result<Plan, Vec<Diagnostic>> {
+pub fn compile(
+    workflow: &Workflow,
+    graph: &Graph,
+    options: &Options,
+    loader: &dyn Loader,
+) -> Result<Plan, Vec<Diagnostic>> {
     let params = resolve_params(workflow, options);
     let lookup = |name: &str| params.get(name).map(String::as_str);
     let layout = Layout::of(&workflow.stages, &graph.dependencies);
@@ -81,17 +86,26 @@ pub fn compile(workflow: &Workflow, graph: &Graph, options: &Options, loader: &d
                 }
             }
             if output.mode == OutputMode::Invoke
-                && let Some(skill) = &output.skill {
-                    let command = invoke_command(skill, output.subcommand.as_deref(), output.query.as_deref(), output.flags.as_deref());
-                    cli_commands.push(template::render(&command, lookup).into_owned());
-                }
+                && let Some(skill) = &output.skill
+            {
+                let command = invoke_command(
+                    skill,
+                    output.subcommand.as_deref(),
+                    output.query.as_deref(),
+                    output.flags.as_deref(),
+                );
+                cli_commands.push(template::render(&command, lookup).into_owned());
+            }
         }
         stages.push(PlanStage {
             index,
             group: layout.group_of[position],
             level: layout.level_of[position],
             description: template::render(&spec.description.value, lookup).into_owned(),
-            depends_on: graph.dependencies[position].iter().map(|&dependency| layout.index_of[dependency]).collect(),
+            depends_on: graph.dependencies[position]
+                .iter()
+                .map(|&dependency| layout.index_of[dependency])
+                .collect(),
             reads_from: Vec::new(),
             spec: spec.clone(),
             when,
@@ -103,11 +117,20 @@ pub fn compile(workflow: &Workflow, graph: &Graph, options: &Options, loader: &d
     if !errors.is_empty() {
         return Err(errors);
     }
-    let index_of_name: std::collections::HashMap<&str, usize> =
-        stages.iter().map(|stage| (stage.spec.name.value.as_str(), stage.index)).collect();
+    let index_of_name: std::collections::HashMap<&str, usize> = stages
+        .iter()
+        .map(|stage| (stage.spec.name.value.as_str(), stage.index))
+        .collect();
     let reads: Vec<Vec<usize>> = stages
         .iter()
-        .map(|stage| stage.spec.reads_from.iter().map(|name| index_of_name[name.value.as_str()]).collect())
+        .map(|stage| {
+            stage
+                .spec
+                .reads_from
+                .iter()
+                .map(|name| index_of_name[name.value.as_str()])
+                .collect()
+        })
         .collect();
     for (stage, reads) in stages.iter_mut().zip(reads) {
         stage.reads_from = reads;
@@ -133,7 +156,11 @@ fn check_when(
     params: &IndexMap<String, String>,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<When, Box<Diagnostic>> {
-    let span = stage.when.as_ref().map(|when| when.span).unwrap_or_default();
+    let span = stage
+        .when
+        .as_ref()
+        .map(|when| when.span)
+        .unwrap_or_default();
     let name = &stage.name.value;
     let Some(when) = When::parse(expression) else {
         return Err(Box::new(
@@ -154,7 +181,11 @@ fn check_when(
     // A parameter without a value may still be given with `--params` when
     // the workflow runs (real workflows rely on it), so this is a warning
     // here; the engine refuses to evaluate a condition that still lacks it.
-    for unknown in when.placeholders().into_iter().filter(|placeholder| !params.contains_key(*placeholder)) {
+    for unknown in when
+        .placeholders()
+        .into_iter()
+        .filter(|placeholder| !params.contains_key(*placeholder))
+    {
         warnings.push(
             Diagnostic::warning(
                 "compile::when-param",
@@ -163,7 +194,9 @@ fn check_when(
             .at(&stage.file, span)
             .for_field(name, "when")
             .with_label("no value for this parameter")
-            .with_help(format!("pass `--params {unknown}=…` when running, or declare it under `trigger.params`")),
+            .with_help(format!(
+                "pass `--params {unknown}=…` when running, or declare it under `trigger.params`"
+            )),
         );
     }
     Ok(when)
@@ -178,7 +211,11 @@ fn missing_file(stage: &Stage, what: &str, reference: &str, loader: &dyn Loader)
     let full = loader.root().join(reference);
     Diagnostic::error(
         "compile::missing-file",
-        format!("Stage '{}': {what} not found at {}", stage.name.value, full.display()),
+        format!(
+            "Stage '{}': {what} not found at {}",
+            stage.name.value,
+            full.display()
+        ),
     )
     .at(&stage.file, stage.span)
     .for_field(&stage.name.value, "outputs")
@@ -186,7 +223,12 @@ fn missing_file(stage: &Stage, what: &str, reference: &str, loader: &dyn Loader)
 }
 
 /// Builds the command of a `mode: invoke` output (reference-engine.md §5.6).
-pub fn invoke_command(skill: &str, subcommand: Option<&str>, query: Option<&str>, flags: Option<&str>) -> String {
+pub fn invoke_command(
+    skill: &str,
+    subcommand: Option<&str>,
+    query: Option<&str>,
+    flags: Option<&str>,
+) -> String {
     let mut parts: Vec<String> = Vec::with_capacity(5);
     if skill.starts_with('/') || skill.starts_with("./") {
         parts.push(skill.to_owned());
@@ -211,8 +253,10 @@ pub fn invoke_command(skill: &str, subcommand: Option<&str>, query: Option<&str>
 }
 
 fn contract_warnings(stages: &[Stage]) -> Vec<ContractWarning> {
-    let writes: std::collections::HashMap<&str, bool> =
-        stages.iter().map(|stage| (stage.name.value.as_str(), !stage.writes_to.is_empty())).collect();
+    let writes: std::collections::HashMap<&str, bool> = stages
+        .iter()
+        .map(|stage| (stage.name.value.as_str(), !stage.writes_to.is_empty()))
+        .collect();
     let mut warnings = Vec::new();
     for stage in stages {
         for upstream in &stage.reads_from {
@@ -257,7 +301,11 @@ impl Layout {
 
     /// Like [`Layout::of`], where `blocked[p]` marks stages with a dependency
     /// that cannot be satisfied.
-    pub fn with_external(stages: &[Stage], dependencies: &[Vec<usize>], blocked: &[bool]) -> Layout {
+    pub fn with_external(
+        stages: &[Stage],
+        dependencies: &[Vec<usize>],
+        blocked: &[bool],
+    ) -> Layout {
         let count = stages.len();
         let mut waiting: Vec<usize> = dependencies.iter().map(Vec::len).collect();
         let mut dependants: Vec<Vec<usize>> = vec![Vec::new(); count];
@@ -267,14 +315,20 @@ impl Layout {
             }
         }
         let mut level_of = vec![usize::MAX; count];
-        let mut wave: Vec<usize> = (0..count).filter(|&position| waiting[position] == 0 && !blocked[position]).collect();
+        let mut wave: Vec<usize> = (0..count)
+            .filter(|&position| waiting[position] == 0 && !blocked[position])
+            .collect();
         let mut order = Vec::with_capacity(count);
         let mut groups = Vec::new();
         let mut group_of = vec![usize::MAX; count];
         let mut level = 0;
         while !wave.is_empty() {
-            wave.sort_unstable_by(|&left, &right| stages[left].name.value.cmp(&stages[right].name.value));
-            let (gated, normal): (Vec<usize>, Vec<usize>) = wave.iter().partition(|&&position| stages[position].human_gate);
+            wave.sort_unstable_by(|&left, &right| {
+                stages[left].name.value.cmp(&stages[right].name.value)
+            });
+            let (gated, normal): (Vec<usize>, Vec<usize>) = wave
+                .iter()
+                .partition(|&&position| stages[position].human_gate);
             let mut push_group = |members: &[usize], gate: bool| {
                 let mut indices = Vec::with_capacity(members.len());
                 for &position in members {
@@ -282,7 +336,10 @@ impl Layout {
                     indices.push(order.len());
                     order.push(position);
                 }
-                groups.push(Group { stages: indices, gate });
+                groups.push(Group {
+                    stages: indices,
+                    gate,
+                });
             };
             if !normal.is_empty() {
                 push_group(&normal, false);

@@ -169,7 +169,9 @@ impl Diagnostic {
 
     /// The file the diagnostic points into, if any.
     pub fn file(&self) -> Option<&str> {
-        self.location.as_ref().map(|location| location.file.path.as_str())
+        self.location
+            .as_ref()
+            .map(|location| location.file.path.as_str())
     }
 
     /// One-based line and column, if known.

@@ -56,7 +56,12 @@ struct Expander<'a> {
 }
 
 impl Expander<'_> {
-    fn expand(&mut self, mut stages: Vec<Stage>, includes: &[Include], file: &Arc<SourceFile>) -> Result<Vec<Stage>, Diagnostic> {
+    fn expand(
+        &mut self,
+        mut stages: Vec<Stage>,
+        includes: &[Include],
+        file: &Arc<SourceFile>,
+    ) -> Result<Vec<Stage>, Diagnostic> {
         for include in includes {
             let resolved = resolve(&include.path.value, &file.path, self.loader);
             if !self.loader.exists(Path::new(&resolved)) {
@@ -94,11 +99,13 @@ impl Expander<'_> {
                 )
                 .at(file, include.path.span));
             }
-            let fragment_file = read_source(self.loader, &resolved).map_err(|error| error.at(file, include.path.span))?;
+            let fragment_file = read_source(self.loader, &resolved)
+                .map_err(|error| error.at(file, include.path.span))?;
             self.files.push(Arc::clone(&fragment_file));
             let fragment = load::fragment(&fragment_file, self.warnings)?;
             self.chain.push(resolved.clone());
-            let fragment_stages = self.expand(fragment.stages, &fragment.includes, &fragment_file)?;
+            let fragment_stages =
+                self.expand(fragment.stages, &fragment.includes, &fragment_file)?;
             self.chain.pop();
 
             let prefix = include.prefix.clone().unwrap_or_else(|| stem(&resolved));
@@ -106,14 +113,23 @@ impl Expander<'_> {
                 .iter()
                 .map(|stage| {
                     let name = &stage.name.value;
-                    let renamed = if prefix.is_empty() { name.clone() } else { format!("{prefix}-{name}") };
+                    let renamed = if prefix.is_empty() {
+                        name.clone()
+                    } else {
+                        format!("{prefix}-{name}")
+                    };
                     (name.clone(), renamed)
                 })
                 .collect();
             let rename = |names: &[Spanned<String>]| -> Vec<Spanned<String>> {
                 names
                     .iter()
-                    .map(|name| Spanned::new(renames.get(&name.value).unwrap_or(&name.value).clone(), name.span))
+                    .map(|name| {
+                        Spanned::new(
+                            renames.get(&name.value).unwrap_or(&name.value).clone(),
+                            name.span,
+                        )
+                    })
                     .collect()
             };
             if stages.len() + fragment_stages.len() > MAX_STAGES {
@@ -137,9 +153,10 @@ impl Expander<'_> {
                     rename(&stage.reads_from)
                 };
                 if let Some(fan_out) = &mut stage.fan_out
-                    && let Some(renamed) = renames.get(&fan_out.source.value) {
-                        fan_out.source.value.clone_from(renamed);
-                    }
+                    && let Some(renamed) = renames.get(&fan_out.source.value)
+                {
+                    fan_out.source.value.clone_from(renamed);
+                }
                 stage.include_prefix = Some(prefix.clone());
                 stages.push(stage);
             }
@@ -156,7 +173,9 @@ pub fn resolve(path: &str, including: &str, loader: &dyn Loader) -> String {
         return path.to_owned();
     }
     match Path::new(including).parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.join(path).to_string_lossy().into_owned(),
+        Some(parent) if !parent.as_os_str().is_empty() => {
+            parent.join(path).to_string_lossy().into_owned()
+        }
         _ => path.to_owned(),
     }
 }

@@ -71,7 +71,8 @@ impl Failure {
 /// The file is missing, unreadable, not a workflow (a fragment gets its own
 /// message), or breaks a rule of the format.
 pub fn load(path: &str, loader: &dyn Loader) -> Result<Loaded, Failure> {
-    let file = loader::read_source(loader, path).map_err(|error| Failure::new(vec![error], Vec::new()))?;
+    let file =
+        loader::read_source(loader, path).map_err(|error| Failure::new(vec![error], Vec::new()))?;
     let mut warnings = Vec::new();
     match load::document(&file, &mut warnings) {
         Err(error) => Err(Failure::new(vec![error], warnings)),
@@ -99,7 +100,11 @@ pub fn load(path: &str, loader: &dyn Loader) -> Result<Loaded, Failure> {
 }
 
 /// Expands includes of an already-read workflow and checks the graph.
-pub(crate) fn expand(mut workflow: Workflow, file: &Arc<SourceFile>, loader: &dyn Loader) -> Result<Loaded, Failure> {
+pub(crate) fn expand(
+    mut workflow: Workflow,
+    file: &Arc<SourceFile>,
+    loader: &dyn Loader,
+) -> Result<Loaded, Failure> {
     let mut warnings = Vec::new();
     let mut files = vec![Arc::clone(file)];
     let stages = std::mem::take(&mut workflow.stages);
@@ -107,7 +112,8 @@ pub(crate) fn expand(mut workflow: Workflow, file: &Arc<SourceFile>, loader: &dy
     workflow.stages = include::expand(stages, &includes, file, loader, &mut files, &mut warnings)
         .map_err(|error| Failure::new(vec![error], warnings.clone()))?;
     workflow.includes = includes;
-    let graph = validate::check(&workflow.stages).map_err(|errors| Failure::new(errors, warnings.clone()))?;
+    let graph = validate::check(&workflow.stages)
+        .map_err(|errors| Failure::new(errors, warnings.clone()))?;
     Ok(Loaded {
         workflow,
         graph,
@@ -122,7 +128,11 @@ pub(crate) fn expand(mut workflow: Workflow, file: &Arc<SourceFile>, loader: &dy
 ///
 /// Compile-time problems: an unsupported or unevaluable `when`, a missing
 /// template or writing guide.
-pub fn compile(loaded: &Loaded, options: &compile::Options, loader: &dyn Loader) -> Result<Plan, Failure> {
+pub fn compile(
+    loaded: &Loaded,
+    options: &compile::Options,
+    loader: &dyn Loader,
+) -> Result<Plan, Failure> {
     compile::compile(&loaded.workflow, &loaded.graph, options, loader)
         .map_err(|errors| Failure::new(errors, loaded.warnings.clone()))
 }

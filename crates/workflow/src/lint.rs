@@ -54,7 +54,9 @@ pub fn lint(path: &str, loader: &dyn Loader, options: &compile::Options, strict:
     };
     run(path, loader, options, &mut report);
     // Global warnings first, then stage warnings in the order found (stable).
-    report.warnings.sort_by_key(|warning| u8::from(warning.stage != GLOBAL));
+    report
+        .warnings
+        .sort_by_key(|warning| u8::from(warning.stage != GLOBAL));
     if strict {
         for mut warning in report.warnings.drain(..) {
             warning.severity = crate::diagnostic::Severity::Error;
@@ -98,7 +100,10 @@ fn run(path: &str, loader: &dyn Loader, options: &compile::Options, report: &mut
             report.errors.push(
                 Diagnostic::error(
                     "include::missing",
-                    format!("fragment file not found: {resolved} (referenced as '{}')", entry.path.value),
+                    format!(
+                        "fragment file not found: {resolved} (referenced as '{}')",
+                        entry.path.value
+                    ),
                 )
                 .at(&file, entry.path.span)
                 .for_field(GLOBAL, "include"),
@@ -132,8 +137,11 @@ fn run(path: &str, loader: &dyn Loader, options: &compile::Options, report: &mut
 }
 
 fn fragment_depth(stages: &[Stage]) -> usize {
-    let names: std::collections::HashMap<&str, usize> =
-        stages.iter().enumerate().map(|(position, stage)| (stage.name.value.as_str(), position)).collect();
+    let names: std::collections::HashMap<&str, usize> = stages
+        .iter()
+        .enumerate()
+        .map(|(position, stage)| (stage.name.value.as_str(), position))
+        .collect();
     let mut blocked = vec![false; stages.len()];
     let dependencies: Vec<Vec<usize>> = stages
         .iter()
@@ -168,8 +176,12 @@ fn rules(loaded: &Loaded, report: &mut Report) {
 
 fn is_identifier(name: &str) -> bool {
     let mut characters = name.chars();
-    characters.next().is_some_and(|first| first.is_ascii_lowercase() || first == '_')
-        && characters.all(|character| character.is_ascii_lowercase() || character.is_ascii_digit() || character == '_')
+    characters
+        .next()
+        .is_some_and(|first| first.is_ascii_lowercase() || first == '_')
+        && characters.all(|character| {
+            character.is_ascii_lowercase() || character.is_ascii_digit() || character == '_'
+        })
 }
 
 /// L3, exactly as the reference: lowercase identifiers only, `{{…}}`
@@ -177,7 +189,11 @@ fn is_identifier(name: &str) -> bool {
 /// injected with a non-empty include prefix not checked. `work_dir` is
 /// flagged as in the reference, although it is always defined at run time.
 fn undeclared_variables(workflow: &Workflow, stage: &Stage, report: &mut Report) {
-    if stage.include_prefix.as_deref().is_some_and(|prefix| !prefix.is_empty()) {
+    if stage
+        .include_prefix
+        .as_deref()
+        .is_some_and(|prefix| !prefix.is_empty())
+    {
         return;
     }
     let description = &stage.description.value;
@@ -200,7 +216,9 @@ fn undeclared_variables(workflow: &Workflow, stage: &Stage, report: &mut Report)
             )
             .at(&stage.file, stage.description.span)
             .for_field(&stage.name.value, "description")
-            .with_help(format!("declare `{name}` under `trigger.params`, or pass `--params {name}=…` when running")),
+            .with_help(format!(
+                "declare `{name}` under `trigger.params`, or pass `--params {name}=…` when running"
+            )),
         );
     }
 }
@@ -216,7 +234,9 @@ fn single_brace_placeholders(text: &str) -> Vec<(usize, &str)> {
         if open > 0 && bytes[open - 1] == b'{' {
             continue;
         }
-        let Some(length) = text[open + 1..].find(['{', '}']) else { break };
+        let Some(length) = text[open + 1..].find(['{', '}']) else {
+            break;
+        };
         let close = open + 1 + length;
         if bytes[close] != b'}' || bytes.get(close + 1) == Some(&b'}') {
             continue;
@@ -228,8 +248,15 @@ fn single_brace_placeholders(text: &str) -> Vec<(usize, &str)> {
 
 /// L4.
 fn queue_fan_out_script(stage: &Stage, report: &mut Report) {
-    let Some(fan_out) = &stage.fan_out else { return };
-    if fan_out.mode == FanOutMode::WorkerQueue && fan_out.script.as_ref().is_none_or(|script| script.value.trim().is_empty()) {
+    let Some(fan_out) = &stage.fan_out else {
+        return;
+    };
+    if fan_out.mode == FanOutMode::WorkerQueue
+        && fan_out
+            .script
+            .as_ref()
+            .is_none_or(|script| script.value.trim().is_empty())
+    {
         report.errors.push(
             Diagnostic::error(
                 "lint::queue-fan-out-script",
@@ -248,7 +275,13 @@ fn unquoted_script_placeholders(workflow: &Workflow, stage: &Stage, report: &mut
     let fan_out_key = stage.fan_out.as_ref().map(|fan_out| fan_out.key.as_str());
     let scripts = [
         ("script", stage.script.as_ref()),
-        ("fan_out.script", stage.fan_out.as_ref().and_then(|fan_out| fan_out.script.as_ref())),
+        (
+            "fan_out.script",
+            stage
+                .fan_out
+                .as_ref()
+                .and_then(|fan_out| fan_out.script.as_ref()),
+        ),
     ];
     for (field, script) in scripts {
         let Some(script) = script else { continue };
@@ -310,12 +343,17 @@ fn writes_inside_workspace(stage: &Stage, report: &mut Report) {
             report.errors.push(
                 Diagnostic::error(
                     "lint::writes-outside-workspace",
-                    format!("stage '{}' writes_to '{}', which is outside the workspace", stage.name.value, path.value),
+                    format!(
+                        "stage '{}' writes_to '{}', which is outside the workspace",
+                        stage.name.value, path.value
+                    ),
                 )
                 .at(&stage.file, path.span)
                 .for_field(&stage.name.value, "writes_to")
                 .with_label("absolute, empty, or leaves the workspace with '..'")
-                .with_help("writes_to paths are relative to the run's workspace, e.g. `outputs/report.md`"),
+                .with_help(
+                    "writes_to paths are relative to the run's workspace, e.g. `outputs/report.md`",
+                ),
             );
         }
     }
@@ -329,8 +367,13 @@ fn read_only_editing_tools(stage: &Stage, report: &mut Report) {
     if stage.agent.access != Access::ReadOnly {
         return;
     }
-    let editing: Vec<&str> =
-        stage.agent.tools.iter().map(String::as_str).filter(|tool| EDITING_TOOLS.contains(tool)).collect();
+    let editing: Vec<&str> = stage
+        .agent
+        .tools
+        .iter()
+        .map(String::as_str)
+        .filter(|tool| EDITING_TOOLS.contains(tool))
+        .collect();
     if editing.is_empty() {
         return;
     }
@@ -382,12 +425,20 @@ fn unreferenced_params(workflow: &Workflow, report: &mut Report) {
             .iter()
             .chain(stage.when.iter())
             .chain(stage.writes_to.iter())
-            .chain(stage.fan_out.iter().filter_map(|fan_out| fan_out.script.as_ref()))
+            .chain(
+                stage
+                    .fan_out
+                    .iter()
+                    .filter_map(|fan_out| fan_out.script.as_ref()),
+            )
         {
             collect(&text.value);
         }
         for output in &stage.outputs {
-            for text in [&output.subcommand, &output.query, &output.flags].into_iter().flatten() {
+            for text in [&output.subcommand, &output.query, &output.flags]
+                .into_iter()
+                .flatten()
+            {
                 collect(text);
             }
         }
@@ -403,10 +454,15 @@ fn unreferenced_params(workflow: &Workflow, report: &mut Report) {
     for (name, param) in &workflow.trigger.params {
         if !used.contains(name.as_str()) {
             report.warnings.push(
-                Diagnostic::warning("lint::unused-param", format!("parameter '{name}' is never used"))
-                    .at(&workflow.file, param.span)
-                    .for_field(GLOBAL, "trigger.params")
-                    .with_help(format!("refer to it as `{{{name}}}` in a description or script, or remove it")),
+                Diagnostic::warning(
+                    "lint::unused-param",
+                    format!("parameter '{name}' is never used"),
+                )
+                .at(&workflow.file, param.span)
+                .for_field(GLOBAL, "trigger.params")
+                .with_help(format!(
+                    "refer to it as `{{{name}}}` in a description or script, or remove it"
+                )),
             );
         }
     }
@@ -418,16 +474,20 @@ mod tests {
 
     #[test]
     fn finds_single_brace_placeholders() {
-        let found: Vec<&str> = single_brace_placeholders("ok {declared} {{double}} {Upper} {a.b} {x}")
-            .into_iter()
-            .map(|(_, name)| name)
-            .collect();
+        let found: Vec<&str> =
+            single_brace_placeholders("ok {declared} {{double}} {Upper} {a.b} {x}")
+                .into_iter()
+                .map(|(_, name)| name)
+                .collect();
         assert_eq!(found, vec!["declared", "Upper", "a.b", "x"]);
     }
 
     #[test]
     fn finds_unquoted_placeholders_only() {
-        assert_eq!(unquoted_placeholders("ls {domain}/ \"{domain}\" '{domain}' \\{x}"), vec!["domain"]);
+        assert_eq!(
+            unquoted_placeholders("ls {domain}/ \"{domain}\" '{domain}' \\{x}"),
+            vec!["domain"]
+        );
         assert_eq!(unquoted_placeholders("echo \"a {b}\" {c}"), vec!["c"]);
     }
 }

@@ -12,13 +12,12 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use crate::diagnostic::{Diagnostic, SourceFile, suggest};
+mod stage;
+mod typed;
+
+use crate::diagnostic::{Diagnostic, SourceFile};
 use crate::node::{self, Node, Span, Value};
-use crate::schema::{
-    Access, Agent, Check, DEFAULT_MAX_REVISIONS, DomainRule, Executor, FanOut, FanOutMode, Include,
-    Isolation, Kind, Output, OutputCheck, OutputMode, Param, RuleCategory, RuleSeverity, Spanned,
-    Stage, Strategy, Trigger, Validation, Workflow,
-};
+use crate::schema::{Include, Param, Spanned, Stage, Trigger, Workflow};
 
 /// The largest workflow file baton reads. Real workflows are a few kilobytes
 /// and a 10 000-stage workflow is about 2 MB; the bound keeps a stray 100 MB
@@ -50,13 +49,17 @@ pub struct Fragment {
 /// # Errors
 ///
 /// The first problem found, in the reference engine's check order.
-pub fn document(file: &Arc<SourceFile>, warnings: &mut Vec<Diagnostic>) -> Result<Document, Diagnostic> {
+pub fn document(
+    file: &Arc<SourceFile>,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Document, Diagnostic> {
     let root = parse_root(file)?;
     let mut reader = Reader { file, warnings };
     if let Some(flag) = root.get("fragment")
-        && reader.flag(flag, "'fragment'", "<global>", "fragment")? {
-            return reader.fragment_body(&root).map(Document::Fragment);
-        }
+        && reader.flag(flag, "'fragment'", "<global>", "fragment")?
+    {
+        return reader.fragment_body(&root).map(Document::Fragment);
+    }
     reader.workflow(&root).map(Document::Workflow)
 }
 
@@ -65,7 +68,10 @@ pub fn document(file: &Arc<SourceFile>, warnings: &mut Vec<Diagnostic>) -> Resul
 /// # Errors
 ///
 /// The first problem found, including a file without `fragment: true`.
-pub fn fragment(file: &Arc<SourceFile>, warnings: &mut Vec<Diagnostic>) -> Result<Fragment, Diagnostic> {
+pub fn fragment(
+    file: &Arc<SourceFile>,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Fragment, Diagnostic> {
     let root = parse_root(file)?;
     let mut reader = Reader { file, warnings };
     let is_fragment = match root.get("fragment") {
@@ -78,7 +84,9 @@ pub fn fragment(file: &Arc<SourceFile>, warnings: &mut Vec<Diagnostic>) -> Resul
             "fragment YAML must declare 'fragment: true' at the top level",
         )
         .at(file, Span::default())
-        .with_help("add `fragment: true` to the included file, or include a file that is a fragment"));
+        .with_help(
+            "add `fragment: true` to the included file, or include a file that is a fragment",
+        ));
     }
     reader.fragment_body(&root)
 }
@@ -96,16 +104,19 @@ fn parse_root(file: &Arc<SourceFile>) -> Result<Node, Diagnostic> {
         .with_help("split the workflow into fragments with `include`"));
     }
     let root = node::parse(&file.text).map_err(|error| {
-        let diagnostic = Diagnostic::error("yaml::syntax", format!("invalid YAML: {}", error.message));
+        let diagnostic =
+            Diagnostic::error("yaml::syntax", format!("invalid YAML: {}", error.message));
         match error.span {
             Some(span) => diagnostic.at(file, span),
             None => diagnostic,
         }
     })?;
     if root.as_map().is_none() {
-        return Err(Diagnostic::error("schema::top-level", "expected a YAML mapping at top level")
-            .at(file, root.span)
-            .with_label(format!("this is {}", root.value.kind_name())));
+        return Err(
+            Diagnostic::error("schema::top-level", "expected a YAML mapping at top level")
+                .at(file, root.span)
+                .with_label(format!("this is {}", root.value.kind_name())),
+        );
     }
     Ok(root)
 }
@@ -159,7 +170,15 @@ const OUTPUT_KEYS: &[&str] = &[
 const INPUT_MAPPING_KEYS: &[&str] = &["subcommand", "query", "flags"];
 const VALIDATION_KEYS: &[&str] = &["strategy", "criteria", "domain_rules", "max_revisions"];
 const RULE_KEYS: &[&str] = &["id", "description", "severity", "category", "source_cmd"];
-const FAN_OUT_KEYS: &[&str] = &["source", "field", "key", "mode", "script", "output_schema", "isolation"];
+const FAN_OUT_KEYS: &[&str] = &[
+    "source",
+    "field",
+    "key",
+    "mode",
+    "script",
+    "output_schema",
+    "isolation",
+];
 const CHECK_KEYS: &[&str] = &["path", "checks"];
 const INCLUDE_KEYS: &[&str] = &["path", "prefix", "depends_on", "reads_from", "params"];
 
@@ -169,16 +188,16 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn error(&self, code: &'static str, message: impl Into<String>, span: Span) -> Diagnostic {
-        Diagnostic::error(code, message).at(self.file, span)
-    }
-
     fn workflow(&mut self, root: &Node) -> Result<Workflow, Diagnostic> {
         self.unknown_keys(root, TOP_KEYS, "the workflow", "<global>");
         for key in ["name", "version", "description", "trigger", "stages"] {
             if root.get(key).is_none_or(Node::is_null) {
                 return Err(self
-                    .error("schema::missing-key", format!("missing required key '{key}'"), root.span)
+                    .error(
+                        "schema::missing-key",
+                        format!("missing required key '{key}'"),
+                        root.span,
+                    )
                     .with_label("in this mapping")
                     .with_help(format!("add a top-level `{key}:`")));
             }
@@ -194,13 +213,18 @@ impl Reader<'_> {
             .optional_string(root, "workspace_dir", "'workspace_dir'", "<global>")?
             .map(|spanned| spanned.value);
         if let Some(metadata) = root.get("metadata")
-            && !metadata.is_null() && metadata.as_map().is_none() {
-                return Err(self.error(
-                    "schema::type",
-                    format!("'metadata' must be a mapping, got {}", metadata.value.python_type()),
-                    metadata.span,
-                ));
-            }
+            && !metadata.is_null()
+            && metadata.as_map().is_none()
+        {
+            return Err(self.error(
+                "schema::type",
+                format!(
+                    "'metadata' must be a mapping, got {}",
+                    metadata.value.python_type()
+                ),
+                metadata.span,
+            ));
+        }
         Ok(Workflow {
             file: Arc::clone(self.file),
             name: name.value,
@@ -212,7 +236,6 @@ impl Reader<'_> {
             workspace_dir,
         })
     }
-
     fn fragment_body(&mut self, root: &Node) -> Result<Fragment, Diagnostic> {
         self.unknown_keys(root, TOP_KEYS, "the fragment", "<global>");
         let Some(stages_node) = root.get("stages").filter(|node| !node.is_null()) else {
@@ -230,20 +253,23 @@ impl Reader<'_> {
             includes,
         })
     }
-
     fn version(&self, node: &Node) -> Result<String, Diagnostic> {
         match &node.value {
-            Value::Str(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => Ok(node.python_str()),
+            Value::Str(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
+                Ok(node.python_str())
+            }
             other => Err(self
                 .error(
                     "schema::type",
-                    format!("'version' must be a string or a number, got {}", other.python_type()),
+                    format!(
+                        "'version' must be a string or a number, got {}",
+                        other.python_type()
+                    ),
                     node.span,
                 )
                 .for_field("<global>", "version")),
         }
     }
-
     fn trigger(&mut self, node: &Node) -> Result<Trigger, Diagnostic> {
         if node.as_map().is_none() {
             return Err(self.error("schema::type", "'trigger' must be a mapping", node.span));
@@ -251,7 +277,11 @@ impl Reader<'_> {
         self.unknown_keys(node, TRIGGER_KEYS, "'trigger'", "<global>");
         let Some(source) = node.get("source") else {
             return Err(self
-                .error("schema::missing-key", "trigger missing required key 'source'", node.span)
+                .error(
+                    "schema::missing-key",
+                    "trigger missing required key 'source'",
+                    node.span,
+                )
                 .with_help("add `source: manual` under `trigger:`"));
         };
         let mut params = IndexMap::new();
@@ -277,26 +307,38 @@ impl Reader<'_> {
             params,
         })
     }
-
     fn param(&mut self, name: &str, span: Span, value: &Node) -> Result<Param, Diagnostic> {
         let scalar = |node: &Node| match node.value {
             Value::Seq(_) | Value::Map(_) => None,
             _ => Some(node.python_str()),
         };
         if value.as_map().is_some() {
-            self.unknown_keys(value, PARAM_KEYS, &format!("parameter '{name}'"), "<global>");
+            self.unknown_keys(
+                value,
+                PARAM_KEYS,
+                &format!("parameter '{name}'"),
+                "<global>",
+            );
             let default = match value.get("default") {
                 None => None,
                 Some(default) => Some(scalar(default).ok_or_else(|| {
                     self.error(
                         "schema::type",
-                        format!("parameter '{name}' default must be a single value, got {}", default.value.python_type()),
+                        format!(
+                            "parameter '{name}' default must be a single value, got {}",
+                            default.value.python_type()
+                        ),
                         default.span,
                     )
                 })?),
             };
             let description = self
-                .optional_string(value, "description", &format!("parameter '{name}' 'description'"), "<global>")?
+                .optional_string(
+                    value,
+                    "description",
+                    &format!("parameter '{name}' 'description'"),
+                    "<global>",
+                )?
                 .map(|spanned| spanned.value);
             return Ok(Param {
                 default,
@@ -317,477 +359,6 @@ impl Reader<'_> {
             span,
         })
     }
-
-    fn stage_list(&mut self, node: &Node, empty_message: &str) -> Result<Vec<Stage>, Diagnostic> {
-        let items = node.as_seq().filter(|items| !items.is_empty()).ok_or_else(|| {
-            self.error("schema::stages", empty_message, node.span)
-                .with_help("`stages:` takes a list of stage mappings, each starting with `- name: …`")
-        })?;
-        items.iter().map(|item| self.stage(item)).collect()
-    }
-
-    #[expect(clippy::too_many_lines, reason = "one check after another, in the reference engine's order")]
-    fn stage(&mut self, node: &Node) -> Result<Stage, Diagnostic> {
-        if node.as_map().is_none() {
-            return Err(self.error("schema::type", "stage entry must be a mapping", node.span));
-        }
-        for key in ["name", "kind", "description"] {
-            if node.get(key).is_none_or(Node::is_null) {
-                return Err(self
-                    .error("schema::missing-key", format!("stage missing required key '{key}'"), node.span)
-                    .with_label("this stage"));
-            }
-        }
-        let name = self.required_string(node, "name", "stage 'name'", "<global>")?;
-        let stage_name = name.value.clone();
-        self.unknown_keys(node, STAGE_KEYS, &format!("stage '{stage_name}'"), &stage_name);
-
-        let executor = match node.get("executor").filter(|value| !value.is_null()) {
-            None => Executor::Agent,
-            Some(value) => self.keyword(value, Executor::from_name, Executor::NAMES, || {
-                format!("stage '{stage_name}' has invalid executor")
-            })?,
-        };
-        let script = self.script(node, &stage_name)?;
-        if executor == Executor::WorkerQueue && script.as_ref().is_none_or(|script| script.value.trim().is_empty()) {
-            return Err(self.error(
-                "schema::missing-key",
-                format!("stage '{stage_name}' has executor='worker_queue' but missing/empty 'script'"),
-                node.span,
-            ));
-        }
-        let agent_node = node.get("agent").filter(|agent| !agent.is_null());
-        if agent_node.is_none() && executor != Executor::Inline {
-            return Err(self
-                .error("schema::missing-key", "stage missing required key 'agent'", node.span)
-                .with_label(format!("stage '{stage_name}'"))
-                .with_help("add `agent: {role: …}`, or `executor: inline` with a `script:`"));
-        }
-        let kind_node = node.get("kind").expect("checked above");
-        let kind = self.keyword(kind_node, Kind::from_name, Kind::NAMES, || {
-            format!("stage '{stage_name}' has invalid kind")
-        })?;
-        let agent = match agent_node {
-            Some(agent_node) => self.agent(agent_node, &stage_name)?,
-            None => Agent::inline(),
-        };
-        let outputs = self.outputs(node, &stage_name)?;
-        let validation = match node.get("validation").filter(|value| !value.is_null()) {
-            Some(value) => Some(self.validation(value, &stage_name)?),
-            None => None,
-        };
-        let fan_out = match node.get("fan_out").filter(|value| !value.is_null()) {
-            Some(value) => Some(self.fan_out(value, &stage_name)?),
-            None => None,
-        };
-        let sub_workflow = self
-            .optional_string(node, "sub_workflow", &format!("stage '{stage_name}' 'sub_workflow'"), &stage_name)?
-            .map(|spanned| spanned.value)
-            .filter(|path| !path.trim().is_empty());
-        if kind == Kind::SubWorkflow && sub_workflow.is_none() {
-            return Err(self.error(
-                "schema::missing-key",
-                format!("stage '{stage_name}' has kind='sub-workflow' but missing or empty 'sub_workflow' path"),
-                node.span,
-            ));
-        }
-        if kind != Kind::SubWorkflow && sub_workflow.is_some() {
-            let (key, _) = node.entry("sub_workflow").expect("present");
-            return Err(self.error(
-                "schema::sub-workflow",
-                format!(
-                    "stage '{stage_name}' sets 'sub_workflow' but kind='{kind}' (only allowed on kind='sub-workflow' stages)"
-                ),
-                key.span,
-            ));
-        }
-        let validates_output = self.validates_output(node, &stage_name)?;
-
-        let description = self.required_string(node, "description", &format!("stage '{stage_name}' 'description'"), &stage_name)?;
-        let depends_on = self.name_list(node, "depends_on", &format!("stage '{stage_name}'"), &stage_name)?;
-        let reads_from = self.name_list(node, "reads_from", &format!("stage '{stage_name}'"), &stage_name)?;
-        let writes_to = self.name_list(node, "writes_to", &format!("stage '{stage_name}'"), &stage_name)?;
-        let human_gate = match node.get("human_gate") {
-            Some(value) => self.flag(value, &format!("stage '{stage_name}' 'human_gate'"), &stage_name, "human_gate")?,
-            None => false,
-        };
-        let required = match node.get("required") {
-            Some(value) if !value.is_null() => {
-                self.flag(value, &format!("stage '{stage_name}' 'required'"), &stage_name, "required")?
-            }
-            _ => true,
-        };
-        let when = self.optional_string(node, "when", &format!("stage '{stage_name}' 'when'"), &stage_name)?;
-
-        Ok(Stage {
-            file: Arc::clone(self.file),
-            span: node.span,
-            name,
-            kind,
-            description,
-            agent,
-            executor,
-            script,
-            depends_on,
-            reads_from,
-            writes_to,
-            outputs,
-            validation,
-            human_gate,
-            required,
-            fan_out,
-            when,
-            sub_workflow,
-            validates_output,
-            include_prefix: None,
-        })
-    }
-
-    fn script(&self, node: &Node, stage_name: &str) -> Result<Option<Spanned<String>>, Diagnostic> {
-        let script = self.optional_string(node, "script", &format!("stage '{stage_name}' 'script'"), stage_name)?;
-        let run = self.optional_string(node, "run", &format!("stage '{stage_name}' 'run'"), stage_name)?;
-        match (script, run) {
-            (Some(_), Some(run)) => Err(self
-                .error(
-                    "schema::conflict",
-                    format!("stage '{stage_name}' sets both 'script' and 'run'"),
-                    run.span,
-                )
-                .for_field(stage_name, "run")
-                .with_help("`run:` is another name for `script:`; keep one of them")),
-            (script, run) => Ok(script.or(run)),
-        }
-    }
-
-    fn agent(&mut self, node: &Node, stage_name: &str) -> Result<Agent, Diagnostic> {
-        if node.as_map().is_none() {
-            return Err(self
-                .error("schema::type", "'agent' must be a mapping", node.span)
-                .with_help("write `agent: {role: researcher}`"));
-        }
-        self.unknown_keys(node, AGENT_KEYS, &format!("the agent of stage '{stage_name}'"), stage_name);
-        if node.get("role").is_none_or(Node::is_null) {
-            return Err(self.error("schema::missing-key", "agent missing required key 'role'", node.span));
-        }
-        let role = self.required_string(node, "role", "agent 'role'", stage_name)?;
-        let tools = match node.get("tools") {
-            Some(tools) if tools.is_truthy() && tools.as_seq().is_none() => {
-                return Err(self
-                    .error(
-                        "schema::type",
-                        format!("agent 'tools' must be a list, got {}", tools.value.python_type()),
-                        tools.span,
-                    )
-                    .for_field(stage_name, "agent.tools")
-                    .with_help("write `tools: [Read, Write]`"));
-            }
-            _ => self.name_list(node, "tools", "agent", stage_name)?,
-        };
-        let access = match node.get("access").filter(|value| !value.is_null()) {
-            None => Access::ReadOnly,
-            Some(value) => self.keyword(value, Access::from_name, Access::NAMES, || "agent has invalid access".to_owned())?,
-        };
-        let isolation = self.isolation(node, "agent has invalid isolation")?;
-        let model = self
-            .optional_string(node, "model", "agent 'model'", stage_name)?
-            .map(|spanned| spanned.value);
-        Ok(Agent {
-            role: role.value,
-            model,
-            tools: tools.into_iter().map(|tool| tool.value).collect(),
-            access,
-            isolation,
-        })
-    }
-
-    fn isolation(&self, node: &Node, message: &str) -> Result<Isolation, Diagnostic> {
-        match node.get("isolation").filter(|value| !value.is_null()) {
-            None => Ok(Isolation::WorkDir),
-            Some(value) => self.keyword(value, Isolation::from_name, Isolation::NAMES, || message.to_owned()),
-        }
-    }
-
-    fn outputs(&mut self, node: &Node, stage_name: &str) -> Result<Vec<Output>, Diagnostic> {
-        let Some(list) = node.get("outputs").filter(|value| !value.is_null()) else {
-            return Ok(Vec::new());
-        };
-        let items = self.list(list, &format!("stage '{stage_name}' 'outputs'"), stage_name, "outputs")?;
-        let mut outputs = Vec::with_capacity(items.len());
-        for item in items {
-            if item.as_map().is_none() {
-                return Err(self.error("schema::type", "output entry must be a mapping", item.span));
-            }
-            if item.get("name").is_none_or(Node::is_null) {
-                return Err(self.error("schema::missing-key", "output missing required key 'name'", item.span));
-            }
-            let name = self.required_string(item, "name", "output 'name'", stage_name)?.value;
-            self.unknown_keys(item, OUTPUT_KEYS, &format!("output '{name}'"), stage_name);
-            let Some(mode_node) = item.get("mode").filter(|value| !value.is_null()) else {
-                return Err(self.error(
-                    "schema::missing-key",
-                    format!("output '{name}' missing required key 'mode'"),
-                    item.span,
-                ));
-            };
-            let mode = self.keyword(mode_node, OutputMode::from_name, OutputMode::NAMES, || {
-                format!("output '{name}' has invalid mode")
-            })?;
-            let (mut subcommand, mut query, mut flags) = (None, None, None);
-            if let Some(mapping) = item.get("input_mapping").filter(|value| !value.is_null()) {
-                if mapping.as_map().is_none() {
-                    return Err(self.error(
-                        "schema::type",
-                        format!(
-                            "output '{name}' 'input_mapping' must be a mapping, got {}",
-                            mapping.value.python_type()
-                        ),
-                        mapping.span,
-                    ));
-                }
-                self.unknown_keys(mapping, INPUT_MAPPING_KEYS, &format!("the input_mapping of output '{name}'"), stage_name);
-                let text = |key: &str| mapping.get(key).filter(|value| !value.is_null()).map(Node::python_str);
-                subcommand = text("subcommand");
-                query = text("query");
-                flags = text("flags");
-            }
-            let text = |reader: &Self, key: &str| {
-                reader
-                    .optional_string(item, key, &format!("output '{name}' '{key}'"), stage_name)
-                    .map(|value| value.map(|spanned| spanned.value))
-            };
-            outputs.push(Output {
-                description: text(self, "description")?,
-                skill: text(self, "skill")?,
-                template_ref: text(self, "template_ref")?,
-                writing_guide_ref: text(self, "writing_guide_ref")?,
-                name,
-                mode,
-                subcommand,
-                query,
-                flags,
-            });
-        }
-        Ok(outputs)
-    }
-
-    fn validation(&mut self, node: &Node, stage_name: &str) -> Result<Validation, Diagnostic> {
-        if node.as_map().is_none() {
-            return Err(self.error("schema::type", "'validation' must be a mapping", node.span));
-        }
-        self.unknown_keys(node, VALIDATION_KEYS, &format!("the validation of stage '{stage_name}'"), stage_name);
-        let Some(strategy_node) = node.get("strategy").filter(|value| !value.is_null()) else {
-            return Err(self.error("schema::missing-key", "validation missing required key 'strategy'", node.span));
-        };
-        let strategy = self.keyword(strategy_node, Strategy::from_name, Strategy::NAMES, || {
-            "validation has invalid strategy".to_owned()
-        })?;
-        let mut domain_rules = Vec::new();
-        if let Some(rules) = node.get("domain_rules").filter(|value| !value.is_null()) {
-            for rule in self.list(rules, "validation 'domain_rules'", stage_name, "validation.domain_rules")? {
-                domain_rules.push(self.domain_rule(rule, stage_name)?);
-            }
-        }
-        let criteria = match node.get("criteria").filter(|value| !value.is_null()) {
-            None => Vec::new(),
-            Some(criteria) => {
-                let items = self.list(criteria, "validation 'criteria'", stage_name, "validation.criteria")?;
-                let mut texts = Vec::with_capacity(items.len());
-                for item in items {
-                    texts.push(self.criterion(item, stage_name)?);
-                }
-                texts
-            }
-        };
-        let max_revisions = match node.get("max_revisions").filter(|value| !value.is_null()) {
-            None => DEFAULT_MAX_REVISIONS,
-            Some(value) => match value.value {
-                Value::Int(number) if (0..=1000).contains(&number) => u32::try_from(number).expect("in range"),
-                _ => {
-                    return Err(self
-                        .error(
-                            "schema::type",
-                            format!(
-                                "validation 'max_revisions' must be a whole number from 0 to 1000, got {}",
-                                describe(value)
-                            ),
-                            value.span,
-                        )
-                        .for_field(stage_name, "validation.max_revisions")
-                        .with_help("`max_revisions` is the number of correction cycles; 0 halts at the first critical finding"));
-                }
-            },
-        };
-        Ok(Validation {
-            strategy,
-            criteria,
-            domain_rules,
-            max_revisions,
-        })
-    }
-
-    fn domain_rule(&mut self, node: &Node, stage_name: &str) -> Result<DomainRule, Diagnostic> {
-        if node.as_map().is_none() {
-            return Err(self.error("schema::type", "domain_rule entry must be a mapping", node.span));
-        }
-        for key in ["id", "description"] {
-            if node.get(key).is_none_or(Node::is_null) {
-                return Err(self.error(
-                    "schema::missing-key",
-                    format!("domain_rule missing required key '{key}'"),
-                    node.span,
-                ));
-            }
-        }
-        let id = node.get("id").expect("checked above").python_str();
-        self.unknown_keys(node, RULE_KEYS, &format!("domain rule '{id}'"), stage_name);
-        let severity = match node.get("severity").filter(|value| !value.is_null()) {
-            None => RuleSeverity::Minor,
-            Some(value) => self.keyword(value, RuleSeverity::from_name, RuleSeverity::NAMES, || {
-                format!("domain_rule '{id}' has invalid severity")
-            })?,
-        };
-        let category = match node.get("category").filter(|value| !value.is_null()) {
-            None => RuleCategory::Accuracy,
-            Some(value) => self.keyword(value, RuleCategory::from_name, RuleCategory::NAMES, || {
-                format!("domain_rule '{id}' has invalid category")
-            })?,
-        };
-        let description = self.required_string(node, "description", "domain_rule 'description'", stage_name)?.value;
-        let source_cmd = self
-            .optional_string(node, "source_cmd", "domain_rule 'source_cmd'", stage_name)?
-            .map(|spanned| spanned.value);
-        Ok(DomainRule {
-            id,
-            description,
-            severity,
-            category,
-            source_cmd,
-        })
-    }
-
-    fn fan_out(&mut self, node: &Node, stage_name: &str) -> Result<FanOut, Diagnostic> {
-        if node.as_map().is_none() {
-            return Err(self.error("schema::type", format!("stage '{stage_name}' fan_out must be a mapping"), node.span));
-        }
-        self.unknown_keys(node, FAN_OUT_KEYS, &format!("the fan_out of stage '{stage_name}'"), stage_name);
-        for key in ["source", "field", "key"] {
-            if node.get(key).is_none_or(Node::is_null) {
-                return Err(self.error(
-                    "schema::missing-key",
-                    format!("stage '{stage_name}' fan_out missing required key '{key}'"),
-                    node.span,
-                ));
-            }
-        }
-        let mode = match node.get("mode").filter(|value| !value.is_null()) {
-            None => FanOutMode::Agent,
-            Some(value) => self.keyword(value, FanOutMode::from_name, FanOutMode::NAMES, || {
-                format!("stage '{stage_name}' fan_out has invalid mode")
-            })?,
-        };
-        let context = format!("stage '{stage_name}' fan_out");
-        let source = self.required_string(node, "source", &format!("{context} 'source'"), stage_name)?;
-        let field = self.required_string(node, "field", &format!("{context} 'field'"), stage_name)?.value;
-        let key = self.required_string(node, "key", &format!("{context} 'key'"), stage_name)?.value;
-        let script = self.optional_string(node, "script", &format!("{context} 'script'"), stage_name)?;
-        let isolation = self.isolation(node, &format!("{context} has invalid isolation"))?;
-        Ok(FanOut {
-            source,
-            field,
-            key,
-            mode,
-            script,
-            isolation,
-        })
-    }
-
-    fn validates_output(&mut self, node: &Node, stage_name: &str) -> Result<Vec<OutputCheck>, Diagnostic> {
-        let Some(list) = node.get("validates_output").filter(|value| !value.is_null()) else {
-            return Ok(Vec::new());
-        };
-        let Some(entries) = list.as_seq() else {
-            return Err(self.error(
-                "schema::type",
-                format!(
-                    "stage '{stage_name}' 'validates_output' must be a list, got {}",
-                    list.value.python_type()
-                ),
-                list.span,
-            ));
-        };
-        let mut checks_out = Vec::with_capacity(entries.len());
-        for entry in entries {
-            if entry.as_map().is_none() {
-                return Err(self.error(
-                    "schema::type",
-                    format!("stage '{stage_name}' validates_output entry must be a mapping"),
-                    entry.span,
-                ));
-            }
-            self.unknown_keys(entry, CHECK_KEYS, &format!("a validates_output entry of stage '{stage_name}'"), stage_name);
-            let Some(path_node) = entry.get("path").filter(|value| !value.is_null()) else {
-                return Err(self.error(
-                    "schema::missing-key",
-                    format!("stage '{stage_name}' validates_output entry missing required key 'path'"),
-                    entry.span,
-                ));
-            };
-            let path_text = path_node.python_str();
-            if !is_workspace_relative(&path_text) {
-                return Err(self
-                    .error(
-                        "schema::path",
-                        format!(
-                            "stage '{stage_name}' validates_output path must be a non-empty workspace-relative path with no absolute components or '..' segments, got '{path_text}'"
-                        ),
-                        path_node.span,
-                    )
-                    .for_field(stage_name, "validates_output"));
-            }
-            let mut checks = Vec::new();
-            if let Some(check_list) = entry.get("checks").filter(|value| !value.is_null()) {
-                let Some(items) = check_list.as_seq() else {
-                    return Err(self.error(
-                        "schema::type",
-                        format!(
-                            "stage '{stage_name}' validates_output 'checks' must be a list, got {}",
-                            check_list.value.python_type()
-                        ),
-                        check_list.span,
-                    ));
-                };
-                for item in items {
-                    let name = item.python_str();
-                    let check = Check::parse(&name);
-                    if let Check::Unknown(unknown) = &check {
-                        let mut warning = Diagnostic::warning(
-                            "check::unknown",
-                            format!("stage '{stage_name}' validates_output has unrecognised check name '{unknown}'"),
-                        )
-                        .at(self.file, item.span)
-                        .for_field(stage_name, "validates_output")
-                        .with_label("unknown check");
-                        let hint = match suggest(unknown, Check::NAMES) {
-                            Some(near) => format!("did you mean `{near}`? "),
-                            None => String::new(),
-                        };
-                        warning = warning.with_help(format!(
-                            "{hint}known checks: {}; a stage with an unknown check fails when it runs",
-                            Check::NAMES.join(", ")
-                        ));
-                        self.warnings.push(warning);
-                    }
-                    checks.push(Spanned::new(check, item.span));
-                }
-            }
-            checks_out.push(OutputCheck {
-                path: Spanned::new(path_text, path_node.span),
-                checks,
-            });
-        }
-        Ok(checks_out)
-    }
-
     fn includes(&mut self, root: &Node) -> Result<Vec<Include>, Diagnostic> {
         let Some(list) = root.get("include").filter(|value| !value.is_null()) else {
             return Ok(Vec::new());
@@ -805,32 +376,51 @@ impl Reader<'_> {
                 return Err(self
                     .error(
                         "schema::type",
-                        format!("'include' entry must be a mapping, got {}", entry.value.python_type()),
+                        format!(
+                            "'include' entry must be a mapping, got {}",
+                            entry.value.python_type()
+                        ),
                         entry.span,
                     )
                     .with_help("write `include: [{path: workflows/shared/x.yaml}]`"));
             }
             let Some(path_node) = entry.get("path").filter(|value| !value.is_null()) else {
-                return Err(self.error("schema::missing-key", "include entry missing required key 'path'", entry.span));
+                return Err(self.error(
+                    "schema::missing-key",
+                    "include entry missing required key 'path'",
+                    entry.span,
+                ));
             };
             let path = Spanned::new(path_node.python_str(), path_node.span);
-            self.unknown_keys(entry, INCLUDE_KEYS, &format!("include '{}'", path.value), "<global>");
+            self.unknown_keys(
+                entry,
+                INCLUDE_KEYS,
+                &format!("include '{}'", path.value),
+                "<global>",
+            );
             let context = format!("include '{}'", path.value);
             for field in ["depends_on", "reads_from"] {
                 if let Some(value) = entry.get(field).filter(|value| !value.is_null())
-                    && value.as_seq().is_none() {
-                        return Err(self.error(
-                            "schema::type",
-                            format!("{context} '{field}' must be a list, got {}", value.value.python_type()),
-                            value.span,
-                        ));
-                    }
+                    && value.as_seq().is_none()
+                {
+                    return Err(self.error(
+                        "schema::type",
+                        format!(
+                            "{context} '{field}' must be a list, got {}",
+                            value.value.python_type()
+                        ),
+                        value.span,
+                    ));
+                }
             }
             if let Some(params) = entry.get("params").filter(|value| !value.is_null()) {
                 if params.as_map().is_none() {
                     return Err(self.error(
                         "schema::type",
-                        format!("{context} 'params' must be a mapping, got {}", params.value.python_type()),
+                        format!(
+                            "{context} 'params' must be a mapping, got {}",
+                            params.value.python_type()
+                        ),
                         params.span,
                     ));
                 }
@@ -856,174 +446,6 @@ impl Reader<'_> {
             });
         }
         Ok(includes)
-    }
-
-    // --- typed accessors -------------------------------------------------
-
-    fn keyword<T>(
-        &self,
-        node: &Node,
-        parse: impl Fn(&str) -> Option<T>,
-        names: &[&str],
-        message: impl Fn() -> String,
-    ) -> Result<T, Diagnostic> {
-        let text = node.python_str();
-        if let (Some(text), true) = (node.as_str(), true)
-            && let Some(value) = parse(text) {
-                return Ok(value);
-            }
-        let mut diagnostic = self
-            .error(
-                "schema::enum",
-                format!("{} '{text}' (valid: {})", message(), names.join(", ")),
-                node.span,
-            )
-            .with_label("not one of the accepted values");
-        if let Some(near) = suggest(&text, names) {
-            diagnostic = diagnostic.with_help(format!("did you mean `{near}`?"));
-        }
-        Err(diagnostic)
-    }
-
-    fn required_string(&self, node: &Node, key: &str, what: &str, stage: &str) -> Result<Spanned<String>, Diagnostic> {
-        let value = node.get(key).expect("caller checked presence");
-        self.string(value, what, stage, key)
-    }
-
-    fn optional_string(&self, node: &Node, key: &str, what: &str, stage: &str) -> Result<Option<Spanned<String>>, Diagnostic> {
-        match node.get(key) {
-            None => Ok(None),
-            Some(value) if value.is_null() => Ok(None),
-            Some(value) => self.string(value, what, stage, key).map(Some),
-        }
-    }
-
-    fn string(&self, value: &Node, what: &str, stage: &str, field: &str) -> Result<Spanned<String>, Diagnostic> {
-        match &value.value {
-            Value::Str(text) => Ok(Spanned::new(text.clone(), value.span)),
-            other => Err(self
-                .error("schema::type", format!("{what} must be a string, got {}", other.python_type()), value.span)
-                .for_field(stage, field)
-                .with_label(format!("this is {}", other.kind_name()))
-                .with_help("quote the value to make it a string")),
-        }
-    }
-
-    /// A criterion is text. An unquoted criterion containing `: ` is read by
-    /// YAML as a one-entry mapping (a real workflow has `- No new "noqa: F401"
-    /// lines`); it is turned back into the text the author wrote, with a
-    /// warning to quote it.
-    fn criterion(&mut self, node: &Node, stage_name: &str) -> Result<String, Diagnostic> {
-        match &node.value {
-            Value::Map(entries) if entries.len() == 1 && entries[0].1.as_map().is_none() && entries[0].1.as_seq().is_none() => {
-                let (key, value) = &entries[0];
-                let text = format!("{}: {}", key.python_str(), value.python_str());
-                self.warnings.push(
-                    Diagnostic::warning(
-                        "schema::criterion-mapping",
-                        format!("a validation criterion of stage '{stage_name}' reads as a mapping because it contains ': '"),
-                    )
-                    .at(self.file, node.span)
-                    .for_field(stage_name, "validation.criteria")
-                    .with_label("YAML reads this as `key: value`")
-                    .with_help(format!("quote the criterion: - \"{}\"", text.replace('"', "\\\""))),
-                );
-                Ok(text)
-            }
-            Value::Seq(_) | Value::Map(_) => Err(self
-                .error(
-                    "schema::type",
-                    format!("validation 'criteria' items must be text, got {}", node.value.python_type()),
-                    node.span,
-                )
-                .for_field(stage_name, "validation.criteria")),
-            _ => Ok(node.python_str()),
-        }
-    }
-
-    fn list<'n>(&self, node: &'n Node, what: &str, stage: &str, field: &str) -> Result<&'n [Node], Diagnostic> {
-        node.as_seq().ok_or_else(|| {
-            self.error("schema::type", format!("{what} must be a list, got {}", node.value.python_type()), node.span)
-                .for_field(stage, field)
-                .with_label(format!("this is {}", node.value.kind_name()))
-        })
-    }
-
-    /// A list of names or paths. A string is an error, not a list of its
-    /// characters as in the reference engine.
-    fn name_list(&self, node: &Node, key: &str, owner: &str, stage: &str) -> Result<Vec<Spanned<String>>, Diagnostic> {
-        let Some(value) = node.get(key).filter(|value| !value.is_null()) else {
-            return Ok(Vec::new());
-        };
-        if let Value::Str(text) = &value.value {
-            return Err(self
-                .error("schema::type", format!("{owner} '{key}' must be a list, got str"), value.span)
-                .for_field(stage, key)
-                .with_label("this is a string")
-                .with_help(format!("write `{key}: [{text}]`")));
-        }
-        let items = self.list(value, &format!("{owner} '{key}'"), stage, key)?;
-        items
-            .iter()
-            .map(|item| match item.value {
-                Value::Str(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
-                    Ok(Spanned::new(item.python_str(), item.span))
-                }
-                _ => Err(self
-                    .error(
-                        "schema::type",
-                        format!("{owner} '{key}' items must be strings, got {}", item.value.python_type()),
-                        item.span,
-                    )
-                    .for_field(stage, key)),
-            })
-            .collect()
-    }
-
-    /// A boolean. Strings such as `"false"` or `"no"` are errors, not truthy.
-    fn flag(&self, value: &Node, what: &str, stage: &str, field: &str) -> Result<bool, Diagnostic> {
-        match value.value {
-            Value::Bool(flag) => Ok(flag),
-            Value::Null => Ok(false),
-            _ => {
-                let mut diagnostic = self
-                    .error(
-                        "schema::type",
-                        format!("{what} must be true or false, got {}", describe(value)),
-                        value.span,
-                    )
-                    .for_field(stage, field)
-                    .with_label("not a boolean");
-                let suggestion = match value.as_str().map(str::to_ascii_lowercase).as_deref() {
-                    Some("false" | "no" | "off" | "n") => Some("false"),
-                    Some("true" | "yes" | "on" | "y") => Some("true"),
-                    _ => None,
-                };
-                if let Some(suggestion) = suggestion {
-                    diagnostic = diagnostic.with_help(format!("write `{field}: {suggestion}` without quotes"));
-                }
-                Err(diagnostic)
-            }
-        }
-    }
-
-    fn unknown_keys(&mut self, node: &Node, known: &[&str], context: &str, stage: &str) {
-        let Some(entries) = node.as_map() else { return };
-        for (key, _) in entries {
-            let name = key.python_str();
-            if known.contains(&name.as_str()) {
-                continue;
-            }
-            let mut warning = Diagnostic::warning("schema::unknown-key", format!("unknown key '{name}' in {context}"))
-                .at(self.file, key.span)
-                .for_field(stage, name.clone())
-                .with_label("not a key baton knows");
-            warning = match suggest(&name, known) {
-                Some(near) => warning.with_help(format!("did you mean `{near}`?")),
-                None => warning.with_help(format!("known keys: {}", known.join(", "))),
-            };
-            self.warnings.push(warning);
-        }
     }
 }
 

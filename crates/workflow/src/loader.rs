@@ -48,7 +48,8 @@ impl MemoryLoader {
     /// Adds a file.
     #[must_use]
     pub fn with(mut self, path: &str, text: &str) -> Self {
-        self.files.insert(PathBuf::from(path), text.as_bytes().to_vec());
+        self.files
+            .insert(PathBuf::from(path), text.as_bytes().to_vec());
         self
     }
 
@@ -67,7 +68,10 @@ impl Loader for MemoryLoader {
             .get(path)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not found"))?;
         if bytes.len() > limit {
-            return Err(io::Error::new(io::ErrorKind::FileTooLarge, "file too large"));
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                "file too large",
+            ));
         }
         Ok(bytes.clone())
     }
@@ -103,7 +107,11 @@ pub fn read_source(loader: &dyn Loader, path: &str) -> Result<Arc<SourceFile>, D
         Err(error) => {
             let offset = error.utf8_error().valid_up_to();
             let bytes = error.into_bytes();
-            let line = bytes[..offset].iter().filter(|byte| **byte == b'\n').count() + 1;
+            let line = bytes[..offset]
+                .iter()
+                .filter(|byte| **byte == b'\n')
+                .count()
+                + 1;
             Err(Diagnostic::error(
                 "file::encoding",
                 format!("{path} is not valid UTF-8 (invalid byte at offset {offset}, line {line})"),

@@ -34,12 +34,18 @@ pub struct Plan {
 impl Plan {
     /// The largest group.
     pub fn max_parallelism(&self) -> usize {
-        self.groups.iter().map(|group| group.stages.len()).max().unwrap_or(0)
+        self.groups
+            .iter()
+            .map(|group| group.stages.len())
+            .max()
+            .unwrap_or(0)
     }
 
     /// Looks a stage up by name.
     pub fn stage(&self, name: &str) -> Option<&PlanStage> {
-        self.stages.iter().find(|stage| stage.spec.name.value == name)
+        self.stages
+            .iter()
+            .find(|stage| stage.spec.name.value == name)
     }
 }
 

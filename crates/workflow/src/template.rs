@@ -22,8 +22,13 @@ pub fn render<'t, 'v>(text: &'t str, lookup: impl Fn(&str) -> Option<&'v str>) -
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
-        let name_end = after.find(['{', '}']).filter(|end| after.as_bytes()[*end] == b'}');
-        match name_end.filter(|end| *end <= MAX_NAME_LEN).and_then(|end| lookup(&after[..end]).map(|value| (end, value))) {
+        let name_end = after
+            .find(['{', '}'])
+            .filter(|end| after.as_bytes()[*end] == b'}');
+        match name_end
+            .filter(|end| *end <= MAX_NAME_LEN)
+            .and_then(|end| lookup(&after[..end]).map(|value| (end, value)))
+        {
             Some((end, value)) => {
                 out.push_str(value);
                 rest = &after[end + 1..];
@@ -36,7 +41,11 @@ pub fn render<'t, 'v>(text: &'t str, lookup: impl Fn(&str) -> Option<&'v str>) -
         }
     }
     out.push_str(rest);
-    if changed { Cow::Owned(out) } else { Cow::Borrowed(text) }
+    if changed {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(text)
+    }
 }
 
 /// The names of all `{name}` placeholders in `text`, in order of appearance,
@@ -46,7 +55,10 @@ pub fn placeholders(text: &str, accept: impl Fn(&str) -> bool) -> Vec<&str> {
     let mut rest = text;
     while let Some(open) = rest.find('{') {
         let after = &rest[open + 1..];
-        if let Some(end) = after.find(['{', '}']).filter(|end| after.as_bytes()[*end] == b'}') {
+        if let Some(end) = after
+            .find(['{', '}'])
+            .filter(|end| after.as_bytes()[*end] == b'}')
+        {
             let name = &after[..end];
             if accept(name) {
                 names.push(name);
@@ -90,6 +102,9 @@ mod tests {
 
     #[test]
     fn lists_placeholders() {
-        assert_eq!(placeholders("{a} {{b}} {c.d} {e", |_| true), vec!["a", "b", "c.d"]);
+        assert_eq!(
+            placeholders("{a} {{b}} {c.d} {e", |_| true),
+            vec!["a", "b", "c.d"]
+        );
     }
 }

@@ -39,34 +39,50 @@ fn unique_names(stages: &[Stage]) -> Result<HashMap<&str, usize>, Vec<Diagnostic
             positions.insert(stage.name.value.as_str(), first);
             let first_stage = &stages[first];
             errors.push(
-                Diagnostic::error("graph::duplicate", format!("duplicate stage name '{}'", stage.name.value))
-                    .at(&stage.file, stage.name.span)
-                    .for_field(&stage.name.value, "name")
-                    .with_label("second stage with this name")
-                    .with_help(format!(
-                        "the first is at {}:{}:{}{}",
-                        first_stage.file.path,
-                        first_stage.name.span.line,
-                        first_stage.name.span.column,
-                        if stage.include_prefix.is_some() {
-                            "; a fragment included twice needs a different `prefix` each time"
-                        } else {
-                            ""
-                        }
-                    )),
+                Diagnostic::error(
+                    "graph::duplicate",
+                    format!("duplicate stage name '{}'", stage.name.value),
+                )
+                .at(&stage.file, stage.name.span)
+                .for_field(&stage.name.value, "name")
+                .with_label("second stage with this name")
+                .with_help(format!(
+                    "the first is at {}:{}:{}{}",
+                    first_stage.file.path,
+                    first_stage.name.span.line,
+                    first_stage.name.span.column,
+                    if stage.include_prefix.is_some() {
+                        "; a fragment included twice needs a different `prefix` each time"
+                    } else {
+                        ""
+                    }
+                )),
             );
         }
     }
-    if errors.is_empty() { Ok(positions) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(positions)
+    } else {
+        Err(errors)
+    }
 }
 
-fn references(stages: &[Stage], positions: &HashMap<&str, usize>) -> Result<Vec<Vec<usize>>, Vec<Diagnostic>> {
-    let names: Vec<&str> = stages.iter().map(|stage| stage.name.value.as_str()).collect();
+fn references(
+    stages: &[Stage],
+    positions: &HashMap<&str, usize>,
+) -> Result<Vec<Vec<usize>>, Vec<Diagnostic>> {
+    let names: Vec<&str> = stages
+        .iter()
+        .map(|stage| stage.name.value.as_str())
+        .collect();
     let mut errors = Vec::new();
     let mut dependencies = Vec::with_capacity(stages.len());
     for stage in stages {
         let mut edges = Vec::with_capacity(stage.depends_on.len());
-        for (field, list) in [("depends_on", &stage.depends_on), ("reads_from", &stage.reads_from)] {
+        for (field, list) in [
+            ("depends_on", &stage.depends_on),
+            ("reads_from", &stage.reads_from),
+        ] {
             for reference in list {
                 match positions.get(reference.value.as_str()) {
                     Some(&position) => {
@@ -77,7 +93,10 @@ fn references(stages: &[Stage], positions: &HashMap<&str, usize>) -> Result<Vec<
                     None => {
                         let mut error = Diagnostic::error(
                             "graph::unknown-stage",
-                            format!("stage '{}' {field} unknown stage '{}'", stage.name.value, reference.value),
+                            format!(
+                                "stage '{}' {field} unknown stage '{}'",
+                                stage.name.value, reference.value
+                            ),
                         )
                         .at(&stage.file, reference.span)
                         .for_field(&stage.name.value, field)
@@ -92,7 +111,11 @@ fn references(stages: &[Stage], positions: &HashMap<&str, usize>) -> Result<Vec<
         }
         dependencies.push(edges);
     }
-    if errors.is_empty() { Ok(dependencies) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(dependencies)
+    } else {
+        Err(errors)
+    }
 }
 
 /// Depth-first search from each stage in file order; the first stage that is
@@ -122,15 +145,23 @@ fn no_cycle(stages: &[Stage], dependencies: &[Vec<usize>]) -> Result<(), Vec<Dia
                         path.push((dependency, 0));
                     }
                     Mark::Open => {
-                        let from = path.iter().position(|(open, _)| *open == dependency).unwrap_or(0);
-                        let mut cycle: Vec<&str> =
-                            path[from..].iter().map(|(open, _)| stages[*open].name.value.as_str()).collect();
+                        let from = path
+                            .iter()
+                            .position(|(open, _)| *open == dependency)
+                            .unwrap_or(0);
+                        let mut cycle: Vec<&str> = path[from..]
+                            .iter()
+                            .map(|(open, _)| stages[*open].name.value.as_str())
+                            .collect();
                         cycle.push(&stages[dependency].name.value);
                         let culprit = &stages[dependency];
                         return Err(vec![
                             Diagnostic::error(
                                 "graph::cycle",
-                                format!("dependency cycle detected involving stage '{}'", culprit.name.value),
+                                format!(
+                                    "dependency cycle detected involving stage '{}'",
+                                    culprit.name.value
+                                ),
                             )
                             .at(&culprit.file, culprit.name.span)
                             .for_field(&culprit.name.value, "depends_on")
@@ -200,5 +231,9 @@ fn reads_are_ancestors(
             }
         }
     }
-    if errors.is_empty() { Ok(()) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }

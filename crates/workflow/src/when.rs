@@ -19,7 +19,8 @@ pub struct When {
 }
 
 /// The forms a `when` may take, for error messages.
-pub const FORMS: &str = "'\"{param}\" contains \"value\"' and '\"{param}\" does not contain \"value\"'";
+pub const FORMS: &str =
+    "'\"{param}\" contains \"value\"' and '\"{param}\" does not contain \"value\"'";
 
 impl When {
     /// Parses a condition; `None` when it has neither accepted form.
@@ -68,10 +69,23 @@ mod tests {
     #[test]
     fn accepts_the_two_forms_only() {
         let when = When::parse(r#""{mode}" contains "fast""#).unwrap();
-        assert_eq!((when.left.as_str(), when.negated, when.value.as_str()), ("{mode}", false, "fast"));
-        assert!(When::parse(r#""{mode}" does not contain "fast""#).unwrap().negated);
+        assert_eq!(
+            (when.left.as_str(), when.negated, when.value.as_str()),
+            ("{mode}", false, "fast")
+        );
+        assert!(
+            When::parse(r#""{mode}" does not contain "fast""#)
+                .unwrap()
+                .negated
+        );
         assert!(When::parse("\"{m}\" contains \"a\"\n").is_some());
-        for bad in ["only on fridays", r#""{x}" == "y""#, r#""{x}" contains y"#, r#""a" containsx "b""#, r#""a" contains "b" extra"#] {
+        for bad in [
+            "only on fridays",
+            r#""{x}" == "y""#,
+            r#""{x}" contains y"#,
+            r#""a" containsx "b""#,
+            r#""a" contains "b" extra"#,
+        ] {
             assert_eq!(When::parse(bad), None, "{bad}");
         }
     }
