@@ -18,7 +18,9 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Parse a workflow and show its stages (includes expanded).
-    #[command(after_help = "Examples:\n  baton parse workflows/code/ci-debug.yaml\n  baton parse workflows/code/ci-debug.yaml --json\n\nExit codes: 0 the workflow parses, 1 it does not, 2 usage error.")]
+    #[command(
+        after_help = "Examples:\n  baton parse workflows/code/ci-debug.yaml\n  baton parse workflows/code/ci-debug.yaml --json\n\nExit codes: 0 the workflow parses, 1 it does not, 2 usage error."
+    )]
     Parse(FileArgs),
 
     /// Check a workflow or fragment for errors and likely mistakes.
@@ -28,15 +30,21 @@ pub(crate) enum Command {
     /// (unknown keys, unquoted placeholders in scripts, writes_to outside the
     /// workspace, read-only agents with editing tools, unused parameters,
     /// everything compile would reject).
-    #[command(after_help = "Examples:\n  baton lint workflows/code/open-pr.yaml\n  baton lint workflows/shared/plan-critic.yaml --format json\n  baton lint workflows/code/open-pr.yaml --strict   # warnings fail too\n\nExit codes: 0 valid, 1 invalid (with --strict: any warning), 2 usage error.")]
+    #[command(
+        after_help = "Examples:\n  baton lint workflows/code/open-pr.yaml\n  baton lint workflows/shared/plan-critic.yaml --format json\n  baton lint workflows/code/open-pr.yaml --strict   # warnings fail too\n\nExit codes: 0 valid, 1 invalid (with --strict: any warning), 2 usage error."
+    )]
     Lint(LintArgs),
 
     /// Compile a workflow into its execution plan: groups, indices, contracts.
-    #[command(after_help = "Examples:\n  baton compile workflows/code/ci-debug.yaml\n  baton compile workflows/code/ci-debug.yaml --format json | jq '.groups'\n  baton compile wf.yaml --params pr_number=42 --format mermaid > plan.mmd\n  baton compile wf.yaml --format dot | dot -Tsvg > plan.svg\n\nExit codes: 0 compiled, 1 invalid workflow (with --strict: also any warning), 2 usage error.")]
+    #[command(
+        after_help = "Examples:\n  baton compile workflows/code/ci-debug.yaml\n  baton compile workflows/code/ci-debug.yaml --format json | jq '.groups'\n  baton compile wf.yaml --params pr_number=42 --format mermaid > plan.mmd\n  baton compile wf.yaml --format dot | dot -Tsvg > plan.svg\n\nExit codes: 0 compiled, 1 invalid workflow (with --strict: also any warning), 2 usage error."
+    )]
     Compile(CompileArgs),
 
     /// List the workflows and fragments under a directory.
-    #[command(after_help = "Without DIR, lists ./workflows when it exists, else the current directory.\n\nExit codes: 0 listed (even if empty), 2 usage error.")]
+    #[command(
+        after_help = "Without DIR, lists ./workflows when it exists, else the current directory.\n\nExit codes: 0 listed (even if empty), 2 usage error."
+    )]
     List(ListArgs),
 }
 

@@ -24,7 +24,11 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
-            let code = if error.use_stderr() { exit_code::USAGE } else { exit_code::SUCCESS };
+            let code = if error.use_stderr() {
+                exit_code::USAGE
+            } else {
+                exit_code::SUCCESS
+            };
             // Printing can only fail on a closed pipe, and then nobody reads it.
             let _ = error.print();
             return ExitCode::from(code);

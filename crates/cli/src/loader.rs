@@ -25,21 +25,27 @@ impl FsLoader {
 impl Loader for FsLoader {
     fn read(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>> {
         use std::io::Read;
-    
+
         let file = std::fs::File::open(self.full(path))?;
         let metadata = file.metadata()?;
         if metadata.is_dir() {
             return Err(io::Error::other("is a directory"));
         }
         if metadata.len() > limit as u64 {
-            return Err(io::Error::new(io::ErrorKind::FileTooLarge, "file too large"));
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                "file too large",
+            ));
         }
         let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
         // Read one byte past the limit so a file that grows after the size
         // check is still caught.
         file.take(limit as u64 + 1).read_to_end(&mut bytes)?;
         if bytes.len() > limit {
-            return Err(io::Error::new(io::ErrorKind::FileTooLarge, "file too large"));
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                "file too large",
+            ));
         }
         Ok(bytes)
     }
@@ -52,4 +58,3 @@ impl Loader for FsLoader {
         &self.root
     }
 }
-

@@ -50,7 +50,11 @@ pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
             if column > 0 {
                 text.push_str("  ");
             }
-            let cell = if cell.is_empty() { "-".to_owned() } else { cell };
+            let cell = if cell.is_empty() {
+                "-".to_owned()
+            } else {
+                cell
+            };
             text.push_str(&cell);
             if column + 1 < widths.len() {
                 for _ in cell.chars().count()..widths[column] {
@@ -70,5 +74,9 @@ pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 
 fn single_line(text: &str) -> String {
     let first = text.lines().next().unwrap_or("");
-    if text.contains('\n') { format!("{first} …") } else { first.to_owned() }
+    if text.contains('\n') {
+        format!("{first} …")
+    } else {
+        first.to_owned()
+    }
 }

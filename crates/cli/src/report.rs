@@ -9,7 +9,12 @@ use crate::output;
 /// detection, which honours `NO_COLOR` and a non-terminal stderr.
 pub(crate) fn install() {
     let _ = miette::set_hook(Box::new(|_| {
-        Box::new(miette::MietteHandlerOpts::new().context_lines(1).tab_width(4).build())
+        Box::new(
+            miette::MietteHandlerOpts::new()
+                .context_lines(1)
+                .tab_width(4)
+                .build(),
+        )
     }));
 }
 
@@ -48,7 +53,11 @@ impl<'a> From<&'a Diagnostic> for JsonDiagnostic<'a> {
     fn from(diagnostic: &'a Diagnostic) -> Self {
         let (line, column) = diagnostic.line_column().unzip();
         JsonDiagnostic {
-            severity: if diagnostic.is_error() { "error" } else { "warning" },
+            severity: if diagnostic.is_error() {
+                "error"
+            } else {
+                "warning"
+            },
             code: diagnostic.code,
             message: &diagnostic.message,
             file: diagnostic.file(),
@@ -70,7 +79,11 @@ pub(crate) fn json(diagnostics: &[Diagnostic]) {
     let envelope = Envelope {
         diagnostics: diagnostics.iter().map(JsonDiagnostic::from).collect(),
     };
-    output::stderr_line(serde_json::to_string(&envelope).expect("plain data").as_str());
+    output::stderr_line(
+        serde_json::to_string(&envelope)
+            .expect("plain data")
+            .as_str(),
+    );
 }
 
 /// Prints diagnostics in the requested style; nothing when there are none.
@@ -78,5 +91,9 @@ pub(crate) fn emit(diagnostics: &[Diagnostic], as_json: bool) {
     if diagnostics.is_empty() {
         return;
     }
-    if as_json { json(diagnostics) } else { human(diagnostics) }
+    if as_json {
+        json(diagnostics)
+    } else {
+        human(diagnostics)
+    }
 }

@@ -102,7 +102,16 @@ impl Expander<'_> {
             let fragment_file = read_source(self.loader, &resolved)
                 .map_err(|error| error.at(file, include.path.span))?;
             self.files.push(Arc::clone(&fragment_file));
-            let fragment = load::fragment(&fragment_file, self.warnings)?;
+            let fragment = load::fragment(&fragment_file, self.warnings).map_err(|error| {
+                // "Not a fragment" is about the include, not a place in the file.
+                if error.code == load::NOT_A_FRAGMENT {
+                    error
+                        .at(file, include.path.span)
+                        .with_label(format!("{resolved} has no `fragment: true`"))
+                } else {
+                    error
+                }
+            })?;
             self.chain.push(resolved.clone());
             let fragment_stages =
                 self.expand(fragment.stages, &fragment.includes, &fragment_file)?;

@@ -63,6 +63,9 @@ pub fn document(
     reader.workflow(&root).map(Document::Workflow)
 }
 
+/// The code of the error for an included file without `fragment: true`.
+pub const NOT_A_FRAGMENT: &str = "include::not-a-fragment";
+
 /// Reads a file that an `include` entry names; it must be a fragment.
 ///
 /// # Errors
@@ -80,7 +83,7 @@ pub fn fragment(
     };
     if !is_fragment {
         return Err(Diagnostic::error(
-            "include::not-a-fragment",
+            NOT_A_FRAGMENT,
             "fragment YAML must declare 'fragment: true' at the top level",
         )
         .at(file, Span::default())

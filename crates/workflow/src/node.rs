@@ -262,10 +262,50 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     let mut options = Options::default();
     options.budget = Some(budget);
     options.strict_booleans = true;
-    serde_saphyr::from_str_with_options::<Node>(text, options).map_err(|error| SyntaxError {
-        message: error.without_snippet().to_string(),
-        span: error.location().map(Span::from_location),
+    serde_saphyr::from_str_with_options::<Node>(text, options).map_err(|error| {
+        let span = error.location().map(|location| {
+            let mut span = Span::from_location(location);
+            // Parser errors carry line and column but not always a byte
+            // offset; the snippet needs the offset.
+            if span.offset == 0 && (span.line, span.column) > (1, 1) {
+                span.offset = offset_of(text, span.line, span.column);
+            }
+            span
+        });
+        SyntaxError {
+            message: clean_message(&error.without_snippet().to_string()),
+            span,
+        }
     })
+}
+
+/// The parser's message without the position (the snippet shows it) and
+/// without advice about its own options.
+fn clean_message(message: &str) -> String {
+    let message = message.split(" at line ").next().unwrap_or(message);
+    if let Some(rest) = message.strip_prefix("duplicate mapping key: ") {
+        let key = rest
+            .split(", set DuplicateKeyPolicy")
+            .next()
+            .unwrap_or(rest);
+        return format!("duplicate key '{key}' (each key may appear once per mapping)");
+    }
+    message.to_owned()
+}
+
+/// The byte offset of a one-based line and (character) column.
+fn offset_of(text: &str, line: u32, column: u32) -> usize {
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1) as usize)
+        .map(str::len)
+        .sum();
+    let rest = &text[line_start.min(text.len())..];
+    let within = rest
+        .char_indices()
+        .nth(column.saturating_sub(1) as usize)
+        .map_or(rest.len(), |(offset, _)| offset);
+    line_start + within
 }
 
 impl<'de> Deserialize<'de> for Node {

@@ -11,15 +11,18 @@ use crate::{exit_code, output, report};
 
 /// Runs the command.
 pub(crate) fn run(args: &CompileArgs) -> u8 {
-    let format = if args.json { CompileFormat::Json } else { args.format };
+    let format = if args.json {
+        CompileFormat::Json
+    } else {
+        args.format
+    };
     let as_json = format == CompileFormat::Json;
     let options = match super::compile_options(&args.params) {
         Ok(options) => options,
         Err(code) => return code,
     };
     let loader = super::loader();
-    let compiled = baton_workflow::load(&args.file, &loader)
-        .and_then(|loaded| {
+    let compiled = baton_workflow::load(&args.file, &loader).and_then(|loaded| {
         baton_workflow::compile(&loaded, &options, &loader).map(|plan| {
             let warnings = [loaded.warnings, plan.warnings.clone()].concat();
             (plan, warnings)
@@ -92,7 +95,10 @@ pub(crate) fn plan_json(plan: &Plan) -> Value {
 }
 
 fn names(plan: &Plan, indices: &[usize]) -> Vec<String> {
-    indices.iter().map(|&index| plan.stages[index].name().to_owned()).collect()
+    indices
+        .iter()
+        .map(|&index| plan.stages[index].name().to_owned())
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -184,10 +190,16 @@ fn table(plan: &Plan) -> String {
                 notes.push("optional".to_owned());
             }
             if let Some(fan_out) = &spec.fan_out {
-                notes.push(format!("fan-out over {}.{} by {{{}}}", fan_out.source.value, fan_out.field, fan_out.key));
+                notes.push(format!(
+                    "fan-out over {}.{} by {{{}}}",
+                    fan_out.source.value, fan_out.field, fan_out.key
+                ));
             }
             if let Some(validation) = &spec.validation {
-                notes.push(format!("validation {} (max {} revisions)", validation.strategy, validation.max_revisions));
+                notes.push(format!(
+                    "validation {} (max {} revisions)",
+                    validation.strategy, validation.max_revisions
+                ));
             }
             if spec.when.is_some() {
                 notes.push("when".to_owned());
@@ -206,7 +218,18 @@ fn table(plan: &Plan) -> String {
             ]
         })
         .collect();
-    text.push_str(&output::table(&["group", "index", "stage", "kind", "executor", "depends_on", "notes"], &rows));
+    text.push_str(&output::table(
+        &[
+            "group",
+            "index",
+            "stage",
+            "kind",
+            "executor",
+            "depends_on",
+            "notes",
+        ],
+        &rows,
+    ));
     text
 }
 
@@ -221,11 +244,16 @@ fn now_utc() -> String {
     let shifted = days + 719_468;
     let era = shifted.div_euclid(146_097);
     let day_of_era = shifted.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_index = (5 * day_of_year + 2) / 153;
     let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",

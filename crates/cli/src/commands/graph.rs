@@ -24,7 +24,11 @@ fn revise_edges(plan: &Plan) -> Vec<(usize, usize)> {
     let mut edges = Vec::new();
     for stage in &plan.stages {
         if stage.spec.validation.is_some() {
-            let targets = if stage.reads_from.is_empty() { &stage.depends_on } else { &stage.reads_from };
+            let targets = if stage.reads_from.is_empty() {
+                &stage.depends_on
+            } else {
+                &stage.reads_from
+            };
             for &target in targets {
                 edges.push((stage.index, target));
             }
@@ -63,7 +67,9 @@ pub(crate) fn mermaid(plan: &Plan) -> String {
 }
 
 fn dot_text(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    text.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// A Graphviz `digraph`.
@@ -88,7 +94,9 @@ pub(crate) fn dot(plan: &Plan) -> String {
         }
     }
     for (from, to) in revise_edges(plan) {
-        out.push_str(&format!("  s{from} -> s{to} [style=dashed, label=\"revise\", constraint=false];\n"));
+        out.push_str(&format!(
+            "  s{from} -> s{to} [style=dashed, label=\"revise\", constraint=false];\n"
+        ));
     }
     out.push_str("}\n");
     out

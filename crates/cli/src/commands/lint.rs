@@ -37,12 +37,20 @@ pub(crate) fn run(args: &LintArgs) -> u8 {
                 dag_depth: lint.dag_depth,
                 fragment: lint.fragment,
             };
-            output::stdout(&if format == Format::Json { output::json(&view) } else { output::yaml(&view) });
+            output::stdout(&if format == Format::Json {
+                output::json(&view)
+            } else {
+                output::yaml(&view)
+            });
         }
         Format::Table => {
             report::human(&lint.warnings);
             report::human(&lint.errors);
-            let what = if lint.fragment { "fragment" } else { "workflow" };
+            let what = if lint.fragment {
+                "fragment"
+            } else {
+                "workflow"
+            };
             let verdict = if lint.valid { "valid" } else { "invalid" };
             output::stdout(&format!(
                 "{}: {verdict} {what}, {} stages, {} levels, {} errors, {} warnings\n",
@@ -54,5 +62,9 @@ pub(crate) fn run(args: &LintArgs) -> u8 {
             ));
         }
     }
-    if lint.valid { exit_code::SUCCESS } else { exit_code::INVALID_WORKFLOW }
+    if lint.valid {
+        exit_code::SUCCESS
+    } else {
+        exit_code::INVALID_WORKFLOW
+    }
 }

@@ -26,13 +26,20 @@ const SKIPPED_DIRS: &[&str] = &["target", "node_modules", ".git", ".baton"];
 /// Runs the command.
 pub(crate) fn run(args: &ListArgs) -> u8 {
     let dir = args.dir.clone().unwrap_or_else(|| {
-        if Path::new("workflows").is_dir() { "workflows".to_owned() } else { ".".to_owned() }
+        if Path::new("workflows").is_dir() {
+            "workflows".to_owned()
+        } else {
+            ".".to_owned()
+        }
     });
     let mut files = Vec::new();
     collect(Path::new(&dir), &mut files);
     files.sort();
     let loader = super::loader();
-    let rows: Vec<Row> = files.iter().map(|file| row(&file.to_string_lossy(), &loader)).collect();
+    let rows: Vec<Row> = files
+        .iter()
+        .map(|file| row(&file.to_string_lossy(), &loader))
+        .collect();
     if rows.is_empty() {
         output::stderr_line(&format!("No workflows found under {dir}"));
     }
@@ -47,7 +54,9 @@ pub(crate) fn run(args: &ListArgs) -> u8 {
                         row.file.clone(),
                         row.kind.to_owned(),
                         row.name.clone(),
-                        row.stages.map(|count| count.to_string()).unwrap_or_default(),
+                        row.stages
+                            .map(|count| count.to_string())
+                            .unwrap_or_default(),
                         row.error.clone().unwrap_or_else(|| row.description.clone()),
                     ]
                 })
@@ -60,7 +69,9 @@ pub(crate) fn run(args: &ListArgs) -> u8 {
 }
 
 fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name();
@@ -69,9 +80,15 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
             continue;
         }
         match entry.file_type() {
-            Ok(kind) if kind.is_dir() && !SKIPPED_DIRS.contains(&name.as_ref()) => collect(&path, files),
+            Ok(kind) if kind.is_dir() && !SKIPPED_DIRS.contains(&name.as_ref()) => {
+                collect(&path, files)
+            }
             Ok(kind) if kind.is_file() && (name.ends_with(".yaml") || name.ends_with(".yml")) => {
-                files.push(path.strip_prefix("./").map(Path::to_path_buf).unwrap_or(path));
+                files.push(
+                    path.strip_prefix("./")
+                        .map(Path::to_path_buf)
+                        .unwrap_or(path),
+                );
             }
             _ => {}
         }

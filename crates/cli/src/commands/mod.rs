@@ -34,7 +34,9 @@ pub(crate) fn compile_options(params: &[String]) -> Result<Options, u8> {
     let mut parsed = Vec::with_capacity(params.len());
     for param in params {
         match param.split_once('=') {
-            Some((key, value)) if !key.is_empty() => parsed.push((key.to_owned(), value.to_owned())),
+            Some((key, value)) if !key.is_empty() => {
+                parsed.push((key.to_owned(), value.to_owned()))
+            }
             _ => {
                 output::stderr_line(&format!(
                     "error: invalid --params value '{param}': expected KEY=VALUE\nhint: for example --params pr_number=42"

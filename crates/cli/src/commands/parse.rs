@@ -54,7 +54,12 @@ pub(crate) fn run(args: &FileArgs) -> u8 {
                 depends_on: if stage.depends_on.is_empty() {
                     "-".to_owned()
                 } else {
-                    stage.depends_on.iter().map(|name| name.value.as_str()).collect::<Vec<_>>().join(", ")
+                    stage
+                        .depends_on
+                        .iter()
+                        .map(|name| name.value.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 },
                 required: stage.required,
             })
@@ -85,7 +90,10 @@ pub(crate) fn run(args: &FileArgs) -> u8 {
                     ]
                 })
                 .collect();
-            text.push_str(&output::table(&["name", "kind", "agent_role", "depends_on", "required"], &rows));
+            text.push_str(&output::table(
+                &["name", "kind", "agent_role", "depends_on", "required"],
+                &rows,
+            ));
             text
         }
     };

@@ -19,23 +19,49 @@ use crate::baton;
 /// Edge cases where baton deliberately differs, per command: (case id,
 /// command, why). Keep in sync with `docs/compat.md`.
 const DIFFERENCES: &[(&str, &str, &str)] = &[
-    ("s17-depends-on-string", "parse", "a string where a list belongs is an error, not a list of characters"),
+    (
+        "s17-depends-on-string",
+        "parse",
+        "a string where a list belongs is an error, not a list of characters",
+    ),
     ("s17-depends-on-string", "compile", "same"),
     ("s17-depends-on-string", "lint", "same"),
-    ("s18-required-string", "parse", "a quoted \"false\" where a boolean belongs is an error, not truthy"),
+    (
+        "s18-required-string",
+        "parse",
+        "a quoted \"false\" where a boolean belongs is an error, not truthy",
+    ),
     ("s18-required-string", "compile", "same"),
     ("s18-required-string", "lint", "same"),
-    ("s09g-max-revisions-string", "parse", "max_revisions must be a whole number"),
+    (
+        "s09g-max-revisions-string",
+        "parse",
+        "max_revisions must be a whole number",
+    ),
     ("s09g-max-revisions-string", "compile", "same"),
     ("s09g-max-revisions-string", "lint", "same"),
-    ("c01-when-bad", "lint", "lint reports what compile rejects: an unsupported when"),
+    (
+        "c01-when-bad",
+        "lint",
+        "lint reports what compile rejects: an unsupported when",
+    ),
     ("c01b-when-equals", "lint", "same"),
-    ("c03-template-missing", "lint", "lint reports what compile rejects: a missing template"),
-    ("l03-inline-fanout", "lint", "an inline fan-out runs its script once per item; not an error"),
+    (
+        "c03-template-missing",
+        "lint",
+        "lint reports what compile rejects: a missing template",
+    ),
+    (
+        "l03-inline-fanout",
+        "lint",
+        "an inline fan-out runs its script once per item; not an error",
+    ),
 ];
 
 fn differs(case: &str, command: &str) -> bool {
-    DIFFERENCES.iter().any(|(id, which, _)| *id == case && *which == command)
+    DIFFERENCES
+        .iter()
+        .any(|(id, which, _)| *id == case && *which == command)
 }
 
 fn corpus() -> Option<PathBuf> {
@@ -51,7 +77,8 @@ fn json(text: &str, what: &str) -> Value {
 }
 
 fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
     json(&text, &path.display().to_string())
 }
 
@@ -63,7 +90,10 @@ fn corpus_files(dir: &Path) -> Vec<(String, bool)> {
             let path = entry.expect("directory entry").path();
             if path.is_dir() {
                 walk(root, &path, out);
-            } else if path.extension().is_some_and(|extension| extension == "yaml") {
+            } else if path
+                .extension()
+                .is_some_and(|extension| extension == "yaml")
+            {
                 out.push(path.strip_prefix(root).expect("below root").to_path_buf());
             }
         }
@@ -120,14 +150,19 @@ fn reference_message(stderr: &str) -> String {
         return rest.to_owned();
     }
     let message = message.strip_prefix("Parse error: ").unwrap_or(message);
-    message.split_once(".yaml: ").map_or(message, |(_, rest)| rest).to_owned()
+    message
+        .split_once(".yaml: ")
+        .map_or(message, |(_, rest)| rest)
+        .to_owned()
 }
 
 fn messages_match(case: &str, ours: &str, reference: &str, root: &Path) -> bool {
     let reference = reference.replace("<ROOT>", &root.to_string_lossy());
     match case {
         // The YAML parsers word syntax errors differently; the kind matches.
-        "t02-bad-yaml" => ours.starts_with("invalid YAML: ") && reference.starts_with("invalid YAML: "),
+        "t02-bad-yaml" => {
+            ours.starts_with("invalid YAML: ") && reference.starts_with("invalid YAML: ")
+        }
         _ => ours == reference,
     }
 }
@@ -154,20 +189,32 @@ fn runnable_workflows_compile_to_the_golden_plans() {
             "resolutions",
             "contract_warnings_detail",
         ] {
-            assert_eq!(ours[key], expected[key], "{file}: `{key}` differs from the golden");
+            assert_eq!(
+                ours[key], expected[key],
+                "{file}: `{key}` differs from the golden"
+            );
         }
         // Contract warnings also go to stderr, one line each, as in the reference.
         let golden_stderr = golden(&dir, &file, "compile.stderr.txt");
         if golden_stderr.exists() {
-            for line in std::fs::read_to_string(&golden_stderr).expect("readable").lines() {
+            for line in std::fs::read_to_string(&golden_stderr)
+                .expect("readable")
+                .lines()
+            {
                 assert!(run.stderr.contains(line), "{file}: stderr lacks `{line}`");
             }
         }
         // Indices: the reference's dispatch files are named NNN-<stage>.json.
         let dispatch = dir.join("goldens/dispatch").join(stem(&file));
         let mut indices = BTreeMap::new();
-        for entry in std::fs::read_dir(&dispatch).unwrap_or_else(|error| panic!("{}: {error}", dispatch.display())) {
-            let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
+        for entry in std::fs::read_dir(&dispatch)
+            .unwrap_or_else(|error| panic!("{}: {error}", dispatch.display()))
+        {
+            let name = entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned();
             let (index, stage) = name
                 .strip_suffix(".json")
                 .and_then(|name| name.split_once('-'))
@@ -178,7 +225,11 @@ fn runnable_workflows_compile_to_the_golden_plans() {
         assert_eq!(stages.len(), indices.len(), "{file}: stage count");
         for stage in stages {
             let name = stage["name"].as_str().expect("name");
-            assert_eq!(stage["index"].as_u64(), indices.get(name).copied(), "{file}: index of {name}");
+            assert_eq!(
+                stage["index"].as_u64(),
+                indices.get(name).copied(),
+                "{file}: index of {name}"
+            );
         }
         checked += 1;
     }
@@ -195,8 +246,15 @@ fn fragments_are_recognised_as_fragments() {
         }
         let run = baton(&dir, &["compile", &file]);
         assert_eq!(run.code, 1, "{file}: a fragment must not compile");
-        assert!(run.stderr.contains("is a fragment"), "{file}: {}", run.stderr);
-        assert!(run.stderr.contains("include:"), "{file}: the hint shows how to include it");
+        assert!(
+            run.stderr.contains("is a fragment"),
+            "{file}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("include:"),
+            "{file}: the hint shows how to include it"
+        );
         let lint = baton(&dir, &["lint", &file, "--format", "json"]);
         assert_eq!(lint.code, 0, "{file}: {}", lint.stderr);
         let ours = json(&lint.stdout, &file);
@@ -219,7 +277,11 @@ fn parse_matches_the_goldens() {
         }
         let run = baton(&dir, &["parse", &file, "--json"]);
         assert_eq!(run.code, 0, "{file}: {}", run.stderr);
-        assert_eq!(json(&run.stdout, &file), read_json(&golden(&dir, &file, "parse.json")), "{file}");
+        assert_eq!(
+            json(&run.stdout, &file),
+            read_json(&golden(&dir, &file, "parse.json")),
+            "{file}"
+        );
     }
 }
 
@@ -237,12 +299,29 @@ fn lint_finds_the_reference_warnings() {
         let ours = json(&run.stdout, &file);
         let expected = read_json(&golden(&dir, &file, "lint-json.json"));
         for key in ["valid", "stages", "dag_depth"] {
-            assert_eq!(ours[key], expected[key], "{file}: lint `{key}`\n{}", run.stdout);
+            assert_eq!(
+                ours[key], expected[key],
+                "{file}: lint `{key}`\n{}",
+                run.stdout
+            );
         }
-        let key = |finding: &Value| format!("{}|{}|{}", finding["stage"], finding["field"], finding["message"]);
-        let ours_found: Vec<String> = ours["warnings"].as_array().expect("list").iter().map(key).collect();
+        let key = |finding: &Value| {
+            format!(
+                "{}|{}|{}",
+                finding["stage"], finding["field"], finding["message"]
+            )
+        };
+        let ours_found: Vec<String> = ours["warnings"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(key)
+            .collect();
         for warning in expected["warnings"].as_array().expect("list") {
-            assert!(ours_found.contains(&key(warning)), "{file}: missing reference warning {warning}");
+            assert!(
+                ours_found.contains(&key(warning)),
+                "{file}: missing reference warning {warning}"
+            );
         }
     }
 }
@@ -299,7 +378,11 @@ fn edge_cases_behave_as_the_reference_or_as_documented() {
     let mut compared = 0;
     for (case, expected) in cases {
         let file = format!("cases/{case}.yaml");
-        let cwd: &Path = if case == "c04-template-ok" { scratch.path() } else { &dir };
+        let cwd: &Path = if case == "c04-template-ok" {
+            scratch.path()
+        } else {
+            &dir
+        };
         for command in ["parse", "compile", "lint"] {
             if differs(case, command) {
                 continue;
@@ -321,18 +404,25 @@ fn edge_cases_behave_as_the_reference_or_as_documented() {
                     let ours = json(&run.stdout, case);
                     let theirs = json(theirs_stdout, case);
                     if ours["valid"] != theirs["valid"] {
-                        failures.push(format!("{case} lint: valid {} (reference {})", ours["valid"], theirs["valid"]));
+                        failures.push(format!(
+                            "{case} lint: valid {} (reference {})",
+                            ours["valid"], theirs["valid"]
+                        ));
                     }
                     for kind in ["errors", "warnings"] {
                         for finding in theirs[kind].as_array().expect("list") {
-                            let message = reference_message(finding["message"].as_str().expect("message"));
+                            let message =
+                                reference_message(finding["message"].as_str().expect("message"));
                             let found = ours[kind].as_array().expect("list").iter().any(|mine| {
                                 mine["message"]
                                     .as_str()
                                     .is_some_and(|mine| messages_match(case, mine, &message, &dir))
                             });
                             if !found {
-                                failures.push(format!("{case} lint: no {kind} entry `{message}` in {}", ours[kind]));
+                                failures.push(format!(
+                                    "{case} lint: no {kind} entry `{message}` in {}",
+                                    ours[kind]
+                                ));
                             }
                         }
                     }
@@ -341,7 +431,9 @@ fn edge_cases_behave_as_the_reference_or_as_documented() {
                     let theirs = reference_message(reference["stderr"].as_str().expect("stderr"));
                     let ours = first_error(&run.stderr);
                     if !messages_match(case, &ours, &theirs, cwd) {
-                        failures.push(format!("{case} {command}: message\n  ours:      {ours}\n  reference: {theirs}"));
+                        failures.push(format!(
+                            "{case} {command}: message\n  ours:      {ours}\n  reference: {theirs}"
+                        ));
                     }
                 }
                 "compile" => {
@@ -349,7 +441,10 @@ fn edge_cases_behave_as_the_reference_or_as_documented() {
                     let theirs = json(theirs_stdout, case);
                     for key in ["groups", "resolutions", "contract_warnings_detail"] {
                         if ours[key] != theirs[key] {
-                            failures.push(format!("{case} compile: `{key}` {} (reference {})", ours[key], theirs[key]));
+                            failures.push(format!(
+                                "{case} compile: `{key}` {} (reference {})",
+                                ours[key], theirs[key]
+                            ));
                         }
                     }
                 }
@@ -364,14 +459,23 @@ fn edge_cases_behave_as_the_reference_or_as_documented() {
         }
     }
     assert_eq!(compared, 89 * 3 - DIFFERENCES.len());
-    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// A deliberate difference is only deliberate if it is explained.
 #[test]
 fn every_difference_is_documented() {
-    let compat_doc = std::fs::read_to_string(workspace_root().join("docs/compat.md")).expect("docs/compat.md exists");
+    let compat_doc = std::fs::read_to_string(workspace_root().join("docs/compat.md"))
+        .expect("docs/compat.md exists");
     for (case, _, _) in DIFFERENCES {
-        assert!(compat_doc.contains(case), "docs/compat.md does not explain {case}");
+        assert!(
+            compat_doc.contains(case),
+            "docs/compat.md does not explain {case}"
+        );
     }
 }

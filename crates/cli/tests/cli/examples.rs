@@ -11,7 +11,10 @@ fn examples(dir: &Path, found: &mut Vec<PathBuf>) {
         let path = entry.expect("directory entry").path();
         if path.is_dir() {
             examples(&path, found);
-        } else if path.extension().is_some_and(|extension| extension == "yaml") {
+        } else if path
+            .extension()
+            .is_some_and(|extension| extension == "yaml")
+        {
             found.push(path);
         }
     }
@@ -24,10 +27,18 @@ fn every_example_compiles_and_lints_cleanly() {
     examples(&root.join("examples"), &mut found);
     assert!(!found.is_empty(), "examples/ holds at least the quickstart");
     for path in found {
-        let relative = path.strip_prefix(&root).expect("below the root").to_string_lossy().into_owned();
+        let relative = path
+            .strip_prefix(&root)
+            .expect("below the root")
+            .to_string_lossy()
+            .into_owned();
         let compile = baton(&root, &["compile", &relative, "--json"]);
         assert_eq!(compile.code, 0, "{relative}: {}", compile.stderr);
         let lint = baton(&root, &["lint", &relative, "--strict"]);
-        assert_eq!(lint.code, 0, "{relative} has lint warnings:\n{}", lint.stderr);
+        assert_eq!(
+            lint.code, 0,
+            "{relative} has lint warnings:\n{}",
+            lint.stderr
+        );
     }
 }

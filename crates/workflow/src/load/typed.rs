@@ -170,7 +170,7 @@ impl Reader<'_> {
                 };
                 if let Some(suggestion) = suggestion {
                     diagnostic = diagnostic
-                        .with_help(format!("write `{field}: {suggestion}` without quotes"));
+                        .with_help(format!("write `{field}: {suggestion}`: only unquoted true and false are booleans (YAML 1.2 reads yes, no, on and off as text)"));
                 }
                 Err(diagnostic)
             }
