@@ -27,6 +27,16 @@ pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> String {
     text
 }
 
+/// Writes pretty JSON (2-space indent) and a newline straight to stdout; a
+/// broken pipe is ignored.
+pub(crate) fn write_json<T: Serialize>(value: &T) {
+    let mut out = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+    let _ = serde_json::to_writer_pretty(&mut out, value)
+        .map_err(io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+}
+
 /// YAML.
 pub(crate) fn yaml<T: Serialize>(value: &T) -> String {
     serde_saphyr::to_string(value).expect("results are plain data")

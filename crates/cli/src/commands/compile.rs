@@ -3,7 +3,6 @@
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::args::{CompileArgs, CompileFormat};
 use crate::commands::graph;
@@ -52,8 +51,11 @@ pub(crate) fn run(args: &CompileArgs) -> u8 {
         output::stderr_line(&format!("contract warning: {}", warning.message));
     }
     let text = match format {
-        CompileFormat::Json => output::json(&plan_json(&plan)),
-        CompileFormat::Yaml => output::yaml(&plan_json(&plan)),
+        CompileFormat::Json => {
+            output::write_json(&plan_view(&plan));
+            return exit_code::SUCCESS;
+        }
+        CompileFormat::Yaml => output::yaml(&plan_view(&plan)),
         CompileFormat::Table => table(&plan),
         CompileFormat::Mermaid => graph::mermaid(&plan),
         CompileFormat::Dot => graph::dot(&plan),
@@ -62,43 +64,111 @@ pub(crate) fn run(args: &CompileArgs) -> u8 {
     exit_code::SUCCESS
 }
 
-/// The plan as JSON: the reference engine's keys, in its order, then `params`
-/// and `stages` with everything a consumer needs without reading the YAML.
-pub(crate) fn plan_json(plan: &Plan) -> Value {
-    json!({
-        "name": plan.name,
-        "total_stages": plan.stages.len(),
-        "total_groups": plan.groups.len(),
-        "max_parallelism": plan.max_parallelism(),
-        "compiled_at": now_utc(),
-        "contract_warnings": plan.contract_warnings.len(),
-        "groups": plan.groups.iter().enumerate().map(|(number, group)| json!({
-            "group": number,
-            "stages": group.stages.iter().map(|&index| plan.stages[index].name()).collect::<Vec<_>>().join(", "),
-            "parallelism": group.stages.len(),
-        })).collect::<Vec<_>>(),
-        "resolutions": plan.stages.iter().map(|stage| json!({
-            "stage": stage.name(),
-            "template_resolved": stage.template.is_some(),
-            "guide_resolved": stage.guide.is_some(),
-            "cli_commands": stage.cli_commands.len(),
-        })).collect::<Vec<_>>(),
-        "contract_warnings_detail": plan.contract_warnings.iter().map(|warning| json!({
-            "stage": warning.stage,
-            "upstream": warning.upstream,
-            "message": warning.message,
-        })).collect::<Vec<_>>(),
-        "version": plan.version,
-        "params": plan.params,
-        "stages": plan.stages.iter().map(|stage| stage_json(plan, stage)).collect::<Vec<_>>(),
-    })
+/// The plan as JSON: the reference engine's keys, in its order, then
+/// `version`, `params` and `stages` with everything a consumer needs without
+/// reading the YAML. Borrowed views serialised straight to stdout keep a
+/// 10 000-stage plan from being copied into a JSON tree first.
+#[derive(Serialize)]
+struct PlanView<'a> {
+    name: &'a str,
+    total_stages: usize,
+    total_groups: usize,
+    max_parallelism: usize,
+    compiled_at: String,
+    contract_warnings: usize,
+    groups: Vec<GroupView>,
+    resolutions: Vec<ResolutionView<'a>>,
+    contract_warnings_detail: Vec<WarningView<'a>>,
+    version: &'a str,
+    params: &'a indexmap::IndexMap<String, String>,
+    stages: Vec<StageView<'a>>,
 }
 
-fn names(plan: &Plan, indices: &[usize]) -> Vec<String> {
-    indices
-        .iter()
-        .map(|&index| plan.stages[index].name().to_owned())
-        .collect()
+#[derive(Serialize)]
+struct GroupView {
+    group: usize,
+    stages: String,
+    parallelism: usize,
+}
+
+#[derive(Serialize)]
+struct ResolutionView<'a> {
+    stage: &'a str,
+    template_resolved: bool,
+    guide_resolved: bool,
+    cli_commands: usize,
+}
+
+#[derive(Serialize)]
+struct WarningView<'a> {
+    stage: &'a str,
+    upstream: &'a str,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct StageView<'a> {
+    index: usize,
+    name: &'a str,
+    group: usize,
+    level: usize,
+    kind: &'static str,
+    executor: &'static str,
+    agent: Agent<'a>,
+    description: &'a str,
+    depends_on: Vec<&'a str>,
+    reads_from: Vec<&'a str>,
+    writes_to: Vec<&'a str>,
+    script: Option<&'a str>,
+    when: Option<&'a str>,
+    fan_out: Option<FanOutView<'a>>,
+    validation: Option<ValidationView<'a>>,
+    human_gate: bool,
+    required: bool,
+    validates_output: Vec<CheckView<'a>>,
+    sub_workflow: Option<&'a str>,
+    outputs: Vec<OutputView<'a>>,
+    cli_commands: &'a [String],
+    include_prefix: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct FanOutView<'a> {
+    source: &'a str,
+    field: &'a str,
+    key: &'a str,
+    mode: &'static str,
+    script: Option<&'a str>,
+    isolation: &'static str,
+}
+
+#[derive(Serialize)]
+struct ValidationView<'a> {
+    strategy: &'static str,
+    criteria: &'a [String],
+    max_revisions: u32,
+    domain_rules: Vec<RuleView<'a>>,
+}
+
+#[derive(Serialize)]
+struct RuleView<'a> {
+    id: &'a str,
+    description: &'a str,
+    severity: &'static str,
+    category: &'static str,
+    source_cmd: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct CheckView<'a> {
+    path: &'a str,
+    checks: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct OutputView<'a> {
+    name: &'a str,
+    mode: &'static str,
 }
 
 #[derive(Serialize)]
@@ -110,62 +180,136 @@ struct Agent<'a> {
     isolation: &'static str,
 }
 
-fn stage_json(plan: &Plan, stage: &PlanStage) -> Value {
+fn plan_view(plan: &Plan) -> PlanView<'_> {
+    PlanView {
+        name: &plan.name,
+        total_stages: plan.stages.len(),
+        total_groups: plan.groups.len(),
+        max_parallelism: plan.max_parallelism(),
+        compiled_at: now_utc(),
+        contract_warnings: plan.contract_warnings.len(),
+        groups: plan
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(number, group)| GroupView {
+                group: number,
+                stages: names(plan, &group.stages).join(", "),
+                parallelism: group.stages.len(),
+            })
+            .collect(),
+        resolutions: plan
+            .stages
+            .iter()
+            .map(|stage| ResolutionView {
+                stage: stage.name(),
+                template_resolved: stage.template.is_some(),
+                guide_resolved: stage.guide.is_some(),
+                cli_commands: stage.cli_commands.len(),
+            })
+            .collect(),
+        contract_warnings_detail: plan
+            .contract_warnings
+            .iter()
+            .map(|warning| WarningView {
+                stage: &warning.stage,
+                upstream: &warning.upstream,
+                message: &warning.message,
+            })
+            .collect(),
+        version: &plan.version,
+        params: &plan.params,
+        stages: plan
+            .stages
+            .iter()
+            .map(|stage| stage_view(plan, stage))
+            .collect(),
+    }
+}
+
+fn names<'a>(plan: &'a Plan, indices: &[usize]) -> Vec<&'a str> {
+    indices
+        .iter()
+        .map(|&index| plan.stages[index].name())
+        .collect()
+}
+
+fn stage_view<'a>(plan: &'a Plan, stage: &'a PlanStage) -> StageView<'a> {
     let spec = &stage.spec;
-    json!({
-        "index": stage.index,
-        "name": stage.name(),
-        "group": stage.group,
-        "level": stage.level,
-        "kind": spec.kind.as_str(),
-        "executor": spec.executor.as_str(),
-        "agent": Agent {
+    StageView {
+        index: stage.index,
+        name: stage.name(),
+        group: stage.group,
+        level: stage.level,
+        kind: spec.kind.as_str(),
+        executor: spec.executor.as_str(),
+        agent: Agent {
             role: &spec.agent.role,
             model: spec.agent.model.as_deref(),
             tools: &spec.agent.tools,
             access: spec.agent.access.as_str(),
             isolation: spec.agent.isolation.as_str(),
         },
-        "description": stage.description,
-        "depends_on": names(plan, &stage.depends_on),
-        "reads_from": names(plan, &stage.reads_from),
-        "writes_to": spec.writes_to.iter().map(|path| path.value.as_str()).collect::<Vec<_>>(),
-        "script": spec.script.as_ref().map(|script| script.value.as_str()),
-        "when": spec.when.as_ref().map(|when| when.value.trim()),
-        "fan_out": spec.fan_out.as_ref().map(|fan_out| json!({
-            "source": fan_out.source.value,
-            "field": fan_out.field,
-            "key": fan_out.key,
-            "mode": fan_out.mode.as_str(),
-            "script": fan_out.script.as_ref().map(|script| script.value.as_str()),
-            "isolation": fan_out.isolation.as_str(),
-        })),
-        "validation": spec.validation.as_ref().map(|validation| json!({
-            "strategy": validation.strategy.as_str(),
-            "criteria": validation.criteria,
-            "max_revisions": validation.max_revisions,
-            "domain_rules": validation.domain_rules.iter().map(|rule| json!({
-                "id": rule.id,
-                "description": rule.description,
-                "severity": rule.severity.as_str(),
-                "category": rule.category.as_str(),
-                "source_cmd": rule.source_cmd,
-            })).collect::<Vec<_>>(),
-        })),
-        "human_gate": spec.human_gate,
-        "required": spec.required,
-        "validates_output": spec.validates_output.iter().map(|check| json!({
-            "path": check.path.value,
-            "checks": check.checks.iter().map(|check| check.value.to_string()).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "sub_workflow": spec.sub_workflow,
-        "outputs": spec.outputs.iter().map(|output| json!({
-            "name": output.name,
-            "mode": output.mode.as_str(),
-        })).collect::<Vec<_>>(),
-        "cli_commands": stage.cli_commands,
-        "include_prefix": spec.include_prefix,
-    })
+        description: &stage.description,
+        depends_on: names(plan, &stage.depends_on),
+        reads_from: names(plan, &stage.reads_from),
+        writes_to: spec
+            .writes_to
+            .iter()
+            .map(|path| path.value.as_str())
+            .collect(),
+        script: spec.script.as_ref().map(|script| script.value.as_str()),
+        when: spec.when.as_ref().map(|when| when.value.trim()),
+        fan_out: spec.fan_out.as_ref().map(|fan_out| FanOutView {
+            source: &fan_out.source.value,
+            field: &fan_out.field,
+            key: &fan_out.key,
+            mode: fan_out.mode.as_str(),
+            script: fan_out.script.as_ref().map(|script| script.value.as_str()),
+            isolation: fan_out.isolation.as_str(),
+        }),
+        validation: spec.validation.as_ref().map(|validation| ValidationView {
+            strategy: validation.strategy.as_str(),
+            criteria: &validation.criteria,
+            max_revisions: validation.max_revisions,
+            domain_rules: validation
+                .domain_rules
+                .iter()
+                .map(|rule| RuleView {
+                    id: &rule.id,
+                    description: &rule.description,
+                    severity: rule.severity.as_str(),
+                    category: rule.category.as_str(),
+                    source_cmd: rule.source_cmd.as_deref(),
+                })
+                .collect(),
+        }),
+        human_gate: spec.human_gate,
+        required: spec.required,
+        validates_output: spec
+            .validates_output
+            .iter()
+            .map(|check| CheckView {
+                path: &check.path.value,
+                checks: check
+                    .checks
+                    .iter()
+                    .map(|check| check.value.to_string())
+                    .collect(),
+            })
+            .collect(),
+        sub_workflow: spec.sub_workflow.as_deref(),
+        outputs: spec
+            .outputs
+            .iter()
+            .map(|output| OutputView {
+                name: &output.name,
+                mode: output.mode.as_str(),
+            })
+            .collect(),
+        cli_commands: &stage.cli_commands,
+        include_prefix: spec.include_prefix.as_deref(),
+    }
 }
 
 fn table(plan: &Plan) -> String {
