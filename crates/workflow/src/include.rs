@@ -22,7 +22,7 @@ pub const MAX_INCLUDE_DEPTH: usize = 32;
 /// The most stages a workflow may have after expansion. Fragments included
 /// several times at several levels multiply; the bound turns an include bomb
 /// into an error instead of an out-of-memory kill.
-pub const MAX_STAGES: usize = 100_000;
+pub const MAX_STAGES: usize = 50_000;
 
 /// Expands the includes of a workflow (or fragment) whose own stages are
 /// `stages`, written in `file`. Every file read is added to `files`.
@@ -44,6 +44,7 @@ pub fn expand(
         files,
         warnings,
         chain: Vec::new(),
+        cache: HashMap::new(),
     };
     expander.expand(stages, includes, file)
 }
@@ -53,6 +54,9 @@ struct Expander<'a> {
     files: &'a mut Vec<Arc<SourceFile>>,
     warnings: &'a mut Vec<Diagnostic>,
     chain: Vec<String>,
+    /// Fragments already read, by resolved path: a fragment included many
+    /// times is read and parsed once.
+    cache: HashMap<String, (Arc<SourceFile>, load::Fragment)>,
 }
 
 impl Expander<'_> {
@@ -99,19 +103,30 @@ impl Expander<'_> {
                 )
                 .at(file, include.path.span));
             }
-            let fragment_file = read_source(self.loader, &resolved)
-                .map_err(|error| error.at(file, include.path.span))?;
-            self.files.push(Arc::clone(&fragment_file));
-            let fragment = load::fragment(&fragment_file, self.warnings).map_err(|error| {
-                // "Not a fragment" is about the include, not a place in the file.
-                if error.code == load::NOT_A_FRAGMENT {
-                    error
-                        .at(file, include.path.span)
-                        .with_label(format!("{resolved} has no `fragment: true`"))
-                } else {
-                    error
+            let (fragment_file, fragment) = match self.cache.get(&resolved) {
+                Some(cached) => cached.clone(),
+                None => {
+                    let fragment_file = read_source(self.loader, &resolved)
+                        .map_err(|error| error.at(file, include.path.span))?;
+                    self.files.push(Arc::clone(&fragment_file));
+                    let fragment =
+                        load::fragment(&fragment_file, self.warnings).map_err(|error| {
+                            // "Not a fragment" is about the include, not a place in the file.
+                            if error.code == load::NOT_A_FRAGMENT {
+                                error
+                                    .at(file, include.path.span)
+                                    .with_label(format!("{resolved} has no `fragment: true`"))
+                            } else {
+                                error
+                            }
+                        })?;
+                    self.cache.insert(
+                        resolved.clone(),
+                        (Arc::clone(&fragment_file), fragment.clone()),
+                    );
+                    (fragment_file, fragment)
                 }
-            })?;
+            };
             self.chain.push(resolved.clone());
             let fragment_stages =
                 self.expand(fragment.stages, &fragment.includes, &fragment_file)?;

@@ -241,7 +241,7 @@ pub struct SyntaxError {
 
 /// The most nesting a workflow may have. Real workflows nest about six
 /// levels; the bound keeps the recursive tree walk far from the stack limit.
-pub const MAX_DEPTH: usize = 128;
+pub const MAX_DEPTH: usize = 64;
 
 /// Parses one YAML document into a [`Node`] tree.
 ///
@@ -253,8 +253,15 @@ pub const MAX_DEPTH: usize = 128;
 /// Returns the parser's message and location for any syntax error, duplicate
 /// key or exceeded limit.
 pub fn parse(text: &str) -> Result<Node, SyntaxError> {
+    if let Some(span) = too_deep(text) {
+        return Err(SyntaxError {
+            message: format!("nesting exceeds the depth budget of {MAX_DEPTH} levels"),
+            span: Some(span),
+        });
+    }
     let mut budget = Budget::default();
     budget.max_depth = MAX_DEPTH;
+    budget.flow_nesting_limit = MAX_DEPTH;
     budget.max_aliases = 1_000;
     budget.max_anchors = 10_000;
     budget.max_nodes = 2_000_000;
@@ -277,6 +284,69 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
             span,
         }
     })
+}
+
+/// Finds a line that opens more nested sequences (`- - - …`) than the depth
+/// budget allows. The YAML scanner handles such a line recursively before the
+/// budget sees any event, so thousands of dashes would exhaust a small thread
+/// stack (2 MiB for a test or async worker thread) instead of failing cleanly.
+fn too_deep(text: &str) -> Option<Span> {
+    too_many_compact_sequences(text).or_else(|| too_many_open_brackets(text))
+}
+
+/// The most `[` and `{` that may be open at once. Brackets in plain text
+/// (descriptions with `{{ … }}`) are counted too, so the bound is well above
+/// [`MAX_DEPTH`]; it exists because the scanner, like for `- - -`, recurses on
+/// flow collections before the budget applies.
+const MAX_OPEN_BRACKETS: usize = 4 * MAX_DEPTH;
+
+fn too_many_open_brackets(text: &str) -> Option<Span> {
+    let mut open = 0_usize;
+    let mut line = 1_u32;
+    for (offset, byte) in text.bytes().enumerate() {
+        match byte {
+            b'[' | b'{' => {
+                open += 1;
+                if open > MAX_OPEN_BRACKETS {
+                    return Some(Span {
+                        offset,
+                        len: 1,
+                        line,
+                        column: 1,
+                    });
+                }
+            }
+            b']' | b'}' => open = open.saturating_sub(1),
+            b'\n' => line += 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+fn too_many_compact_sequences(text: &str) -> Option<Span> {
+    let mut offset = 0;
+    for (number, line) in text.split_inclusive('\n').enumerate() {
+        let mut rest = line.trim_start_matches(' ');
+        let mut depth = 0;
+        while let Some(after) = rest.strip_prefix('-') {
+            if !after.starts_with([' ', '\t']) {
+                break;
+            }
+            depth += 1;
+            rest = after.trim_start_matches([' ', '\t']);
+        }
+        if depth > MAX_DEPTH {
+            return Some(Span {
+                offset,
+                len: 0,
+                line: u32::try_from(number + 1).unwrap_or(u32::MAX),
+                column: 1,
+            });
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// The parser's message without the position (the snippet shows it) and

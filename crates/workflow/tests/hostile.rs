@@ -72,7 +72,8 @@ fn plan(path: &str, loader: &dyn Loader) -> Plan {
 }
 
 /// The top of a valid workflow, up to and including `stages:`.
-const HEADER: &str = "name: hostile\nversion: \"1\"\ndescription: d\ntrigger:\n  source: manual\nstages:\n";
+const HEADER: &str =
+    "name: hostile\nversion: \"1\"\ndescription: d\ntrigger:\n  source: manual\nstages:\n";
 
 /// One stage as a block-sequence item under `stages:`.
 fn stage(name: &str, depends_on: &[&str]) -> String {
@@ -115,7 +116,11 @@ fn alias_bomb_is_a_syntax_error() {
     let error = timed("the alias bomb", || single_error("bomb.yaml", &loader));
 
     assert_eq!(error.code, "yaml::syntax");
-    assert!(error.message.starts_with("invalid YAML: "), "{}", error.message);
+    assert!(
+        error.message.starts_with("invalid YAML: "),
+        "{}",
+        error.message
+    );
     assert!(error.message.contains("budget"), "{}", error.message);
     assert_eq!(error.file(), Some("bomb.yaml"));
 }
@@ -152,7 +157,10 @@ impl Loader for SizeOnlyLoader {
     fn read(&self, _path: &Path, limit: usize) -> io::Result<Vec<u8>> {
         self.limits.borrow_mut().push(limit);
         if self.size > limit {
-            return Err(io::Error::new(io::ErrorKind::FileTooLarge, "file too large"));
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                "file too large",
+            ));
         }
         panic!("a {} byte file must never be read whole", self.size);
     }
@@ -196,10 +204,16 @@ fn hundred_megabyte_description_is_too_large() {
     let loader = MemoryLoader::new().with("huge.yaml", &text);
     drop(text);
 
-    let error = timed("a 100 MB description", || single_error("huge.yaml", &loader));
+    let error = timed("a 100 MB description", || {
+        single_error("huge.yaml", &loader)
+    });
 
     assert_eq!(error.code, "file::too-large");
-    assert!(error.message.contains("huge.yaml is larger than"), "{}", error.message);
+    assert!(
+        error.message.contains("huge.yaml is larger than"),
+        "{}",
+        error.message
+    );
 }
 
 /// A loader that ignores the limit still cannot make the parser read an
@@ -223,7 +237,9 @@ fn oversized_text_from_a_careless_loader_is_refused() {
     let size = text.len();
     let loader = CarelessLoader(text.into_bytes());
 
-    let error = timed("an oversized text", || single_error("careless.yaml", &loader));
+    let error = timed("an oversized text", || {
+        single_error("careless.yaml", &loader)
+    });
 
     assert_eq!(error.code, "file::too-large");
     assert_eq!(
@@ -250,7 +266,9 @@ fn assert_too_deep(what: &str, text: &str) {
         "{what}: {}",
         error.message
     );
-    let (line, _) = error.line_column().expect("the parser knows where it stopped");
+    let (line, _) = error
+        .line_column()
+        .expect("the parser knows where it stopped");
     assert!(line >= 1, "{what}: line {line}");
 }
 
@@ -281,7 +299,11 @@ fn deep_flow_mappings_hit_the_depth_budget() {
 #[test]
 fn deep_block_sequences_hit_the_depth_budget() {
     let depth = 10_000;
-    let text = format!("{HEADER}{}metadata:\n  a:\n    {}x\n", stage("one", &[]), "- ".repeat(depth));
+    let text = format!(
+        "{HEADER}{}metadata:\n  a:\n    {}x\n",
+        stage("one", &[]),
+        "- ".repeat(depth)
+    );
     assert_too_deep("10 000 nested block sequences", &text);
 }
 
@@ -350,8 +372,13 @@ fn ten_thousand_layered_stages_compile_into_sorted_groups() {
         // indices run through the groups in order.
         let expected_indices: Vec<usize> = (layer * WIDTH..(layer + 1) * WIDTH).collect();
         assert_eq!(group.stages, expected_indices, "group {layer}");
-        let names: Vec<&str> = group.stages.iter().map(|&index| plan.stages[index].name()).collect();
-        let expected_names: Vec<String> = (0..WIDTH).map(|index| layered_name(layer, index)).collect();
+        let names: Vec<&str> = group
+            .stages
+            .iter()
+            .map(|&index| plan.stages[index].name())
+            .collect();
+        let expected_names: Vec<String> =
+            (0..WIDTH).map(|index| layered_name(layer, index)).collect();
         assert_eq!(names, expected_names, "group {layer}");
     }
     for (index, stage) in plan.stages.iter().enumerate() {
@@ -363,9 +390,17 @@ fn ten_thousand_layered_stages_compile_into_sorted_groups() {
         let expected_depends_on = if layer == 0 {
             Vec::new()
         } else {
-            vec![(layer - 1) * WIDTH + slot, (layer - 1) * WIDTH + (slot + 1) % WIDTH]
+            vec![
+                (layer - 1) * WIDTH + slot,
+                (layer - 1) * WIDTH + (slot + 1) % WIDTH,
+            ]
         };
-        assert_eq!(stage.depends_on, expected_depends_on, "stage {}", stage.name());
+        assert_eq!(
+            stage.depends_on,
+            expected_depends_on,
+            "stage {}",
+            stage.name()
+        );
     }
 }
 
@@ -373,13 +408,18 @@ fn ten_thousand_layered_stages_compile_into_sorted_groups() {
 
 #[test]
 fn fragments_including_each_other_are_a_cycle() {
-    let main = format!("{HEADER}{}include:\n  - {{path: frags/one.yaml, prefix: one}}\n", stage("start", &[]));
+    let main = format!(
+        "{HEADER}{}include:\n  - {{path: frags/one.yaml, prefix: one}}\n",
+        stage("start", &[])
+    );
     let loader = MemoryLoader::new()
         .with("main.yaml", &main)
         .with("frags/one.yaml", &fragment(&[("frags/two.yaml", "two")]))
         .with("frags/two.yaml", &fragment(&[("frags/one.yaml", "back")]));
 
-    let error = timed("a two-fragment cycle", || single_error("main.yaml", &loader));
+    let error = timed("a two-fragment cycle", || {
+        single_error("main.yaml", &loader)
+    });
 
     assert_eq!(error.code, "include::cycle");
     assert_eq!(
@@ -392,12 +432,17 @@ fn fragments_including_each_other_are_a_cycle() {
 
 #[test]
 fn a_fragment_including_itself_is_a_cycle() {
-    let main = format!("{HEADER}{}include:\n  - {{path: self.yaml, prefix: s}}\n", stage("start", &[]));
+    let main = format!(
+        "{HEADER}{}include:\n  - {{path: self.yaml, prefix: s}}\n",
+        stage("start", &[])
+    );
     let loader = MemoryLoader::new()
         .with("main.yaml", &main)
         .with("self.yaml", &fragment(&[("self.yaml", "again")]));
 
-    let error = timed("a self-including fragment", || single_error("main.yaml", &loader));
+    let error = timed("a self-including fragment", || {
+        single_error("main.yaml", &loader)
+    });
 
     assert_eq!(error.code, "include::cycle");
     assert_eq!(
@@ -429,12 +474,17 @@ fn invalid_utf8_names_offset_and_line() {
 /// A fragment with invalid bytes is reported at the include that names it.
 #[test]
 fn invalid_utf8_in_a_fragment_points_at_the_include() {
-    let main = format!("{HEADER}{}include:\n  - {{path: bad.yaml, prefix: b}}\n", stage("start", &[]));
+    let main = format!(
+        "{HEADER}{}include:\n  - {{path: bad.yaml, prefix: b}}\n",
+        stage("start", &[])
+    );
     let loader = MemoryLoader::new()
         .with("main.yaml", &main)
         .with_bytes("bad.yaml", b"fragment: true\n\xff\xfe\n");
 
-    let error = timed("a fragment with invalid bytes", || single_error("main.yaml", &loader));
+    let error = timed("a fragment with invalid bytes", || {
+        single_error("main.yaml", &loader)
+    });
 
     assert_eq!(error.code, "file::encoding");
     assert_eq!(
@@ -452,7 +502,9 @@ fn duplicate_top_level_key_is_an_error() {
     let text = format!("{HEADER}{}name: again\n", stage("one", &[]));
     let loader = MemoryLoader::new().with("dup.yaml", &text);
 
-    let error = timed("a duplicate top-level key", || single_error("dup.yaml", &loader));
+    let error = timed("a duplicate top-level key", || {
+        single_error("dup.yaml", &loader)
+    });
 
     assert_eq!(error.code, "yaml::syntax");
     assert!(error.message.contains("duplicate"), "{}", error.message);
@@ -464,7 +516,9 @@ fn duplicate_stage_key_is_an_error() {
     let text = format!("{HEADER}{}    kind: review\n", stage("one", &[]));
     let loader = MemoryLoader::new().with("dup.yaml", &text);
 
-    let error = timed("a duplicate stage key", || single_error("dup.yaml", &loader));
+    let error = timed("a duplicate stage key", || {
+        single_error("dup.yaml", &loader)
+    });
 
     assert_eq!(error.code, "yaml::syntax");
     assert!(error.message.contains("duplicate"), "{}", error.message);
@@ -482,10 +536,16 @@ fn include_bomb_hits_the_stage_limit() {
     let mut loader = MemoryLoader::new().with("bomb/f0.yaml", &fragment(&[]));
     for level in 1..=6 {
         let inner = format!("bomb/f{}.yaml", level - 1);
-        let includes: Vec<(&str, &str)> = prefixes.iter().map(|prefix| (inner.as_str(), *prefix)).collect();
+        let includes: Vec<(&str, &str)> = prefixes
+            .iter()
+            .map(|prefix| (inner.as_str(), *prefix))
+            .collect();
         loader = loader.with(&format!("bomb/f{level}.yaml"), &fragment(&includes));
     }
-    let main = format!("{HEADER}{}include:\n  - {{path: bomb/f6.yaml, prefix: top}}\n", stage("start", &[]));
+    let main = format!(
+        "{HEADER}{}include:\n  - {{path: bomb/f6.yaml, prefix: top}}\n",
+        stage("start", &[])
+    );
     let loader = loader.with("main.yaml", &main);
 
     let error = timed("the include bomb", || single_error("main.yaml", &loader));
