@@ -24,6 +24,16 @@ pub const MAX_INCLUDE_DEPTH: usize = 32;
 /// into an error instead of an out-of-memory kill.
 pub const MAX_STAGES: usize = 50_000;
 
+/// The most stages expansion may produce in total, counting the copies made
+/// at every level of nesting: a chain of fragments that each stay under
+/// [`MAX_STAGES`] must not hold millions of stages on the way.
+const MAX_PRODUCED_STAGES: usize = 2 * MAX_STAGES;
+
+/// The most stage text (descriptions and scripts) expansion may produce: a
+/// fragment with a huge description included many times would otherwise
+/// multiply it past any file-size bound.
+pub const MAX_EXPANDED_BYTES: usize = 32 * 1024 * 1024;
+
 /// Expands the includes of a workflow (or fragment) whose own stages are
 /// `stages`, written in `file`. Every file read is added to `files`.
 ///
@@ -45,6 +55,8 @@ pub fn expand(
         warnings,
         chain: Vec::new(),
         cache: HashMap::new(),
+        produced_stages: 0,
+        produced_bytes: 0,
     };
     expander.expand(stages, includes, file)
 }
@@ -57,6 +69,10 @@ struct Expander<'a> {
     /// Fragments already read, by resolved path: a fragment included many
     /// times is read and parsed once.
     cache: HashMap<String, (Arc<SourceFile>, load::Fragment)>,
+    /// Stages emitted so far, at every level.
+    produced_stages: usize,
+    /// Bytes of stage text emitted so far, at every level.
+    produced_bytes: usize,
 }
 
 impl Expander<'_> {
@@ -164,6 +180,29 @@ impl Expander<'_> {
                 .at(file, include.path.span));
             }
             for mut stage in fragment_stages {
+                self.produced_stages += 1;
+                self.produced_bytes += stage.description.value.len()
+                    + stage.script.as_ref().map_or(0, |script| script.value.len());
+                if self.produced_stages > MAX_PRODUCED_STAGES {
+                    return Err(Diagnostic::error(
+                        "include::too-many-stages",
+                        format!(
+                            "the workflow's includes expand to more than {MAX_PRODUCED_STAGES} stages in all"
+                        ),
+                    )
+                    .at(file, include.path.span)
+                    .with_help("a fragment included at several levels multiplies; include it once"));
+                }
+                if self.produced_bytes > MAX_EXPANDED_BYTES {
+                    return Err(Diagnostic::error(
+                        "include::too-large",
+                        format!(
+                            "the workflow's includes expand to more than {MAX_EXPANDED_BYTES} bytes of stage text"
+                        ),
+                    )
+                    .at(file, include.path.span)
+                    .with_help("include large fragments fewer times, or move long text into files the stages read"));
+                }
                 let is_root = stage.depends_on.is_empty();
                 stage.name.value.clone_from(&renames[&stage.name.value]);
                 stage.depends_on = if is_root && !include.depends_on.is_empty() {

@@ -241,7 +241,14 @@ pub struct SyntaxError {
 
 /// The most nesting a workflow may have. Real workflows nest about six
 /// levels; the bound keeps the recursive tree walk far from the stack limit.
-pub const MAX_DEPTH: usize = 64;
+pub const MAX_DEPTH: usize = 32;
+
+/// The most YAML events (scalars, collection starts and ends) a document may
+/// produce. A 10 000-stage workflow produces about 200 000.
+pub const MAX_EVENTS: usize = 2_000_000;
+
+/// The most events that aliases may replay in total.
+pub const MAX_REPLAYED_EVENTS: usize = 100_000;
 
 /// Parses one YAML document into a [`Node`] tree.
 ///
@@ -266,8 +273,13 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     budget.max_anchors = 10_000;
     budget.max_nodes = 2_000_000;
     budget.max_total_scalar_bytes = 64 * 1024 * 1024;
+    budget.max_events = MAX_EVENTS;
     let mut options = Options::default();
     options.budget = Some(budget);
+    // Anchors and aliases are rare in workflows (the corpus has none); a
+    // small replay budget makes an alias bomb fail at once instead of after
+    // a million replayed events.
+    options.alias_limits.max_total_replayed_events = MAX_REPLAYED_EVENTS;
     options.strict_booleans = true;
     serde_saphyr::from_str_with_options::<Node>(text, options).map_err(|error| {
         let span = error.location().map(|location| {
@@ -298,7 +310,7 @@ fn too_deep(text: &str) -> Option<Span> {
 /// (descriptions with `{{ … }}`) are counted too, so the bound is well above
 /// [`MAX_DEPTH`]; it exists because the scanner, like for `- - -`, recurses on
 /// flow collections before the budget applies.
-const MAX_OPEN_BRACKETS: usize = 4 * MAX_DEPTH;
+const MAX_OPEN_BRACKETS: usize = 256;
 
 fn too_many_open_brackets(text: &str) -> Option<Span> {
     let mut open = 0_usize;
@@ -359,6 +371,25 @@ fn clean_message(message: &str) -> String {
             .next()
             .unwrap_or(rest);
         return format!("duplicate key '{key}' (each key may appear once per mapping)");
+    }
+    if let Some(breach) = message.strip_prefix("budget breached: ") {
+        let kind = breach.split([' ', '{']).next().unwrap_or(breach);
+        return match kind {
+            "Depth" => format!("nesting exceeds the depth budget of {MAX_DEPTH} levels"),
+            "Events" => format!(
+                "the document exceeds the budget of {MAX_EVENTS} YAML events (each use of an alias counts again)"
+            ),
+            "Aliases" | "Anchors" => {
+                format!(
+                    "the document exceeds the parser's budget for {}",
+                    kind.to_ascii_lowercase()
+                )
+            }
+            _ => format!(
+                "the document exceeds a parser budget ({})",
+                breach.replace(['{', '}'], "").trim()
+            ),
+        };
     }
     message.to_owned()
 }

@@ -6,6 +6,7 @@ mod compat;
 mod diagnostics;
 mod examples;
 mod graph;
+mod hostile;
 
 use std::path::Path;
 
