@@ -1,0 +1,659 @@
+//! The [`Store`] handle and its queries.
+//!
+//! The SQL is the same text for both databases (`$n` placeholders, which
+//! SQLite also accepts, each first used in ascending order), so each method
+//! is written once and expanded for both pool types by the `on_pool!` and
+//! `in_transaction!` macros. Where the databases differ — how a write
+//! transaction takes its lock, the migrations — the code is per backend.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::Row;
+
+use crate::model::{ArtifactRow, AttemptRow, EventRow, Lease, LeaseHolder, NewRun, RunRow, StageRow, Transition};
+use crate::{Error, Result, migrate};
+
+/// A handle on the store; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    inner: Inner,
+}
+
+#[derive(Debug, Clone)]
+enum Inner {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+fn query_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> Error {
+    move |source| Error::Query { what, source }
+}
+
+/// Runs `$body` with `$pool` bound to whichever pool the store has.
+macro_rules! on_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.inner {
+            Inner::Sqlite($pool) => $body,
+            Inner::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Runs `$body` in a write transaction `$tx` and commits it. SQLite takes
+/// the write lock up front (`BEGIN IMMEDIATE`) so a transaction never fails
+/// half-way on a lock upgrade; PostgreSQL row locks do the same job.
+macro_rules! in_transaction {
+    ($store:expr, |$tx:ident| $body:block) => {
+        match &$store.inner {
+            Inner::Sqlite(pool) => {
+                let mut $tx = pool
+                    .begin_with("BEGIN IMMEDIATE")
+                    .await
+                    .map_err(query_error("begin a transaction"))?;
+                let out = $body;
+                $tx.commit().await.map_err(query_error("commit"))?;
+                out
+            }
+            Inner::Postgres(pool) => {
+                let mut $tx = pool.begin().await.map_err(query_error("begin a transaction"))?;
+                let out = $body;
+                $tx.commit().await.map_err(query_error("commit"))?;
+                out
+            }
+        }
+    };
+}
+
+macro_rules! run_row {
+    ($row:expr) => {
+        RunRow {
+            run_id: $row.try_get("run_id")?,
+            workflow: $row.try_get("workflow")?,
+            workflow_path: $row.try_get("workflow_path")?,
+            workspace: $row.try_get("workspace")?,
+            status: $row.try_get("status")?,
+            created_at: $row.try_get("created_at")?,
+            finished_at: $row.try_get("finished_at")?,
+            plan: $row.try_get("plan")?,
+            params: $row.try_get("params")?,
+            sources: $row.try_get("sources")?,
+            options: $row.try_get("options")?,
+            error: $row.try_get("error")?,
+            lease_owner: $row.try_get("lease_owner")?,
+            lease_epoch: $row.try_get("lease_epoch")?,
+            lease_until: $row.try_get("lease_until")?,
+        }
+    };
+}
+
+const RUN_COLUMNS: &str = "run_id, workflow, workflow_path, workspace, status, created_at, finished_at, plan, params, sources, options, error, lease_owner, lease_epoch, lease_until";
+
+impl Store {
+    /// Opens (creating if needed) the store at `location`: a
+    /// `postgres://` URL, or the path of a SQLite file.
+    ///
+    /// # Errors
+    ///
+    /// The database cannot be opened or migrated.
+    pub async fn open(location: &str) -> Result<Store> {
+        if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+            Self::open_postgres(location).await
+        } else {
+            Self::open_sqlite(Path::new(location)).await
+        }
+    }
+
+    /// Opens a SQLite file in WAL mode with `synchronous=FULL`.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be created, opened or migrated.
+    pub async fn open_sqlite(path: &Path) -> Result<Store> {
+        let unavailable = |source| Error::Unavailable {
+            location: path.display().to_string(),
+            source,
+        };
+        if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|error| unavailable(sqlx::Error::Io(error)))?;
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(30))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(unavailable)?;
+        migrate::sqlite(&pool).await?;
+        Ok(Store {
+            inner: Inner::Sqlite(pool),
+        })
+    }
+
+    /// Connects to PostgreSQL.
+    ///
+    /// # Errors
+    ///
+    /// The server cannot be reached or the schema cannot be migrated.
+    pub async fn open_postgres(url: &str) -> Result<Store> {
+        let location = redact(url);
+        let options = sqlx::postgres::PgConnectOptions::from_str(url).map_err(|source| Error::Unavailable {
+            location: location.clone(),
+            source,
+        })?;
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(|source| Error::Unavailable { location, source })?;
+        migrate::postgres(&pool).await?;
+        Ok(Store {
+            inner: Inner::Postgres(pool),
+        })
+    }
+
+    /// Which database this is: `sqlite` or `postgres`.
+    pub fn backend(&self) -> &'static str {
+        match self.inner {
+            Inner::Sqlite(_) => "sqlite",
+            Inner::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Records a new run and its stages, all pending.
+    ///
+    /// # Errors
+    ///
+    /// A run with the same id exists, or the write fails.
+    pub async fn create_run(&self, run: &NewRun) -> Result<()> {
+        in_transaction!(self, |tx| {
+            let exists = sqlx::query("SELECT 1 FROM runs WHERE run_id = $1")
+                .bind(&run.run_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(query_error("look for the run"))?;
+            if exists.is_some() {
+                return Err(Error::Duplicate(run.run_id.clone()));
+            }
+            sqlx::query(
+                "INSERT INTO runs (run_id, workflow, workflow_path, workspace, status, created_at, plan, params, sources, options) \
+                 VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9)",
+            )
+            .bind(&run.run_id)
+            .bind(&run.workflow)
+            .bind(&run.workflow_path)
+            .bind(&run.workspace)
+            .bind(run.created_at)
+            .bind(&run.plan)
+            .bind(&run.params)
+            .bind(&run.sources)
+            .bind(&run.options)
+            .execute(&mut *tx)
+            .await
+            .map_err(query_error("insert the run"))?;
+            for (index, name) in run.stages.iter().enumerate() {
+                sqlx::query("INSERT INTO stages (run_id, idx, name, status) VALUES ($1, $2, $3, 'pending')")
+                    .bind(&run.run_id)
+                    .bind(i64::try_from(index).unwrap_or(i64::MAX))
+                    .bind(name)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(query_error("insert a stage"))?;
+            }
+            sqlx::query("INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, 'run_created', '{}')")
+                .bind(&run.run_id)
+                .bind(run.created_at)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("log the run"))?;
+            Ok::<(), Error>(())
+        })
+    }
+
+    /// Every run, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// The read fails.
+    pub async fn runs(&self) -> Result<Vec<RunRow>> {
+        let sql = sqlx::AssertSqlSafe(format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at, run_id"));
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(sql).fetch_all(pool).await.map_err(query_error("list runs"))?;
+            rows.iter()
+                .map(|row| Ok(run_row!(row)))
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(query_error("read runs"))
+        })
+    }
+
+    /// One run.
+    ///
+    /// # Errors
+    ///
+    /// No such run, or the read fails.
+    pub async fn run(&self, run_id: &str) -> Result<RunRow> {
+        let sql = sqlx::AssertSqlSafe(format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1"));
+        on_pool!(self, |pool| {
+            let row = sqlx::query(sql)
+                .bind(run_id)
+                .fetch_optional(pool)
+                .await
+                .map_err(query_error("read the run"))?
+                .ok_or_else(|| Error::NoSuchRun(run_id.to_owned()))?;
+            (|| Ok(run_row!(row)))().map_err(query_error("read the run"))
+        })
+    }
+
+    /// A run's stages in index order.
+    ///
+    /// # Errors
+    ///
+    /// The read fails.
+    pub async fn stages(&self, run_id: &str) -> Result<Vec<StageRow>> {
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(
+                "SELECT idx, name, status, attempts, started_at, finished_at, error, note FROM stages WHERE run_id = $1 ORDER BY idx",
+            )
+            .bind(run_id)
+            .fetch_all(pool)
+            .await
+            .map_err(query_error("list stages"))?;
+            rows.iter()
+                .map(|row| {
+                    Ok(StageRow {
+                        index: row.try_get("idx")?,
+                        name: row.try_get("name")?,
+                        status: row.try_get("status")?,
+                        attempts: row.try_get("attempts")?,
+                        started_at: row.try_get("started_at")?,
+                        finished_at: row.try_get("finished_at")?,
+                        error: row.try_get("error")?,
+                        note: row.try_get("note")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(query_error("read stages"))
+        })
+    }
+
+    /// A run's attempts, by stage and attempt number.
+    ///
+    /// # Errors
+    ///
+    /// The read fails.
+    pub async fn attempts(&self, run_id: &str) -> Result<Vec<AttemptRow>> {
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(
+                "SELECT idx, attempt, status, pid, pgid, proc_start, started_at, finished_at, exit_code, error \
+                 FROM attempts WHERE run_id = $1 ORDER BY idx, attempt",
+            )
+            .bind(run_id)
+            .fetch_all(pool)
+            .await
+            .map_err(query_error("list attempts"))?;
+            rows.iter()
+                .map(|row| {
+                    Ok(AttemptRow {
+                        index: row.try_get("idx")?,
+                        attempt: row.try_get("attempt")?,
+                        status: row.try_get("status")?,
+                        pid: row.try_get("pid")?,
+                        pgid: row.try_get("pgid")?,
+                        proc_start: row.try_get("proc_start")?,
+                        started_at: row.try_get("started_at")?,
+                        finished_at: row.try_get("finished_at")?,
+                        exit_code: row.try_get("exit_code")?,
+                        error: row.try_get("error")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(query_error("read attempts"))
+        })
+    }
+
+    /// A run's recorded outputs.
+    ///
+    /// # Errors
+    ///
+    /// The read fails.
+    pub async fn artifacts(&self, run_id: &str) -> Result<Vec<ArtifactRow>> {
+        on_pool!(self, |pool| {
+            let rows = sqlx::query("SELECT idx, path, sha256, bytes FROM artifacts WHERE run_id = $1 ORDER BY idx, path")
+                .bind(run_id)
+                .fetch_all(pool)
+                .await
+                .map_err(query_error("list artifacts"))?;
+            rows.iter()
+                .map(|row| {
+                    Ok(ArtifactRow {
+                        index: row.try_get("idx")?,
+                        path: row.try_get("path")?,
+                        sha256: row.try_get("sha256")?,
+                        bytes: row.try_get("bytes")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(query_error("read artifacts"))
+        })
+    }
+
+    /// A run's events after `after` (0 for all), oldest first.
+    ///
+    /// # Errors
+    ///
+    /// The read fails.
+    pub async fn events(&self, run_id: &str, after: i64) -> Result<Vec<EventRow>> {
+        on_pool!(self, |pool| {
+            let rows = sqlx::query("SELECT seq, at, kind, detail FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq")
+                .bind(run_id)
+                .bind(after)
+                .fetch_all(pool)
+                .await
+                .map_err(query_error("list events"))?;
+            rows.iter()
+                .map(|row| {
+                    Ok(EventRow {
+                        seq: row.try_get("seq")?,
+                        at: row.try_get("at")?,
+                        kind: row.try_get("kind")?,
+                        detail: row.try_get("detail")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(query_error("read events"))
+        })
+    }
+
+    /// Who holds the run's lease, if anyone does and it has not expired.
+    ///
+    /// # Errors
+    ///
+    /// No such run, or the read fails.
+    pub async fn lease_holder(&self, run_id: &str, now: i64) -> Result<Option<LeaseHolder>> {
+        let run = self.run(run_id).await?;
+        Ok(run
+            .lease_owner
+            .filter(|_| run.lease_until > now)
+            .map(|owner| LeaseHolder { owner, until: run.lease_until }))
+    }
+
+    /// Takes the run's lease: possible when nobody holds it, it expired, or
+    /// `take_over` is set because the caller proved the holder dead. The
+    /// epoch goes up by one, fencing out the previous holder.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Held`] while a live holder's lease runs; [`Error::NoSuchRun`].
+    pub async fn acquire(&self, run_id: &str, owner: &str, now: i64, ttl_ms: i64, take_over: bool) -> Result<Lease> {
+        in_transaction!(self, |tx| {
+            let row = sqlx::query("SELECT lease_owner, lease_epoch, lease_until FROM runs WHERE run_id = $1")
+                .bind(run_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(query_error("read the lease"))?
+                .ok_or_else(|| Error::NoSuchRun(run_id.to_owned()))?;
+            let holder: Option<String> = row.try_get("lease_owner").map_err(query_error("read the lease"))?;
+            let epoch: i64 = row.try_get("lease_epoch").map_err(query_error("read the lease"))?;
+            let until: i64 = row.try_get("lease_until").map_err(query_error("read the lease"))?;
+            if let Some(holder) = holder {
+                if until > now && !take_over && holder != owner {
+                    return Err(Error::Held {
+                        run_id: run_id.to_owned(),
+                        owner: holder,
+                        until,
+                    });
+                }
+            }
+            let lease = Lease {
+                run_id: run_id.to_owned(),
+                owner: owner.to_owned(),
+                epoch: epoch + 1,
+                until: now + ttl_ms,
+            };
+            sqlx::query("UPDATE runs SET lease_owner = $1, lease_epoch = $2, lease_until = $3 WHERE run_id = $4 AND lease_epoch = $5")
+                .bind(&lease.owner)
+                .bind(lease.epoch)
+                .bind(lease.until)
+                .bind(run_id)
+                .bind(epoch)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("take the lease"))?;
+            sqlx::query("INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, 'lease_acquired', $3)")
+                .bind(run_id)
+                .bind(now)
+                .bind(format!("{{\"owner\":{},\"epoch\":{}}}", json_string(owner), lease.epoch))
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("log the lease"))?;
+            Ok::<Lease, Error>(lease)
+        })
+    }
+
+    /// Extends the lease; returns whether a cancel was requested.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LostLease`] when another process took the run over.
+    pub async fn renew(&self, lease: &mut Lease, now: i64, ttl_ms: i64) -> Result<bool> {
+        let until = now + ttl_ms;
+        let cancel = in_transaction!(self, |tx| {
+            let row = sqlx::query(
+                "UPDATE runs SET lease_until = $1 WHERE run_id = $2 AND lease_epoch = $3 RETURNING cancel_requested",
+            )
+            .bind(until)
+            .bind(&lease.run_id)
+            .bind(lease.epoch)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(query_error("renew the lease"))?
+            .ok_or_else(|| Error::LostLease {
+                run_id: lease.run_id.clone(),
+                epoch: lease.epoch,
+            })?;
+            let cancel: i64 = row.try_get(0).map_err(query_error("renew the lease"))?;
+            Ok::<bool, Error>(cancel != 0)
+        })?;
+        lease.until = until;
+        Ok(cancel)
+    }
+
+    /// Gives the lease up.
+    ///
+    /// # Errors
+    ///
+    /// The write fails (a lost lease is not an error here).
+    pub async fn release(&self, lease: &Lease) -> Result<()> {
+        on_pool!(self, |pool| {
+            sqlx::query("UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = $1 AND lease_epoch = $2")
+                .bind(&lease.run_id)
+                .bind(lease.epoch)
+                .execute(pool)
+                .await
+                .map_err(query_error("release the lease"))?;
+            Ok(())
+        })
+    }
+
+    /// Asks whoever drives the run to cancel it.
+    ///
+    /// # Errors
+    ///
+    /// No such run, or the write fails.
+    pub async fn request_cancel(&self, run_id: &str, now: i64) -> Result<()> {
+        in_transaction!(self, |tx| {
+            let updated = sqlx::query("UPDATE runs SET cancel_requested = 1 WHERE run_id = $1")
+                .bind(run_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("request a cancel"))?;
+            if updated.rows_affected() == 0 {
+                return Err(Error::NoSuchRun(run_id.to_owned()));
+            }
+            sqlx::query("INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, 'cancel_requested', '{}')")
+                .bind(run_id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("log the cancel"))?;
+            Ok::<(), Error>(())
+        })
+    }
+
+    /// Applies transitions in one transaction, fenced by the lease's epoch.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LostLease`] (nothing is written) or a failed write (nothing is written).
+    pub async fn apply(&self, lease: &Lease, transitions: &[Transition]) -> Result<()> {
+        if transitions.is_empty() {
+            return Ok(());
+        }
+        let run_id = lease.run_id.as_str();
+        in_transaction!(self, |tx| {
+            // The fence: this row lock (PostgreSQL) or the write lock already
+            // held (SQLite) keeps the epoch from changing before commit.
+            let fenced = sqlx::query("UPDATE runs SET lease_epoch = lease_epoch WHERE run_id = $1 AND lease_epoch = $2")
+                .bind(run_id)
+                .bind(lease.epoch)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("check the lease"))?;
+            if fenced.rows_affected() != 1 {
+                return Err(Error::LostLease {
+                    run_id: run_id.to_owned(),
+                    epoch: lease.epoch,
+                });
+            }
+            for transition in transitions {
+                apply_one!(tx, run_id, transition);
+            }
+            Ok::<(), Error>(())
+        })
+    }
+}
+
+/// Writes one transition inside the transaction `$tx`.
+macro_rules! apply_one {
+    ($tx:ident, $run_id:expr, $transition:expr) => {
+        match $transition {
+            Transition::AttemptStarted { index, attempt, at } => {
+                sqlx::query("INSERT INTO attempts (run_id, idx, attempt, status, started_at) VALUES ($1, $2, $3, 'running', $4)")
+                    .bind($run_id).bind(index).bind(attempt).bind(at)
+                    .execute(&mut *$tx).await.map_err(query_error("record an attempt"))?;
+                sqlx::query("UPDATE stages SET status = 'running', attempts = $1, started_at = $2, finished_at = NULL, error = NULL WHERE run_id = $3 AND idx = $4")
+                    .bind(attempt).bind(at).bind($run_id).bind(index)
+                    .execute(&mut *$tx).await.map_err(query_error("start a stage"))?;
+                log_event!($tx, $run_id, *at, "attempt_started", format!("{{\"stage\":{index},\"attempt\":{attempt}}}"));
+            }
+            Transition::ProcessStarted { index, attempt, pid, pgid, proc_start } => {
+                sqlx::query("UPDATE attempts SET pid = $1, pgid = $2, proc_start = $3 WHERE run_id = $4 AND idx = $5 AND attempt = $6")
+                    .bind(pid).bind(pgid).bind(proc_start).bind($run_id).bind(index).bind(attempt)
+                    .execute(&mut *$tx).await.map_err(query_error("record a process"))?;
+            }
+            Transition::AttemptFinished { index, attempt, status, at, exit_code, error, artifacts } => {
+                let attempt_status = if status == "failed" { "failed" } else { "success" };
+                sqlx::query("UPDATE attempts SET status = $1, finished_at = $2, exit_code = $3, error = $4 WHERE run_id = $5 AND idx = $6 AND attempt = $7")
+                    .bind(attempt_status).bind(at).bind(exit_code).bind(error).bind($run_id).bind(index).bind(attempt)
+                    .execute(&mut *$tx).await.map_err(query_error("finish an attempt"))?;
+                sqlx::query("UPDATE stages SET status = $1, finished_at = $2, error = $3 WHERE run_id = $4 AND idx = $5")
+                    .bind(status).bind(at).bind(error).bind($run_id).bind(index)
+                    .execute(&mut *$tx).await.map_err(query_error("finish a stage"))?;
+                sqlx::query("DELETE FROM artifacts WHERE run_id = $1 AND idx = $2")
+                    .bind($run_id).bind(index)
+                    .execute(&mut *$tx).await.map_err(query_error("replace artifacts"))?;
+                for (path, sha256, bytes) in artifacts {
+                    sqlx::query("INSERT INTO artifacts (run_id, idx, path, sha256, bytes) VALUES ($1, $2, $3, $4, $5)")
+                        .bind($run_id).bind(index).bind(path).bind(sha256).bind(bytes)
+                        .execute(&mut *$tx).await.map_err(query_error("record an artifact"))?;
+                }
+                log_event!($tx, $run_id, *at, "attempt_finished", format!("{{\"stage\":{index},\"attempt\":{attempt},\"status\":{}}}", json_string(status)));
+            }
+            Transition::AttemptInterrupted { index, attempt, at } => {
+                sqlx::query("UPDATE attempts SET status = 'interrupted', finished_at = $1 WHERE run_id = $2 AND idx = $3 AND attempt = $4")
+                    .bind(at).bind($run_id).bind(index).bind(attempt)
+                    .execute(&mut *$tx).await.map_err(query_error("interrupt an attempt"))?;
+                sqlx::query("UPDATE stages SET status = 'pending' WHERE run_id = $1 AND idx = $2")
+                    .bind($run_id).bind(index)
+                    .execute(&mut *$tx).await.map_err(query_error("reset a stage"))?;
+                log_event!($tx, $run_id, *at, "attempt_interrupted", format!("{{\"stage\":{index},\"attempt\":{attempt}}}"));
+            }
+            Transition::StageReset { index, note } => {
+                sqlx::query("UPDATE stages SET status = 'pending', started_at = NULL, finished_at = NULL, error = NULL, note = $1 WHERE run_id = $2 AND idx = $3")
+                    .bind(note).bind($run_id).bind(index)
+                    .execute(&mut *$tx).await.map_err(query_error("reset a stage"))?;
+                sqlx::query("DELETE FROM artifacts WHERE run_id = $1 AND idx = $2")
+                    .bind($run_id).bind(index)
+                    .execute(&mut *$tx).await.map_err(query_error("forget artifacts"))?;
+            }
+            Transition::StageSkipped { index, at, note } => {
+                sqlx::query("UPDATE stages SET status = 'skipped', started_at = $1, finished_at = $2, note = $3 WHERE run_id = $4 AND idx = $5")
+                    .bind(at).bind(at).bind(note).bind($run_id).bind(index)
+                    .execute(&mut *$tx).await.map_err(query_error("skip a stage"))?;
+            }
+            Transition::RunStatus { status, at, error } => {
+                let terminal = matches!(status.as_str(), "success" | "failed" | "cancelled");
+                sqlx::query("UPDATE runs SET status = $1, error = $2, finished_at = $3 WHERE run_id = $4")
+                    .bind(status).bind(error).bind(if terminal { Some(*at) } else { None }).bind($run_id)
+                    .execute(&mut *$tx).await.map_err(query_error("set the run status"))?;
+                log_event!($tx, $run_id, *at, "run_status", format!("{{\"status\":{}}}", json_string(status)));
+            }
+            Transition::Event { at, kind, detail } => {
+                log_event!($tx, $run_id, *at, kind.as_str(), detail.clone());
+            }
+        }
+    };
+}
+use apply_one;
+
+macro_rules! log_event {
+    ($tx:ident, $run_id:expr, $at:expr, $kind:expr, $detail:expr) => {
+        sqlx::query("INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, $3, $4)")
+            .bind($run_id)
+            .bind($at)
+            .bind($kind)
+            .bind($detail)
+            .execute(&mut *$tx)
+            .await
+            .map_err(query_error("log an event"))?;
+    };
+}
+use log_event;
+
+/// A JSON string literal.
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for character in text.chars() {
+        match character {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The URL without its password, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            let user = credentials.split(':').next().unwrap_or("");
+            format!("{}{}@{}", &url[..scheme + 3], user, &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}

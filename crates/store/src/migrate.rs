@@ -1,0 +1,84 @@
+//! Append-only schema migrations, applied under an exclusive lock so that
+//! several baton processes opening a fresh store at once is safe.
+//!
+//! SQLite tracks the version in `PRAGMA user_version` and takes the write
+//! lock with `BEGIN IMMEDIATE`; PostgreSQL keeps a one-row `baton_schema`
+//! table and serialises on a transaction-level advisory lock.
+
+use sqlx::{PgPool, Row, SqlitePool};
+
+use crate::{Error, Result};
+
+/// Migrations per backend, in order; the position (from 1) is the version.
+const SQLITE: &[&str] = &[include_str!("../migrations/sqlite/0001_runs.sql")];
+const POSTGRES: &[&str] = &[include_str!("../migrations/postgres/0001_runs.sql")];
+
+/// An arbitrary constant naming baton's advisory lock.
+const LOCK_KEY: i64 = 0x6261_746f_6e00;
+
+fn query_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> Error {
+    move |source| Error::Query { what, source }
+}
+
+fn known() -> i64 {
+    i64::try_from(SQLITE.len()).expect("few migrations")
+}
+
+pub(crate) async fn sqlite(pool: &SqlitePool) -> Result<()> {
+    let mut tx = pool
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .map_err(query_error("lock the schema"))?;
+    let version: i64 = sqlx::query("PRAGMA user_version")
+        .fetch_one(&mut *tx)
+        .await
+        .and_then(|row| row.try_get(0))
+        .map_err(query_error("read the schema version"))?;
+    if version > known() {
+        return Err(Error::TooNew { found: version, known: known() });
+    }
+    for (position, sql) in SQLITE.iter().enumerate().skip(usize::try_from(version).unwrap_or(0)) {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(*sql))
+            .execute(&mut *tx)
+            .await
+            .map_err(query_error("migrate the schema"))?;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PRAGMA user_version = {}", position + 1)))
+            .execute(&mut *tx)
+            .await
+            .map_err(query_error("record the schema version"))?;
+    }
+    tx.commit().await.map_err(query_error("commit the schema"))
+}
+
+pub(crate) async fn postgres(pool: &PgPool) -> Result<()> {
+    let mut tx = pool.begin().await.map_err(query_error("lock the schema"))?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(LOCK_KEY)
+        .execute(&mut *tx)
+        .await
+        .map_err(query_error("lock the schema"))?;
+    sqlx::raw_sql("CREATE TABLE IF NOT EXISTS baton_schema (version BIGINT NOT NULL)")
+        .execute(&mut *tx)
+        .await
+        .map_err(query_error("create the schema table"))?;
+    let version: i64 = sqlx::query("SELECT COALESCE(MAX(version), 0) FROM baton_schema")
+        .fetch_one(&mut *tx)
+        .await
+        .and_then(|row| row.try_get(0))
+        .map_err(query_error("read the schema version"))?;
+    if version > known() {
+        return Err(Error::TooNew { found: version, known: known() });
+    }
+    for (position, sql) in POSTGRES.iter().enumerate().skip(usize::try_from(version).unwrap_or(0)) {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(*sql))
+            .execute(&mut *tx)
+            .await
+            .map_err(query_error("migrate the schema"))?;
+        sqlx::query("INSERT INTO baton_schema (version) VALUES ($1)")
+            .bind(i64::try_from(position + 1).expect("few migrations"))
+            .execute(&mut *tx)
+            .await
+            .map_err(query_error("record the schema version"))?;
+    }
+    tx.commit().await.map_err(query_error("commit the schema"))
+}

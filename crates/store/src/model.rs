@@ -1,0 +1,249 @@
+//! The rows the store reads and the transitions it writes.
+
+/// A run to create, with its stages.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    /// Filesystem-safe id, `[a-z0-9-]+`.
+    pub run_id: String,
+    /// The workflow's `name`.
+    pub workflow: String,
+    /// The workflow file as given.
+    pub workflow_path: String,
+    /// The run's workspace directory (absolute).
+    pub workspace: String,
+    /// Creation time, ms since the epoch.
+    pub created_at: i64,
+    /// The compiled plan as JSON (what `resume` re-reads).
+    pub plan: String,
+    /// Resolved parameters as JSON.
+    pub params: String,
+    /// Digests of the workflow and every fragment, as JSON.
+    pub sources: String,
+    /// Run options (max parallel, base directory) as JSON.
+    pub options: String,
+    /// Stage names in index order.
+    pub stages: Vec<String>,
+}
+
+/// A run as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRow {
+    /// Id.
+    pub run_id: String,
+    /// Workflow name.
+    pub workflow: String,
+    /// Workflow file as given.
+    pub workflow_path: String,
+    /// Workspace directory.
+    pub workspace: String,
+    /// `pending`, `running`, `success`, `failed`, `awaiting_human`, `cancelled`.
+    pub status: String,
+    /// Creation time (ms).
+    pub created_at: i64,
+    /// End time (ms), once terminal.
+    pub finished_at: Option<i64>,
+    /// Plan JSON.
+    pub plan: String,
+    /// Params JSON.
+    pub params: String,
+    /// Source digests JSON.
+    pub sources: String,
+    /// Options JSON.
+    pub options: String,
+    /// Why the run failed, if it did.
+    pub error: Option<String>,
+    /// Lease holder, if any.
+    pub lease_owner: Option<String>,
+    /// Current fencing epoch.
+    pub lease_epoch: i64,
+    /// Lease expiry (ms).
+    pub lease_until: i64,
+}
+
+/// A stage as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageRow {
+    /// Index.
+    pub index: i64,
+    /// Name.
+    pub name: String,
+    /// `pending`, `running`, `success`, `failed`, `skipped`, `awaiting_human`.
+    pub status: String,
+    /// Attempts started so far.
+    pub attempts: i64,
+    /// Start of the latest attempt (ms).
+    pub started_at: Option<i64>,
+    /// End of the latest attempt (ms).
+    pub finished_at: Option<i64>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// A note (skipped by `when`, rerun because stale, …).
+    pub note: Option<String>,
+}
+
+impl StageRow {
+    /// Duration of the latest attempt in ms, once finished.
+    pub fn duration_ms(&self) -> Option<i64> {
+        Some(self.finished_at? - self.started_at?)
+    }
+}
+
+/// One attempt of a stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRow {
+    /// Stage index.
+    pub index: i64,
+    /// Attempt number, from 1.
+    pub attempt: i64,
+    /// `running`, `success`, `failed`, `interrupted`.
+    pub status: String,
+    /// Process id.
+    pub pid: Option<i64>,
+    /// Process group id.
+    pub pgid: Option<i64>,
+    /// Process start time (`/proc/<pid>/stat` field 22).
+    pub proc_start: Option<i64>,
+    /// Start (ms).
+    pub started_at: i64,
+    /// End (ms).
+    pub finished_at: Option<i64>,
+    /// Exit code.
+    pub exit_code: Option<i64>,
+    /// Error.
+    pub error: Option<String>,
+}
+
+/// A recorded output file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactRow {
+    /// Stage index.
+    pub index: i64,
+    /// Workspace-relative path.
+    pub path: String,
+    /// Hex SHA-256.
+    pub sha256: String,
+    /// Size.
+    pub bytes: i64,
+}
+
+/// One entry of the event log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRow {
+    /// Position in the log.
+    pub seq: i64,
+    /// Time (ms).
+    pub at: i64,
+    /// Kind, e.g. `stage_finished`.
+    pub kind: String,
+    /// Details as JSON.
+    pub detail: String,
+}
+
+/// The right to drive a run, until `until`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The run.
+    pub run_id: String,
+    /// Who holds it.
+    pub owner: String,
+    /// The fencing epoch every write carries.
+    pub epoch: i64,
+    /// Expiry (ms).
+    pub until: i64,
+}
+
+/// Who holds a lease, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseHolder {
+    /// Owner string (`host:pid:start`).
+    pub owner: String,
+    /// Expiry (ms).
+    pub until: i64,
+}
+
+/// One state change, applied under a lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transition {
+    /// A new attempt of a stage starts.
+    AttemptStarted {
+        /// Stage index.
+        index: i64,
+        /// Attempt number.
+        attempt: i64,
+        /// Time (ms).
+        at: i64,
+    },
+    /// The attempt's process is running.
+    ProcessStarted {
+        /// Stage index.
+        index: i64,
+        /// Attempt number.
+        attempt: i64,
+        /// Pid.
+        pid: i64,
+        /// Process group.
+        pgid: i64,
+        /// Process start time.
+        proc_start: i64,
+    },
+    /// An attempt ended; the stage takes its status.
+    AttemptFinished {
+        /// Stage index.
+        index: i64,
+        /// Attempt number.
+        attempt: i64,
+        /// Stage status: `success`, `failed`, `skipped`, `awaiting_human`.
+        status: String,
+        /// Time (ms).
+        at: i64,
+        /// Exit code.
+        exit_code: Option<i64>,
+        /// Error.
+        error: Option<String>,
+        /// Recorded outputs: (path, sha256, bytes).
+        artifacts: Vec<(String, String, i64)>,
+    },
+    /// An attempt found running after a crash was interrupted; the stage is pending again.
+    AttemptInterrupted {
+        /// Stage index.
+        index: i64,
+        /// Attempt number.
+        attempt: i64,
+        /// Time (ms).
+        at: i64,
+    },
+    /// A stage is set back to pending (rerun, or its outputs changed).
+    StageReset {
+        /// Stage index.
+        index: i64,
+        /// Why.
+        note: String,
+    },
+    /// A stage is skipped without running (a false `when`).
+    StageSkipped {
+        /// Stage index.
+        index: i64,
+        /// Time (ms).
+        at: i64,
+        /// Why.
+        note: String,
+    },
+    /// The run's status changes.
+    RunStatus {
+        /// New status.
+        status: String,
+        /// Time (ms).
+        at: i64,
+        /// Error, for a failed run.
+        error: Option<String>,
+    },
+    /// Something worth logging.
+    Event {
+        /// Time (ms).
+        at: i64,
+        /// Kind.
+        kind: String,
+        /// JSON details.
+        detail: String,
+    },
+}
