@@ -1,0 +1,36 @@
+//! baton-executor: the only crate in baton that starts processes.
+//!
+//! Everything that runs outside baton's own address space goes through here:
+//! shell stages, coding-agent CLIs, and the `--version` probes of
+//! `baton agents check`. Keeping process creation in one crate keeps the
+//! hard parts in one place: process groups, timeouts, kill escalation,
+//! bounded output capture and recovery after a crash.
+//!
+//! * [`process`] spawns one child in its own process group, drains its
+//!   stdout and stderr into size-capped log files with bounded memory, and
+//!   enforces wall and idle timeouts, cancellation and an output hard cap.
+//!   [`run`] returns an [`Outcome`]; [`Started`] carries the pid, process
+//!   group and start time to persist before waiting.
+//! * [`group`] signals process groups safely, also after a restart:
+//!   [`kill_group_if_alive`] re-checks the start time so a reused pid is
+//!   never signalled, and the marker sweep finds descendants that left the
+//!   group with `setsid`.
+//!
+//! What it does not do: decide what to run or when (the engine does), read
+//! settings (the CLI does), parse agent output (a later module), or persist
+//! anything. Git and worktrees will live here too, because they spawn `git`.
+
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod group;
+mod output;
+pub mod process;
+mod program;
+
+pub use error::{Error, Result};
+pub use group::{kill_group_if_alive, process_start_time};
+pub use process::{
+    KillReason, Outcome, PIPE_DRAIN_TIMEOUT, ProcessSpec, STDERR_TAIL_BYTES, Started, Stdin, run,
+};
+pub use program::find_program;

@@ -1,0 +1,500 @@
+//! Running one child process under supervision.
+//!
+//! [`run`] is the single way baton starts a stage's process. It:
+//!
+//! 1. resolves the program on the child's `PATH` and creates both log files
+//!    before anything starts, so a bad path is an error, not a dead child;
+//! 2. starts the child in a new process group (`process_group(0)`) with
+//!    stdin from `/dev/null` unless bytes are given (a child waiting for a
+//!    TTY or stdin must see end-of-file, not hang), and with an explicit
+//!    environment;
+//! 3. reports pid, process group and start time through `on_started`
+//!    *before* waiting, so the engine can persist them and a restarted baton
+//!    can kill the group ([`kill_group_if_alive`](crate::kill_group_if_alive));
+//! 4. drains stdout and stderr concurrently into capped logs (see
+//!    `output.rs`) while watching for exit, the wall and idle timeouts,
+//!    cancellation and the output hard cap;
+//! 5. on any of those, sends SIGTERM to the group, SIGKILL after the grace
+//!    period, and always SIGKILLs the group once the leader has exited, so
+//!    no background descendant outlives its stage;
+//! 6. waits for the pipe readers for at most [`PIPE_DRAIN_TIMEOUT`]: a
+//!    descendant that escaped the group can hold the pipes open forever
+//!    (`reliability.md` T7), and the timeout must bound the whole run.
+//!
+//! **Zombie rule.** The leader is detected as exited with
+//! `waitid(WEXITED | WNOWAIT)`, which leaves it a zombie. A zombie keeps
+//! its pid, and so the group's id, reserved; the group is signalled only in
+//! that state or while the leader runs, and the leader is reaped last.
+//! Signalling a group after reaping its leader could hit an unrelated group
+//! that reused the number.
+//!
+//! **Cancellation.** Dropping the future returned by [`run`] SIGKILLs the
+//! group (and sweeps the marker), and tokio's `kill_on_drop` reaps the
+//! leader in the background.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+use nix::unistd::Pid;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::error::{Error, Result};
+use crate::group::{self, signal_group};
+use crate::output::{self, Activity, StreamStats, Tail};
+use crate::program::find_program;
+
+/// How long [`run`] waits for stdout and stderr to reach end-of-file after
+/// the process group is dead. Only a descendant that left the group (and
+/// carries no marker) can keep a pipe open that long; its output is then
+/// abandoned.
+pub const PIPE_DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How much of the end of stderr [`Outcome::stderr_tail`] keeps.
+pub const STDERR_TAIL_BYTES: usize = 4096;
+
+/// What the child reads on stdin.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Stdin {
+    /// `/dev/null`: reads see end-of-file at once.
+    #[default]
+    Null,
+    /// These bytes, then end-of-file. A child that exits without reading
+    /// them is not an error.
+    Bytes(Vec<u8>),
+}
+
+/// Everything needed to start and supervise one process.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    /// The program (argv\[0\]). A name without `/` is looked up in the
+    /// child's `PATH` (its explicit `env` entry, else baton's own); a name
+    /// with `/` is a path relative to `cwd`.
+    pub program: String,
+    /// Arguments after argv\[0\].
+    pub args: Vec<String>,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Variables set explicitly; they win over `env_passthrough`.
+    pub env: Vec<(String, String)>,
+    /// Names copied from baton's own environment when set there.
+    pub env_passthrough: Vec<String>,
+    /// Start from an empty environment (agents), or inherit baton's (shell
+    /// stages).
+    pub clear_env: bool,
+    /// What the child reads on stdin.
+    pub stdin: Stdin,
+    /// Log file for stdout; created or truncated, parent directories
+    /// created.
+    pub stdout_log: PathBuf,
+    /// Log file for stderr; created or truncated, parent directories
+    /// created.
+    pub stderr_log: PathBuf,
+    /// At most this many bytes are written to each log file. The rest is
+    /// counted and dropped; the process keeps running and the pipes are
+    /// always drained.
+    pub log_cap_bytes: u64,
+    /// When stdout and stderr together pass this many bytes, the group is
+    /// killed with [`KillReason::OutputFlood`].
+    pub kill_after_bytes: Option<u64>,
+    /// Kill the group this long after the start.
+    pub wall_timeout: Option<Duration>,
+    /// Kill the group after this long without a byte on stdout or stderr.
+    pub idle_timeout: Option<Duration>,
+    /// Time between SIGTERM and SIGKILL to the group.
+    pub kill_grace: Duration,
+    /// A `(name, value)` environment variable set on the child (after all
+    /// others) and inherited by its descendants. When set, descendants that
+    /// left the process group are found in `/proc` by it and killed at the
+    /// end of the run. The value should be unique per attempt.
+    pub marker: Option<(String, String)>,
+}
+
+/// Identity of a started child, reported before [`run`] waits for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Started {
+    /// The child's pid.
+    pub pid: u32,
+    /// Its process group (equal to `pid`: the child leads a new group).
+    pub pgid: u32,
+    /// Its start time in clock ticks since boot (`/proc/<pid>/stat` field
+    /// 22). Together with `pid` it identifies the process even after the
+    /// pid has been reused.
+    pub start_time: u64,
+}
+
+/// Why baton killed a process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KillReason {
+    /// [`ProcessSpec::wall_timeout`] elapsed.
+    WallTimeout,
+    /// No output for [`ProcessSpec::idle_timeout`].
+    IdleTimeout,
+    /// Output passed [`ProcessSpec::kill_after_bytes`].
+    OutputFlood,
+    /// The cancel signal was raised.
+    Cancelled,
+}
+
+impl fmt::Display for KillReason {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            KillReason::WallTimeout => "wall-clock timeout",
+            KillReason::IdleTimeout => "idle timeout (no output)",
+            KillReason::OutputFlood => "output limit exceeded",
+            KillReason::Cancelled => "cancelled",
+        })
+    }
+}
+
+/// How a supervised process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The exit code, when the process exited normally.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// Set when baton killed the group, with the reason.
+    pub killed: Option<KillReason>,
+    /// Bytes the child wrote to stdout (all of them, not only the logged
+    /// ones).
+    pub stdout_bytes: u64,
+    /// Bytes the child wrote to stderr.
+    pub stderr_bytes: u64,
+    /// Whether the stdout log misses bytes (cap reached, write failure, or
+    /// the reader abandoned).
+    pub stdout_truncated: bool,
+    /// Whether the stderr log misses bytes.
+    pub stderr_truncated: bool,
+    /// From the start to the leader's exit.
+    pub elapsed: Duration,
+    /// The last [`STDERR_TAIL_BYTES`] of stderr, lossy UTF-8, for error
+    /// messages.
+    pub stderr_tail: String,
+}
+
+impl Outcome {
+    /// Exit code 0 and not killed.
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && self.killed.is_none()
+    }
+}
+
+/// Starts `spec` and supervises it to the end.
+///
+/// `on_started` is called once, right after the child starts and before any
+/// waiting, with its pid, process group and start time. `cancel` kills the
+/// group with [`KillReason::Cancelled`] as soon as it holds `true`
+/// (including when it already does); a dropped sender means "never
+/// cancelled".
+///
+/// # Errors
+///
+/// When the program is not found, a log file cannot be created, the child
+/// cannot be started or its start time cannot be read (the child is killed
+/// then). Everything that happens after a successful start, including
+/// timeouts and signals, is reported in the [`Outcome`].
+pub async fn run(
+    spec: ProcessSpec,
+    mut cancel: watch::Receiver<bool>,
+    on_started: impl FnOnce(&Started),
+) -> Result<Outcome> {
+    let program_path = resolve(&spec)?;
+    let stdout_log = create_log(&spec.stdout_log).await?;
+    let stderr_log = create_log(&spec.stderr_log).await?;
+    // Registered before the child exists, so its SIGCHLD cannot be missed.
+    let mut child_signals = signal(SignalKind::child()).map_err(|source| Error::Spawn {
+        program: spec.program.clone(),
+        source,
+    })?;
+
+    let mut command = build_command(&spec, &program_path);
+    let origin = Instant::now();
+    let mut child = command.spawn().map_err(|source| Error::Spawn {
+        program: spec.program.clone(),
+        source,
+    })?;
+    let pid = child
+        .id()
+        .expect("a child that has not been waited for has a pid");
+    // Declared after `child`, so it is dropped first: the group is killed
+    // while tokio's handle still keeps the leader unreaped.
+    let mut guard = GroupGuard {
+        pgid: pid,
+        armed: true,
+        marker: spec.marker.clone(),
+        since: 0,
+    };
+    let start_time = group::process_start_time(pid).ok_or(Error::StartTime { pid })?;
+    guard.since = start_time;
+    on_started(&Started {
+        pid,
+        pgid: pid,
+        start_time,
+    });
+
+    let stdin_writer = match (&spec.stdin, child.stdin.take()) {
+        (Stdin::Bytes(bytes), Some(mut pipe)) => {
+            let bytes = bytes.clone();
+            Some(AbortOnDrop(tokio::spawn(async move {
+                // A child that exits without reading gives EPIPE; that is
+                // its business, not an error.
+                let _ = pipe.write_all(&bytes).await;
+                let _ = pipe.shutdown().await;
+            })))
+        }
+        _ => None,
+    };
+
+    let activity = Arc::new(Activity::new(origin, spec.kill_after_bytes));
+    let stdout_stats = Arc::new(StreamStats::default());
+    let stderr_stats = Arc::new(StreamStats::default());
+    let stderr_tail = Arc::new(Mutex::new(Tail::new(STDERR_TAIL_BYTES)));
+    let mut stdout_reader = AbortOnDrop(tokio::spawn(output::drain(
+        child.stdout.take().expect("stdout is piped"),
+        stdout_log,
+        spec.log_cap_bytes,
+        Arc::clone(&stdout_stats),
+        Arc::clone(&activity),
+        None,
+    )));
+    let mut stderr_reader = AbortOnDrop(tokio::spawn(output::drain(
+        child.stderr.take().expect("stderr is piped"),
+        stderr_log,
+        spec.log_cap_bytes,
+        Arc::clone(&stderr_stats),
+        Arc::clone(&activity),
+        Some(Arc::clone(&stderr_tail)),
+    )));
+
+    let killed = supervise(
+        &spec,
+        pid,
+        origin,
+        &activity,
+        &mut cancel,
+        &mut child_signals,
+    )
+    .await;
+    if killed.is_some() {
+        terminate(pid, spec.kill_grace, &mut child_signals).await;
+    }
+    let elapsed = origin.elapsed();
+
+    // The leader is a zombie now. Kill whatever is left of its group while
+    // the group id is still reserved, then the escapees carrying the marker.
+    signal_group(pid, Signal::SIGKILL);
+    if let Some((name, value)) = &spec.marker {
+        group::sweep_marked(name, value, start_time);
+    }
+    guard.armed = false;
+    let status = child
+        .wait()
+        .await
+        .map_err(|source| Error::Wait { pid, source })?;
+
+    let readers = async {
+        let _ = (&mut stdout_reader.0).await;
+        let _ = (&mut stderr_reader.0).await;
+    };
+    let drained = tokio::time::timeout(PIPE_DRAIN_TIMEOUT, readers)
+        .await
+        .is_ok();
+    drop(stdout_reader);
+    drop(stderr_reader);
+    drop(stdin_writer);
+
+    let truncated = |stats: &StreamStats| !drained || stats.truncated.load(Ordering::Relaxed);
+    let stderr_tail = stderr_tail
+        .lock()
+        .expect("tail lock is never poisoned")
+        .to_string_lossy();
+    Ok(Outcome {
+        exit_code: status.code(),
+        signal: status.signal(),
+        killed,
+        stdout_bytes: stdout_stats.bytes.load(Ordering::Relaxed),
+        stderr_bytes: stderr_stats.bytes.load(Ordering::Relaxed),
+        stdout_truncated: truncated(&stdout_stats),
+        stderr_truncated: truncated(&stderr_stats),
+        elapsed,
+        stderr_tail,
+    })
+}
+
+/// Waits for the leader to exit or for a reason to kill it.
+async fn supervise(
+    spec: &ProcessSpec,
+    pid: u32,
+    origin: Instant,
+    activity: &Activity,
+    cancel: &mut watch::Receiver<bool>,
+    child_signals: &mut tokio::signal::unix::Signal,
+) -> Option<KillReason> {
+    let wall_deadline = spec.wall_timeout.map(|timeout| origin + timeout);
+    loop {
+        let idle_deadline = spec
+            .idle_timeout
+            .map(|timeout| activity.last_byte_at() + timeout);
+        tokio::select! {
+            () = leader_exited(pid, child_signals) => return None,
+            () = sleep_until(wall_deadline) => return Some(KillReason::WallTimeout),
+            () = sleep_until(idle_deadline) => {
+                // Output may have arrived while we slept; re-arm if so.
+                let timeout = spec.idle_timeout.expect("an idle deadline implies a timeout");
+                if activity.last_byte_at().elapsed() >= timeout {
+                    return Some(KillReason::IdleTimeout);
+                }
+            }
+            () = cancelled(cancel) => return Some(KillReason::Cancelled),
+            () = activity.flood.notified() => return Some(KillReason::OutputFlood),
+        }
+    }
+}
+
+/// SIGTERM to the group, SIGKILL after `grace` if the leader still runs.
+/// Returns once the leader has exited.
+async fn terminate(pid: u32, grace: Duration, child_signals: &mut tokio::signal::unix::Signal) {
+    signal_group(pid, Signal::SIGTERM);
+    let exited_in_grace = tokio::time::timeout(grace, leader_exited(pid, child_signals))
+        .await
+        .is_ok();
+    if !exited_in_grace {
+        signal_group(pid, Signal::SIGKILL);
+        leader_exited(pid, child_signals).await;
+    }
+}
+
+/// Resolves once `pid` has exited, leaving it unreaped (see the zombie rule
+/// in the module docs).
+async fn leader_exited(pid: u32, child_signals: &mut tokio::signal::unix::Signal) {
+    let pid = Pid::from_raw(i32::try_from(pid).expect("pids fit in i32"));
+    loop {
+        match waitid(
+            Id::Pid(pid),
+            WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG,
+        ) {
+            Ok(WaitStatus::StillAlive) | Err(nix::errno::Errno::EINTR) => {}
+            // Exited (a zombie now), or already reaped: either way gone.
+            Ok(_) | Err(_) => return,
+        }
+        // SIGCHLD is delivered after the child becomes a zombie, and tokio
+        // keeps one pending notification, so checking after each one never
+        // misses the exit. The periodic re-check covers SIGCHLDs that
+        // tokio coalesced away for another listener.
+        let _ = tokio::time::timeout(Duration::from_millis(500), child_signals.recv()).await;
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn cancelled(cancel: &mut watch::Receiver<bool>) {
+    if cancel.wait_for(|cancelled| *cancelled).await.is_err() {
+        // The sender is gone: nobody can cancel any more.
+        std::future::pending::<()>().await;
+    }
+}
+
+fn resolve(spec: &ProcessSpec) -> Result<PathBuf> {
+    let child_path = spec
+        .env
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| OsString::from(value))
+        .or_else(|| std::env::var_os("PATH"));
+    find_program(&spec.program, child_path.as_deref(), &spec.cwd).ok_or_else(|| {
+        Error::ProgramNotFound {
+            program: spec.program.clone(),
+        }
+    })
+}
+
+fn build_command(spec: &ProcessSpec, program_path: &Path) -> Command {
+    let mut command = Command::new(program_path);
+    command
+        .arg0(&spec.program)
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .process_group(0)
+        .kill_on_drop(true)
+        .stdin(match spec.stdin {
+            Stdin::Null => Stdio::null(),
+            Stdin::Bytes(_) => Stdio::piped(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if spec.clear_env {
+        command.env_clear();
+    }
+    for name in &spec.env_passthrough {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command.envs(spec.env.iter().map(|(name, value)| (name, value)));
+    if let Some((name, value)) = &spec.marker {
+        command.env(name, value);
+    }
+    command
+}
+
+async fn create_log(path: &Path) -> Result<tokio::fs::File> {
+    let error = |source| Error::Log {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        tokio::fs::create_dir_all(parent).await.map_err(error)?;
+    }
+    tokio::fs::File::create(path).await.map_err(error)
+}
+
+/// Kills the group if [`run`] is dropped before the leader is reaped.
+struct GroupGuard {
+    pgid: u32,
+    armed: bool,
+    marker: Option<(String, String)>,
+    since: u64,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        signal_group(self.pgid, Signal::SIGKILL);
+        if let Some((name, value)) = &self.marker {
+            group::sweep_marked(name, value, self.since);
+        }
+    }
+}
+
+/// A task that is aborted when its handle is dropped, so a dropped [`run`]
+/// leaves no reader behind.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

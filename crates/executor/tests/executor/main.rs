@@ -1,0 +1,12 @@
+//! Integration tests for baton-executor, one binary (see `style.md` §5.8).
+//!
+//! They start real processes, but only tiny `sh -c` scripts and coreutils;
+//! agent behaviour is tested against the fake agent in `baton-test-support`.
+
+#![expect(
+    clippy::print_stderr,
+    reason = "tests report measured figures (kill latencies, peak memory) on stderr"
+)]
+
+mod process;
+mod support;

@@ -1,0 +1,448 @@
+//! `run`: exit statuses, timeouts, kill escalation, group kills, output
+//! capture and cancellation.
+
+use std::time::{Duration, Instant};
+
+use baton_executor::{Error, KillReason, ProcessSpec, Stdin, kill_group_if_alive, run};
+use tokio::sync::watch;
+
+use crate::support::{
+    WITNESS_VAR, kill_all_with_env, memory, reset_peak_memory, run_to_end, sh, survivors_after,
+    unique,
+};
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+fn with_witness(mut spec: ProcessSpec, witness: &str) -> ProcessSpec {
+    spec.env.push((WITNESS_VAR.into(), witness.into()));
+    spec
+}
+
+#[tokio::test]
+async fn records_exit_code_output_and_stderr_tail() {
+    let dir = tempdir();
+    let (outcome, started) =
+        run_to_end(sh("printf out; printf 'err\\n' >&2; exit 3", dir.path())).await;
+    assert_eq!(outcome.exit_code, Some(3));
+    assert_eq!(outcome.signal, None);
+    assert_eq!(outcome.killed, None);
+    assert!(!outcome.success());
+    assert_eq!((outcome.stdout_bytes, outcome.stderr_bytes), (3, 4));
+    assert!(!outcome.stdout_truncated && !outcome.stderr_truncated);
+    assert_eq!(outcome.stderr_tail, "err\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("logs/stdout.log")).unwrap(),
+        "out"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("logs/stderr.log")).unwrap(),
+        "err\n"
+    );
+    assert_eq!(started.pgid, started.pid);
+    assert!(started.start_time > 0);
+}
+
+#[tokio::test]
+async fn success_means_exit_zero() {
+    let dir = tempdir();
+    let (outcome, _) = run_to_end(sh("true", dir.path())).await;
+    assert!(outcome.success());
+}
+
+#[tokio::test]
+async fn records_the_signal_that_ended_the_process() {
+    let dir = tempdir();
+    let (outcome, _) = run_to_end(sh("kill -USR1 $$", dir.path())).await;
+    assert_eq!(outcome.exit_code, None);
+    assert_eq!(
+        outcome.signal,
+        Some(nix::sys::signal::Signal::SIGUSR1 as i32)
+    );
+    assert_eq!(outcome.killed, None);
+    assert!(!outcome.success());
+}
+
+#[tokio::test]
+async fn stdin_is_dev_null_unless_bytes_are_given() {
+    let dir = tempdir();
+    let (outcome, _) = run_to_end(sh("cat", dir.path())).await;
+    assert!(outcome.success());
+    assert_eq!(outcome.stdout_bytes, 0);
+
+    let mut spec = sh("cat; echo", dir.path());
+    spec.stdin = Stdin::Bytes(b"the prompt".to_vec());
+    let (outcome, _) = run_to_end(spec).await;
+    assert!(outcome.success());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("logs/stdout.log")).unwrap(),
+        "the prompt\n"
+    );
+}
+
+#[tokio::test]
+async fn a_child_that_ignores_its_stdin_bytes_is_fine() {
+    let dir = tempdir();
+    let mut spec = sh("exit 0", dir.path());
+    spec.stdin = Stdin::Bytes(vec![b'x'; 1 << 20]);
+    let (outcome, _) = run_to_end(spec).await;
+    assert!(outcome.success());
+}
+
+#[tokio::test]
+async fn environment_is_cleared_passed_through_and_marked() {
+    let dir = tempdir();
+    let mut spec = sh("env | sort", dir.path());
+    spec.clear_env = true;
+    spec.env = vec![
+        ("EXPLICIT".into(), "1".into()),
+        ("PATH".into(), "/usr/bin:/bin".into()),
+    ];
+    spec.env_passthrough = vec!["HOME".into(), "BATON_SURELY_UNSET_VARIABLE".into()];
+    spec.marker = Some(("BATON_MARKER".into(), "m-1".into()));
+    let (outcome, _) = run_to_end(spec).await;
+    assert!(outcome.success());
+    let env = std::fs::read_to_string(dir.path().join("logs/stdout.log")).unwrap();
+    let names: Vec<&str> = env
+        .lines()
+        .filter_map(|line| line.split('=').next())
+        .filter(|name| *name != "PWD" && *name != "SHLVL" && *name != "_")
+        .collect();
+    let mut expected = vec!["BATON_MARKER", "EXPLICIT", "PATH"];
+    if std::env::var_os("HOME").is_some() {
+        expected.insert(2, "HOME");
+    }
+    assert_eq!(names, expected, "{env}");
+    assert!(env.contains("BATON_MARKER=m-1\n"));
+}
+
+#[tokio::test]
+async fn a_missing_program_is_an_error_before_anything_starts() {
+    let dir = tempdir();
+    let mut spec = sh("", dir.path());
+    spec.program = "baton-no-such-program".into();
+    let (_never, cancel) = watch::channel(false);
+    let mut called = false;
+    let result = run(spec, cancel, |_| called = true).await;
+    assert!(
+        matches!(result, Err(Error::ProgramNotFound { .. })),
+        "{result:?}"
+    );
+    assert!(!called);
+}
+
+#[tokio::test]
+async fn program_paths_are_relative_to_cwd() {
+    let dir = tempdir();
+    std::fs::write(dir.path().join("tool.sh"), "#!/bin/sh\necho tool \"$@\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(
+        dir.path().join("tool.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let mut spec = sh("", dir.path());
+    spec.program = "./tool.sh".into();
+    spec.args = vec!["arg".into()];
+    let (outcome, _) = run_to_end(spec).await;
+    assert!(outcome.success());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("logs/stdout.log")).unwrap(),
+        "tool arg\n"
+    );
+}
+
+#[tokio::test]
+async fn wall_timeout_kills_the_whole_group() {
+    let dir = tempdir();
+    let witness = unique("wall");
+    let mut spec = with_witness(sh("sleep 1000 & sleep 1000", dir.path()), &witness);
+    spec.wall_timeout = Some(Duration::from_millis(300));
+    let begin = Instant::now();
+    let (outcome, _) = run_to_end(spec).await;
+    let took = begin.elapsed();
+    assert_eq!(outcome.killed, Some(KillReason::WallTimeout));
+    assert_eq!(
+        outcome.signal,
+        Some(nix::sys::signal::Signal::SIGTERM as i32)
+    );
+    assert!(outcome.elapsed >= Duration::from_millis(300));
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert_eq!(
+        survivors_after(WITNESS_VAR, &witness, Duration::from_millis(500)),
+        Vec::<u32>::new()
+    );
+    eprintln!("wall timeout 300 ms: run returned after {took:?}");
+}
+
+#[tokio::test]
+async fn idle_timeout_fires_only_without_output() {
+    let dir = tempdir();
+    let witness = unique("idle");
+    let mut spec = with_witness(
+        sh("echo started; sleep 1000 & sleep 1000", dir.path()),
+        &witness,
+    );
+    spec.idle_timeout = Some(Duration::from_millis(300));
+    let begin = Instant::now();
+    let (outcome, _) = run_to_end(spec).await;
+    let took = begin.elapsed();
+    assert_eq!(outcome.killed, Some(KillReason::IdleTimeout));
+    assert_eq!(outcome.stdout_bytes, 8);
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert_eq!(
+        survivors_after(WITNESS_VAR, &witness, Duration::from_millis(500)),
+        Vec::<u32>::new()
+    );
+
+    // Output every 100 ms keeps a 400 ms idle timeout from firing.
+    let mut spec = sh(
+        "for i in 1 2 3 4 5 6 7 8 9 10; do echo $i; sleep 0.1; done",
+        dir.path(),
+    );
+    spec.idle_timeout = Some(Duration::from_millis(400));
+    let (outcome, _) = run_to_end(spec).await;
+    assert!(outcome.success(), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn sigterm_ignored_gets_sigkill_after_the_grace_period() {
+    let dir = tempdir();
+    let witness = unique("term");
+    // `trap '' TERM` sets SIG_IGN, which the sleep inherits across exec.
+    let mut spec = with_witness(
+        sh("trap '' TERM; sleep 1000 & sleep 1000", dir.path()),
+        &witness,
+    );
+    spec.wall_timeout = Some(Duration::from_millis(200));
+    spec.kill_grace = Duration::from_millis(400);
+    let begin = Instant::now();
+    let (outcome, _) = run_to_end(spec).await;
+    let took = begin.elapsed();
+    assert_eq!(outcome.killed, Some(KillReason::WallTimeout));
+    assert_eq!(
+        outcome.signal,
+        Some(nix::sys::signal::Signal::SIGKILL as i32)
+    );
+    assert!(
+        outcome.elapsed >= Duration::from_millis(600),
+        "{:?}",
+        outcome.elapsed
+    );
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert_eq!(
+        survivors_after(WITNESS_VAR, &witness, Duration::from_millis(500)),
+        Vec::<u32>::new()
+    );
+    eprintln!("timeout 200 ms + grace 400 ms: run returned after {took:?}");
+}
+
+#[tokio::test]
+async fn a_background_grandchild_holding_stdout_does_not_delay_the_end() {
+    let dir = tempdir();
+    let witness = unique("bg");
+    let spec = with_witness(sh("sleep 1000 & echo done", dir.path()), &witness);
+    let begin = Instant::now();
+    let (outcome, _) = run_to_end(spec).await;
+    let took = begin.elapsed();
+    assert!(outcome.success());
+    assert!(!outcome.stdout_truncated);
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert_eq!(
+        survivors_after(WITNESS_VAR, &witness, Duration::from_millis(500)),
+        Vec::<u32>::new()
+    );
+}
+
+#[tokio::test]
+async fn a_setsid_grandchild_holding_stdout_is_abandoned_within_the_bound() {
+    let dir = tempdir();
+    let witness = unique("setsid");
+    let spec = with_witness(
+        sh("setsid sleep 30 & sleep 0.2; echo done", dir.path()),
+        &witness,
+    );
+    let begin = Instant::now();
+    let (outcome, _) = run_to_end(spec).await;
+    let took = begin.elapsed();
+    kill_all_with_env(WITNESS_VAR, &witness);
+    assert!(outcome.success());
+    assert!(
+        outcome.stdout_truncated,
+        "an abandoned reader may have missed bytes"
+    );
+    assert!(
+        took >= baton_executor::PIPE_DRAIN_TIMEOUT
+            && took < baton_executor::PIPE_DRAIN_TIMEOUT + Duration::from_secs(1),
+        "took {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_marker_sweep_kills_setsid_escapees() {
+    let dir = tempdir();
+    let marker = unique("marker");
+    let mut spec = sh(
+        "setsid sleep 1000 & setsid sh -c 'sleep 1000 & sleep 1000' & sleep 1000",
+        dir.path(),
+    );
+    spec.wall_timeout = Some(Duration::from_millis(300));
+    spec.marker = Some(("BATON_TEST_MARKER".into(), marker.clone()));
+    let begin = Instant::now();
+    let (outcome, _) = run_to_end(spec).await;
+    let took = begin.elapsed();
+    assert_eq!(outcome.killed, Some(KillReason::WallTimeout));
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert_eq!(
+        survivors_after("BATON_TEST_MARKER", &marker, Duration::from_millis(500)),
+        Vec::<u32>::new()
+    );
+}
+
+#[tokio::test]
+async fn a_gigabyte_flood_is_capped_counted_and_memory_bounded() {
+    const GIB: u64 = 1 << 30;
+    const CAP: u64 = 1 << 20;
+    let dir = tempdir();
+    let mut spec = sh(
+        &format!("head -c {GIB} /dev/zero; head -c {GIB} /dev/zero >&2"),
+        dir.path(),
+    );
+    spec.log_cap_bytes = CAP;
+    spec.wall_timeout = Some(Duration::from_secs(50));
+    let reset = reset_peak_memory();
+    let (peak_before, rss_before) = memory();
+    let begin = Instant::now();
+    let (outcome, _) = run_to_end(spec).await;
+    let took = begin.elapsed();
+    let (peak_after, _) = memory();
+    assert!(outcome.success(), "{outcome:?}");
+    assert_eq!((outcome.stdout_bytes, outcome.stderr_bytes), (GIB, GIB));
+    assert!(outcome.stdout_truncated && outcome.stderr_truncated);
+    assert_eq!(
+        std::fs::metadata(dir.path().join("logs/stdout.log"))
+            .unwrap()
+            .len(),
+        CAP
+    );
+    assert_eq!(
+        std::fs::metadata(dir.path().join("logs/stderr.log"))
+            .unwrap()
+            .len(),
+        CAP
+    );
+    assert_eq!(outcome.stderr_tail.len(), baton_executor::STDERR_TAIL_BYTES);
+    let base = if reset { rss_before } else { peak_before };
+    let growth = peak_after.saturating_sub(base);
+    eprintln!(
+        "2 GiB flood in {took:?}; VmHWM {} MiB -> {} MiB (growth {} KiB, clear_refs reset: {reset})",
+        base >> 20,
+        peak_after >> 20,
+        growth >> 10
+    );
+    assert!(growth < 64 << 20, "peak RSS grew by {growth} bytes");
+}
+
+#[tokio::test]
+async fn kill_after_bytes_kills_a_flood() {
+    let dir = tempdir();
+    let mut spec = sh("yes", dir.path());
+    spec.kill_after_bytes = Some(10 << 20);
+    let (outcome, _) = run_to_end(spec).await;
+    assert_eq!(outcome.killed, Some(KillReason::OutputFlood));
+    assert!(outcome.stdout_bytes > 10 << 20);
+    assert!(outcome.stdout_bytes < 200 << 20, "{}", outcome.stdout_bytes);
+    assert!(outcome.stdout_truncated);
+    assert_eq!(
+        outcome.signal,
+        Some(nix::sys::signal::Signal::SIGTERM as i32)
+    );
+}
+
+#[tokio::test]
+async fn cancel_kills_the_group() {
+    let dir = tempdir();
+    let witness = unique("cancel");
+    let spec = with_witness(sh("sleep 1000 & sleep 1000", dir.path()), &witness);
+    let (sender, cancel) = watch::channel(false);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        sender.send(true).expect("run is listening");
+        // Keep the sender alive until run has seen it.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    });
+    let begin = Instant::now();
+    let outcome = run(spec, cancel, |_| {}).await.expect("starts");
+    let took = begin.elapsed();
+    assert_eq!(outcome.killed, Some(KillReason::Cancelled));
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert_eq!(
+        survivors_after(WITNESS_VAR, &witness, Duration::from_millis(500)),
+        Vec::<u32>::new()
+    );
+    eprintln!("cancel after 200 ms: run returned after {took:?}");
+}
+
+#[tokio::test]
+async fn an_already_cancelled_run_is_killed_at_once() {
+    let dir = tempdir();
+    let (_sender, cancel) = watch::channel(true);
+    let begin = Instant::now();
+    let outcome = run(sh("sleep 1000", dir.path()), cancel, |_| {})
+        .await
+        .expect("starts");
+    assert_eq!(outcome.killed, Some(KillReason::Cancelled));
+    assert!(begin.elapsed() < Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn dropping_the_future_kills_the_group() {
+    let dir = tempdir();
+    let witness = unique("drop");
+    let spec = with_witness(sh("sleep 1000 & sleep 1000", dir.path()), &witness);
+    let (_never, cancel) = watch::channel(false);
+    let result = tokio::time::timeout(Duration::from_millis(300), run(spec, cancel, |_| {})).await;
+    assert!(result.is_err(), "the run was still going");
+    assert_eq!(
+        survivors_after(WITNESS_VAR, &witness, Duration::from_secs(1)),
+        Vec::<u32>::new()
+    );
+}
+
+#[tokio::test]
+async fn kill_group_if_alive_checks_the_start_time() {
+    let dir = tempdir();
+    let witness = unique("rekill");
+    let mut child = tokio::process::Command::new("sh")
+        .args(["-c", "sleep 1000 & sleep 1000"])
+        .env(WITNESS_VAR, &witness)
+        .current_dir(dir.path())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let pid = child.id().expect("pid");
+    let start_time = baton_executor::process_start_time(pid).expect("start time");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    assert!(
+        !kill_group_if_alive(pid, pid, start_time + 1),
+        "a mismatched start time is refused"
+    );
+    assert_eq!(
+        crate::support::processes_with_env(WITNESS_VAR, &witness).len(),
+        3
+    );
+
+    let begin = Instant::now();
+    assert!(kill_group_if_alive(pid, pid, start_time));
+    assert_eq!(
+        survivors_after(WITNESS_VAR, &witness, Duration::from_secs(1)),
+        Vec::<u32>::new()
+    );
+    eprintln!("kill_group_if_alive returned after {:?}", begin.elapsed());
+    // The leader was reaped by kill_group_if_alive.
+    assert!(baton_executor::process_start_time(pid).is_none_or(|t| t != start_time));
+    let _ = child.start_kill();
+}
