@@ -41,6 +41,42 @@ pub(crate) enum Command {
     )]
     Compile(CompileArgs),
 
+    /// Run a workflow: record the run, then execute every stage in dependency order.
+    ///
+    /// The run is recorded in the store (`.baton/baton.db`, or
+    /// `$BATON_DATABASE_URL` for PostgreSQL) before anything else happens, so a
+    /// run interrupted at any moment can be continued with `baton resume RUN`.
+    #[command(
+        after_help = "Examples:\n  baton run examples/quickstart/workflow.yaml\n  baton run wf.yaml --params pr_number=42 --max-parallel 8\n  baton run wf.yaml --dry-run      # show the plan, run nothing\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow, 2 the run failed or is incomplete, 4 store unavailable."
+    )]
+    Run(RunArgs),
+
+    /// List recorded runs, oldest first.
+    Runs(FormatOnly),
+
+    /// Show a run's stages with their status and duration.
+    Status(RunRef),
+
+    /// Show the output of a run's stages (the latest attempt of each).
+    Logs(LogsArgs),
+
+    /// Continue a run after a crash, a cancel, a failure or a gate decision.
+    ///
+    /// Stages whose result was recorded are not run again, unless their
+    /// recorded outputs changed or were deleted. Refuses while another live
+    /// baton drives the run, and when the workflow or a fragment changed
+    /// since the run started (unless --accept-changes).
+    #[command(
+        after_help = "Exit codes: 0 success or waiting at a human gate, 1 invalid workflow, 2 the run failed or is incomplete, 4 store unavailable."
+    )]
+    Resume(ResumeArgs),
+
+    /// Ask the process driving a run to stop it; running stages are killed.
+    Cancel(RunRef),
+
+    /// Run a stage again, and every stage that depends on it.
+    Rerun(RerunArgs),
+
     /// List the workflows and fragments under a directory.
     #[command(
         after_help = "Without DIR, lists ./workflows when it exists, else the current directory.\n\nExit codes: 0 listed (even if empty), 2 usage error."
@@ -142,6 +178,81 @@ pub(crate) struct CompileArgs {
 pub(crate) struct ListArgs {
     /// Directory to search (recursively) for `*.yaml` files.
     pub(crate) dir: Option<String>,
+    #[command(flatten)]
+    pub(crate) format: FormatArgs,
+}
+
+/// `--format` only.
+#[derive(Debug, Args)]
+pub(crate) struct FormatOnly {
+    #[command(flatten)]
+    pub(crate) format: FormatArgs,
+}
+
+/// A run id and a format.
+#[derive(Debug, Args)]
+pub(crate) struct RunRef {
+    /// The run id (see `baton runs`).
+    pub(crate) run: String,
+    #[command(flatten)]
+    pub(crate) format: FormatArgs,
+}
+
+/// `baton run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The workflow file.
+    pub(crate) file: String,
+    /// Parameter values, as `key=value` (repeatable).
+    #[arg(long = "params", short = 'p', value_name = "KEY=VALUE")]
+    pub(crate) params: Vec<String>,
+    /// Base directory for the run's workspace (default: the parent of the
+    /// workflow's `workspace_dir`, else `.baton/runs`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<String>,
+    /// Most stages running at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub(crate) max_parallel: usize,
+    /// Compile and show what would run; record and run nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    #[command(flatten)]
+    pub(crate) format: FormatArgs,
+}
+
+/// `baton resume`.
+#[derive(Debug, Args)]
+pub(crate) struct ResumeArgs {
+    /// The run id.
+    pub(crate) run: String,
+    /// Continue even though the workflow or a fragment changed since the run started.
+    #[arg(long)]
+    pub(crate) accept_changes: bool,
+    #[command(flatten)]
+    pub(crate) format: FormatArgs,
+}
+
+/// `baton rerun`.
+#[derive(Debug, Args)]
+pub(crate) struct RerunArgs {
+    /// The run id.
+    pub(crate) run: String,
+    /// The stage to run again.
+    pub(crate) stage: String,
+    #[command(flatten)]
+    pub(crate) format: FormatArgs,
+}
+
+/// `baton logs`.
+#[derive(Debug, Args)]
+pub(crate) struct LogsArgs {
+    /// The run id.
+    pub(crate) run: String,
+    /// Only this stage.
+    pub(crate) stage: Option<String>,
+    /// Keep printing new output until the run stops.
+    #[arg(long)]
+    pub(crate) follow: bool,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

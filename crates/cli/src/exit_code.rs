@@ -9,10 +9,17 @@ pub(crate) const INVALID_WORKFLOW: u8 = 1;
 /// malformed `--params`.
 pub(crate) const USAGE: u8 = 2;
 
+/// `run`/`resume`: the run failed or is incomplete (the reference's code).
+pub(crate) const RUN_FAILED: u8 = 2;
+/// The store (SQLite file or PostgreSQL) cannot be opened or reached.
+pub(crate) const STORE_UNAVAILABLE: u8 = 4;
+
 /// The text `--help` shows.
 pub(crate) const HELP: &str = "\
 Exit codes:
   0    success (for lint: the workflow is valid)
   1    invalid workflow: a parse, validation or compile error
-  2    usage error: unknown flag, missing argument, malformed --params
+  2    usage error: unknown flag, missing argument, malformed --params;
+       for run and resume: the run failed or is incomplete
+  4    the store is unavailable (database locked, unreachable, read-only)
   101  internal error in baton";

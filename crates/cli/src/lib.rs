@@ -12,6 +12,7 @@ mod exit_code;
 mod loader;
 mod output;
 mod report;
+mod settings;
 
 use std::process::ExitCode;
 
@@ -40,6 +41,13 @@ pub fn main() -> ExitCode {
         Command::Lint(args) => commands::lint::run(&args),
         Command::Compile(args) => commands::compile::run(&args),
         Command::List(args) => commands::list::run(&args),
+        Command::Run(args) => commands::run::run(&args),
+        Command::Resume(args) => commands::run::resume(&args),
+        Command::Rerun(args) => commands::run::rerun(&args),
+        Command::Cancel(args) => commands::run::cancel(&args),
+        Command::Runs(args) => commands::status::runs(&args),
+        Command::Status(args) => commands::status::status(&args),
+        Command::Logs(args) => commands::status::logs(&args),
     };
     ExitCode::from(code)
 }

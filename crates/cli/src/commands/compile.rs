@@ -406,3 +406,26 @@ fn now_utc() -> String {
         rest % 60
     )
 }
+
+/// `baton run --dry-run`: the plan, and nothing recorded or run.
+pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as_json: bool) -> u8 {
+    let loader = super::loader();
+    let compiled = baton_workflow::load(file, &loader).and_then(|loaded| {
+        baton_workflow::compile(&loaded, options, &loader).map(|plan| (plan, loaded.warnings))
+    });
+    let (plan, warnings) = match compiled {
+        Ok(compiled) => compiled,
+        Err(failure) => {
+            report::emit(&[failure.warnings, failure.errors].concat(), as_json);
+            return exit_code::INVALID_WORKFLOW;
+        }
+    };
+    report::emit(&warnings, as_json);
+    if as_json {
+        output::write_json(&plan_view(&plan));
+    } else {
+        output::stdout(&table(&plan));
+        output::stderr_line("dry run: nothing was recorded or run");
+    }
+    exit_code::SUCCESS
+}

@@ -5,6 +5,8 @@ pub(crate) mod graph;
 pub(crate) mod lint;
 pub(crate) mod list;
 pub(crate) mod parse;
+pub(crate) mod run;
+pub(crate) mod status;
 
 use std::path::PathBuf;
 

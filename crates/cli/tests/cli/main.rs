@@ -7,6 +7,7 @@ mod diagnostics;
 mod examples;
 mod graph;
 mod hostile;
+mod run;
 
 use std::path::Path;
 

@@ -1,0 +1,247 @@
+//! `baton run`, `resume`, `rerun`, `cancel`: the commands that drive runs.
+//! Each builds a tokio runtime of its own; the read-only commands never do.
+
+use std::future::Future;
+use std::time::Instant;
+
+use baton_engine::{DriveOptions, Outcome, Progress, RunRequest};
+use baton_store::Store;
+use serde_json::json;
+
+use crate::args::{Format, RerunArgs, ResumeArgs, RunArgs, RunRef};
+use crate::{exit_code, output, report, settings};
+
+/// Runs a future on a small multi-threaded runtime.
+pub(crate) fn block_on<T>(future: impl Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
+        .block_on(future)
+}
+
+/// Opens the store, or prints why not.
+pub(crate) async fn open_store() -> Result<Store, u8> {
+    let location = settings::store_location(&super::current_dir());
+    Store::open(&location).await.map_err(|error| {
+        output::stderr_line(&format!("error: {}", chain(&error)));
+        output::stderr_line("hint: check that the database file is writable, or that BATON_DATABASE_URL points at a running PostgreSQL");
+        exit_code::STORE_UNAVAILABLE
+    })
+}
+
+/// An error and its sources on one line.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
+    match error {
+        baton_engine::Error::Invalid(failure) => {
+            report::emit(
+                &[failure.warnings.clone(), failure.errors.clone()].concat(),
+                as_json,
+            );
+            exit_code::INVALID_WORKFLOW
+        }
+        baton_engine::Error::Store(baton_store::Error::Unavailable { .. }) => {
+            output::stderr_line(&format!("error: {}", chain(error)));
+            exit_code::STORE_UNAVAILABLE
+        }
+        baton_engine::Error::WorkflowChanged { run_id, .. } => {
+            output::stderr_line(&format!("error: {}", chain(error)));
+            output::stderr_line(&format!(
+                "hint: `baton resume {run_id} --accept-changes` continues with the changed workflow"
+            ));
+            exit_code::RUN_FAILED
+        }
+        _ => {
+            output::stderr_line(&format!("error: {}", chain(error)));
+            exit_code::RUN_FAILED
+        }
+    }
+}
+
+/// Progress as plain lines on stderr.
+fn progress_printer(quiet: bool) -> impl Fn(Progress) + Sync {
+    let start = Instant::now();
+    move |event| {
+        if quiet {
+            return;
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        let line = match event {
+            Progress::Started { stage, attempt } if attempt > 1 => {
+                format!("[{elapsed:7.2}s] start   {stage} (attempt {attempt})")
+            }
+            Progress::Started { stage, .. } => format!("[{elapsed:7.2}s] start   {stage}"),
+            Progress::Finished {
+                stage,
+                status,
+                duration_ms,
+                error,
+            } => {
+                let mark = match status.as_str() {
+                    "success" => "ok     ",
+                    "skipped" => "skipped",
+                    _ => "FAILED ",
+                };
+                let detail = error.map(|error| format!(" — {error}")).unwrap_or_default();
+                format!("[{elapsed:7.2}s] {mark} {stage} ({duration_ms} ms){detail}")
+            }
+            Progress::Note(note) => format!("[{elapsed:7.2}s] note    {note}"),
+        };
+        output::stderr_line(&line);
+    }
+}
+
+fn finish(outcome: &Outcome, format: Format) -> u8 {
+    if format == Format::Json {
+        output::stdout(&output::json(&json!({
+            "run_id": outcome.run_id,
+            "status": outcome.status,
+            "gate": outcome.gate,
+            "error": outcome.error,
+        })));
+    } else {
+        output::stdout(&format!("{} {}\n", outcome.run_id, outcome.status));
+    }
+    match outcome.status.as_str() {
+        "success" => {
+            output::stderr_line(&format!(
+                "run {} succeeded; `baton status {}` shows every stage",
+                outcome.run_id, outcome.run_id
+            ));
+            exit_code::SUCCESS
+        }
+        "awaiting_human" => {
+            let gate = outcome.gate.clone().unwrap_or_default();
+            output::stderr_line(&format!(
+                "run {} waits at human gate '{gate}': review its outputs, then approve it with `baton gate approve {} {gate}` and continue with `baton resume {}`",
+                outcome.run_id, outcome.run_id, outcome.run_id
+            ));
+            exit_code::SUCCESS
+        }
+        status => {
+            output::stderr_line(&format!(
+                "Workflow did not complete successfully: status={status}{}",
+                outcome
+                    .error
+                    .as_ref()
+                    .map(|error| format!(" ({error})"))
+                    .unwrap_or_default()
+            ));
+            output::stderr_line(&format!(
+                "hint: `baton logs {}` shows the output; `baton resume {}` retries",
+                outcome.run_id, outcome.run_id
+            ));
+            exit_code::RUN_FAILED
+        }
+    }
+}
+
+/// `baton run`.
+pub(crate) fn run(args: &RunArgs) -> u8 {
+    let format = args.format.format();
+    let as_json = format == Format::Json;
+    let options = match super::compile_options(&args.params) {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
+    if args.dry_run {
+        return super::compile::dry_run(&args.file, &options, as_json);
+    }
+    let request = RunRequest {
+        workflow_path: args.file.clone(),
+        params: options.params,
+        base_dir: args.workspace.clone().map(Into::into),
+        max_parallel: args.max_parallel,
+        project_dir: super::current_dir(),
+    };
+    block_on(async {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        let created = match baton_engine::create_run(&store, &request).await {
+            Ok(created) => created,
+            Err(error) => return engine_error(&error, as_json),
+        };
+        output::stderr_line(&format!(
+            "run {} — workspace {}",
+            created.run_id,
+            created.workspace.display()
+        ));
+        let printer = progress_printer(false);
+        match baton_engine::drive(&store, &created.run_id, &DriveOptions::default(), &printer).await
+        {
+            Ok(outcome) => finish(&outcome, format),
+            Err(error) => engine_error(&error, as_json),
+        }
+    })
+}
+
+/// `baton resume`.
+pub(crate) fn resume(args: &ResumeArgs) -> u8 {
+    let format = args.format.format();
+    block_on(async {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        let options = DriveOptions {
+            accept_changes: args.accept_changes,
+            ..DriveOptions::default()
+        };
+        let printer = progress_printer(false);
+        match baton_engine::drive(&store, &args.run, &options, &printer).await {
+            Ok(outcome) => finish(&outcome, format),
+            Err(error) => engine_error(&error, format == Format::Json),
+        }
+    })
+}
+
+/// `baton rerun`: resets the stage and its dependants, then drives the run.
+pub(crate) fn rerun(args: &RerunArgs) -> u8 {
+    let format = args.format.format();
+    block_on(async {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        match baton_engine::invalidate(&store, &args.run, &args.stage).await {
+            Ok(reset) => output::stderr_line(&format!("rerunning {}", reset.join(", "))),
+            Err(error) => return engine_error(&error, format == Format::Json),
+        }
+        let printer = progress_printer(false);
+        match baton_engine::drive(&store, &args.run, &DriveOptions::default(), &printer).await {
+            Ok(outcome) => finish(&outcome, format),
+            Err(error) => engine_error(&error, format == Format::Json),
+        }
+    })
+}
+
+/// `baton cancel`.
+pub(crate) fn cancel(args: &RunRef) -> u8 {
+    block_on(async {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        match baton_engine::cancel(&store, &args.run).await {
+            Ok(message) => {
+                output::stderr_line(&message);
+                exit_code::SUCCESS
+            }
+            Err(error) => engine_error(&error, false),
+        }
+    })
+}

@@ -1,0 +1,422 @@
+//! `baton run`, `status`, `runs`, `logs`, `resume`, `rerun`, `cancel` on real
+//! processes and a real SQLite store, in a scratch project per test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use baton_test_support::workspace_root;
+use serde_json::Value;
+
+use crate::baton;
+
+/// A scratch project: a git repository with a `.baton` store of its own.
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Project {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let git = |args: &[&str]| {
+            #[expect(clippy::disallowed_methods, reason = "tests set up a git repository")]
+            let status = Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@example.com")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@example.com")
+                .stdout(Stdio::null())
+                .status()
+                .expect("git runs");
+            assert!(status.success(), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.path().join("hello.txt"), "hello\n").expect("write");
+        std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").expect("write");
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", "first commit"]);
+        Project { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.path().join(name), text).expect("write");
+    }
+
+    fn baton(&self, args: &[&str]) -> baton_test_support::Run {
+        baton(self.path(), args)
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let run = self.baton(args);
+        serde_json::from_str(&run.stdout).unwrap_or_else(|error| {
+            panic!(
+                "{args:?}: {error}\nstdout: {}\nstderr: {}",
+                run.stdout, run.stderr
+            )
+        })
+    }
+
+    /// Lines in the witness file the test workflows append to.
+    fn witness(&self) -> Vec<String> {
+        std::fs::read_to_string(self.path().join("witness.txt"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn spawn(&self, args: &[&str]) -> Child {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "tests run baton in the background to kill it"
+        )]
+        Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(args)
+            .current_dir(self.path())
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("baton starts")
+    }
+}
+
+fn run_id(run: &baton_test_support::Run) -> String {
+    let value: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {}\n{}", run.stdout, run.stderr));
+    value["run_id"].as_str().expect("run_id").to_owned()
+}
+
+fn stage_statuses(status: &Value) -> Vec<(String, String)> {
+    status["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .map(|stage| {
+            (
+                stage["stage"].as_str().expect("name").to_owned(),
+                stage["status"].as_str().expect("status").to_owned(),
+            )
+        })
+        .collect()
+}
+
+const HEADER: &str = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n";
+
+/// An inline stage that records itself in the witness file, then runs `body`.
+fn stage(name: &str, body: &str, extra: &str) -> String {
+    format!(
+        "  - name: {name}\n    kind: execute\n    description: d\n    executor: inline\n    script: |\n      echo \"$BATON_STAGE $BATON_ATTEMPT\" >> \"$BATON_PROJECT_DIR/witness.txt\"\n      {body}\n{extra}"
+    )
+}
+
+#[test]
+fn quickstart_runs_to_the_end_and_status_shows_every_stage() {
+    let project = Project::new();
+    let example = workspace_root().join("examples/quickstart/workflow.yaml");
+    std::fs::copy(example, project.path().join("workflow.yaml")).expect("copy");
+    let run = project.baton(&["run", "workflow.yaml", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let id = run_id(&run);
+    assert!(
+        id.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+        "{id}"
+    );
+
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "success");
+    for stage in status["stages"].as_array().expect("stages") {
+        assert_eq!(stage["status"], "success", "{stage}");
+        assert!(stage["duration_ms"].as_i64().is_some(), "{stage}");
+    }
+    let workspace = PathBuf::from(status["workspace"].as_str().expect("workspace"));
+    let report =
+        std::fs::read_to_string(workspace.join("outputs/report.md")).expect("the report exists");
+    assert!(report.contains("first commit"), "{report}");
+    assert!(report.contains("- rs: 1"), "{report}");
+    for file in ["manifest.json", "plan.json", "stages/002-report.json"] {
+        assert!(workspace.join(file).is_file(), "{file}");
+    }
+
+    let runs = project.json(&["runs", "--json"]);
+    assert_eq!(runs[0]["run_id"], id.as_str());
+    assert_eq!(runs[0]["status"], "success");
+}
+
+#[test]
+fn failures_are_named_and_halt_required_work() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{}{}{}{}",
+            stage("optional", "exit 3", "    required: false\n"),
+            stage("after-optional", "true", "    depends_on: [optional]\n"),
+            stage(
+                "no-output",
+                "true",
+                "    writes_to: [outputs/missing.json]\n"
+            ),
+            stage("never", "true", "    depends_on: [no-output]\n"),
+        ),
+    );
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("status=failed"), "{}", run.stderr);
+    let status = project.json(&["status", &run_id(&run), "--json"]);
+    let stages = status["stages"].as_array().expect("stages");
+    let find = |name: &str| {
+        stages
+            .iter()
+            .find(|stage| stage["stage"] == name)
+            .expect("stage")
+            .clone()
+    };
+    assert_eq!(find("optional")["status"], "failed");
+    assert!(
+        find("optional")["error"]
+            .as_str()
+            .expect("error")
+            .contains("exited with code 3")
+    );
+    assert_eq!(
+        find("after-optional")["status"],
+        "success",
+        "an optional failure lets dependants run"
+    );
+    assert_eq!(find("no-output")["status"], "failed");
+    assert!(
+        find("no-output")["error"]
+            .as_str()
+            .expect("error")
+            .contains("outputs/missing.json")
+    );
+    assert_eq!(
+        find("never")["status"],
+        "pending",
+        "a required failure halts"
+    );
+}
+
+#[test]
+fn output_checks_and_when_conditions_are_enforced() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "name: t\nversion: '1'\ndescription: d\ntrigger: {{source: manual, params: {{mode: fast}}}}\nstages:\n{}{}",
+            stage("bad-json", "echo '[1]' > outputs/x.json", "    writes_to: [outputs/x.json]\n    validates_output: [{path: outputs/x.json, checks: [is_json, is_dict]}]\n    required: false\n"),
+            stage("slow-only", "true", "    when: '\"{mode}\" contains \"slow\"'\n    writes_to: [s.json]\n"),
+        ),
+    );
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let status = project.json(&["status", &run_id(&run), "--json"]);
+    assert_eq!(
+        stage_statuses(&status),
+        vec![
+            ("bad-json".into(), "failed".into()),
+            ("slow-only".into(), "skipped".into())
+        ]
+    );
+    assert!(
+        status["stages"][0]["error"]
+            .as_str()
+            .expect("error")
+            .contains("is_dict")
+    );
+    // The skipped stage leaves the reference's `{}` sentinel.
+    let workspace = PathBuf::from(status["workspace"].as_str().expect("workspace"));
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("outputs/s.json")).expect("sentinel"),
+        "{}\n"
+    );
+    assert_eq!(project.witness(), vec!["bad-json 1"]);
+}
+
+#[test]
+fn resume_never_reruns_recorded_work_and_rerun_reruns_dependants() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{}{}{}",
+            stage("a", "echo a > outputs/a.txt", "    writes_to: [a.txt]\n"),
+            stage("b", "true", "    depends_on: [a]\n"),
+            stage("c", "true", ""),
+        ),
+    );
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let id = run_id(&run);
+    assert_eq!(project.witness().len(), 3);
+
+    let resume = project.baton(&["resume", &id]);
+    assert_eq!(resume.code, 0, "{}", resume.stderr);
+    assert_eq!(
+        project.witness().len(),
+        3,
+        "a finished run is not run again"
+    );
+
+    let rerun = project.baton(&["rerun", &id, "a"]);
+    assert_eq!(rerun.code, 0, "{}", rerun.stderr);
+    let witness = project.witness();
+    assert_eq!(
+        &witness[3..],
+        &["a 2".to_owned(), "b 2".to_owned()],
+        "a and its dependant b run again; c does not"
+    );
+
+    // A recorded output changed by hand makes its stage stale.
+    let status = project.json(&["status", &id, "--json"]);
+    let workspace = PathBuf::from(status["workspace"].as_str().expect("workspace"));
+    std::fs::write(workspace.join("outputs/a.txt"), "edited\n").expect("write");
+    project.baton(&["rerun", &id, "c"]);
+    let witness = project.witness();
+    assert!(witness.contains(&"a 3".to_owned()), "{witness:?}");
+}
+
+#[test]
+fn resume_refuses_a_changed_workflow_unless_accepted() {
+    let project = Project::new();
+    project.write("wf.yaml", &format!("{HEADER}{}", stage("a", "exit 1", "")));
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 2);
+    let id = run_id(&run);
+    project.write("wf.yaml", &format!("{HEADER}{}", stage("a", "true", "")));
+    let refused = project.baton(&["resume", &id]);
+    assert_eq!(refused.code, 2);
+    assert!(
+        refused.stderr.contains("changed since"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("wf.yaml"), "{}", refused.stderr);
+    let accepted = project.baton(&["resume", &id, "--accept-changes"]);
+    assert_eq!(accepted.code, 0, "{}", accepted.stderr);
+}
+
+/// Waits until `check` holds, or fails after `limit`.
+fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_second_driver_is_refused_and_cancel_stops_the_first() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!("{HEADER}{}", stage("slow", "sleep 30", "")),
+    );
+    let mut first = project.spawn(&["run", "wf.yaml"]);
+    wait_for("the stage to start", Duration::from_secs(20), || {
+        project.witness().len() == 1
+    });
+    let runs = project.json(&["runs", "--json"]);
+    let id = runs[0]["run_id"].as_str().expect("id").to_owned();
+
+    let second = project.baton(&["resume", &id]);
+    assert_eq!(second.code, 2);
+    assert!(
+        second.stderr.contains("is being driven by"),
+        "{}",
+        second.stderr
+    );
+
+    let cancel = project.baton(&["cancel", &id]);
+    assert_eq!(cancel.code, 0, "{}", cancel.stderr);
+    let status = first.wait().expect("the first driver exits");
+    assert_eq!(status.code(), Some(2));
+    let run = project.json(&["status", &id, "--json"]);
+    assert_eq!(run["status"], "cancelled");
+}
+
+#[test]
+fn kill_minus_nine_then_resume_finishes_without_rerunning_recorded_stages() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{}{}{}",
+            stage("fast", "true", ""),
+            stage("slow", "sleep 2", "    depends_on: [fast]\n"),
+            stage("last", "true", "    depends_on: [slow]\n"),
+        ),
+    );
+    let mut first = project.spawn(&["run", "wf.yaml"]);
+    wait_for("the slow stage", Duration::from_secs(20), || {
+        project
+            .witness()
+            .iter()
+            .any(|line| line.starts_with("slow"))
+    });
+    first.kill().expect("SIGKILL");
+    first.wait().expect("reaped");
+    let runs = project.json(&["runs", "--json"]);
+    let id = runs[0]["run_id"].as_str().expect("id").to_owned();
+
+    let resume = project.baton(&["resume", &id]);
+    assert_eq!(resume.code, 0, "{}", resume.stderr);
+    let witness = project.witness();
+    assert_eq!(
+        witness
+            .iter()
+            .filter(|line| line.starts_with("fast"))
+            .count(),
+        1,
+        "{witness:?}"
+    );
+    assert_eq!(
+        witness
+            .iter()
+            .filter(|line| line.starts_with("slow"))
+            .count(),
+        2,
+        "{witness:?}"
+    );
+    assert_eq!(
+        witness
+            .iter()
+            .filter(|line| line.starts_with("last"))
+            .count(),
+        1,
+        "{witness:?}"
+    );
+    // The orphaned `sleep` of the killed driver did not survive the resume.
+    let leftovers = baton_executor_free_scan(&id);
+    assert_eq!(leftovers, 0);
+}
+
+/// Processes still carrying the run's marker.
+fn baton_executor_free_scan(run_id: &str) -> usize {
+    let needle = format!("BATON_RUN_ID={run_id}");
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|name| name.parse::<u32>().is_ok())
+        })
+        .filter(|entry| {
+            std::fs::read(entry.path().join("environ")).is_ok_and(|environ| {
+                environ
+                    .split(|byte| *byte == 0)
+                    .any(|variable| variable == needle.as_bytes())
+            })
+        })
+        .count()
+}

@@ -1,0 +1,153 @@
+//! Acting on a run from outside its driver: `rerun` and `cancel`.
+
+use std::collections::{HashMap, HashSet};
+
+use baton_store::{Error as StoreError, Lease, Store, Transition};
+
+use crate::{Error, Result, clock, owner, reconcile};
+
+/// A short lease for a one-off change.
+const TTL_MS: i64 = 10_000;
+
+/// Takes the lease for a quick change: free, expired, or held by a dead process.
+async fn take(store: &Store, run_id: &str) -> Result<Lease> {
+    let me = owner::me();
+    match store
+        .acquire(run_id, &me, clock::now_ms(), TTL_MS, false)
+        .await
+    {
+        Ok(lease) => Ok(lease),
+        Err(StoreError::Held { owner, .. }) if owner::provably_dead(&owner) => Ok(store
+            .acquire(run_id, &me, clock::now_ms(), TTL_MS, true)
+            .await?),
+        Err(StoreError::Held { owner, .. }) => Err(Error::Owned {
+            run_id: run_id.to_owned(),
+            owner,
+        }),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Sets a stage and every stage that depends on it (transitively) back to
+/// pending. Returns their names.
+///
+/// # Errors
+///
+/// No such run or stage, or a live process drives the run.
+pub async fn invalidate(store: &Store, run_id: &str, stage_name: &str) -> Result<Vec<String>> {
+    let run = store.run(run_id).await?;
+    let stages = store.stages(run_id).await?;
+    if !stages.iter().any(|stage| stage.name == stage_name) {
+        return Err(Error::NoSuchStage {
+            run_id: run_id.to_owned(),
+            stage: stage_name.to_owned(),
+        });
+    }
+    let plan: serde_json::Value = serde_json::from_str(&run.plan).unwrap_or_default();
+    let mut dependants: HashMap<String, Vec<String>> = HashMap::new();
+    if let Some(details) = plan
+        .get("stage_details")
+        .and_then(serde_json::Value::as_object)
+    {
+        for (name, detail) in details {
+            for dependency in detail
+                .get("depends_on")
+                .and_then(serde_json::Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(dependency) = dependency.as_str() {
+                    dependants
+                        .entry(dependency.to_owned())
+                        .or_default()
+                        .push(name.clone());
+                }
+            }
+        }
+    }
+    let mut reset: HashSet<String> = HashSet::new();
+    let mut queue = vec![stage_name.to_owned()];
+    while let Some(name) = queue.pop() {
+        if reset.insert(name.clone()) {
+            queue.extend(dependants.get(&name).cloned().unwrap_or_default());
+        }
+    }
+    let lease = take(store, run_id).await?;
+    let mut transitions: Vec<Transition> = stages
+        .iter()
+        .filter(|stage| reset.contains(&stage.name))
+        .map(|stage| Transition::StageReset {
+            index: stage.index,
+            note: if stage.name == stage_name {
+                "rerun requested".to_owned()
+            } else {
+                format!("rerun: depends on {stage_name}")
+            },
+        })
+        .collect();
+    transitions.push(Transition::RunStatus {
+        status: "pending".to_owned(),
+        at: clock::now_ms(),
+        error: None,
+    });
+    let applied = store.apply(&lease, &transitions).await;
+    store.release(&lease).await?;
+    applied?;
+    Ok(stages
+        .into_iter()
+        .filter(|stage| reset.contains(&stage.name))
+        .map(|stage| stage.name)
+        .collect())
+}
+
+/// Cancels a run: asks its live driver to stop, or, when nobody drives it,
+/// kills what a dead driver left and marks the run cancelled.
+///
+/// # Errors
+///
+/// No such run, or the store fails.
+pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
+    let run = store.run(run_id).await?;
+    if matches!(run.status.as_str(), "success" | "failed" | "cancelled") {
+        return Ok(format!("run {run_id} has already ended ({})", run.status));
+    }
+    if let Some(holder) = store.lease_holder(run_id, clock::now_ms()).await? {
+        if !owner::provably_dead(&holder.owner) {
+            store.request_cancel(run_id, clock::now_ms()).await?;
+            return Ok(format!(
+                "asked {} to cancel run {run_id}; it stops its running stages within seconds",
+                holder.owner
+            ));
+        }
+    }
+    let lease = take(store, run_id).await?;
+    let killed = reconcile::kill_leftovers(run_id);
+    let now = clock::now_ms();
+    let mut transitions: Vec<Transition> = store
+        .attempts(run_id)
+        .await?
+        .into_iter()
+        .filter(|attempt| attempt.status == "running")
+        .map(|attempt| Transition::AttemptInterrupted {
+            index: attempt.index,
+            attempt: attempt.attempt,
+            at: now,
+        })
+        .collect();
+    transitions.push(Transition::RunStatus {
+        status: "cancelled".to_owned(),
+        at: now,
+        error: Some("cancelled".to_owned()),
+    });
+    let applied = store.apply(&lease, &transitions).await;
+    store.release(&lease).await?;
+    applied?;
+    Ok(format!(
+        "cancelled run {run_id}{}",
+        if killed > 0 {
+            format!(" (killed {killed} leftover process(es))")
+        } else {
+            String::new()
+        }
+    ))
+}

@@ -1,0 +1,221 @@
+//! Creating a run: compile, record it in the store (before anything else
+//! happens, so a run killed at any moment is listed), then lay out its
+//! workspace.
+
+use std::path::{Path, PathBuf};
+
+use baton_store::{NewRun, Store};
+use baton_workflow::{Loaded, Plan};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::clock;
+use crate::loader::FsLoader;
+use crate::workspace;
+use crate::{Error, Result};
+
+/// What `baton run` asks for.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// The workflow file, relative to `project_dir` or absolute.
+    pub workflow_path: String,
+    /// `--params key=value`.
+    pub params: Vec<(String, String)>,
+    /// `--workspace DIR`: the base directory for the run's workspace.
+    pub base_dir: Option<PathBuf>,
+    /// `--max-parallel`.
+    pub max_parallel: usize,
+    /// The directory baton was started in.
+    pub project_dir: PathBuf,
+}
+
+/// Options recorded with the run, so `resume` acts as the first process did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunOptions {
+    /// The directory baton was started in.
+    pub project_dir: PathBuf,
+    /// Concurrency bound.
+    pub max_parallel: usize,
+}
+
+/// A workflow file and the digest it had when the run started.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SourceDigest {
+    /// The path as read.
+    pub path: String,
+    /// Hex SHA-256 of the bytes.
+    pub sha256: String,
+}
+
+/// A created run.
+#[derive(Debug, Clone)]
+pub struct Created {
+    /// Its id.
+    pub run_id: String,
+    /// Its workspace.
+    pub workspace: PathBuf,
+    /// Its plan.
+    pub plan: Plan,
+}
+
+/// Hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for byte in digest {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// The digests of every file a loaded workflow was read from.
+pub fn digests(loaded: &Loaded) -> Vec<SourceDigest> {
+    loaded
+        .files
+        .iter()
+        .map(|file| SourceDigest {
+            path: file.path.clone(),
+            sha256: sha256_hex(file.text.as_bytes()),
+        })
+        .collect()
+}
+
+/// Loads and compiles a workflow relative to `project_dir`.
+///
+/// # Errors
+///
+/// [`Error::Invalid`] with the diagnostics.
+pub fn compile(
+    project_dir: &Path,
+    workflow_path: &str,
+    options: &baton_workflow::compile::Options,
+) -> Result<(Loaded, Plan)> {
+    let loader = FsLoader::new(project_dir);
+    let loaded = baton_workflow::load(workflow_path, &loader).map_err(Error::Invalid)?;
+    let plan = baton_workflow::compile(&loaded, options, &loader).map_err(Error::Invalid)?;
+    Ok((loaded, plan))
+}
+
+/// Compiles the workflow, records the run and creates its workspace.
+///
+/// # Errors
+///
+/// An invalid workflow, a store error, or a workspace that cannot be created.
+pub async fn create_run(store: &Store, request: &RunRequest) -> Result<Created> {
+    let options = baton_workflow::compile::Options {
+        work_dir: Some(
+            request
+                .project_dir
+                .join("out")
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        params: request.params.clone(),
+    };
+    let (loaded, plan) = compile(&request.project_dir, &request.workflow_path, &options)?;
+    let now = clock::now_ms();
+    let run_id = workspace::run_id(&plan.name, now, clock::entropy());
+    let base = match &request.base_dir {
+        Some(base) => request.project_dir.join(base),
+        None => default_base(&plan, &request.project_dir),
+    };
+    let workspace = base.join(&run_id);
+    let plan_json = plan_json(&plan, &run_id);
+    let run_options = RunOptions {
+        project_dir: request.project_dir.clone(),
+        max_parallel: request.max_parallel.max(1),
+    };
+    store
+        .create_run(&NewRun {
+            run_id: run_id.clone(),
+            workflow: plan.name.clone(),
+            workflow_path: request.workflow_path.clone(),
+            workspace: workspace.to_string_lossy().into_owned(),
+            created_at: now,
+            plan: plan_json.to_string(),
+            params: serde_json::to_string(&plan.params).expect("plain data"),
+            sources: serde_json::to_string(&digests(&loaded)).expect("plain data"),
+            options: serde_json::to_string(&run_options).expect("plain data"),
+            stages: plan
+                .stages
+                .iter()
+                .map(|stage| stage.name().to_owned())
+                .collect(),
+        })
+        .await?;
+    let io = |error| Error::Workspace {
+        path: workspace.clone(),
+        source: error,
+    };
+    workspace::create(&workspace).map_err(io)?;
+    let manifest = json!({
+        "yaml_path": request.project_dir.join(&request.workflow_path),
+        "workspace_dir": workspace,
+        "run_id": run_id,
+        "compiled_at": workspace::utc(now),
+        "trigger_params": plan.params,
+        "manifest_version": 1,
+        "workflow_name": plan.name,
+        "total_stages": plan.stages.len(),
+        "parallel_groups": plan.groups.iter().map(|group| group.stages.iter().map(|&index| plan.stages[index].name()).collect::<Vec<_>>()).collect::<Vec<_>>(),
+    });
+    workspace::write_json(&workspace.join("manifest.json"), &manifest).map_err(io)?;
+    workspace::write_json(&workspace.join("plan.json"), &plan_json).map_err(io)?;
+    Ok(Created {
+        run_id,
+        workspace,
+        plan,
+    })
+}
+
+/// The parent of the rendered `workspace_dir` (the reference's rule), else
+/// `.baton/runs` in the project.
+fn default_base(plan: &Plan, project_dir: &Path) -> PathBuf {
+    if let Some(template) = &plan.workspace_dir {
+        let rendered = baton_workflow::template::render(template, |name| {
+            plan.params.get(name).map(String::as_str)
+        });
+        if let Some(parent) = Path::new(rendered.as_ref())
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
+            return project_dir.join(parent);
+        }
+    }
+    project_dir.join(".baton").join("runs")
+}
+
+/// `plan.json` in the reference's shape.
+fn plan_json(plan: &Plan, run_id: &str) -> serde_json::Value {
+    let details: serde_json::Map<String, serde_json::Value> = plan
+        .stages
+        .iter()
+        .map(|stage| {
+            let spec = &stage.spec;
+            (
+                stage.name().to_owned(),
+                json!({
+                    "kind": spec.kind.as_str(),
+                    "agent_role": spec.agent.role,
+                    "human_gate": spec.human_gate,
+                    "required": spec.required,
+                    "depends_on": spec.depends_on.iter().map(|name| name.value.as_str()).collect::<Vec<_>>(),
+                    "reads_from": spec.reads_from.iter().map(|name| name.value.as_str()).collect::<Vec<_>>(),
+                    "writes_to": spec.writes_to.iter().map(|path| path.value.as_str()).collect::<Vec<_>>(),
+                }),
+            )
+        })
+        .collect();
+    json!({
+        "workflow_name": plan.name,
+        "run_id": run_id,
+        "total_stages": plan.stages.len(),
+        "parallel_groups": plan.groups.iter().enumerate().map(|(number, group)| json!({
+            "group": number,
+            "stages": group.stages.iter().map(|&index| plan.stages[index].name()).collect::<Vec<_>>(),
+            "parallelism": group.stages.len(),
+        })).collect::<Vec<_>>(),
+        "stage_details": details,
+    })
+}

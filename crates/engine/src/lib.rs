@@ -1,0 +1,82 @@
+//! baton's run engine: creates runs, schedules stages by dependency, runs
+//! them through the executor, verifies and records every result, and picks a
+//! run up again after any crash.
+//!
+//! The coordinator ([`drive`]) is the one place that changes a run's state:
+//! it holds the run's lease, applies every transition through the store
+//! fenced by the lease's epoch, and batches the transitions that arrive
+//! together into one commit. Stage attempts run as tasks that only report.
+//!
+//! Not here: parsing (baton-workflow), SQL (baton-store), spawning processes
+//! (baton-executor), printing (baton-cli).
+
+#![forbid(unsafe_code)]
+
+pub mod checks;
+pub mod clock;
+mod control;
+mod coordinator;
+pub mod create;
+pub mod loader;
+mod owner;
+mod reconcile;
+pub mod schedule;
+mod shim;
+mod stage;
+pub mod workspace;
+
+use std::path::PathBuf;
+
+pub use control::{cancel, invalidate};
+pub use coordinator::{DriveOptions, Outcome, Progress, drive};
+pub use create::{Created, RunRequest, create_run};
+pub use stage::Limits;
+
+/// Engine errors.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The workflow does not load or compile.
+    #[error("invalid workflow")]
+    Invalid(baton_workflow::Failure),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] baton_store::Error),
+    /// The workspace could not be written.
+    #[error("cannot write the workspace at {}", path.display())]
+    Workspace {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The workflow or a fragment changed since the run started.
+    #[error("the workflow changed since run {run_id} started: {}", changed.join(", "))]
+    WorkflowChanged {
+        /// The run.
+        run_id: String,
+        /// The files whose contents differ (or that are new or gone).
+        changed: Vec<String>,
+    },
+    /// The run has no stage of that name.
+    #[error("run {run_id} has no stage named '{stage}'")]
+    NoSuchStage {
+        /// The run.
+        run_id: String,
+        /// The name asked for.
+        stage: String,
+    },
+    /// A live baton process drives the run.
+    #[error(
+        "run {run_id} is being driven by {owner} (alive); wait for it, or `baton cancel {run_id}`"
+    )]
+    Owned {
+        /// The run.
+        run_id: String,
+        /// Who drives it.
+        owner: String,
+    },
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,345 @@
+//! One attempt of one stage: build the command, run it through the executor,
+//! and verify the result. The attempt only reports; the coordinator records.
+//!
+//! A stage succeeds only if its process exits 0, every `writes_to` file
+//! exists and was written during this attempt, and every `validates_output`
+//! check passes. Then the hashes of its outputs are recorded, so that a
+//! later change to them is noticed.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use baton_executor::{KillReason, Outcome, ProcessSpec, Started, Stdin};
+use baton_workflow::plan::PlanStage;
+use baton_workflow::schema::Executor;
+use tokio::sync::{mpsc, watch};
+
+use crate::checks;
+use crate::create::sha256_hex;
+use crate::reconcile::RUN_MARKER;
+use crate::workspace::{self, output_path};
+
+/// Resolved parameter values by name.
+pub(crate) type Params = std::collections::HashMap<String, String>;
+
+/// Limits applied to every stage process.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Wall-clock bound per attempt.
+    pub wall: Duration,
+    /// Bound on silence (no output).
+    pub idle: Option<Duration>,
+    /// Bytes kept per log file.
+    pub log_cap: u64,
+    /// Total output past which the process is killed.
+    pub kill_after_bytes: Option<u64>,
+    /// SIGTERM-to-SIGKILL grace.
+    pub kill_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            wall: Duration::from_secs(60 * 60),
+            idle: None,
+            log_cap: 16 * 1024 * 1024,
+            kill_after_bytes: Some(1024 * 1024 * 1024),
+            kill_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Everything an attempt needs.
+#[derive(Debug, Clone)]
+pub(crate) struct Attempt {
+    pub(crate) run_id: String,
+    pub(crate) index: usize,
+    pub(crate) attempt: i64,
+    pub(crate) workspace: PathBuf,
+    pub(crate) project_dir: PathBuf,
+    pub(crate) params: Params,
+    pub(crate) limits: Limits,
+}
+
+/// What an attempt reports to the coordinator.
+#[derive(Debug)]
+pub(crate) enum Report {
+    /// The process runs.
+    Started {
+        index: usize,
+        attempt: i64,
+        started: Started,
+    },
+    /// The attempt is over.
+    Finished(Finished),
+}
+
+/// The verified end of an attempt.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub(crate) index: usize,
+    pub(crate) attempt: i64,
+    pub(crate) success: bool,
+    pub(crate) exit_code: Option<i64>,
+    pub(crate) error: Option<String>,
+    /// (path, sha256, bytes) of every declared output.
+    pub(crate) artifacts: Vec<(String, String, i64)>,
+    pub(crate) cancelled: bool,
+}
+
+/// Runs the attempt and sends its reports.
+pub(crate) async fn run(
+    stage: PlanStage,
+    attempt: Attempt,
+    cancel: watch::Receiver<bool>,
+    reports: mpsc::UnboundedSender<Report>,
+) {
+    let finished = match command(&stage, &attempt) {
+        Err(error) => Finished {
+            index: attempt.index,
+            attempt: attempt.attempt,
+            success: false,
+            exit_code: None,
+            error: Some(error),
+            artifacts: Vec::new(),
+            cancelled: false,
+        },
+        Ok(spec) => execute(&stage, &attempt, spec, cancel, &reports).await,
+    };
+    let _ = reports.send(Report::Finished(finished));
+}
+
+async fn execute(
+    stage: &PlanStage,
+    attempt: &Attempt,
+    spec: ProcessSpec,
+    cancel: watch::Receiver<bool>,
+    reports: &mpsc::UnboundedSender<Report>,
+) -> Finished {
+    let started_at = SystemTime::now();
+    let index = attempt.index;
+    let number = attempt.attempt;
+    let report_started = |started: &Started| {
+        let _ = reports.send(Report::Started {
+            index,
+            attempt: number,
+            started: started.clone(),
+        });
+    };
+    let mut finished = Finished {
+        index,
+        attempt: number,
+        success: false,
+        exit_code: None,
+        error: None,
+        artifacts: Vec::new(),
+        cancelled: false,
+    };
+    let outcome = match baton_executor::run(spec, cancel, report_started).await {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            finished.error = Some(format!("cannot start the stage's process: {error}"));
+            return finished;
+        }
+    };
+    finished.exit_code = outcome.exit_code.map(i64::from);
+    if let Some(error) = process_error(&outcome) {
+        finished.cancelled = outcome.killed == Some(KillReason::Cancelled);
+        finished.error = Some(error);
+        return finished;
+    }
+    match verify(stage, &attempt.workspace, started_at) {
+        Ok(artifacts) => {
+            finished.success = true;
+            finished.artifacts = artifacts;
+        }
+        Err(error) => finished.error = Some(error),
+    }
+    finished
+}
+
+fn process_error(outcome: &Outcome) -> Option<String> {
+    let tail = outcome.stderr_tail.trim();
+    let tail = if tail.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", last_lines(tail, 5))
+    };
+    match outcome.killed {
+        Some(KillReason::WallTimeout) => Some(format!(
+            "timed out after {:.1} s; the process group was killed",
+            outcome.elapsed.as_secs_f64()
+        )),
+        Some(KillReason::IdleTimeout) => Some(
+            "produced no output for too long (idle timeout); the process group was killed"
+                .to_owned(),
+        ),
+        Some(KillReason::OutputFlood) => Some(format!(
+            "flooded {} bytes of output; the process group was killed",
+            outcome.stdout_bytes + outcome.stderr_bytes
+        )),
+        Some(KillReason::Cancelled) => Some("cancelled".to_owned()),
+        None => match (outcome.exit_code, outcome.signal) {
+            (Some(0), _) => None,
+            (Some(code), _) => Some(format!("exited with code {code}{tail}")),
+            (None, Some(signal)) => Some(format!("killed by signal {signal}{tail}")),
+            (None, None) => Some("ended without an exit status".to_owned()),
+        },
+    }
+}
+
+fn last_lines(text: &str, count: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(count)..].join(" | ")
+}
+
+/// The declared outputs exist, were written during this attempt, and pass
+/// their checks; returns their hashes.
+fn verify(
+    stage: &PlanStage,
+    workspace: &Path,
+    started_at: SystemTime,
+) -> Result<Vec<(String, String, i64)>, String> {
+    let mut missing = Vec::new();
+    let mut stale = Vec::new();
+    let mut artifacts = Vec::new();
+    for declared in &stage.spec.writes_to {
+        let relative = output_path(&declared.value);
+        let path = workspace.join(&relative);
+        match std::fs::metadata(&path) {
+            Err(_) => missing.push(relative),
+            Ok(metadata) if !metadata.is_file() => missing.push(relative),
+            Ok(metadata) => {
+                // A file older than the attempt is a leftover from an
+                // earlier attempt, not this attempt's output.
+                let written = metadata
+                    .modified()
+                    .is_ok_and(|modified| modified >= started_at - Duration::from_millis(5));
+                if !written {
+                    stale.push(relative.clone());
+                }
+                let bytes = std::fs::read(&path)
+                    .map_err(|error| format!("cannot read output {relative}: {error}"))?;
+                artifacts.push((
+                    relative,
+                    sha256_hex(&bytes),
+                    i64::try_from(bytes.len()).unwrap_or(i64::MAX),
+                ));
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(format!("exited 0 but did not write {}", missing.join(", ")));
+    }
+    if !stale.is_empty() {
+        return Err(format!(
+            "did not write {} during this attempt (the file is older than the attempt)",
+            stale.join(", ")
+        ));
+    }
+    let mut failures = Vec::new();
+    for entry in &stage.spec.validates_output {
+        let checks: Vec<_> = entry
+            .checks
+            .iter()
+            .map(|check| check.value.clone())
+            .collect();
+        for finding in checks::run(workspace, &entry.path.value, &checks) {
+            if !finding.passed {
+                failures.push(format!(
+                    "{} {}: {}",
+                    finding.path, finding.check, finding.message
+                ));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        return Err(format!("output checks failed: {}", failures.join("; ")));
+    }
+    Ok(artifacts)
+}
+
+/// The process to run for the stage.
+fn command(stage: &PlanStage, attempt: &Attempt) -> Result<ProcessSpec, String> {
+    let spec = &stage.spec;
+    if spec.fan_out.is_some() {
+        return Err("fan_out stages are not run by this version of baton's engine".to_owned());
+    }
+    if spec.sub_workflow.is_some() {
+        return Err("sub-workflow stages are not run by this version of baton's engine".to_owned());
+    }
+    if spec.executor == Executor::WorkerQueue {
+        return Err(
+            "executor: worker_queue stages are not run by this version of baton's engine"
+                .to_owned(),
+        );
+    }
+    let workspace_text = attempt.workspace.to_string_lossy().into_owned();
+    let Some(script) = spec
+        .script
+        .as_ref()
+        .filter(|_| spec.executor == Executor::Inline)
+    else {
+        return Err(format!(
+            "no agent profile for role '{}': configure [agents.{}] or [agents.default] in baton.toml",
+            spec.agent.role, spec.agent.role
+        ));
+    };
+    let lookup = |name: &str| {
+        if name == "workspace" {
+            Some(workspace_text.as_str())
+        } else {
+            attempt.params.get(name).map(String::as_str)
+        }
+    };
+    let script = crate::shim::substitute(&script.value, lookup);
+    let (program, args) = crate::shim::command_for_script(&script);
+    let logs = attempt.workspace.join("logs").join(stage.file_stem());
+    Ok(ProcessSpec {
+        program,
+        args,
+        cwd: attempt.workspace.clone(),
+        env: environment(stage, attempt),
+        env_passthrough: Vec::new(),
+        clear_env: false,
+        stdin: Stdin::Null,
+        stdout_log: logs.join(format!("{}.stdout", attempt.attempt)),
+        stderr_log: logs.join(format!("{}.stderr", attempt.attempt)),
+        log_cap_bytes: attempt.limits.log_cap,
+        kill_after_bytes: attempt.limits.kill_after_bytes,
+        wall_timeout: Some(attempt.limits.wall),
+        idle_timeout: attempt.limits.idle,
+        kill_grace: attempt.limits.kill_grace,
+        marker: Some((RUN_MARKER.to_owned(), attempt.run_id.clone())),
+    })
+}
+
+/// Variables every stage process sees.
+fn environment(stage: &PlanStage, attempt: &Attempt) -> Vec<(String, String)> {
+    vec![
+        ("BATON_RUN_ID".to_owned(), attempt.run_id.clone()),
+        ("BATON_STAGE".to_owned(), stage.name().to_owned()),
+        ("BATON_ATTEMPT".to_owned(), attempt.attempt.to_string()),
+        (
+            "BATON_IDEMPOTENCY_KEY".to_owned(),
+            format!("{}/{}/-/{}", attempt.run_id, stage.name(), attempt.attempt),
+        ),
+        (
+            "BATON_WORKSPACE".to_owned(),
+            attempt.workspace.to_string_lossy().into_owned(),
+        ),
+        (
+            "BATON_PROJECT_DIR".to_owned(),
+            attempt.project_dir.to_string_lossy().into_owned(),
+        ),
+    ]
+}
+
+/// Writes `{}` into every `writes_to` file of a stage skipped by `when`, so
+/// readers find a file (the reference's sentinel).
+pub(crate) fn write_skip_sentinels(stage: &PlanStage, workspace: &Path) -> std::io::Result<()> {
+    for declared in &stage.spec.writes_to {
+        workspace::write_atomic(&workspace.join(output_path(&declared.value)), b"{}\n")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,212 @@
+//! A run's workspace: the reference engine's layout (reference-engine.md §8)
+//! in `<base>/<run id>`, so existing agents and prompts keep working.
+//!
+//! ```text
+//! <base>/<run id>/
+//!   manifest.json  plan.json
+//!   stages/NNN-name.json      stage result envelopes
+//!   dispatch/NNN-name.json    agent instructions
+//!   outputs/  validation/     what stages write
+//!   logs/NNN-name/<attempt>.{stdout,stderr}
+//! ```
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+/// Where a `writes_to` entry lives: entries starting with `outputs/`,
+/// `validation/`, `stages/` or `dispatch/` are relative to the workspace
+/// root; anything else goes under `outputs/` (the reference's prompt rule).
+pub fn output_path(relative: &str) -> String {
+    let rooted = ["outputs/", "validation/", "stages/", "dispatch/"];
+    if rooted.iter().any(|prefix| relative.starts_with(prefix)) {
+        relative.to_owned()
+    } else {
+        format!("outputs/{relative}")
+    }
+}
+
+/// Creates the directory layout.
+///
+/// # Errors
+///
+/// Any I/O error.
+pub fn create(root: &Path) -> std::io::Result<()> {
+    for directory in ["stages", "dispatch", "outputs", "validation", "logs"] {
+        std::fs::create_dir_all(root.join(directory))?;
+    }
+    Ok(())
+}
+
+/// Writes a file atomically: a temporary file in the same directory,
+/// flushed to disk, then renamed over the target.
+///
+/// # Errors
+///
+/// Any I/O error; the target is then unchanged.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let parent = path.parent().unwrap_or_else(|| Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temporary = parent.join(format!(".{name}.{}.tmp", std::process::id()));
+    {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&temporary, path)
+}
+
+/// Writes JSON (2-space indent) atomically.
+///
+/// # Errors
+///
+/// Any I/O error.
+pub fn write_json(path: &Path, value: &Value) -> std::io::Result<()> {
+    let mut text = serde_json::to_string_pretty(value).expect("plain data");
+    text.push('\n');
+    write_atomic(path, text.as_bytes())
+}
+
+/// The result envelope of a stage (reference-engine.md §8.4).
+#[derive(Debug, Clone)]
+pub struct Envelope<'a> {
+    /// Stage name.
+    pub name: &'a str,
+    /// Index.
+    pub index: usize,
+    /// Status text.
+    pub status: &'a str,
+    /// Start (ms).
+    pub started_at: Option<i64>,
+    /// End (ms).
+    pub finished_at: Option<i64>,
+    /// Errors.
+    pub errors: Vec<String>,
+    /// `writes_to`, verbatim.
+    pub output_files: Vec<String>,
+    /// `reads_from`.
+    pub input_stages: Vec<String>,
+    /// Extra data (exit code, note).
+    pub data: Value,
+}
+
+impl Envelope<'_> {
+    /// The envelope as the reference writes it.
+    pub fn to_json(&self) -> Value {
+        let duration = match (self.started_at, self.finished_at) {
+            (Some(start), Some(end)) => end - start,
+            _ => 0,
+        };
+        json!({
+            "stage_name": self.name,
+            "stage_index": self.index,
+            "status": self.status,
+            "started_at": self.started_at.map(utc).unwrap_or_default(),
+            "finished_at": self.finished_at.map(utc).unwrap_or_default(),
+            "duration_ms": duration,
+            "data": self.data,
+            "errors": self.errors,
+            "output_files": self.output_files,
+            "input_stages": self.input_stages,
+            "metadata": {},
+        })
+    }
+}
+
+/// `stages/NNN-name.json`.
+pub fn envelope_path(root: &Path, index: usize, name: &str) -> PathBuf {
+    root.join("stages").join(format!("{index:03}-{name}.json"))
+}
+
+/// Milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc(ms: i64) -> String {
+    let seconds = ms.div_euclid(1000);
+    let days = seconds.div_euclid(86_400);
+    let rest = seconds.rem_euclid(86_400);
+    // Howard Hinnant's days-to-civil algorithm.
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// A filesystem-safe run id: `<workflow>-<YYYYMMDD>-<6 chars [a-z0-9]>`.
+pub fn run_id(workflow: &str, now_ms: i64, entropy: u64) -> String {
+    let mut slug: String = workflow
+        .chars()
+        .map(|character| {
+            if character.is_ascii_alphanumeric() {
+                character.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    while slug.contains("--") {
+        slug = slug.replace("--", "-");
+    }
+    let slug = slug.trim_matches('-');
+    let slug = if slug.is_empty() { "run" } else { slug };
+    let slug: String = slug.chars().take(48).collect();
+    let date: String = utc(now_ms)
+        .chars()
+        .filter(char::is_ascii_digit)
+        .take(8)
+        .collect();
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut value = entropy;
+    let mut suffix = String::with_capacity(6);
+    for _ in 0..6 {
+        suffix.push(char::from(
+            ALPHABET[usize::try_from(value % 36).expect("small")],
+        ));
+        value /= 36;
+    }
+    format!("{}-{date}-{suffix}", slug.trim_end_matches('-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_paths_follow_the_reference() {
+        assert_eq!(output_path("report.md"), "outputs/report.md");
+        assert_eq!(output_path("findings/x.json"), "outputs/findings/x.json");
+        assert_eq!(output_path("outputs/a.json"), "outputs/a.json");
+        assert_eq!(output_path("validation/v.json"), "validation/v.json");
+    }
+
+    #[test]
+    fn run_ids_are_filesystem_safe() {
+        let id = run_id("Review & Fix: PR", 1_764_000_000_000, 123_456_789);
+        assert!(
+            id.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+            "{id}"
+        );
+        assert!(id.starts_with("review-fix-pr-2025"), "{id}");
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+    }
+}
