@@ -310,20 +310,26 @@ fn command(stage: &PlanStage, attempt: &Attempt) -> Result<ProcessSpec, String> 
         wall_timeout: Some(attempt.limits.wall),
         idle_timeout: attempt.limits.idle,
         kill_grace: attempt.limits.kill_grace,
-        marker: Some((RUN_MARKER.to_owned(), attempt.run_id.clone())),
+        // The marker must name this attempt alone: the executor kills every
+        // process carrying it once the stage's leader exits, and stages of
+        // one run run side by side. `BATON_RUN_ID` (in `environment`) is what
+        // a resume uses to find everything a crashed driver left.
+        marker: Some(("BATON_IDEMPOTENCY_KEY".to_owned(), idempotency_key(stage, attempt))),
     })
 }
 
-/// Variables every stage process sees.
+/// `run/stage/item/attempt`, stable across retries of the same attempt.
+fn idempotency_key(stage: &PlanStage, attempt: &Attempt) -> String {
+    format!("{}/{}/-/{}", attempt.run_id, stage.name(), attempt.attempt)
+}
+
+/// Variables every stage process sees (besides the idempotency key, set as
+/// the executor's marker).
 fn environment(stage: &PlanStage, attempt: &Attempt) -> Vec<(String, String)> {
     vec![
-        ("BATON_RUN_ID".to_owned(), attempt.run_id.clone()),
+        (RUN_MARKER.to_owned(), attempt.run_id.clone()),
         ("BATON_STAGE".to_owned(), stage.name().to_owned()),
         ("BATON_ATTEMPT".to_owned(), attempt.attempt.to_string()),
-        (
-            "BATON_IDEMPOTENCY_KEY".to_owned(),
-            format!("{}/{}/-/{}", attempt.run_id, stage.name(), attempt.attempt),
-        ),
         (
             "BATON_WORKSPACE".to_owned(),
             attempt.workspace.to_string_lossy().into_owned(),
