@@ -15,6 +15,9 @@
 //!   [`kill_group_if_alive`] re-checks the start time so a reused pid is
 //!   never signalled, and the marker sweep finds descendants that left the
 //!   group with `setsid`.
+//! * [`shell`] decides between direct exec and `bash -euo pipefail -c`,
+//!   quotes values, and substitutes `{placeholders}` into scripts with the
+//!   quoting their shell context needs.
 //!
 //! What it does not do: decide what to run or when (the engine does), read
 //! settings (the CLI does), parse agent output (a later module), or persist
@@ -27,6 +30,7 @@ pub mod group;
 mod output;
 pub mod process;
 mod program;
+pub mod shell;
 
 pub use error::{Error, Result};
 pub use group::{kill_group_if_alive, process_start_time};

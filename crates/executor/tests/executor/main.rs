@@ -9,4 +9,5 @@
 )]
 
 mod process;
+mod shell;
 mod support;
