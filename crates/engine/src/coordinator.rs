@@ -193,6 +193,13 @@ async fn drive_owned(
         return Err(Error::WorkflowChanged { run_id, changed });
     }
     let workspace_dir = PathBuf::from(&run.workspace);
+    create::ensure_workspace(
+        &workspace_dir,
+        &run_id,
+        &plan,
+        &run_options.project_dir.join(&run.workflow_path),
+        run.created_at,
+    )?;
     let max_parallel = options
         .max_parallel
         .unwrap_or(run_options.max_parallel)

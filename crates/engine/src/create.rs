@@ -144,16 +144,44 @@ pub async fn create_run(store: &Store, request: &RunRequest) -> Result<Created> 
                 .collect(),
         })
         .await?;
+    ensure_workspace(
+        &workspace,
+        &run_id,
+        &plan,
+        &request.project_dir.join(&request.workflow_path),
+        now,
+    )?;
+    Ok(Created {
+        run_id,
+        workspace,
+        plan,
+    })
+}
+
+/// Creates the workspace layout with its `manifest.json` and `plan.json`,
+/// if they are not there yet. Run creation and every resume call it: a
+/// driver killed between recording the run and writing the workspace leaves
+/// the run recorded and the workspace missing.
+pub(crate) fn ensure_workspace(
+    workspace: &Path,
+    run_id: &str,
+    plan: &Plan,
+    yaml_path: &Path,
+    created_at: i64,
+) -> Result<()> {
     let io = |error| Error::Workspace {
-        path: workspace.clone(),
+        path: workspace.to_path_buf(),
         source: error,
     };
-    workspace::create(&workspace).map_err(io)?;
+    workspace::create(workspace).map_err(io)?;
+    if workspace.join("manifest.json").is_file() && workspace.join("plan.json").is_file() {
+        return Ok(());
+    }
     let manifest = json!({
-        "yaml_path": request.project_dir.join(&request.workflow_path),
+        "yaml_path": yaml_path,
         "workspace_dir": workspace,
         "run_id": run_id,
-        "compiled_at": workspace::utc(now),
+        "compiled_at": workspace::utc(created_at),
         "trigger_params": plan.params,
         "manifest_version": 1,
         "workflow_name": plan.name,
@@ -161,12 +189,7 @@ pub async fn create_run(store: &Store, request: &RunRequest) -> Result<Created> 
         "parallel_groups": plan.groups.iter().map(|group| group.stages.iter().map(|&index| plan.stages[index].name()).collect::<Vec<_>>()).collect::<Vec<_>>(),
     });
     workspace::write_json(&workspace.join("manifest.json"), &manifest).map_err(io)?;
-    workspace::write_json(&workspace.join("plan.json"), &plan_json).map_err(io)?;
-    Ok(Created {
-        run_id,
-        workspace,
-        plan,
-    })
+    workspace::write_json(&workspace.join("plan.json"), &plan_json(plan, run_id)).map_err(io)
 }
 
 /// The parent of the rendered `workspace_dir` (the reference's rule), else

@@ -314,7 +314,10 @@ fn command(stage: &PlanStage, attempt: &Attempt) -> Result<ProcessSpec, String> 
         // process carrying it once the stage's leader exits, and stages of
         // one run run side by side. `BATON_RUN_ID` (in `environment`) is what
         // a resume uses to find everything a crashed driver left.
-        marker: Some(("BATON_IDEMPOTENCY_KEY".to_owned(), idempotency_key(stage, attempt))),
+        marker: Some((
+            "BATON_IDEMPOTENCY_KEY".to_owned(),
+            idempotency_key(stage, attempt),
+        )),
     })
 }
 

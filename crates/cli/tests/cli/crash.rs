@@ -23,14 +23,20 @@ fn workflow(name: &str) -> String {
             "  - name: {stage}\n    kind: execute\n    description: d\n    executor: inline\n{deps}    script: |\n      echo \"$BATON_RUN_ID $BATON_STAGE $BATON_ATTEMPT\" >> \"$BATON_PROJECT_DIR/witness.txt\"\n      sleep {sleep}\n      echo '{{\"stage\": \"{stage}\"}}' > outputs/{stage}.json\n    writes_to: [{stage}.json]\n    validates_output: [{{path: outputs/{stage}.json, checks: [is_json, \"has_key:stage\"]}}]\n"
         )
     };
-    let mut text = format!("name: {name}\nversion: '1'\ndescription: crash test\ntrigger: {{source: manual}}\nstages:\n");
+    let mut text = format!(
+        "name: {name}\nversion: '1'\ndescription: crash test\ntrigger: {{source: manual}}\nstages:\n"
+    );
     text.push_str(&stage("left", "0.05", ""));
     text.push_str(&stage("right", "0.08", ""));
     text.push_str(&stage("join", "0.03", "    depends_on: [left, right]\n"));
     for fan in ["fan-a", "fan-b", "fan-c"] {
         text.push_str(&stage(fan, "0.04", "    depends_on: [join]\n"));
     }
-    text.push_str(&stage("last", "0.02", "    depends_on: [fan-a, fan-b, fan-c]\n"));
+    text.push_str(&stage(
+        "last",
+        "0.02",
+        "    depends_on: [fan-a, fan-b, fan-c]\n",
+    ));
     text
 }
 
@@ -53,9 +59,17 @@ struct Harness<'a> {
 
 impl Harness<'_> {
     fn command(&self, args: &[&str]) -> Command {
-        #[expect(clippy::disallowed_methods, reason = "the crash test drives baton processes")]
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the crash test drives baton processes"
+        )]
         let mut command = Command::new(env!("CARGO_BIN_EXE_baton"));
-        command.args(args).current_dir(self.dir).env("NO_COLOR", "1").stdout(Stdio::piped()).stderr(Stdio::piped());
+        command
+            .args(args)
+            .current_dir(self.dir)
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         match &self.database_url {
             Some(url) => command.env("BATON_DATABASE_URL", url),
             None => command.env_remove("BATON_DATABASE_URL"),
@@ -65,14 +79,23 @@ impl Harness<'_> {
 
     fn json(&self, args: &[&str]) -> Value {
         let output = self.command(args).output().expect("baton runs");
-        serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|error| panic!("{args:?}: {error}: {}", String::from_utf8_lossy(&output.stderr)))
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+            panic!(
+                "{args:?}: {error}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        })
     }
 
     /// Starts `args` and SIGKILLs it after `delay` unless it ended first.
     /// Returns whether it was killed.
     fn run_and_kill(&self, args: &[&str], delay: Duration) -> bool {
-        let mut child = self.command(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("baton starts");
+        let mut child = self
+            .command(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("baton starts");
         let start = Instant::now();
         while start.elapsed() < delay {
             if child.try_wait().expect("wait").is_some() {
@@ -88,7 +111,12 @@ impl Harness<'_> {
 
     fn run_to_end(&self, args: &[&str]) {
         let output = self.command(args).output().expect("baton runs");
-        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 }
 
@@ -102,14 +130,23 @@ fn digest(harness: &Harness<'_>, run_id: &str) -> BTreeMap<String, (String, Stri
         .iter()
         .map(|stage| {
             let name = stage["stage"].as_str().expect("name").to_owned();
-            let output = std::fs::read(workspace.join(format!("outputs/{name}.json"))).unwrap_or_default();
-            (name, (stage["status"].as_str().expect("status").to_owned(), format!("{:x}", fxhash(&output))))
+            let output =
+                std::fs::read(workspace.join(format!("outputs/{name}.json"))).unwrap_or_default();
+            (
+                name,
+                (
+                    stage["status"].as_str().expect("status").to_owned(),
+                    format!("{:x}", fxhash(&output)),
+                ),
+            )
         })
         .collect()
 }
 
 fn fxhash(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 fn marked_processes(run_id: &str) -> usize {
@@ -117,38 +154,68 @@ fn marked_processes(run_id: &str) -> usize {
     std::fs::read_dir("/proc")
         .expect("/proc")
         .flatten()
-        .filter(|entry| entry.file_name().to_str().is_some_and(|name| name.parse::<u32>().is_ok()))
         .filter(|entry| {
-            std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| !stat.contains(") Z "))
-                && std::fs::read(entry.path().join("environ"))
-                    .is_ok_and(|environ| environ.split(|byte| *byte == 0).any(|variable| variable == needle.as_bytes()))
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|name| name.parse::<u32>().is_ok())
+        })
+        .filter(|entry| {
+            std::fs::read_to_string(entry.path().join("stat"))
+                .is_ok_and(|stat| !stat.contains(") Z "))
+                && std::fs::read(entry.path().join("environ")).is_ok_and(|environ| {
+                    environ
+                        .split(|byte| *byte == 0)
+                        .any(|variable| variable == needle.as_bytes())
+                })
         })
         .count()
 }
 
 fn crash_suite(database_url: Option<String>, backend: &str, seed: u64) {
-    let kills_wanted: usize = std::env::var("BATON_CRASH_KILLS").ok().and_then(|text| text.parse().ok()).unwrap_or(100);
+    let kills_wanted: usize = std::env::var("BATON_CRASH_KILLS")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(100);
     let dir = tempfile::tempdir().expect("temp dir");
-    let harness = Harness { dir: dir.path(), database_url };
+    let harness = Harness {
+        dir: dir.path(),
+        database_url,
+    };
     let name = format!("crash-{backend}-{seed}");
     std::fs::write(dir.path().join("wf.yaml"), workflow(&name)).expect("write");
 
     // The golden state: one undisturbed run.
     harness.run_to_end(&["run", "wf.yaml"]);
     let runs = harness.json(&["runs", "--json"]);
-    let golden_id = runs.as_array().expect("runs").iter().rev().find(|run| run["workflow"] == name.as_str()).expect("the run")["run_id"]
+    let golden_id = runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .rev()
+        .find(|run| run["workflow"] == name.as_str())
+        .expect("the run")["run_id"]
         .as_str()
         .expect("id")
         .to_owned();
     let golden = digest(&harness, &golden_id);
-    assert!(golden.values().all(|(status, _)| status == "success"), "{golden:?}");
+    assert!(
+        golden.values().all(|(status, _)| status == "success"),
+        "{golden:?}"
+    );
 
     let mut random = Random(seed | 1);
     let mut kills = 0;
     let mut early_kills = 0;
     let mut runs_checked = 0;
     while kills < kills_wanted {
-        let known: Vec<String> = harness.json(&["runs", "--json"]).as_array().expect("runs").iter().map(|run| run["run_id"].as_str().expect("id").to_owned()).collect();
+        let known: Vec<String> = harness
+            .json(&["runs", "--json"])
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|run| run["run_id"].as_str().expect("id").to_owned())
+            .collect();
         let delay = Duration::from_millis(random.below(400));
         if harness.run_and_kill(&["run", "wf.yaml"], delay) {
             kills += 1;
@@ -157,7 +224,13 @@ fn crash_suite(database_url: Option<String>, backend: &str, seed: u64) {
             }
         }
         let after = harness.json(&["runs", "--json"]);
-        let Some(run_id) = after.as_array().expect("runs").iter().map(|run| run["run_id"].as_str().expect("id").to_owned()).find(|id| !known.contains(id)) else {
+        let Some(run_id) = after
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|run| run["run_id"].as_str().expect("id").to_owned())
+            .find(|id| !known.contains(id))
+        else {
             // Killed before the run was recorded: nothing to resume.
             continue;
         };
@@ -168,14 +241,21 @@ fn crash_suite(database_url: Option<String>, backend: &str, seed: u64) {
                 break;
             }
             if kills < kills_wanted && random.below(2) == 0 {
-                if harness.run_and_kill(&["resume", &run_id], Duration::from_millis(random.below(300))) {
+                if harness.run_and_kill(
+                    &["resume", &run_id],
+                    Duration::from_millis(random.below(300)),
+                ) {
                     kills += 1;
                 }
             } else {
                 harness.run_to_end(&["resume", &run_id]);
             }
         }
-        assert_eq!(digest(&harness, &run_id), golden, "{backend}: run {run_id} ended differently from an undisturbed run");
+        assert_eq!(
+            digest(&harness, &run_id),
+            golden,
+            "{backend}: run {run_id} ended differently from an undisturbed run"
+        );
         runs_checked += 1;
 
         // No recorded success ran again: every witnessed execution of a
@@ -183,10 +263,16 @@ fn crash_suite(database_url: Option<String>, backend: &str, seed: u64) {
         // the store recorded as the success.
         let witness = std::fs::read_to_string(dir.path().join("witness.txt")).unwrap_or_default();
         let mut executions: HashMap<String, Vec<i64>> = HashMap::new();
-        for line in witness.lines().filter(|line| line.starts_with(&format!("{run_id} "))) {
+        for line in witness
+            .lines()
+            .filter(|line| line.starts_with(&format!("{run_id} ")))
+        {
             let mut fields = line.split_whitespace().skip(1);
             let stage = fields.next().expect("stage").to_owned();
-            executions.entry(stage).or_default().push(fields.next().expect("attempt").parse().expect("number"));
+            executions
+                .entry(stage)
+                .or_default()
+                .push(fields.next().expect("attempt").parse().expect("number"));
         }
         let status = harness.json(&["status", &run_id, "--json"]);
         for stage in status["stages"].as_array().expect("stages") {
@@ -195,12 +281,25 @@ fn crash_suite(database_url: Option<String>, backend: &str, seed: u64) {
             let seen = executions.get(name).cloned().unwrap_or_default();
             let mut unique = seen.clone();
             unique.dedup();
-            assert_eq!(unique, seen, "{backend} {run_id}: {name} ran twice under one attempt: {seen:?}");
-            assert_eq!(seen.last().copied(), Some(attempts), "{backend} {run_id}: {name}: the recorded attempt is the last execution ({seen:?})");
+            assert_eq!(
+                unique, seen,
+                "{backend} {run_id}: {name} ran twice under one attempt: {seen:?}"
+            );
+            assert_eq!(
+                seen.last().copied(),
+                Some(attempts),
+                "{backend} {run_id}: {name}: the recorded attempt is the last execution ({seen:?})"
+            );
         }
-        assert_eq!(marked_processes(&run_id), 0, "{backend} {run_id}: a stage process survived");
+        assert_eq!(
+            marked_processes(&run_id),
+            0,
+            "{backend} {run_id}: a stage process survived"
+        );
     }
-    eprintln!("{backend}: {kills} kills ({early_kills} in the first 50 ms) over {runs_checked} runs; all ended as the undisturbed run");
+    eprintln!(
+        "{backend}: {kills} kills ({early_kills} in the first 50 ms) over {runs_checked} runs; all ended as the undisturbed run"
+    );
     assert!(early_kills > 0, "some kills land in the first 50 ms");
 }
 
@@ -214,7 +313,10 @@ fn kill_nine_and_resume_on_postgres() {
     match std::env::var("BATON_TEST_DATABASE_URL") {
         Ok(url) => crash_suite(Some(url), "postgres", 0x5eed_0002),
         Err(_) => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must run the crash suite on PostgreSQL: BATON_TEST_DATABASE_URL is unset");
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI must run the crash suite on PostgreSQL: BATON_TEST_DATABASE_URL is unset"
+            );
             eprintln!("BATON_TEST_DATABASE_URL unset: skipping the PostgreSQL crash suite");
         }
     }
