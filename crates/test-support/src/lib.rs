@@ -1,5 +1,6 @@
-//! Helpers shared by baton's tests: locating the reference corpus and
-//! running the `baton` binary with its output captured.
+//! Helpers shared by baton's tests: locating the reference corpus and the
+//! agent CLIs' help texts, and running the `baton` binary with its output
+//! captured. The `baton-fake-agent` binary stands in for agent CLIs.
 //!
 //! Test-only: nothing here ships in the binary.
 
@@ -34,6 +35,28 @@ pub fn compat_dir() -> Option<PathBuf> {
     assert!(
         std::env::var("CI").as_deref() != Ok("true"),
         "the compat corpus is missing at {} (set BATON_COMPAT_DIR); CI must not skip conformance",
+        dir.display()
+    );
+    None
+}
+
+/// The captured `--help` texts of the agent CLIs:
+/// `$BATON_AGENT_CLIS_DIR`, else `../shared/agent-clis` next to the
+/// checkout. `None` when absent outside CI.
+///
+/// # Panics
+///
+/// When `CI=true` and the directory is missing.
+pub fn agent_clis_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("BATON_AGENT_CLIS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("../shared/agent-clis"));
+    if dir.join("claude.help").is_file() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "the agent CLI help texts are missing at {} (set BATON_AGENT_CLIS_DIR); CI must not skip them",
         dir.display()
     );
     None
