@@ -18,6 +18,9 @@
 //! * [`shell`] decides between direct exec and `bash -euo pipefail -c`,
 //!   quotes values, and substitutes `{placeholders}` into scripts with the
 //!   quoting their shell context needs.
+//! * [`profile`] holds the agent-CLI profiles (built in and from
+//!   `baton.toml`), renders a profile and a request into an argv, and checks
+//!   whether a CLI is installed.
 //!
 //! What it does not do: decide what to run or when (the engine does), read
 //! settings (the CLI does), parse agent output (a later module), or persist
@@ -29,6 +32,7 @@ mod error;
 pub mod group;
 mod output;
 pub mod process;
+pub mod profile;
 mod program;
 pub mod shell;
 

@@ -1,1 +1,142 @@
-//! stub
+//! Agent profiles: how to drive each coding-agent CLI.
+//!
+//! A [`Profile`] says which program to run, with which fixed arguments, how
+//! the prompt gets in (stdin, an argument, or a file), which optional flags
+//! exist and how they render, which environment variables pass through,
+//! the default limits, and how the output is read (`ecosystem.md` §2.2,
+//! §2.3). Profiles are data, in TOML: the built-in ones ship in
+//! `profile/builtin.toml` (claude, codex, gemini, aider, opencode, goose,
+//! shell, and `local-llm`, which is an OpenAI-compatible endpoint rather
+//! than a CLI), and `baton.toml` overrides or extends them:
+//!
+//! ```toml
+//! [agents.default]
+//! profile = "claude"
+//! model = "sonnet"
+//!
+//! [agents.reviewer]
+//! profile = "codex"
+//!
+//! [profiles.claude]            # merged over the built-in claude
+//! limits = { wall = "30m" }
+//!
+//! [profiles.claude-bedrock]
+//! extends = "claude"
+//! env = { CLAUDE_CODE_USE_BEDROCK = "1" }
+//! ```
+//!
+//! [`Config`] loads and merges those tables and resolves a role to a
+//! profile and model; [`command_line`] renders a profile and an
+//! [`AgentRequest`] into the argv, stdin and prompt file of one launch;
+//! [`check`] answers `baton agents check` (installed? version? credentials
+//! missing?).
+//!
+//! Only the data of `local-llm` exists so far: baton has no HTTP client
+//! yet, so [`command_line`] refuses profiles that are not CLIs.
+
+mod check;
+mod config;
+mod render;
+mod schema;
+
+pub use check::{CheckResult, VERSION_TIMEOUT, check, check_with};
+pub use config::{Agent, AgentChoice, Config, Price};
+pub use render::{AgentRequest, OptionValue, ProcessCommand, command_line, unsupported_options};
+pub use schema::{Capability, Hooks, Kind, Limits, Profile, Prompt, PromptVia, Success};
+
+use std::path::PathBuf;
+
+/// Why profiles could not be loaded or used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `baton.toml` is not valid TOML.
+    #[error("cannot parse the agent settings in baton.toml")]
+    Toml {
+        /// The parser's error, with line and column.
+        #[source]
+        source: toml::de::Error,
+    },
+
+    /// A table under `[profiles]` or `[agents]` is not a table.
+    #[error("`{key}` in baton.toml must be a table")]
+    NotATable {
+        /// The dotted key.
+        key: String,
+    },
+
+    /// A profile's fields do not deserialize.
+    #[error("invalid profile `{name}`")]
+    Invalid {
+        /// The profile.
+        name: String,
+        /// What was wrong, with the field.
+        #[source]
+        source: toml::de::Error,
+    },
+
+    /// A profile lacks a field its kind requires.
+    #[error("profile `{name}` has no `{field}`")]
+    MissingField {
+        /// The profile.
+        name: String,
+        /// The missing field.
+        field: &'static str,
+    },
+
+    /// An `extends` or an `[agents.*]` entry names no known profile.
+    #[error("unknown profile `{name}` (used by {used_by})")]
+    UnknownProfile {
+        /// The name that was not found.
+        name: String,
+        /// Where it was referenced.
+        used_by: String,
+    },
+
+    /// Profiles extend each other in a circle.
+    #[error("profiles extend each other in a cycle: {cycle}")]
+    ExtendsCycle {
+        /// The cycle, `a -> b -> a`.
+        cycle: String,
+    },
+
+    /// An `[agents.*]` entry does not deserialize.
+    #[error("invalid agent settings `[agents.{role}]`")]
+    InvalidAgent {
+        /// The role.
+        role: String,
+        /// What was wrong.
+        #[source]
+        source: toml::de::Error,
+    },
+
+    /// Neither `[agents.<role>]` nor `[agents.default]` names a profile.
+    #[error(
+        "no agent profile for role `{role}`: set `[agents.{role}]` or `[agents.default]` in baton.toml"
+    )]
+    NoAgent {
+        /// The role.
+        role: String,
+    },
+
+    /// The profile is not a CLI (for example `kind = "openai-chat"`).
+    #[error("profile `{name}` is not a command-line agent")]
+    NotACommand {
+        /// The profile.
+        name: String,
+    },
+
+    /// The prompt goes into a file but the request names none.
+    #[error("profile `{name}` passes the prompt in a file, but no prompt file was given")]
+    NoPromptFile {
+        /// The profile.
+        name: String,
+    },
+
+    /// The prompt file path is not valid UTF-8 and cannot be an argument.
+    #[error("the prompt file path {path} is not valid UTF-8")]
+    NonUtf8Path {
+        /// The path.
+        path: PathBuf,
+    },
+}

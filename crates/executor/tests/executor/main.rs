@@ -9,5 +9,6 @@
 )]
 
 mod process;
+mod profile;
 mod shell;
 mod support;

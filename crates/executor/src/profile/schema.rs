@@ -1,0 +1,252 @@
+//! The shape of one profile, as written in TOML.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// One agent profile. Field names are the TOML keys.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// What the profile drives; a CLI unless stated.
+    #[serde(default)]
+    pub kind: Kind,
+    /// The profile this one was merged over (kept for display).
+    #[serde(default)]
+    pub extends: Option<String>,
+    /// The program to run (CLI profiles).
+    #[serde(default)]
+    pub program: Option<String>,
+    /// Fixed arguments, always passed. They may use `{cwd}`, `{script}`
+    /// (the prompt text, for the shell profile) and `{prompt_file}`.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// How the prompt reaches the program.
+    #[serde(default)]
+    pub prompt: Prompt,
+    /// Working directory template; `{worktree}` is the stage's worktree.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Variables copied from baton's environment; everything else is
+    /// cleared.
+    #[serde(default)]
+    pub env_passthrough: Vec<String>,
+    /// Variables set explicitly.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Default limits.
+    #[serde(default)]
+    pub limits: Limits,
+    /// When an attempt counts as successful.
+    #[serde(default)]
+    pub success: Success,
+    /// Features a stage may rely on.
+    #[serde(default)]
+    pub capabilities: Vec<Capability>,
+    /// Hook integration, for CLIs that have hooks.
+    #[serde(default)]
+    pub hooks: Option<Hooks>,
+    /// Optional flags by name, each an argv template rendered only when the
+    /// request sets that option (see [`command_line`](super::command_line)).
+    #[serde(default)]
+    pub options: BTreeMap<String, Vec<String>>,
+    /// How to read the output: `format` (`json`, `jsonl` or `text`) and the
+    /// extraction rules of `ecosystem.md` §2.3, kept as written for the
+    /// output parser.
+    #[serde(default)]
+    pub output: Option<toml::Table>,
+    /// The endpoint of an `openai-chat` profile.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The variable holding the API key of an `openai-chat` profile
+    /// (optional: local servers often need none).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+}
+
+/// What a profile drives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A command-line program.
+    #[default]
+    Cli,
+    /// An OpenAI-compatible chat-completions endpoint.
+    OpenaiChat,
+}
+
+/// How the prompt is delivered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prompt {
+    /// The channel.
+    #[serde(default)]
+    pub via: PromptVia,
+    /// For `arg`: the flag before the prompt (none: positional). For `file`:
+    /// the flag before the file's path (none: positional).
+    #[serde(default)]
+    pub flag: Option<String>,
+}
+
+/// The channel a prompt takes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptVia {
+    /// Written to stdin (no argv length limit; the preferred channel).
+    #[default]
+    Stdin,
+    /// Passed as an argument.
+    Arg,
+    /// Written to a file whose path is passed.
+    File,
+    /// Not passed (the shell profile runs the prompt as its script).
+    None,
+}
+
+/// Default limits of a profile; a stage may set its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Wall-clock limit.
+    #[serde(default, deserialize_with = "duration")]
+    pub wall: Option<Duration>,
+    /// Limit on time without output.
+    #[serde(default, deserialize_with = "duration")]
+    pub idle: Option<Duration>,
+    /// Time between SIGTERM and SIGKILL.
+    #[serde(default, deserialize_with = "duration")]
+    pub kill_grace: Option<Duration>,
+}
+
+/// When an attempt counts as successful (besides the output contract).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Success {
+    /// Exit codes that mean success.
+    #[serde(default = "zero")]
+    pub exit_codes: Vec<i32>,
+    /// The value the output's error flag must have, when the output has one.
+    #[serde(default)]
+    pub is_error: Option<bool>,
+}
+
+impl Default for Success {
+    fn default() -> Success {
+        Success {
+            exit_codes: zero(),
+            is_error: None,
+        }
+    }
+}
+
+fn zero() -> Vec<i32> {
+    vec![0]
+}
+
+/// A feature a stage may need from its agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    /// Enforces a JSON Schema on the final answer.
+    JsonSchema,
+    /// Stops at a spending limit.
+    Budget,
+    /// Resumes a session.
+    Resume,
+    /// Runs hooks baton installs.
+    Hooks,
+    /// Reaches MCP servers.
+    Mcp,
+}
+
+/// Hook integration.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hooks {
+    /// Which adapter writes the CLI's hook configuration.
+    pub adapter: String,
+}
+
+/// Reads `"90s"`, `"15m"`, `"1h30m"`, `"500ms"` or a number of seconds.
+fn duration<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Duration>, D::Error> {
+    struct Visitor;
+
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = Duration;
+
+        fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            formatter
+                .write_str("a duration such as 90s, 15m, 1h30m or 500ms, or a number of seconds")
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, seconds: u64) -> Result<Duration, E> {
+            Ok(Duration::from_secs(seconds))
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, seconds: i64) -> Result<Duration, E> {
+            u64::try_from(seconds)
+                .map(Duration::from_secs)
+                .map_err(|_| E::custom("a duration cannot be negative"))
+        }
+
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Duration, E> {
+            parse_duration(text).ok_or_else(|| {
+                E::custom(format!(
+                    "invalid duration `{text}`: expected a number with a unit, such as 90s, 15m, 1h30m or 500ms"
+                ))
+            })
+        }
+    }
+
+    deserializer.deserialize_any(Visitor).map(Some)
+}
+
+/// Parses a sequence of `<number><unit>` with units `ms`, `s`, `m`, `h`.
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total = Duration::ZERO;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let number: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, length) = if rest.starts_with("ms") {
+            (Duration::from_millis(1), 2)
+        } else if rest.starts_with('s') {
+            (Duration::from_secs(1), 1)
+        } else if rest.starts_with('m') {
+            (Duration::from_secs(60), 1)
+        } else if rest.starts_with('h') {
+            (Duration::from_secs(3600), 1)
+        } else {
+            return None;
+        };
+        total = total.checked_add(unit.checked_mul(u32::try_from(number).ok()?)?)?;
+        rest = &rest[length..];
+    }
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("15m"), Some(Duration::from_secs(900)));
+        assert_eq!(parse_duration("1h30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        for bad in ["", "5", "m", "5x", "-5s", "1.5h"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,453 @@
+//! `profile`: the exact argv of every built-in profile, checked against the
+//! CLIs' real `--help`, and `check`.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use baton_executor::profile::{
+    AgentRequest, Config, Error, OptionValue, ProcessCommand, Profile, check_with, command_line,
+    unsupported_options,
+};
+
+const PROMPT: &str = "Write outputs/findings.json.";
+
+fn request(model: &str, options: &[(&str, OptionValue)]) -> AgentRequest {
+    AgentRequest {
+        prompt: PROMPT.into(),
+        prompt_file: Some(PathBuf::from("/runs/r1/dispatch/001-research.md")),
+        model: Some(model.into()),
+        tools: vec!["Bash".into(), "Read".into(), "Edit".into()],
+        permission_mode: Some("acceptEdits".into()),
+        cwd: PathBuf::from("/work/wt"),
+        options: options
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), value.clone()))
+            .collect(),
+    }
+}
+
+fn builtin(name: &str) -> Profile {
+    Config::builtin()
+        .profile(name)
+        .unwrap_or_else(|| panic!("built-in profile {name}"))
+        .clone()
+}
+
+fn text(value: &str) -> OptionValue {
+    OptionValue::Text(value.into())
+}
+
+fn check(
+    name: &str,
+    request: &AgentRequest,
+    program: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+    prompt_file: Option<&str>,
+) {
+    let command = command_line(&builtin(name), request).expect("a CLI profile");
+    assert_eq!(
+        command,
+        ProcessCommand {
+            program: program.into(),
+            args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+            stdin: stdin.map(|text| text.as_bytes().to_vec()),
+            prompt_file: prompt_file.map(PathBuf::from),
+        },
+        "profile {name}"
+    );
+}
+
+#[test]
+fn claude() {
+    let request = request(
+        "sonnet",
+        &[
+            ("session_id", text("0199b3c2-7d1e-7cc0-9a51-3f1c2e4d5a6b")),
+            ("max_budget_usd", text("2")),
+            ("json_schema", text(r#"{"type":"object"}"#)),
+        ],
+    );
+    check(
+        "claude",
+        &request,
+        "claude",
+        &[
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--setting-sources",
+            "project,local",
+            "--model",
+            "sonnet",
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            "Bash,Read,Edit",
+            "--json-schema",
+            r#"{"type":"object"}"#,
+            "--max-budget-usd",
+            "2",
+            "--session-id",
+            "0199b3c2-7d1e-7cc0-9a51-3f1c2e4d5a6b",
+        ],
+        Some(PROMPT),
+        None,
+    );
+}
+
+#[test]
+fn codex() {
+    let request = request(
+        "gpt-5.2-codex",
+        &[
+            ("sandbox", text("workspace-write")),
+            ("cwd_flag", OptionValue::Flag(true)),
+            ("skip_git_check", OptionValue::Flag(true)),
+            ("ephemeral", OptionValue::Flag(false)),
+            (
+                "config",
+                OptionValue::Pairs(vec![
+                    (
+                        "mcp_servers.baton.url".into(),
+                        "\"http://127.0.0.1:4000/mcp\"".into(),
+                    ),
+                    ("model_reasoning_effort".into(), "\"high\"".into()),
+                ]),
+            ),
+        ],
+    );
+    check(
+        "codex",
+        &request,
+        "codex",
+        &[
+            "exec",
+            "--json",
+            "--color",
+            "never",
+            "-",
+            "-m",
+            "gpt-5.2-codex",
+            "-c",
+            "mcp_servers.baton.url=\"http://127.0.0.1:4000/mcp\"",
+            "-c",
+            "model_reasoning_effort=\"high\"",
+            "-C",
+            "/work/wt",
+            "--sandbox",
+            "workspace-write",
+            "--skip-git-repo-check",
+        ],
+        Some(PROMPT),
+        None,
+    );
+    // Codex has no permission mode and no tool list.
+    assert_eq!(
+        unsupported_options(&builtin("codex"), &request),
+        ["permission_mode", "allowed_tools"]
+    );
+}
+
+#[test]
+fn gemini() {
+    let mut request = request("gemini-2.5-pro", &[("approval_mode", text("yolo"))]);
+    check(
+        "gemini",
+        &request,
+        "gemini",
+        &[
+            "--output-format",
+            "json",
+            "--skip-trust",
+            "-m",
+            "gemini-2.5-pro",
+            "--approval-mode",
+            "yolo",
+            "-p",
+            PROMPT,
+        ],
+        None,
+        None,
+    );
+    // A prompt that starts with a dash cannot be mistaken for an option.
+    request.prompt = "- first item".into();
+    let command = command_line(&builtin("gemini"), &request).unwrap();
+    assert_eq!(command.args.last().unwrap(), "-p=- first item");
+}
+
+#[test]
+fn aider() {
+    let request = request(
+        "sonnet",
+        &[(
+            "files",
+            OptionValue::List(vec!["src/a.rs".into(), "src/b.rs".into()]),
+        )],
+    );
+    check(
+        "aider",
+        &request,
+        "aider",
+        &[
+            "--yes-always",
+            "--no-auto-commits",
+            "--no-pretty",
+            "--no-stream",
+            "--no-check-update",
+            "--analytics-disable",
+            "--no-show-model-warnings",
+            "--model",
+            "sonnet",
+            "src/a.rs",
+            "src/b.rs",
+            "--message-file",
+            "/runs/r1/dispatch/001-research.md",
+        ],
+        None,
+        Some("/runs/r1/dispatch/001-research.md"),
+    );
+    let mut without_file = request.clone();
+    without_file.prompt_file = None;
+    assert!(matches!(
+        command_line(&builtin("aider"), &without_file),
+        Err(Error::NoPromptFile { .. })
+    ));
+}
+
+#[test]
+fn opencode() {
+    let mut request = request(
+        "anthropic/claude-sonnet-4-5",
+        &[
+            ("auto", OptionValue::Flag(true)),
+            ("dir", OptionValue::Flag(true)),
+            ("agent", text("build")),
+        ],
+    );
+    check(
+        "opencode",
+        &request,
+        "opencode",
+        &[
+            "run",
+            "--format",
+            "json",
+            "-m",
+            "anthropic/claude-sonnet-4-5",
+            "--agent",
+            "build",
+            "--auto",
+            "--dir",
+            "/work/wt",
+            PROMPT,
+        ],
+        None,
+        None,
+    );
+    request.prompt = "-x".into();
+    let command = command_line(&builtin("opencode"), &request).unwrap();
+    assert_eq!(command.args[command.args.len() - 2..], ["--", "-x"]);
+}
+
+#[test]
+fn goose() {
+    let request = request(
+        "claude-sonnet-4-5",
+        &[
+            ("provider", text("anthropic")),
+            ("max_turns", text("20")),
+            (
+                "params",
+                OptionValue::Pairs(vec![("topic".into(), "queues".into())]),
+            ),
+        ],
+    );
+    check(
+        "goose",
+        &request,
+        "goose",
+        &[
+            "run",
+            "--no-session",
+            "--output-format",
+            "json",
+            "-i",
+            "-",
+            "--model",
+            "claude-sonnet-4-5",
+            "--max-turns",
+            "20",
+            "--params",
+            "topic=queues",
+            "--provider",
+            "anthropic",
+        ],
+        Some(PROMPT),
+        None,
+    );
+    assert_eq!(builtin("goose").env["GOOSE_MODE"], "auto");
+}
+
+#[test]
+fn shell() {
+    let request = AgentRequest {
+        prompt: "make test\n".into(),
+        ..AgentRequest::default()
+    };
+    check(
+        "shell",
+        &request,
+        "bash",
+        &["-euo", "pipefail", "-c", "make test\n"],
+        None,
+        None,
+    );
+}
+
+#[test]
+fn local_llm_is_not_a_command() {
+    assert!(matches!(
+        command_line(&builtin("local-llm"), &request("qwen3", &[])),
+        Err(Error::NotACommand { .. })
+    ));
+}
+
+/// Every flag each CLI profile can render, with every option set, appears in
+/// that CLI's real `--help`.
+#[test]
+fn every_flag_exists_in_the_cli_help() {
+    let Some(dir) = baton_test_support::agent_clis_dir() else {
+        return;
+    };
+    for (name, help_file) in [
+        ("claude", "claude.help"),
+        ("codex", "codex-exec.help"),
+        ("gemini", "gemini.help"),
+        ("opencode", "opencode-run.help"),
+    ] {
+        let help = std::fs::read_to_string(dir.join(help_file)).expect("help text");
+        let profile = builtin(name);
+        let options: BTreeMap<String, OptionValue> = profile
+            .options
+            .iter()
+            .map(|(option, template)| {
+                let value = if template.iter().any(|t| t.contains("{key}")) {
+                    OptionValue::Pairs(vec![("k".into(), "v".into())])
+                } else if template.iter().any(|t| t.contains("{value")) {
+                    text("v")
+                } else {
+                    OptionValue::Flag(true)
+                };
+                (option.clone(), value)
+            })
+            .collect();
+        let request = AgentRequest {
+            prompt: "hello".into(),
+            cwd: PathBuf::from("/w"),
+            options,
+            ..AgentRequest::default()
+        };
+        let command = command_line(&profile, &request).unwrap();
+        let flags: Vec<&str> = command
+            .args
+            .iter()
+            .filter(|arg| arg.starts_with('-') && arg.len() > 1 && *arg != "--")
+            .map(|arg| arg.split('=').next().unwrap())
+            .collect();
+        assert!(flags.len() > profile.options.len() / 2, "{name}: {flags:?}");
+        for flag in flags {
+            let documented = [' ', ',', '\n', '=', '<', '[']
+                .iter()
+                .any(|after| help.contains(&format!("{flag}{after}")));
+            assert!(documented, "{name}: `{flag}` is not in {help_file}");
+        }
+    }
+}
+
+fn profile(program: &str, passthrough: &[&str]) -> Profile {
+    let mut profile = builtin("shell");
+    profile.program = Some(program.into());
+    profile.env_passthrough = passthrough.iter().map(|name| (*name).to_owned()).collect();
+    profile
+}
+
+fn env_with_path(
+    extra: &'static [(&'static str, &'static str)],
+) -> impl Fn(&str) -> Option<OsString> {
+    move |name| {
+        if name == "PATH" {
+            return Some("/usr/local/bin:/usr/bin:/bin".into());
+        }
+        extra
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| (*value).into())
+    }
+}
+
+#[test]
+fn check_finds_the_program_and_its_version() {
+    let result = check_with(
+        &profile(
+            "bash",
+            &["A_API_KEY", "B_TOKEN", "C_API_KEY", "D_TOKEN", "HOME"],
+        ),
+        env_with_path(&[("C_API_KEY", "sk-1"), ("D_TOKEN", "")]),
+        Duration::from_secs(5),
+    );
+    assert!(result.available, "{result:?}");
+    assert!(
+        result.version.as_deref().unwrap().contains("bash"),
+        "{result:?}"
+    );
+    assert_eq!(
+        result.missing_credentials,
+        ["A_API_KEY", "B_TOKEN", "D_TOKEN"]
+    );
+}
+
+#[test]
+fn check_reports_a_missing_program_and_a_failing_version() {
+    let result = check_with(
+        &profile("baton-no-such-agent", &[]),
+        env_with_path(&[]),
+        Duration::from_secs(5),
+    );
+    assert!(!result.available);
+    assert_eq!(
+        result.detail.as_deref(),
+        Some("`baton-no-such-agent` is not on PATH")
+    );
+
+    // dash rejects --version.
+    let result = check_with(
+        &profile("/bin/false", &[]),
+        env_with_path(&[]),
+        Duration::from_secs(5),
+    );
+    assert!(!result.available);
+    assert!(result.detail.unwrap().contains("failed"));
+}
+
+#[test]
+fn check_bounds_a_hanging_version_probe() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hangs");
+    std::fs::write(&script, "#!/bin/sh\nsleep 30 &\nsleep 30\n").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let begin = Instant::now();
+    let result = check_with(
+        &profile(script.to_str().unwrap(), &[]),
+        env_with_path(&[]),
+        Duration::from_millis(300),
+    );
+    let took = begin.elapsed();
+    assert!(!result.available);
+    assert!(result.detail.unwrap().contains("did not finish"));
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+}
