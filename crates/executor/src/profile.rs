@@ -28,7 +28,7 @@
 //! [`Config`] loads and merges those tables and resolves a role to a
 //! profile and model; [`command_line`] renders a profile and an
 //! [`AgentRequest`] into the argv, stdin and prompt file of one launch;
-//! [`check`] answers `baton agents check` (installed? version? credentials
+//! [`check()`] answers `baton agents check` (installed? version? credentials
 //! missing?).
 //!
 //! Only the data of `local-llm` exists so far: baton has no HTTP client
