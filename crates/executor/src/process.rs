@@ -206,7 +206,7 @@ impl Outcome {
 /// then). Everything that happens after a successful start, including
 /// timeouts and signals, is reported in the [`Outcome`].
 pub async fn run(
-    spec: ProcessSpec,
+    mut spec: ProcessSpec,
     mut cancel: watch::Receiver<bool>,
     on_started: impl FnOnce(&Started),
 ) -> Result<Outcome> {
@@ -244,9 +244,8 @@ pub async fn run(
         start_time,
     });
 
-    let stdin_writer = match (&spec.stdin, child.stdin.take()) {
+    let stdin_writer = match (std::mem::take(&mut spec.stdin), child.stdin.take()) {
         (Stdin::Bytes(bytes), Some(mut pipe)) => {
-            let bytes = bytes.clone();
             Some(AbortOnDrop(tokio::spawn(async move {
                 // A child that exits without reading gives EPIPE; that is
                 // its business, not an error.
