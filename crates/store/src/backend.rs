@@ -1,20 +1,26 @@
 //! The [`Store`] handle and its queries.
 //!
-//! The SQL is the same text for both databases (`$n` placeholders, which
-//! SQLite also accepts, each first used in ascending order), so each method
-//! is written once and expanded for both pool types by the `on_pool!` and
+//! The SQL is the same text for both databases (`$n` placeholders: on
+//! SQLite, sqlx binds `$n` to the n-th argument by its number, whatever the
+//! order of first use; a test below pins that), so each method is written
+//! once and expanded for both pool types by the `on_pool!` and
 //! `in_transaction!` macros. Where the databases differ — how a write
-//! transaction takes its lock, the migrations — the code is per backend.
+//! transaction takes its lock, the migrations, SQLite's busy retry on
+//! connect — the code is per backend.
 
 use std::path::Path;
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::Row;
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 
-use crate::model::{ArtifactRow, AttemptRow, EventRow, Lease, LeaseHolder, NewRun, RunRow, StageRow, Transition};
+use crate::model::{
+    ArtifactRow, AttemptRow, EventRow, Lease, LeaseHolder, NewRun, RunRow, StageRow, Transition,
+};
 use crate::{Error, Result, migrate};
 
 /// A handle on the store; cheap to clone.
@@ -27,6 +33,18 @@ pub struct Store {
 enum Inner {
     Sqlite(SqlitePool),
     Postgres(PgPool),
+}
+
+/// How long a SQLite connection waits for another's lock.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Whether a SQLite error is SQLITE_BUSY or SQLITE_LOCKED (any extended code).
+fn is_sqlite_busy(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|error| error.code())
+        .and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| matches!(code & 0xff, 5 | 6))
 }
 
 fn query_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> Error {
@@ -59,7 +77,10 @@ macro_rules! in_transaction {
                 out
             }
             Inner::Postgres(pool) => {
-                let mut $tx = pool.begin().await.map_err(query_error("begin a transaction"))?;
+                let mut $tx = pool
+                    .begin()
+                    .await
+                    .map_err(query_error("begin a transaction"))?;
                 let out = $body;
                 $tx.commit().await.map_err(query_error("commit"))?;
                 out
@@ -117,7 +138,10 @@ impl Store {
             location: path.display().to_string(),
             source,
         };
-        if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        if let Some(parent) = path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
             std::fs::create_dir_all(parent).map_err(|error| unavailable(sqlx::Error::Io(error)))?;
         }
         let options = SqliteConnectOptions::new()
@@ -125,13 +149,26 @@ impl Store {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(Duration::from_secs(30))
+            .busy_timeout(SQLITE_BUSY_TIMEOUT)
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await
-            .map_err(unavailable)?;
+        // Connecting switches a fresh file to WAL, which needs an exclusive
+        // lock. Two processes doing that at once can get SQLITE_BUSY without
+        // the busy handler ever being called (SQLite's deadlock avoidance),
+        // so a busy connect is retried for as long as a busy query would wait.
+        let deadline = Instant::now() + SQLITE_BUSY_TIMEOUT;
+        let pool = loop {
+            match SqlitePoolOptions::new()
+                .max_connections(4)
+                .connect_with(options.clone())
+                .await
+            {
+                Ok(pool) => break pool,
+                Err(error) if is_sqlite_busy(&error) && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(error) => return Err(unavailable(error)),
+            }
+        };
         migrate::sqlite(&pool).await?;
         Ok(Store {
             inner: Inner::Sqlite(pool),
@@ -145,9 +182,11 @@ impl Store {
     /// The server cannot be reached or the schema cannot be migrated.
     pub async fn open_postgres(url: &str) -> Result<Store> {
         let location = redact(url);
-        let options = sqlx::postgres::PgConnectOptions::from_str(url).map_err(|source| Error::Unavailable {
-            location: location.clone(),
-            source,
+        let options = sqlx::postgres::PgConnectOptions::from_str(url).map_err(|source| {
+            Error::Unavailable {
+                location: location.clone(),
+                source,
+            }
         })?;
         let pool = PgPoolOptions::new()
             .max_connections(8)
@@ -199,15 +238,25 @@ impl Store {
             .bind(&run.options)
             .execute(&mut *tx)
             .await
-            .map_err(query_error("insert the run"))?;
+            .map_err(|source| {
+                // A concurrent create of the same id (PostgreSQL) passes the
+                // check above and trips the primary key here.
+                if source.as_database_error().is_some_and(|error| error.is_unique_violation()) {
+                    Error::Duplicate(run.run_id.clone())
+                } else {
+                    Error::Query { what: "insert the run", source }
+                }
+            })?;
             for (index, name) in run.stages.iter().enumerate() {
-                sqlx::query("INSERT INTO stages (run_id, idx, name, status) VALUES ($1, $2, $3, 'pending')")
-                    .bind(&run.run_id)
-                    .bind(i64::try_from(index).unwrap_or(i64::MAX))
-                    .bind(name)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(query_error("insert a stage"))?;
+                sqlx::query(
+                    "INSERT INTO stages (run_id, idx, name, status) VALUES ($1, $2, $3, 'pending')",
+                )
+                .bind(&run.run_id)
+                .bind(i64::try_from(index).unwrap_or(i64::MAX))
+                .bind(name)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("insert a stage"))?;
             }
             sqlx::query("INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, 'run_created', '{}')")
                 .bind(&run.run_id)
@@ -225,9 +274,14 @@ impl Store {
     ///
     /// The read fails.
     pub async fn runs(&self) -> Result<Vec<RunRow>> {
-        let sql = sqlx::AssertSqlSafe(format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at, run_id"));
+        let sql = sqlx::AssertSqlSafe(format!(
+            "SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at, run_id"
+        ));
         on_pool!(self, |pool| {
-            let rows = sqlx::query(sql).fetch_all(pool).await.map_err(query_error("list runs"))?;
+            let rows = sqlx::query(sql)
+                .fetch_all(pool)
+                .await
+                .map_err(query_error("list runs"))?;
             rows.iter()
                 .map(|row| Ok(run_row!(row)))
                 .collect::<Result<Vec<_>, sqlx::Error>>()
@@ -383,7 +437,10 @@ impl Store {
         Ok(run
             .lease_owner
             .filter(|_| run.lease_until > now)
-            .map(|owner| LeaseHolder { owner, until: run.lease_until }))
+            .map(|owner| LeaseHolder {
+                owner,
+                until: run.lease_until,
+            }))
     }
 
     /// Takes the run's lease: possible when nobody holds it, it expired, or
@@ -393,25 +450,53 @@ impl Store {
     /// # Errors
     ///
     /// [`Error::Held`] while a live holder's lease runs; [`Error::NoSuchRun`].
-    pub async fn acquire(&self, run_id: &str, owner: &str, now: i64, ttl_ms: i64, take_over: bool) -> Result<Lease> {
+    pub async fn acquire(
+        &self,
+        run_id: &str,
+        owner: &str,
+        now: i64,
+        ttl_ms: i64,
+        take_over: bool,
+    ) -> Result<Lease> {
         in_transaction!(self, |tx| {
-            let row = sqlx::query("SELECT lease_owner, lease_epoch, lease_until FROM runs WHERE run_id = $1")
+            // Lock the run before reading its lease, as `apply` does: a
+            // concurrent acquirer (PostgreSQL, READ COMMITTED) waits here
+            // and then reads the winner's lease instead of the stale one.
+            // SQLite already holds the write lock.
+            let locked = sqlx::query("UPDATE runs SET lease_epoch = lease_epoch WHERE run_id = $1")
                 .bind(run_id)
-                .fetch_optional(&mut *tx)
+                .execute(&mut *tx)
                 .await
-                .map_err(query_error("read the lease"))?
-                .ok_or_else(|| Error::NoSuchRun(run_id.to_owned()))?;
-            let holder: Option<String> = row.try_get("lease_owner").map_err(query_error("read the lease"))?;
-            let epoch: i64 = row.try_get("lease_epoch").map_err(query_error("read the lease"))?;
-            let until: i64 = row.try_get("lease_until").map_err(query_error("read the lease"))?;
-            if let Some(holder) = holder {
-                if until > now && !take_over && holder != owner {
-                    return Err(Error::Held {
-                        run_id: run_id.to_owned(),
-                        owner: holder,
-                        until,
-                    });
-                }
+                .map_err(query_error("lock the run"))?;
+            if locked.rows_affected() == 0 {
+                return Err(Error::NoSuchRun(run_id.to_owned()));
+            }
+            let row = sqlx::query(
+                "SELECT lease_owner, lease_epoch, lease_until FROM runs WHERE run_id = $1",
+            )
+            .bind(run_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(query_error("read the lease"))?;
+            let holder: Option<String> = row
+                .try_get("lease_owner")
+                .map_err(query_error("read the lease"))?;
+            let epoch: i64 = row
+                .try_get("lease_epoch")
+                .map_err(query_error("read the lease"))?;
+            let until: i64 = row
+                .try_get("lease_until")
+                .map_err(query_error("read the lease"))?;
+            if let Some(holder) = holder
+                && until > now
+                && !take_over
+                && holder != owner
+            {
+                return Err(Error::Held {
+                    run_id: run_id.to_owned(),
+                    owner: holder,
+                    until,
+                });
             }
             let lease = Lease {
                 run_id: run_id.to_owned(),
@@ -419,15 +504,25 @@ impl Store {
                 epoch: epoch + 1,
                 until: now + ttl_ms,
             };
-            sqlx::query("UPDATE runs SET lease_owner = $1, lease_epoch = $2, lease_until = $3 WHERE run_id = $4 AND lease_epoch = $5")
-                .bind(&lease.owner)
-                .bind(lease.epoch)
-                .bind(lease.until)
-                .bind(run_id)
-                .bind(epoch)
-                .execute(&mut *tx)
-                .await
-                .map_err(query_error("take the lease"))?;
+            let taken = sqlx::query(
+                "UPDATE runs SET lease_owner = $1, lease_epoch = $2, lease_until = $3 WHERE run_id = $4 AND lease_epoch = $5",
+            )
+            .bind(&lease.owner)
+            .bind(lease.epoch)
+            .bind(lease.until)
+            .bind(run_id)
+            .bind(epoch)
+            .execute(&mut *tx)
+            .await
+            .map_err(query_error("take the lease"))?;
+            // Cannot fail while the row is locked; checked so that no change
+            // can ever hand out a lease the database does not record.
+            if taken.rows_affected() != 1 {
+                return Err(Error::LostLease {
+                    run_id: run_id.to_owned(),
+                    epoch: lease.epoch,
+                });
+            }
             sqlx::query("INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, 'lease_acquired', $3)")
                 .bind(run_id)
                 .bind(now)
@@ -522,12 +617,14 @@ impl Store {
         in_transaction!(self, |tx| {
             // The fence: this row lock (PostgreSQL) or the write lock already
             // held (SQLite) keeps the epoch from changing before commit.
-            let fenced = sqlx::query("UPDATE runs SET lease_epoch = lease_epoch WHERE run_id = $1 AND lease_epoch = $2")
-                .bind(run_id)
-                .bind(lease.epoch)
-                .execute(&mut *tx)
-                .await
-                .map_err(query_error("check the lease"))?;
+            let fenced = sqlx::query(
+                "UPDATE runs SET lease_epoch = lease_epoch WHERE run_id = $1 AND lease_epoch = $2",
+            )
+            .bind(run_id)
+            .bind(lease.epoch)
+            .execute(&mut *tx)
+            .await
+            .map_err(query_error("check the lease"))?;
             if fenced.rows_affected() != 1 {
                 return Err(Error::LostLease {
                     run_id: run_id.to_owned(),
@@ -655,5 +752,107 @@ fn redact(url: &str) -> String {
             format!("{}{}@{}", &url[..scheme + 3], user, &url[at + 1..])
         }
         _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::ConnectOptions;
+
+    use super::*;
+
+    /// Durability settings, read back from every connection of the pool and
+    /// from the file itself.
+    #[tokio::test]
+    async fn sqlite_is_wal_with_full_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/baton.db");
+        let store = Store::open_sqlite(&path).await.unwrap();
+        let Inner::Sqlite(pool) = &store.inner else {
+            panic!("a SQLite path opened {}", store.backend());
+        };
+
+        // Holding as many connections as the pool allows makes it open all of them.
+        let mut connections = Vec::new();
+        for _ in 0..pool.options().get_max_connections() {
+            connections.push(pool.acquire().await.unwrap());
+        }
+        assert_eq!(connections.len(), 4);
+        for connection in &mut connections {
+            let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
+                .fetch_one(&mut **connection)
+                .await
+                .unwrap();
+            let synchronous: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                .fetch_one(&mut **connection)
+                .await
+                .unwrap();
+            let foreign_keys: i64 = sqlx::query_scalar("PRAGMA foreign_keys")
+                .fetch_one(&mut **connection)
+                .await
+                .unwrap();
+            let busy_timeout: i64 = sqlx::query_scalar("PRAGMA busy_timeout")
+                .fetch_one(&mut **connection)
+                .await
+                .unwrap();
+            assert_eq!(journal, "wal");
+            assert_eq!(synchronous, 2, "synchronous=FULL");
+            assert_eq!(foreign_keys, 1);
+            assert_eq!(busy_timeout, 30_000);
+        }
+        drop(connections);
+
+        // WAL is a property of the file: a plain connection sees it too.
+        let mut plain = SqliteConnectOptions::new()
+            .filename(&path)
+            .connect()
+            .await
+            .unwrap();
+        let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(&mut plain)
+            .await
+            .unwrap();
+        assert_eq!(journal, "wal");
+    }
+
+    /// The shared SQL relies on SQLite binding `$n` by number, not by order
+    /// of appearance.
+    #[tokio::test]
+    async fn sqlite_binds_placeholders_by_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(&dir.path().join("baton.db"))
+            .await
+            .unwrap();
+        let Inner::Sqlite(pool) = &store.inner else {
+            panic!("a SQLite path opened {}", store.backend());
+        };
+        let row = sqlx::query("SELECT $3, $1, $2, $1 + $3")
+            .bind(1_i64)
+            .bind("two")
+            .bind(3_i64)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        let values: (i64, i64, String, i64) = (
+            row.try_get(0).unwrap(),
+            row.try_get(1).unwrap(),
+            row.try_get(2).unwrap(),
+            row.try_get(3).unwrap(),
+        );
+        assert_eq!(values, (3, 1, "two".to_owned(), 4));
+    }
+
+    #[test]
+    fn redact_drops_the_password() {
+        assert_eq!(
+            redact("postgres://baton:secret@db:5432/baton"),
+            "postgres://baton@db:5432/baton"
+        );
+        assert_eq!(redact("postgres://db/baton"), "postgres://db/baton");
+    }
+
+    #[test]
+    fn json_string_escapes() {
+        assert_eq!(json_string("a\"b\\c\nd\u{1}"), r#""a\"b\\c\nd\u0001""#);
     }
 }

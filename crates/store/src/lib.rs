@@ -58,7 +58,9 @@ pub enum Error {
         until: i64,
     },
     /// This process no longer holds the run's lease: another took over.
-    #[error("lost ownership of run {run_id}: another baton process took it over (epoch {epoch} is stale)")]
+    #[error(
+        "lost ownership of run {run_id}: another baton process took it over (epoch {epoch} is stale)"
+    )]
     LostLease {
         /// The run.
         run_id: String,

@@ -35,17 +35,27 @@ pub(crate) async fn sqlite(pool: &SqlitePool) -> Result<()> {
         .and_then(|row| row.try_get(0))
         .map_err(query_error("read the schema version"))?;
     if version > known() {
-        return Err(Error::TooNew { found: version, known: known() });
+        return Err(Error::TooNew {
+            found: version,
+            known: known(),
+        });
     }
-    for (position, sql) in SQLITE.iter().enumerate().skip(usize::try_from(version).unwrap_or(0)) {
+    for (position, sql) in SQLITE
+        .iter()
+        .enumerate()
+        .skip(usize::try_from(version).unwrap_or(0))
+    {
         sqlx::raw_sql(sqlx::AssertSqlSafe(*sql))
             .execute(&mut *tx)
             .await
             .map_err(query_error("migrate the schema"))?;
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PRAGMA user_version = {}", position + 1)))
-            .execute(&mut *tx)
-            .await
-            .map_err(query_error("record the schema version"))?;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "PRAGMA user_version = {}",
+            position + 1
+        )))
+        .execute(&mut *tx)
+        .await
+        .map_err(query_error("record the schema version"))?;
     }
     tx.commit().await.map_err(query_error("commit the schema"))
 }
@@ -67,9 +77,16 @@ pub(crate) async fn postgres(pool: &PgPool) -> Result<()> {
         .and_then(|row| row.try_get(0))
         .map_err(query_error("read the schema version"))?;
     if version > known() {
-        return Err(Error::TooNew { found: version, known: known() });
+        return Err(Error::TooNew {
+            found: version,
+            known: known(),
+        });
     }
-    for (position, sql) in POSTGRES.iter().enumerate().skip(usize::try_from(version).unwrap_or(0)) {
+    for (position, sql) in POSTGRES
+        .iter()
+        .enumerate()
+        .skip(usize::try_from(version).unwrap_or(0))
+    {
         sqlx::raw_sql(sqlx::AssertSqlSafe(*sql))
             .execute(&mut *tx)
             .await

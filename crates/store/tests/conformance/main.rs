@@ -1,0 +1,88 @@
+//! The store conformance suite: one set of tests, run on both backends.
+//!
+//! Each test is an async function taking a [`harness::Fresh`] database. The
+//! `conformance!` list below turns every one into two tests,
+//! `sqlite::<module>::<test>` (always, on a temporary file) and
+//! `postgres::<module>::<test>` (on a database of its own, created through
+//! the server `BATON_TEST_DATABASE_URL` names; `./scripts/test` starts one).
+//! Without that variable the PostgreSQL tests pass vacuously, except under
+//! `CI=true`, where they fail.
+
+mod concurrency;
+mod harness;
+mod lease;
+mod runs;
+mod schema;
+mod transitions;
+
+/// Expands `module: [test, …]` lists into a `sqlite` and a `postgres` test
+/// module with one `#[tokio::test]` per function.
+macro_rules! conformance {
+    ($($module:ident: [$($test:ident),* $(,)?]),* $(,)?) => {
+        mod sqlite {
+            $(mod $module {
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $test() {
+                        crate::harness::run(crate::harness::Backend::Sqlite, crate::$module::$test).await;
+                    }
+                )*
+            })*
+        }
+        mod postgres {
+            $(mod $module {
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $test() {
+                        crate::harness::run(crate::harness::Backend::Postgres, crate::$module::$test).await;
+                    }
+                )*
+            })*
+        }
+    };
+}
+
+conformance! {
+    schema: [
+        migrations_are_idempotent,
+        concurrent_opens_migrate_once,
+        newer_schema_is_refused,
+    ],
+    runs: [
+        create_run_and_read_it_back,
+        runs_are_listed_oldest_first,
+        duplicate_run_id_is_refused,
+        unknown_run_is_an_error,
+    ],
+    lease: [
+        acquire_free_run,
+        acquire_is_refused_while_held,
+        acquire_after_expiry_bumps_epoch,
+        take_over_bumps_epoch,
+        stale_epoch_writes_nothing,
+        renew_extends_the_lease,
+        renew_after_takeover_is_lost,
+        renew_sees_cancel_request,
+        release_frees_the_lease,
+    ],
+    transitions: [
+        attempt_started,
+        process_started,
+        attempt_finished_success_records_artifacts,
+        attempt_finished_failed,
+        attempt_finished_replaces_artifacts,
+        attempt_interrupted,
+        stage_reset,
+        stage_skipped,
+        run_status,
+        event,
+        batch_is_atomic,
+        events_are_ordered,
+    ],
+    concurrency: [
+        concurrent_applies_serialize,
+        concurrent_acquirers_one_wins,
+        concurrent_take_overs_get_distinct_epochs,
+        concurrent_creates_one_wins,
+    ],
+}

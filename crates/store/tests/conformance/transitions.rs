@@ -1,0 +1,697 @@
+//! What each [`Transition`] writes (see `model.rs`), and batches being
+//! all-or-nothing.
+
+use baton_store::{ArtifactRow, AttemptRow, Error, EventRow, Lease, StageRow, Store, Transition};
+
+use crate::harness::{Fresh, event_kinds, new_run, snapshot};
+
+async fn driven_run(fresh: &Fresh) -> (Store, Lease) {
+    let store = fresh.open().await;
+    store
+        .create_run(&new_run("r1", 1000, &["a", "b", "c"]))
+        .await
+        .unwrap();
+    let lease = store
+        .acquire("r1", "owner", 1000, 60_000, false)
+        .await
+        .unwrap();
+    (store, lease)
+}
+
+async fn stage(store: &Store, index: usize) -> StageRow {
+    store.stages("r1").await.unwrap().swap_remove(index)
+}
+
+async fn last_event(store: &Store) -> (i64, String, String) {
+    let event = store.events("r1", 0).await.unwrap().pop().unwrap();
+    (event.at, event.kind, event.detail)
+}
+
+fn started(index: i64, attempt: i64, at: i64) -> Transition {
+    Transition::AttemptStarted { index, attempt, at }
+}
+
+fn finished(
+    index: i64,
+    attempt: i64,
+    status: &str,
+    at: i64,
+    artifacts: &[(&str, i64)],
+) -> Transition {
+    Transition::AttemptFinished {
+        index,
+        attempt,
+        status: status.to_owned(),
+        at,
+        exit_code: Some(if status == "failed" { 1 } else { 0 }),
+        error: (status == "failed").then(|| "exit status 1".to_owned()),
+        artifacts: artifacts
+            .iter()
+            .map(|(path, bytes)| ((*path).to_owned(), sha(path), *bytes))
+            .collect(),
+    }
+}
+
+fn sha(path: &str) -> String {
+    format!("{:0>64}", path.len())
+}
+
+pub(crate) async fn attempt_started(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    store.apply(&lease, &[started(1, 1, 2000)]).await.unwrap();
+
+    assert_eq!(
+        store.attempts("r1").await.unwrap(),
+        [AttemptRow {
+            index: 1,
+            attempt: 1,
+            status: "running".to_owned(),
+            pid: None,
+            pgid: None,
+            proc_start: None,
+            started_at: 2000,
+            finished_at: None,
+            exit_code: None,
+            error: None,
+        }]
+    );
+    let b = stage(&store, 1).await;
+    assert_eq!(
+        b,
+        StageRow {
+            index: 1,
+            name: "b".to_owned(),
+            status: "running".to_owned(),
+            attempts: 1,
+            started_at: Some(2000),
+            finished_at: None,
+            error: None,
+            note: None,
+        }
+    );
+    assert_eq!(b.duration_ms(), None);
+    assert_eq!(
+        stage(&store, 0).await.status,
+        "pending",
+        "other stages are untouched"
+    );
+    assert_eq!(
+        last_event(&store).await,
+        (
+            2000,
+            "attempt_started".to_owned(),
+            r#"{"stage":1,"attempt":1}"#.to_owned()
+        )
+    );
+
+    // A retry after a failure: the stage counts the attempt and forgets the
+    // previous end and error.
+    store
+        .apply(&lease, &[finished(1, 1, "failed", 2100, &[])])
+        .await
+        .unwrap();
+    store.apply(&lease, &[started(1, 2, 2200)]).await.unwrap();
+    let b = stage(&store, 1).await;
+    assert_eq!(
+        (
+            b.status.as_str(),
+            b.attempts,
+            b.started_at,
+            b.finished_at,
+            b.error
+        ),
+        ("running", 2, Some(2200), None, None)
+    );
+    let attempts = store.attempts("r1").await.unwrap();
+    assert_eq!(
+        attempts
+            .iter()
+            .map(|a| (a.attempt, a.status.as_str()))
+            .collect::<Vec<_>>(),
+        [(1, "failed"), (2, "running")]
+    );
+}
+
+pub(crate) async fn process_started(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    store
+        .apply(&lease, &[started(0, 1, 2000), started(2, 1, 2000)])
+        .await
+        .unwrap();
+    let events_before = store.events("r1", 0).await.unwrap();
+    let stages_before = store.stages("r1").await.unwrap();
+
+    store
+        .apply(
+            &lease,
+            &[Transition::ProcessStarted {
+                index: 2,
+                attempt: 1,
+                pid: 4242,
+                pgid: 4240,
+                proc_start: 987_654,
+            }],
+        )
+        .await
+        .unwrap();
+    let attempts = store.attempts("r1").await.unwrap();
+    assert_eq!(
+        (
+            attempts[1].index,
+            attempts[1].pid,
+            attempts[1].pgid,
+            attempts[1].proc_start,
+            attempts[1].status.as_str()
+        ),
+        (2, Some(4242), Some(4240), Some(987_654), "running")
+    );
+    assert_eq!(
+        (attempts[0].pid, attempts[0].pgid, attempts[0].proc_start),
+        (None, None, None)
+    );
+    assert_eq!(
+        store.stages("r1").await.unwrap(),
+        stages_before,
+        "stages are untouched"
+    );
+    assert_eq!(
+        store.events("r1", 0).await.unwrap(),
+        events_before,
+        "no event is logged"
+    );
+}
+
+pub(crate) async fn attempt_finished_success_records_artifacts(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    store.apply(&lease, &[started(0, 1, 2000)]).await.unwrap();
+    store
+        .apply(
+            &lease,
+            &[finished(
+                0,
+                1,
+                "success",
+                2500,
+                &[("out/b.txt", 20), ("out/a.txt", 10)],
+            )],
+        )
+        .await
+        .unwrap();
+
+    let attempt = store.attempts("r1").await.unwrap().remove(0);
+    assert_eq!(
+        (
+            attempt.status.as_str(),
+            attempt.finished_at,
+            attempt.exit_code,
+            attempt.error
+        ),
+        ("success", Some(2500), Some(0), None)
+    );
+    let a = stage(&store, 0).await;
+    assert_eq!(
+        (
+            a.status.as_str(),
+            a.started_at,
+            a.finished_at,
+            a.error.as_deref(),
+            a.attempts
+        ),
+        ("success", Some(2000), Some(2500), None, 1)
+    );
+    assert_eq!(a.duration_ms(), Some(500));
+    assert_eq!(
+        store.artifacts("r1").await.unwrap(),
+        [
+            ArtifactRow {
+                index: 0,
+                path: "out/a.txt".to_owned(),
+                sha256: sha("out/a.txt"),
+                bytes: 10
+            },
+            ArtifactRow {
+                index: 0,
+                path: "out/b.txt".to_owned(),
+                sha256: sha("out/b.txt"),
+                bytes: 20
+            },
+        ]
+    );
+    assert_eq!(
+        last_event(&store).await,
+        (
+            2500,
+            "attempt_finished".to_owned(),
+            r#"{"stage":0,"attempt":1,"status":"success"}"#.to_owned()
+        )
+    );
+
+    // Stage statuses other than `failed` count as a successful attempt.
+    for (index, status) in [(1, "awaiting_human"), (2, "skipped")] {
+        store
+            .apply(&lease, &[started(index, 1, 3000)])
+            .await
+            .unwrap();
+        store
+            .apply(&lease, &[finished(index, 1, status, 3100, &[])])
+            .await
+            .unwrap();
+        assert_eq!(
+            stage(&store, usize::try_from(index).unwrap()).await.status,
+            status
+        );
+        let attempts = store.attempts("r1").await.unwrap();
+        let attempt = attempts.iter().find(|a| a.index == index).unwrap();
+        assert_eq!(attempt.status, "success");
+    }
+}
+
+pub(crate) async fn attempt_finished_failed(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    store.apply(&lease, &[started(1, 1, 2000)]).await.unwrap();
+    store
+        .apply(
+            &lease,
+            &[Transition::AttemptFinished {
+                index: 1,
+                attempt: 1,
+                status: "failed".to_owned(),
+                at: 2300,
+                exit_code: None,
+                error: Some("killed by \"SIGKILL\"\nafter 3 s".to_owned()),
+                artifacts: Vec::new(),
+            }],
+        )
+        .await
+        .unwrap();
+    let attempt = store.attempts("r1").await.unwrap().remove(0);
+    assert_eq!(
+        (
+            attempt.status.as_str(),
+            attempt.finished_at,
+            attempt.exit_code,
+            attempt.error.as_deref()
+        ),
+        (
+            "failed",
+            Some(2300),
+            None,
+            Some("killed by \"SIGKILL\"\nafter 3 s")
+        )
+    );
+    let b = stage(&store, 1).await;
+    assert_eq!(
+        (b.status.as_str(), b.finished_at, b.error.as_deref()),
+        (
+            "failed",
+            Some(2300),
+            Some("killed by \"SIGKILL\"\nafter 3 s")
+        )
+    );
+    assert!(store.artifacts("r1").await.unwrap().is_empty());
+    assert_eq!(
+        last_event(&store).await,
+        (
+            2300,
+            "attempt_finished".to_owned(),
+            r#"{"stage":1,"attempt":1,"status":"failed"}"#.to_owned()
+        )
+    );
+}
+
+pub(crate) async fn attempt_finished_replaces_artifacts(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    store
+        .apply(
+            &lease,
+            &[
+                started(0, 1, 2000),
+                finished(0, 1, "success", 2100, &[("keep.txt", 1), ("gone.txt", 2)]),
+                started(1, 1, 2000),
+                finished(1, 1, "success", 2100, &[("other.txt", 3)]),
+                started(0, 2, 3000),
+                finished(0, 2, "success", 3100, &[("keep.txt", 4), ("new.txt", 5)]),
+            ],
+        )
+        .await
+        .unwrap();
+    let artifacts: Vec<(i64, String, i64)> = store
+        .artifacts("r1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|artifact| (artifact.index, artifact.path, artifact.bytes))
+        .collect();
+    assert_eq!(
+        artifacts,
+        [
+            (0, "keep.txt".to_owned(), 4),
+            (0, "new.txt".to_owned(), 5),
+            (1, "other.txt".to_owned(), 3)
+        ]
+    );
+}
+
+pub(crate) async fn attempt_interrupted(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    store.apply(&lease, &[started(2, 1, 2000)]).await.unwrap();
+    store
+        .apply(
+            &lease,
+            &[Transition::AttemptInterrupted {
+                index: 2,
+                attempt: 1,
+                at: 2600,
+            }],
+        )
+        .await
+        .unwrap();
+    let attempt = store.attempts("r1").await.unwrap().remove(0);
+    assert_eq!(
+        (
+            attempt.status.as_str(),
+            attempt.finished_at,
+            attempt.exit_code
+        ),
+        ("interrupted", Some(2600), None)
+    );
+    let c = stage(&store, 2).await;
+    assert_eq!((c.status.as_str(), c.attempts), ("pending", 1));
+    assert_eq!(
+        last_event(&store).await,
+        (
+            2600,
+            "attempt_interrupted".to_owned(),
+            r#"{"stage":2,"attempt":1}"#.to_owned()
+        )
+    );
+}
+
+pub(crate) async fn stage_reset(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    store
+        .apply(
+            &lease,
+            &[
+                started(0, 1, 2000),
+                finished(0, 1, "failed", 2100, &[("a.txt", 1)]),
+                started(1, 1, 2000),
+                finished(1, 1, "success", 2100, &[("b.txt", 2)]),
+            ],
+        )
+        .await
+        .unwrap();
+    let events_before = store.events("r1", 0).await.unwrap();
+
+    store
+        .apply(
+            &lease,
+            &[Transition::StageReset {
+                index: 0,
+                note: "rerun requested".to_owned(),
+            }],
+        )
+        .await
+        .unwrap();
+    let a = stage(&store, 0).await;
+    assert_eq!(
+        a,
+        StageRow {
+            index: 0,
+            name: "a".to_owned(),
+            status: "pending".to_owned(),
+            attempts: 1,
+            started_at: None,
+            finished_at: None,
+            error: None,
+            note: Some("rerun requested".to_owned()),
+        }
+    );
+    let artifacts = store.artifacts("r1").await.unwrap();
+    assert_eq!(
+        artifacts
+            .iter()
+            .map(|a| (a.index, a.path.as_str()))
+            .collect::<Vec<_>>(),
+        [(1, "b.txt")],
+        "only the reset stage's outputs are forgotten"
+    );
+    assert_eq!(stage(&store, 1).await.status, "success");
+    assert_eq!(
+        store.attempts("r1").await.unwrap().len(),
+        2,
+        "attempts are history and stay"
+    );
+    assert_eq!(
+        store.events("r1", 0).await.unwrap(),
+        events_before,
+        "no event is logged"
+    );
+}
+
+pub(crate) async fn stage_skipped(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    let events_before = store.events("r1", 0).await.unwrap();
+    store
+        .apply(
+            &lease,
+            &[Transition::StageSkipped {
+                index: 2,
+                at: 2400,
+                note: "when: false".to_owned(),
+            }],
+        )
+        .await
+        .unwrap();
+    let c = stage(&store, 2).await;
+    assert_eq!(
+        c,
+        StageRow {
+            index: 2,
+            name: "c".to_owned(),
+            status: "skipped".to_owned(),
+            attempts: 0,
+            started_at: Some(2400),
+            finished_at: Some(2400),
+            error: None,
+            note: Some("when: false".to_owned()),
+        }
+    );
+    assert_eq!(c.duration_ms(), Some(0));
+    assert!(store.attempts("r1").await.unwrap().is_empty());
+    assert_eq!(
+        store.events("r1", 0).await.unwrap(),
+        events_before,
+        "no event is logged"
+    );
+}
+
+pub(crate) async fn run_status(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    store
+        .apply(
+            &lease,
+            &[Transition::RunStatus {
+                status: "running".to_owned(),
+                at: 2000,
+                error: None,
+            }],
+        )
+        .await
+        .unwrap();
+    let run = store.run("r1").await.unwrap();
+    assert_eq!(
+        (run.status.as_str(), run.finished_at, run.error),
+        ("running", None, None)
+    );
+    assert_eq!(
+        last_event(&store).await,
+        (
+            2000,
+            "run_status".to_owned(),
+            r#"{"status":"running"}"#.to_owned()
+        )
+    );
+
+    store
+        .apply(
+            &lease,
+            &[Transition::RunStatus {
+                status: "failed".to_owned(),
+                at: 3000,
+                error: Some("stage b failed".to_owned()),
+            }],
+        )
+        .await
+        .unwrap();
+    let run = store.run("r1").await.unwrap();
+    assert_eq!(
+        (run.status.as_str(), run.finished_at, run.error.as_deref()),
+        ("failed", Some(3000), Some("stage b failed"))
+    );
+
+    // Resumed: not terminal any more, so no end time and no error.
+    store
+        .apply(
+            &lease,
+            &[Transition::RunStatus {
+                status: "awaiting_human".to_owned(),
+                at: 4000,
+                error: None,
+            }],
+        )
+        .await
+        .unwrap();
+    let run = store.run("r1").await.unwrap();
+    assert_eq!(
+        (run.status.as_str(), run.finished_at, run.error),
+        ("awaiting_human", None, None)
+    );
+
+    for status in ["success", "cancelled"] {
+        store
+            .apply(
+                &lease,
+                &[Transition::RunStatus {
+                    status: status.to_owned(),
+                    at: 5000,
+                    error: None,
+                }],
+            )
+            .await
+            .unwrap();
+        let run = store.run("r1").await.unwrap();
+        assert_eq!((run.status.as_str(), run.finished_at), (status, Some(5000)));
+    }
+    // The lease columns are not the status's business.
+    let run = store.run("r1").await.unwrap();
+    assert_eq!(
+        (run.lease_owner.as_deref(), run.lease_epoch),
+        (Some("owner"), 1)
+    );
+}
+
+pub(crate) async fn event(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    let before = snapshot(&store, "r1").await;
+    let detail = r#"{"message":"héllo \"world\"","n":[1,2]}"#;
+    store
+        .apply(
+            &lease,
+            &[Transition::Event {
+                at: 2222,
+                kind: "note".to_owned(),
+                detail: detail.to_owned(),
+            }],
+        )
+        .await
+        .unwrap();
+    let after = snapshot(&store, "r1").await;
+    assert_eq!(
+        (&after.run, &after.stages, &after.attempts),
+        (&before.run, &before.stages, &before.attempts)
+    );
+    assert_eq!(after.events.len(), before.events.len() + 1);
+    assert_eq!(
+        last_event(&store).await,
+        (2222, "note".to_owned(), detail.to_owned())
+    );
+}
+
+pub(crate) async fn batch_is_atomic(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    store.apply(&lease, &[started(0, 1, 2000)]).await.unwrap();
+    let before = snapshot(&store, "r1").await;
+
+    // The last transition conflicts with the attempt recorded above (same
+    // primary key), after several writes to every table succeeded.
+    let batch = [
+        Transition::Event {
+            at: 2100,
+            kind: "first".to_owned(),
+            detail: "{}".to_owned(),
+        },
+        Transition::RunStatus {
+            status: "running".to_owned(),
+            at: 2100,
+            error: None,
+        },
+        Transition::StageSkipped {
+            index: 2,
+            at: 2100,
+            note: "when".to_owned(),
+        },
+        started(1, 1, 2100),
+        finished(1, 1, "success", 2200, &[("b.txt", 1)]),
+        started(0, 1, 2300),
+    ];
+    let error = store
+        .apply(&lease, &batch)
+        .await
+        .expect_err("the duplicate attempt fails");
+    assert!(
+        matches!(
+            error,
+            Error::Query {
+                what: "record an attempt",
+                ..
+            }
+        ),
+        "unexpected error: {error:?}"
+    );
+    assert_eq!(
+        snapshot(&store, "r1").await,
+        before,
+        "a failed batch writes nothing"
+    );
+
+    // The store is still usable, and the same batch without the conflict
+    // goes through whole.
+    store.apply(&lease, &batch[..5]).await.unwrap();
+    let after = snapshot(&store, "r1").await;
+    assert_eq!(after.run.status, "running");
+    assert_eq!(after.stages[2].status, "skipped");
+    assert_eq!(after.stages[1].status, "success");
+    assert_eq!(after.artifacts.len(), 1);
+    assert_eq!(after.events.len(), before.events.len() + 4);
+}
+
+pub(crate) async fn events_are_ordered(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    // Times deliberately out of order: the log is ordered by position.
+    let batch: Vec<Transition> = (0..30)
+        .map(|n| Transition::Event {
+            at: 10_000 - n,
+            kind: format!("e{n}"),
+            detail: format!("{{\"n\":{n}}}"),
+        })
+        .collect();
+    store.apply(&lease, &batch[..10]).await.unwrap();
+    store.apply(&lease, &batch[10..]).await.unwrap();
+    store
+        .create_run(&new_run("other", 1000, &["x"]))
+        .await
+        .unwrap();
+
+    let events = store.events("r1", 0).await.unwrap();
+    assert!(
+        events.windows(2).all(|pair| pair[0].seq < pair[1].seq),
+        "seq increases: {events:?}"
+    );
+    let mut expected = vec!["run_created".to_owned(), "lease_acquired".to_owned()];
+    expected.extend((0..30).map(|n| format!("e{n}")));
+    assert_eq!(event_kinds(&store, "r1").await, expected);
+
+    // Reading after a position returns exactly the tail.
+    let cut = events[5].seq;
+    let tail: Vec<EventRow> = store.events("r1", cut).await.unwrap();
+    assert_eq!(tail, events[6..]);
+    assert!(
+        store
+            .events("r1", events.last().unwrap().seq)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(event_kinds(&store, "other").await, ["run_created"]);
+}
