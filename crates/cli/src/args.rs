@@ -77,6 +77,10 @@ pub(crate) enum Command {
     /// Run a stage again, and every stage that depends on it.
     Rerun(RerunArgs),
 
+    /// Agent profiles: which CLIs work on this machine.
+    #[command(subcommand)]
+    Agents(AgentsCommand),
+
     /// List the workflows and fragments under a directory.
     #[command(
         after_help = "Without DIR, lists ./workflows when it exists, else the current directory.\n\nExit codes: 0 listed (even if empty), 2 usage error."
@@ -255,4 +259,12 @@ pub(crate) struct LogsArgs {
     pub(crate) follow: bool,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
+}
+
+/// `baton agents …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum AgentsCommand {
+    /// Run each profile's version probe and report which work here and
+    /// which lack their credentials.
+    Check(FormatOnly),
 }

@@ -46,6 +46,7 @@ pub fn main() -> ExitCode {
         Command::Rerun(args) => commands::run::rerun(&args),
         Command::Cancel(args) => commands::run::cancel(&args),
         Command::Runs(args) => commands::status::runs(&args),
+        Command::Agents(args::AgentsCommand::Check(args)) => commands::agents::check(&args),
         Command::Status(args) => commands::status::status(&args),
         Command::Logs(args) => commands::status::logs(&args),
     };

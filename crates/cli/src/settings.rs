@@ -19,3 +19,16 @@ pub(crate) fn store_location(project_dir: &Path) -> String {
                 .into_owned()
         })
 }
+
+/// The project's `baton.toml`: agent profiles and roles, merged over the
+/// built-in profiles. A missing file means the built-in profiles only.
+pub(crate) fn agent_config(project_dir: &Path) -> Result<baton_executor::profile::Config, String> {
+    let path = project_dir.join("baton.toml");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+    };
+    baton_executor::profile::Config::from_toml(&text)
+        .map_err(|error| format!("{}: {error}", path.display()))
+}

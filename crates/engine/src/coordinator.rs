@@ -35,6 +35,8 @@ pub struct DriveOptions {
     pub max_parallel: Option<usize>,
     /// Limits for every stage process.
     pub limits: Limits,
+    /// Agent profiles and roles from `baton.toml`; `None` when there is none.
+    pub agents: Option<std::sync::Arc<baton_executor::profile::Config>>,
 }
 
 impl Default for DriveOptions {
@@ -45,6 +47,7 @@ impl Default for DriveOptions {
             wait_for_lease: true,
             max_parallel: None,
             limits: Limits::default(),
+            agents: None,
         }
     }
 }
@@ -121,11 +124,11 @@ async fn acquire(store: &Store, run_id: &str, options: &DriveOptions) -> Result<
     let ttl = i64::try_from(options.lease_ttl.as_millis()).unwrap_or(30_000);
     loop {
         let now = clock::now_ms();
-        match store.acquire(run_id, &me, now, ttl, false).await {
+        match store.acquire(run_id, &me, now, ttl, None).await {
             Ok(lease) => return Ok(lease),
             Err(StoreError::Held { owner, until, .. }) => {
                 if owner::provably_dead(&owner) {
-                    return Ok(store.acquire(run_id, &me, now, ttl, true).await?);
+                    return Ok(store.acquire(run_id, &me, now, ttl, Some(&owner)).await?);
                 }
                 let same_host = owner.rsplitn(3, ':').nth(2) == Some(owner::host().as_str());
                 if same_host || !options.wait_for_lease {
@@ -263,6 +266,7 @@ async fn drive_owned(
     // holds back every later group.
     let approved = |_: usize| false;
 
+    let shared_plan = std::sync::Arc::new(plan.clone());
     let (report_sender, mut reports) = mpsc::unbounded_channel::<Report>();
     let mut running: HashMap<usize, Running> = HashMap::new();
     let mut renew = tokio::time::interval(options.lease_ttl / 3);
@@ -357,6 +361,8 @@ async fn drive_owned(
                                 .map(|(key, value)| (key.clone(), value.clone()))
                                 .collect(),
                             limits: options.limits.clone(),
+                            plan: std::sync::Arc::clone(&shared_plan),
+                            agents: options.agents.clone(),
                         };
                         progress(Progress::Started {
                             stage: plan.stages[index].name().to_owned(),

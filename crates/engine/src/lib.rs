@@ -19,9 +19,9 @@ mod coordinator;
 pub mod create;
 pub mod loader;
 mod owner;
+pub mod prompt;
 mod reconcile;
 pub mod schedule;
-mod shim;
 mod stage;
 pub mod workspace;
 

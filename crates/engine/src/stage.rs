@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use baton_executor::{KillReason, Outcome, ProcessSpec, Started, Stdin};
+use std::sync::Arc;
+
+use baton_executor::profile::{AgentRequest, Config};
+use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::Executor;
 use tokio::sync::{mpsc, watch};
@@ -59,6 +63,10 @@ pub(crate) struct Attempt {
     pub(crate) project_dir: PathBuf,
     pub(crate) params: Params,
     pub(crate) limits: Limits,
+    /// The plan, for prompts that list upstream outputs.
+    pub(crate) plan: Arc<Plan>,
+    /// Agent profiles from `baton.toml`, if any.
+    pub(crate) agents: Option<Arc<Config>>,
 }
 
 /// What an attempt reports to the coordinator.
@@ -104,7 +112,9 @@ pub(crate) async fn run(
             artifacts: Vec::new(),
             cancelled: false,
         },
-        Ok(spec) => execute(&stage, &attempt, spec, cancel, &reports).await,
+        Ok((spec, success_codes)) => {
+            execute(&stage, &attempt, spec, &success_codes, cancel, &reports).await
+        }
     };
     let _ = reports.send(Report::Finished(finished));
 }
@@ -113,6 +123,7 @@ async fn execute(
     stage: &PlanStage,
     attempt: &Attempt,
     spec: ProcessSpec,
+    success_codes: &[i32],
     cancel: watch::Receiver<bool>,
     reports: &mpsc::UnboundedSender<Report>,
 ) -> Finished {
@@ -143,7 +154,7 @@ async fn execute(
         }
     };
     finished.exit_code = outcome.exit_code.map(i64::from);
-    if let Some(error) = process_error(&outcome) {
+    if let Some(error) = process_error(&outcome, success_codes) {
         finished.cancelled = outcome.killed == Some(KillReason::Cancelled);
         finished.error = Some(error);
         return finished;
@@ -158,7 +169,7 @@ async fn execute(
     finished
 }
 
-fn process_error(outcome: &Outcome) -> Option<String> {
+fn process_error(outcome: &Outcome, success_codes: &[i32]) -> Option<String> {
     let tail = outcome.stderr_tail.trim();
     let tail = if tail.is_empty() {
         String::new()
@@ -180,7 +191,7 @@ fn process_error(outcome: &Outcome) -> Option<String> {
         )),
         Some(KillReason::Cancelled) => Some("cancelled".to_owned()),
         None => match (outcome.exit_code, outcome.signal) {
-            (Some(0), _) => None,
+            (Some(code), _) if success_codes.contains(&code) => None,
             (Some(code), _) => Some(format!("exited with code {code}{tail}")),
             (None, Some(signal)) => Some(format!("killed by signal {signal}{tail}")),
             (None, None) => Some("ended without an exit status".to_owned()),
@@ -259,8 +270,8 @@ fn verify(
     Ok(artifacts)
 }
 
-/// The process to run for the stage.
-fn command(stage: &PlanStage, attempt: &Attempt) -> Result<ProcessSpec, String> {
+/// The process to run for the stage, and the exit codes that mean success.
+fn command(stage: &PlanStage, attempt: &Attempt) -> Result<(ProcessSpec, Vec<i32>), String> {
     let spec = &stage.spec;
     if spec.fan_out.is_some() {
         return Err("fan_out stages are not run by this version of baton's engine".to_owned());
@@ -274,30 +285,10 @@ fn command(stage: &PlanStage, attempt: &Attempt) -> Result<ProcessSpec, String> 
                 .to_owned(),
         );
     }
-    let workspace_text = attempt.workspace.to_string_lossy().into_owned();
-    let Some(script) = spec
-        .script
-        .as_ref()
-        .filter(|_| spec.executor == Executor::Inline)
-    else {
-        return Err(format!(
-            "no agent profile for role '{}': configure [agents.{}] or [agents.default] in baton.toml",
-            spec.agent.role, spec.agent.role
-        ));
-    };
-    let lookup = |name: &str| {
-        if name == "workspace" {
-            Some(workspace_text.as_str())
-        } else {
-            attempt.params.get(name).map(String::as_str)
-        }
-    };
-    let script = crate::shim::substitute(&script.value, lookup);
-    let (program, args) = crate::shim::command_for_script(&script);
     let logs = attempt.workspace.join("logs").join(stage.file_stem());
-    Ok(ProcessSpec {
-        program,
-        args,
+    let base = ProcessSpec {
+        program: String::new(),
+        args: Vec::new(),
         cwd: attempt.workspace.clone(),
         env: environment(stage, attempt),
         env_passthrough: Vec::new(),
@@ -318,7 +309,109 @@ fn command(stage: &PlanStage, attempt: &Attempt) -> Result<ProcessSpec, String> 
             "BATON_IDEMPOTENCY_KEY".to_owned(),
             idempotency_key(stage, attempt),
         )),
-    })
+    };
+    match spec
+        .script
+        .as_ref()
+        .filter(|_| spec.executor == Executor::Inline)
+    {
+        Some(script) => Ok((shell_command(base, &script.value, attempt), vec![0])),
+        None => agent_command(base, stage, attempt),
+    }
+}
+
+fn shell_command(mut base: ProcessSpec, script: &str, attempt: &Attempt) -> ProcessSpec {
+    let workspace_text = attempt.workspace.to_string_lossy().into_owned();
+    let lookup = |name: &str| {
+        if name == "workspace" {
+            Some(workspace_text.as_str())
+        } else {
+            attempt.params.get(name).map(String::as_str)
+        }
+    };
+    let script = baton_executor::shell::substitute(script, lookup);
+    let (program, args) = baton_executor::shell::command_for_script(&script);
+    base.program = program;
+    base.args = args;
+    base
+}
+
+/// An agent stage (or an inline stage without a script): the role's profile
+/// from `baton.toml` runs with a prompt baton renders and first writes to
+/// `dispatch/NNN-name.json`.
+fn agent_command(
+    mut base: ProcessSpec,
+    stage: &PlanStage,
+    attempt: &Attempt,
+) -> Result<(ProcessSpec, Vec<i32>), String> {
+    let spec = &stage.spec;
+    let role = if spec.executor == Executor::Inline {
+        "inline"
+    } else {
+        spec.agent.role.as_str()
+    };
+    let no_profile = || {
+        format!(
+            "no agent profile for role '{role}': add [agents.{role}] or [agents.default] with a profile to baton.toml (`baton agents check` lists the profiles that work here)"
+        )
+    };
+    let config = attempt.agents.as_ref().ok_or_else(no_profile)?;
+    let agent = config.agent(role).map_err(|_| no_profile())?;
+    let prompt = crate::prompt::render(&attempt.plan, stage, &attempt.workspace);
+    let dispatch_path = attempt
+        .workspace
+        .join("dispatch")
+        .join(format!("{}.json", stage.file_stem()));
+    workspace::write_json(
+        &dispatch_path,
+        &crate::prompt::dispatch(&attempt.plan, stage, &attempt.workspace, &prompt),
+    )
+    .map_err(|error| format!("cannot write {}: {error}", dispatch_path.display()))?;
+    let prompt_file = attempt
+        .workspace
+        .join("dispatch")
+        .join(format!("{}.prompt.md", stage.file_stem()));
+    workspace::write_atomic(&prompt_file, prompt.as_bytes())
+        .map_err(|error| format!("cannot write {}: {error}", prompt_file.display()))?;
+    let request = AgentRequest {
+        prompt,
+        prompt_file: Some(prompt_file),
+        model: spec
+            .agent
+            .model
+            .clone()
+            .or_else(|| agent.model.map(str::to_owned)),
+        tools: spec.agent.tools.clone(),
+        permission_mode: None,
+        cwd: attempt.workspace.clone(),
+        options: std::collections::BTreeMap::new(),
+    };
+    let command = baton_executor::profile::command_line(agent.profile, &request)
+        .map_err(|error| format!("agent profile '{}': {error}", agent.profile_name))?;
+    base.program = command.program;
+    base.args = command.args;
+    base.stdin = command.stdin.map_or(Stdin::Null, Stdin::Bytes);
+    base.clear_env = true;
+    base.env_passthrough
+        .clone_from(&agent.profile.env_passthrough);
+    base.env.extend(
+        agent
+            .profile
+            .env
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone())),
+    );
+    let limits = &agent.profile.limits;
+    if let Some(wall) = limits.wall {
+        base.wall_timeout = Some(wall);
+    }
+    if limits.idle.is_some() {
+        base.idle_timeout = limits.idle;
+    }
+    if let Some(grace) = limits.kill_grace {
+        base.kill_grace = grace;
+    }
+    Ok((base, agent.profile.success.exit_codes.clone()))
 }
 
 /// `run/stage/item/attempt`, stable across retries of the same attempt.

@@ -444,8 +444,11 @@ impl Store {
     }
 
     /// Takes the run's lease: possible when nobody holds it, it expired, or
-    /// `take_over` is set because the caller proved the holder dead. The
-    /// epoch goes up by one, fencing out the previous holder.
+    /// the current holder is `take_over_from`, a holder the caller proved
+    /// dead. Naming the dead holder matters: of two processes that both saw
+    /// it dead, the second finds the first holding the lease and is refused,
+    /// instead of taking it from a live driver. The epoch goes up by one,
+    /// fencing out the previous holder.
     ///
     /// # Errors
     ///
@@ -456,7 +459,7 @@ impl Store {
         owner: &str,
         now: i64,
         ttl_ms: i64,
-        take_over: bool,
+        take_over_from: Option<&str>,
     ) -> Result<Lease> {
         in_transaction!(self, |tx| {
             // Lock the run before reading its lease, as `apply` does: a
@@ -489,7 +492,7 @@ impl Store {
                 .map_err(query_error("read the lease"))?;
             if let Some(holder) = holder
                 && until > now
-                && !take_over
+                && take_over_from != Some(holder.as_str())
                 && holder != owner
             {
                 return Err(Error::Held {

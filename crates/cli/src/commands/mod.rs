@@ -1,5 +1,6 @@
 //! One module per subcommand; shared set-up lives here.
 
+pub(crate) mod agents;
 pub(crate) mod compile;
 pub(crate) mod graph;
 pub(crate) mod lint;

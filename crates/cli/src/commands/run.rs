@@ -70,6 +70,19 @@ fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
     }
 }
 
+/// Drive options with the project's agent profiles, or the usage exit code.
+fn drive_options(accept_changes: bool) -> Result<DriveOptions, u8> {
+    let agents = settings::agent_config(&super::current_dir()).map_err(|error| {
+        output::stderr_line(&format!("error: {error}"));
+        exit_code::USAGE
+    })?;
+    Ok(DriveOptions {
+        accept_changes,
+        agents: Some(std::sync::Arc::new(agents)),
+        ..DriveOptions::default()
+    })
+}
+
 /// Progress as plain lines on stderr.
 fn progress_printer(quiet: bool) -> impl Fn(Progress) + Sync {
     let start = Instant::now();
@@ -166,6 +179,10 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
         max_parallel: args.max_parallel,
         project_dir: super::current_dir(),
     };
+    let drive = match drive_options(false) {
+        Ok(drive) => drive,
+        Err(code) => return code,
+    };
     block_on(async {
         let store = match open_store().await {
             Ok(store) => store,
@@ -192,14 +209,14 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
 /// `baton resume`.
 pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     let format = args.format.format();
+    let options = match drive_options(args.accept_changes) {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
     block_on(async {
         let store = match open_store().await {
             Ok(store) => store,
             Err(code) => return code,
-        };
-        let options = DriveOptions {
-            accept_changes: args.accept_changes,
-            ..DriveOptions::default()
         };
         let printer = progress_printer(false);
         match baton_engine::drive(&store, &args.run, &options, &printer).await {
@@ -212,6 +229,10 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
 /// `baton rerun`: resets the stage and its dependants, then drives the run.
 pub(crate) fn rerun(args: &RerunArgs) -> u8 {
     let format = args.format.format();
+    let options = match drive_options(false) {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
     block_on(async {
         let store = match open_store().await {
             Ok(store) => store,
@@ -222,7 +243,7 @@ pub(crate) fn rerun(args: &RerunArgs) -> u8 {
             Err(error) => return engine_error(&error, format == Format::Json),
         }
         let printer = progress_printer(false);
-        match baton_engine::drive(&store, &args.run, &DriveOptions::default(), &printer).await {
+        match baton_engine::drive(&store, &args.run, &options, &printer).await {
             Ok(outcome) => finish(&outcome, format),
             Err(error) => engine_error(&error, format == Format::Json),
         }

@@ -45,10 +45,7 @@ pub(crate) async fn concurrent_applies_serialize(fresh: Fresh) {
         .create_run(&new_run("r1", 1000, &names))
         .await
         .unwrap();
-    let lease = store
-        .acquire("r1", "owner", 1000, TTL, false)
-        .await
-        .unwrap();
+    let lease = store.acquire("r1", "owner", 1000, TTL, None).await.unwrap();
     // A second handle (another pool) shares the work.
     let other = fresh.open().await;
 
@@ -160,7 +157,7 @@ pub(crate) async fn concurrent_acquirers_one_wins(fresh: Fresh) {
             let run_id = run_id.clone();
             async move {
                 store
-                    .acquire(&run_id, &format!("owner-{i}"), 2000, TTL, false)
+                    .acquire(&run_id, &format!("owner-{i}"), 2000, TTL, None)
                     .await
             }
         })
@@ -207,7 +204,7 @@ pub(crate) async fn concurrent_acquirers_one_wins(fresh: Fresh) {
     }
 }
 
-pub(crate) async fn concurrent_take_overs_get_distinct_epochs(fresh: Fresh) {
+pub(crate) async fn concurrent_take_overs_have_one_winner(fresh: Fresh) {
     let stores = [fresh.open().await, fresh.open().await];
     for round in 0..10 {
         let run_id = format!("r{round}");
@@ -216,7 +213,7 @@ pub(crate) async fn concurrent_take_overs_get_distinct_epochs(fresh: Fresh) {
             .await
             .unwrap();
         let old = stores[0]
-            .acquire(&run_id, "old", 1000, TTL, false)
+            .acquire(&run_id, "old", 1000, TTL, None)
             .await
             .unwrap();
 
@@ -225,35 +222,38 @@ pub(crate) async fn concurrent_take_overs_get_distinct_epochs(fresh: Fresh) {
             let run_id = run_id.clone();
             async move {
                 store
-                    .acquire(&run_id, &format!("new-{i}"), 2000, TTL, true)
+                    .acquire(&run_id, &format!("new-{i}"), 2000, TTL, Some("old"))
                     .await
             }
         })
         .await;
-        let mut leases: Vec<_> = results
-            .into_iter()
-            .map(|result| {
-                result.unwrap_or_else(|error| panic!("round {round}: take-over failed: {error:?}"))
-            })
-            .collect();
-        leases.sort_by_key(|lease| lease.epoch);
+        // Both saw "old" dead; the first to lock the run takes it over and
+        // the second then finds a live holder that is not "old": refused.
+        let (won, refused): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
         assert_eq!(
-            (leases[0].epoch, leases[1].epoch),
-            (2, 3),
-            "round {round}: one epoch each"
+            (won.len(), refused.len()),
+            (1, 1),
+            "round {round}: exactly one take-over wins"
         );
-
+        assert!(
+            matches!(refused[0], Err(Error::Held { .. })),
+            "round {round}: {:?}",
+            refused[0]
+        );
+        let winner = won.into_iter().next().expect("one").expect("ok");
+        assert_eq!(winner.epoch, 2, "round {round}");
+        let leases = [winner.clone(), winner];
         let run = stores[0].run(&run_id).await.unwrap();
         assert_eq!(
             (run.lease_owner.as_deref(), run.lease_epoch),
-            (Some(leases[1].owner.as_str()), 3)
+            (Some(leases[1].owner.as_str()), 2)
         );
         let event = Transition::Event {
             at: 2001,
             kind: "w".to_owned(),
             detail: "{}".to_owned(),
         };
-        for stale in [&old, &leases[0]] {
+        for stale in [&old] {
             let error = stores[1]
                 .apply(stale, std::slice::from_ref(&event))
                 .await

@@ -77,7 +77,7 @@ fn every_transition() -> Vec<Transition> {
 pub(crate) async fn acquire_free_run(fresh: Fresh) {
     let store = store_with_run(&fresh).await;
     let lease = store
-        .acquire("r1", "host-a:1:1", 2000, TTL, false)
+        .acquire("r1", "host-a:1:1", 2000, TTL, None)
         .await
         .unwrap();
     assert_eq!(
@@ -121,12 +121,12 @@ pub(crate) async fn acquire_free_run(fresh: Fresh) {
 
 pub(crate) async fn acquire_is_refused_while_held(fresh: Fresh) {
     let store = store_with_run(&fresh).await;
-    let first = store.acquire("r1", "a", 2000, TTL, false).await.unwrap();
+    let first = store.acquire("r1", "a", 2000, TTL, None).await.unwrap();
     let before = snapshot(&store, "r1").await;
 
     for now in [2000, 2100, 2499] {
         let error = store
-            .acquire("r1", "b", now, TTL, false)
+            .acquire("r1", "b", now, TTL, None)
             .await
             .expect_err("the lease is live");
         assert!(
@@ -158,8 +158,8 @@ pub(crate) async fn acquire_is_refused_while_held(fresh: Fresh) {
 
 pub(crate) async fn acquire_after_expiry_bumps_epoch(fresh: Fresh) {
     let store = store_with_run(&fresh).await;
-    let first = store.acquire("r1", "a", 2000, TTL, false).await.unwrap();
-    let second = store.acquire("r1", "b", 2500, TTL, false).await.unwrap();
+    let first = store.acquire("r1", "a", 2000, TTL, None).await.unwrap();
+    let second = store.acquire("r1", "b", 2500, TTL, None).await.unwrap();
     assert_eq!(
         (second.owner.as_str(), second.epoch, second.until),
         ("b", first.epoch + 1, 3000)
@@ -180,8 +180,11 @@ pub(crate) async fn acquire_after_expiry_bumps_epoch(fresh: Fresh) {
 
 pub(crate) async fn take_over_bumps_epoch(fresh: Fresh) {
     let store = store_with_run(&fresh).await;
-    let first = store.acquire("r1", "a", 2000, TTL, false).await.unwrap();
-    let second = store.acquire("r1", "b", 2100, TTL, true).await.unwrap();
+    let first = store.acquire("r1", "a", 2000, TTL, None).await.unwrap();
+    let second = store
+        .acquire("r1", "b", 2100, TTL, Some("a"))
+        .await
+        .unwrap();
     assert_eq!(
         (second.owner.as_str(), second.epoch, second.until),
         ("b", 2, 2600)
@@ -194,7 +197,10 @@ pub(crate) async fn take_over_bumps_epoch(fresh: Fresh) {
         })
     );
     // A take-over of a free run is an ordinary acquire.
-    let third = store.acquire("r1", "c", 9000, TTL, true).await.unwrap();
+    let third = store
+        .acquire("r1", "c", 9000, TTL, Some("nobody"))
+        .await
+        .unwrap();
     assert_eq!(third.epoch, 3);
     let error = store
         .apply(&first, &every_transition())
@@ -206,11 +212,14 @@ pub(crate) async fn take_over_bumps_epoch(fresh: Fresh) {
         .await
         .expect_err("fenced");
     assert_lost(&error, 2);
+    // Taking over from a holder that is not the current one is refused.
+    let live = store.acquire("r1", "d", 9100, TTL, Some("a")).await;
+    assert!(matches!(live, Err(Error::Held { .. })), "{live:?}");
 }
 
 pub(crate) async fn stale_epoch_writes_nothing(fresh: Fresh) {
     let store = store_with_run(&fresh).await;
-    let first = store.acquire("r1", "a", 2000, TTL, false).await.unwrap();
+    let first = store.acquire("r1", "a", 2000, TTL, None).await.unwrap();
     store
         .apply(
             &first,
@@ -222,7 +231,10 @@ pub(crate) async fn stale_epoch_writes_nothing(fresh: Fresh) {
         )
         .await
         .unwrap();
-    let second = store.acquire("r1", "b", 2100, TTL, true).await.unwrap();
+    let second = store
+        .acquire("r1", "b", 2100, TTL, Some("a"))
+        .await
+        .unwrap();
     let before = snapshot(&store, "r1").await;
 
     let error = store
@@ -251,7 +263,7 @@ pub(crate) async fn stale_epoch_writes_nothing(fresh: Fresh) {
 
 pub(crate) async fn renew_extends_the_lease(fresh: Fresh) {
     let store = store_with_run(&fresh).await;
-    let mut lease = store.acquire("r1", "a", 2000, TTL, false).await.unwrap();
+    let mut lease = store.acquire("r1", "a", 2000, TTL, None).await.unwrap();
     let cancel = store.renew(&mut lease, 2400, TTL).await.unwrap();
     assert!(!cancel);
     assert_eq!(lease.until, 2900);
@@ -259,7 +271,7 @@ pub(crate) async fn renew_extends_the_lease(fresh: Fresh) {
     assert_eq!(store.run("r1").await.unwrap().lease_until, 2900);
     // Past the old expiry, the renewed lease still keeps others out.
     let error = store
-        .acquire("r1", "b", 2600, TTL, false)
+        .acquire("r1", "b", 2600, TTL, None)
         .await
         .expect_err("renewed");
     assert!(
@@ -270,8 +282,11 @@ pub(crate) async fn renew_extends_the_lease(fresh: Fresh) {
 
 pub(crate) async fn renew_after_takeover_is_lost(fresh: Fresh) {
     let store = store_with_run(&fresh).await;
-    let mut first = store.acquire("r1", "a", 2000, TTL, false).await.unwrap();
-    let second = store.acquire("r1", "b", 2100, TTL, true).await.unwrap();
+    let mut first = store.acquire("r1", "a", 2000, TTL, None).await.unwrap();
+    let second = store
+        .acquire("r1", "b", 2100, TTL, Some("a"))
+        .await
+        .unwrap();
     let before = snapshot(&store, "r1").await;
 
     let error = store
@@ -292,7 +307,7 @@ pub(crate) async fn renew_after_takeover_is_lost(fresh: Fresh) {
 
     // Also after the run expired and was acquired normally.
     let mut second = second;
-    let _third = store.acquire("r1", "c", 5000, TTL, false).await.unwrap();
+    let _third = store.acquire("r1", "c", 5000, TTL, None).await.unwrap();
     let error = store
         .renew(&mut second, 5001, TTL)
         .await
@@ -302,7 +317,7 @@ pub(crate) async fn renew_after_takeover_is_lost(fresh: Fresh) {
 
 pub(crate) async fn renew_sees_cancel_request(fresh: Fresh) {
     let store = store_with_run(&fresh).await;
-    let mut lease = store.acquire("r1", "a", 2000, TTL, false).await.unwrap();
+    let mut lease = store.acquire("r1", "a", 2000, TTL, None).await.unwrap();
     assert!(!store.renew(&mut lease, 2100, TTL).await.unwrap());
 
     store.request_cancel("r1", 2150).await.unwrap();
@@ -323,13 +338,13 @@ pub(crate) async fn renew_sees_cancel_request(fresh: Fresh) {
         .await
         .unwrap();
     store.request_cancel("r2", 1500).await.unwrap();
-    let mut lease = store.acquire("r2", "a", 2000, TTL, false).await.unwrap();
+    let mut lease = store.acquire("r2", "a", 2000, TTL, None).await.unwrap();
     assert!(store.renew(&mut lease, 2001, TTL).await.unwrap());
 }
 
 pub(crate) async fn release_frees_the_lease(fresh: Fresh) {
     let store = store_with_run(&fresh).await;
-    let first = store.acquire("r1", "a", 2000, TTL, false).await.unwrap();
+    let first = store.acquire("r1", "a", 2000, TTL, None).await.unwrap();
     store.release(&first).await.unwrap();
     let run = store.run("r1").await.unwrap();
     assert_eq!(
@@ -339,7 +354,7 @@ pub(crate) async fn release_frees_the_lease(fresh: Fresh) {
     assert_eq!(store.lease_holder("r1", 2001).await.unwrap(), None);
 
     // Another owner need not wait for the expiry.
-    let second = store.acquire("r1", "b", 2001, TTL, false).await.unwrap();
+    let second = store.acquire("r1", "b", 2001, TTL, None).await.unwrap();
     assert_eq!(second.epoch, 2);
 
     // Releasing a stale lease is harmless: the new owner keeps the run.

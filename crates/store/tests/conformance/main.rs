@@ -82,7 +82,7 @@ conformance! {
     concurrency: [
         concurrent_applies_serialize,
         concurrent_acquirers_one_wins,
-        concurrent_take_overs_get_distinct_epochs,
+        concurrent_take_overs_have_one_winner,
         concurrent_creates_one_wins,
     ],
 }

@@ -134,7 +134,7 @@ pub(crate) async fn unknown_run_is_an_error(fresh: Fresh) {
         "{error:?}"
     );
     let error = store
-        .acquire("nope", "me", 1000, 500, false)
+        .acquire("nope", "me", 1000, 500, None)
         .await
         .expect_err("no such run");
     assert!(

@@ -12,7 +12,7 @@ async fn driven_run(fresh: &Fresh) -> (Store, Lease) {
         .await
         .unwrap();
     let lease = store
-        .acquire("r1", "owner", 1000, 60_000, false)
+        .acquire("r1", "owner", 1000, 60_000, None)
         .await
         .unwrap();
     (store, lease)

@@ -1,0 +1,163 @@
+//! The prompt baton gives an agent, and the dispatch file it is written to
+//! before the agent starts (reference-engine.md §8.5, §9).
+//!
+//! baton renders the prompt itself: the description with parameters and
+//! `{workspace}` filled in (a single pass; everything else byte for byte),
+//! the upstream stages' outputs listed and, below a size limit, inlined, the
+//! files to write, the validation criteria, and the completion contract.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use baton_workflow::Plan;
+use baton_workflow::plan::PlanStage;
+use baton_workflow::schema::Kind;
+use serde_json::{Value, json};
+
+use crate::workspace::output_path;
+
+/// Upstream outputs up to this size are inlined into the prompt.
+pub const INLINE_LIMIT: u64 = 32 * 1024;
+
+/// Renders the prompt for `stage`.
+pub fn render(plan: &Plan, stage: &PlanStage, workspace: &Path) -> String {
+    let workspace_text = workspace.to_string_lossy();
+    // Parameters were filled in at compile time; `{workspace}` is known now.
+    let description = baton_workflow::template::render(&stage.description, |name| {
+        if name == "workspace" {
+            Some(workspace_text.as_ref())
+        } else {
+            None
+        }
+    });
+    let mut prompt = String::new();
+    let _ = writeln!(
+        prompt,
+        "You are the `{}` stage ({}) of the workflow `{}`, run by baton.",
+        stage.name(),
+        stage.spec.kind,
+        plan.name
+    );
+    let _ = writeln!(
+        prompt,
+        "Work only from the files of this workspace and the output of commands you run: {workspace_text}"
+    );
+    if stage.spec.kind != Kind::Publish {
+        let _ = writeln!(
+            prompt,
+            "Do not create anything outside the workspace and the repository (no pull requests, messages or other external side effects): only publish stages may."
+        );
+    }
+    let _ = writeln!(prompt, "\n## Task\n\n{}", description.trim_end());
+
+    if !stage.reads_from.is_empty() {
+        let _ = writeln!(prompt, "\n## Inputs\n");
+        for &upstream in &stage.reads_from {
+            let upstream = &plan.stages[upstream];
+            for declared in &upstream.spec.writes_to {
+                let relative = output_path(&declared.value);
+                let path = workspace.join(&relative);
+                let _ = writeln!(
+                    prompt,
+                    "### {} (from stage `{}`)\n",
+                    path.display(),
+                    upstream.name()
+                );
+                match std::fs::metadata(&path) {
+                    Ok(metadata) if metadata.len() <= INLINE_LIMIT => {
+                        let text = std::fs::read_to_string(&path).unwrap_or_default();
+                        let _ = writeln!(prompt, "```\n{}\n```\n", text.trim_end());
+                    }
+                    Ok(metadata) => {
+                        let _ = writeln!(prompt, "({} bytes; read the file)\n", metadata.len());
+                    }
+                    Err(_) => {
+                        let _ = writeln!(
+                            prompt,
+                            "(not present: the upstream stage wrote nothing here)\n"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    if let Some(validation) = &stage.spec.validation {
+        let _ = writeln!(prompt, "\n## Validation ({})\n", validation.strategy);
+        for criterion in &validation.criteria {
+            let _ = writeln!(prompt, "- {criterion}");
+        }
+        for rule in &validation.domain_rules {
+            let _ = writeln!(
+                prompt,
+                "- [{}] {}: {}",
+                rule.severity, rule.id, rule.description
+            );
+        }
+    }
+
+    let files = files_to_write(stage, workspace);
+    if !files.is_empty() {
+        let _ = writeln!(prompt, "\n## Files to write\n");
+        for file in &files {
+            let _ = writeln!(prompt, "- {file}");
+        }
+    }
+    let _ = writeln!(
+        prompt,
+        "\n## Completion\n\nWhen every file above is written, stop. baton checks that each exists, was written by you in this attempt{}, then records the stage as done.",
+        if stage.spec.validates_output.is_empty() {
+            ""
+        } else {
+            " and passes its output checks"
+        }
+    );
+    prompt
+}
+
+/// Absolute paths of the files the stage must write.
+pub fn files_to_write(stage: &PlanStage, workspace: &Path) -> Vec<String> {
+    let mut files: Vec<String> = stage
+        .spec
+        .writes_to
+        .iter()
+        .map(|declared| {
+            workspace
+                .join(output_path(&declared.value))
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    if files.is_empty() && stage.spec.kind == Kind::Validate {
+        for suffix in ["findings.json", "summary.md"] {
+            files.push(
+                workspace
+                    .join(format!("validation/{}-{suffix}", stage.name()))
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+    }
+    files
+}
+
+/// The dispatch file's content (reference-engine.md §8.5).
+pub fn dispatch(plan: &Plan, stage: &PlanStage, workspace: &Path, prompt: &str) -> Value {
+    let spec = &stage.spec;
+    json!({
+        "agent_type": spec.agent.role,
+        "agent_name": stage.name(),
+        "stage_name": stage.name(),
+        "stage_index": stage.index,
+        "workflow_name": plan.name,
+        "model": spec.agent.model,
+        "prompt": prompt,
+        "workspace_dir": workspace,
+        "writes_to": spec.writes_to.iter().map(|path| path.value.as_str()).collect::<Vec<_>>(),
+        "reads_from": spec.reads_from.iter().map(|name| name.value.as_str()).collect::<Vec<_>>(),
+        "is_validation": spec.kind == Kind::Validate,
+        "validation_strategy": spec.validation.as_ref().filter(|_| spec.kind == Kind::Validate).map(|validation| validation.strategy.as_str()),
+        "kind": spec.kind.as_str(),
+        "sub_workflow": spec.sub_workflow,
+    })
+}
