@@ -13,12 +13,12 @@ const TTL_MS: i64 = 10_000;
 async fn take(store: &Store, run_id: &str) -> Result<Lease> {
     let me = owner::me();
     match store
-        .acquire(run_id, &me, clock::now_ms(), TTL_MS, false)
+        .acquire(run_id, &me, clock::now_ms(), TTL_MS, None)
         .await
     {
         Ok(lease) => Ok(lease),
         Err(StoreError::Held { owner, .. }) if owner::provably_dead(&owner) => Ok(store
-            .acquire(run_id, &me, clock::now_ms(), TTL_MS, true)
+            .acquire(run_id, &me, clock::now_ms(), TTL_MS, Some(&owner))
             .await?),
         Err(StoreError::Held { owner, .. }) => Err(Error::Owned {
             run_id: run_id.to_owned(),
