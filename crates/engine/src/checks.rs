@@ -204,10 +204,10 @@ fn validate(value: &Value, schema: &Value, path: &str, errors: &mut Vec<String>)
             return;
         }
     }
-    if let Some(options) = schema.get("enum").and_then(Value::as_array) {
-        if !options.contains(value) {
-            errors.push(format!("{at}: not one of the allowed values"));
-        }
+    if let Some(options) = schema.get("enum").and_then(Value::as_array)
+        && !options.contains(value)
+    {
+        errors.push(format!("{at}: not one of the allowed values"));
     }
     if let (Some(required), Some(map)) = (
         schema.get("required").and_then(Value::as_array),
@@ -230,10 +230,10 @@ fn validate(value: &Value, schema: &Value, path: &str, errors: &mut Vec<String>)
         }
     }
     if let Some(items) = value.as_array() {
-        if let Some(minimum) = schema.get("minItems").and_then(Value::as_u64) {
-            if (items.len() as u64) < minimum {
-                errors.push(format!("{at}: fewer than {minimum} items"));
-            }
+        if let Some(minimum) = schema.get("minItems").and_then(Value::as_u64)
+            && (items.len() as u64) < minimum
+        {
+            errors.push(format!("{at}: fewer than {minimum} items"));
         }
         if let Some(item_schema) = schema.get("items") {
             for (index, item) in items.iter().enumerate() {

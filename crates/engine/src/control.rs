@@ -111,14 +111,14 @@ pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
     if matches!(run.status.as_str(), "success" | "failed" | "cancelled") {
         return Ok(format!("run {run_id} has already ended ({})", run.status));
     }
-    if let Some(holder) = store.lease_holder(run_id, clock::now_ms()).await? {
-        if !owner::provably_dead(&holder.owner) {
-            store.request_cancel(run_id, clock::now_ms()).await?;
-            return Ok(format!(
-                "asked {} to cancel run {run_id}; it stops its running stages within seconds",
-                holder.owner
-            ));
-        }
+    if let Some(holder) = store.lease_holder(run_id, clock::now_ms()).await?
+        && !owner::provably_dead(&holder.owner)
+    {
+        store.request_cancel(run_id, clock::now_ms()).await?;
+        return Ok(format!(
+            "asked {} to cancel run {run_id}; it stops its running stages within seconds",
+            holder.owner
+        ));
     }
     let lease = take(store, run_id).await?;
     let killed = reconcile::kill_leftovers(run_id);

@@ -58,17 +58,16 @@ pub(crate) fn stale_stages(
     }
     // Dependants of a stale stage are stale too (indices follow the order).
     for stage in &plan.stages {
-        if stale[stage.index].is_none() {
-            if let Some(&dependency) = stage
+        if stale[stage.index].is_none()
+            && let Some(&dependency) = stage
                 .depends_on
                 .iter()
                 .find(|&&dependency| stale[dependency].is_some())
-            {
-                stale[stage.index] = Some(format!(
-                    "rerun: depends on {}, which reruns",
-                    plan.stages[dependency].name()
-                ));
-            }
+        {
+            stale[stage.index] = Some(format!(
+                "rerun: depends on {}, which reruns",
+                plan.stages[dependency].name()
+            ));
         }
     }
     stale

@@ -134,7 +134,7 @@ async fn execute(
         let _ = reports.send(Report::Started {
             index,
             attempt: number,
-            started: started.clone(),
+            started: *started,
         });
     };
     let mut finished = Finished {

@@ -198,8 +198,7 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
             created.workspace.display()
         ));
         let printer = progress_printer(false);
-        match baton_engine::drive(&store, &created.run_id, &DriveOptions::default(), &printer).await
-        {
+        match baton_engine::drive(&store, &created.run_id, &drive, &printer).await {
             Ok(outcome) => finish(&outcome, format),
             Err(error) => engine_error(&error, as_json),
         }

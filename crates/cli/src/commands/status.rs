@@ -169,14 +169,14 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
                     Ok(found) => found,
                     Err(error) => return store_error(&error),
                 };
-            if let Some(wanted) = &args.stage {
-                if !stages.iter().any(|stage| &stage.name == wanted) {
-                    output::stderr_line(&format!(
-                        "error: run {} has no stage named '{wanted}'",
-                        args.run
-                    ));
-                    return exit_code::INVALID_WORKFLOW;
-                }
+            if let Some(wanted) = &args.stage
+                && !stages.iter().any(|stage| &stage.name == wanted)
+            {
+                output::stderr_line(&format!(
+                    "error: run {} has no stage named '{wanted}'",
+                    args.run
+                ));
+                return exit_code::INVALID_WORKFLOW;
             }
             let workspace = PathBuf::from(&run.workspace);
             let selected = stages.iter().filter(|stage| {
