@@ -159,10 +159,11 @@ fn failures_are_named_and_halt_required_work() {
             "{HEADER}{}{}{}{}",
             stage("optional", "exit 3", "    required: false\n"),
             stage("after-optional", "true", "    depends_on: [optional]\n"),
+            // After the optional branch, so that the halt cannot come first.
             stage(
                 "no-output",
                 "true",
-                "    writes_to: [outputs/missing.json]\n"
+                "    depends_on: [after-optional]\n    writes_to: [outputs/missing.json]\n"
             ),
             stage("never", "true", "    depends_on: [no-output]\n"),
         ),
