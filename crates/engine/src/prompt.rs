@@ -103,6 +103,18 @@ pub fn render(plan: &Plan, stage: &PlanStage, workspace: &Path) -> String {
             let _ = writeln!(prompt, "- {file}");
         }
     }
+    if !stage.spec.validates_output.is_empty() {
+        let _ = writeln!(prompt, "\n## Output checks\n");
+        for entry in &stage.spec.validates_output {
+            let path = workspace.join(check_path(stage, &entry.path.value));
+            let checks: Vec<String> = entry
+                .checks
+                .iter()
+                .map(|check| check.value.to_string())
+                .collect();
+            let _ = writeln!(prompt, "- {}: {}", path.display(), checks.join(", "));
+        }
+    }
     let _ = writeln!(
         prompt,
         "\n## Completion\n\nWhen every file above is written, stop. baton checks that each exists, was written by you in this attempt{}, then records the stage as done.",
@@ -113,6 +125,23 @@ pub fn render(plan: &Plan, stage: &PlanStage, workspace: &Path) -> String {
         }
     );
     prompt
+}
+
+/// The workspace-relative file a `validates_output` path names. The same
+/// text as a `writes_to` entry means the same file, so it resolves the way
+/// `writes_to` does (a bare name lives under `outputs/`); any other path is
+/// relative to the workspace root, as in the reference.
+pub fn check_path(stage: &PlanStage, path: &str) -> String {
+    if stage
+        .spec
+        .writes_to
+        .iter()
+        .any(|declared| declared.value == path)
+    {
+        output_path(path)
+    } else {
+        path.to_owned()
+    }
 }
 
 /// Absolute paths of the files the stage must write.

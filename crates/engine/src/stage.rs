@@ -214,19 +214,48 @@ fn verify(
     let mut missing = Vec::new();
     let mut stale = Vec::new();
     let mut artifacts = Vec::new();
+    let fresh = |metadata: &std::fs::Metadata| {
+        metadata
+            .modified()
+            .is_ok_and(|modified| modified >= started_at - Duration::from_millis(5))
+    };
     for declared in &stage.spec.writes_to {
         let relative = output_path(&declared.value);
         let path = workspace.join(&relative);
+        if relative.ends_with('/') {
+            // A declared directory: it must hold at least one file written
+            // during this attempt; every file in it is recorded.
+            let files = files_under(&path, MAX_DIRECTORY_FILES);
+            if files.is_empty() {
+                missing.push(relative);
+                continue;
+            }
+            if !files.iter().any(|(_, metadata)| fresh(metadata)) {
+                stale.push(relative.clone());
+            }
+            for (file, _) in files {
+                let bytes = std::fs::read(&file)
+                    .map_err(|error| format!("cannot read output {}: {error}", file.display()))?;
+                let name = file
+                    .strip_prefix(workspace)
+                    .unwrap_or(&file)
+                    .to_string_lossy()
+                    .into_owned();
+                artifacts.push((
+                    name,
+                    sha256_hex(&bytes),
+                    i64::try_from(bytes.len()).unwrap_or(i64::MAX),
+                ));
+            }
+            continue;
+        }
         match std::fs::metadata(&path) {
             Err(_) => missing.push(relative),
             Ok(metadata) if !metadata.is_file() => missing.push(relative),
             Ok(metadata) => {
                 // A file older than the attempt is a leftover from an
                 // earlier attempt, not this attempt's output.
-                let written = metadata
-                    .modified()
-                    .is_ok_and(|modified| modified >= started_at - Duration::from_millis(5));
-                if !written {
+                if !fresh(&metadata) {
                     stale.push(relative.clone());
                 }
                 let bytes = std::fs::read(&path)
@@ -255,7 +284,8 @@ fn verify(
             .iter()
             .map(|check| check.value.clone())
             .collect();
-        for finding in checks::run(workspace, &entry.path.value, &checks) {
+        let path = crate::prompt::check_path(stage, &entry.path.value);
+        for finding in checks::run(workspace, &path, &checks) {
             if !finding.passed {
                 failures.push(format!(
                     "{} {}: {}",
@@ -268,6 +298,33 @@ fn verify(
         return Err(format!("output checks failed: {}", failures.join("; ")));
     }
     Ok(artifacts)
+}
+
+/// The most files recorded from one declared output directory.
+const MAX_DIRECTORY_FILES: usize = 10_000;
+
+/// Regular files under `directory` (recursively, symlinks not followed), at
+/// most `limit`, in a stable order.
+fn files_under(directory: &Path, limit: usize) -> Vec<(PathBuf, std::fs::Metadata)> {
+    let mut found = Vec::new();
+    let mut pending = vec![directory.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&current) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(metadata) = std::fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
+            if metadata.is_dir() {
+                pending.push(entry.path());
+            } else if metadata.is_file() && found.len() < limit {
+                found.push((entry.path(), metadata));
+            }
+        }
+    }
+    found.sort_by(|left, right| left.0.cmp(&right.0));
+    found
 }
 
 /// The process to run for the stage, and the exit codes that mean success.

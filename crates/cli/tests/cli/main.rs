@@ -3,6 +3,7 @@
 #![allow(clippy::print_stderr, reason = "tests say on stderr why they skip")]
 
 mod compat;
+mod compat_runs;
 mod crash;
 mod diagnostics;
 mod examples;

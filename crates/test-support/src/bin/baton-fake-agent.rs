@@ -51,7 +51,12 @@
 //! line starting with `- ` directly under a line `## Files to write` names a
 //! file to create (relative to the working directory, or absolute). A
 //! `.json` file gets `{"written_by":"baton-fake-agent","path":"<path>"}`,
-//! any other file one line of text.
+//! any other file one line of text. A listed path ending in `/` is a
+//! directory: it is created with one file inside. When the prompt lists a
+//! file under `## Output checks` (`- <path>: is_json, has_key:items`), the
+//! JSON written for it passes those checks (`is_list`, `has_key:`,
+//! `values_have_key:`, `list_items_have_key:`), as a real agent following
+//! the contract would.
 //!
 //! # Witness log
 //!
@@ -252,8 +257,16 @@ impl State {
                 write_file(Path::new(path), &format!("{content}\n"))?;
             }
             "write-listed" => {
+                let checks = listed_checks(&self.prompt);
                 for path in listed_files(&self.prompt) {
-                    write_file(Path::new(&path), &default_content(&path))?;
+                    let wanted = checks.get(&path).map(Vec::as_slice).unwrap_or_default();
+                    if path.ends_with('/') {
+                        // A declared directory: create it with one file inside.
+                        let file = format!("{path}written-by-fake-agent.txt");
+                        write_file(Path::new(&file), &default_content(&file, &[]))?;
+                    } else {
+                        write_file(Path::new(&path), &default_content(&path, wanted))?;
+                    }
                 }
             }
             "stdout" => print_line(&mut std::io::stdout(), rest),
@@ -409,12 +422,76 @@ fn listed_files(prompt: &str) -> Vec<String> {
     files
 }
 
-fn default_content(path: &str) -> String {
-    if path.ends_with(".json") {
-        format!(
-            "{{\"written_by\":\"baton-fake-agent\",\"path\":{}}}\n",
-            json_string(path)
-        )
+/// The output checks listed under `## Output checks`, as
+/// `- <path>: check, check`, by path.
+fn listed_checks(prompt: &str) -> std::collections::HashMap<String, Vec<String>> {
+    prompt
+        .lines()
+        .skip_while(|line| line.trim() != "## Output checks")
+        .skip(1)
+        .skip_while(|line| line.trim().is_empty())
+        .map_while(|line| line.strip_prefix("- "))
+        .filter_map(|line| line.rsplit_once(": "))
+        .map(|(path, checks)| {
+            let checks = checks
+                .split(", ")
+                .map(|check| check.trim().to_owned())
+                .collect();
+            (path.trim().trim_matches('`').to_owned(), checks)
+        })
+        .collect()
+}
+
+/// Arguments of the checks named `prefix…`.
+fn check_arguments<'c>(checks: &'c [String], prefix: &str) -> Vec<&'c str> {
+    checks
+        .iter()
+        .filter_map(|check| check.strip_prefix(prefix))
+        .collect()
+}
+
+/// JSON that passes the listed checks, as a real agent following the
+/// contract would write.
+fn conforming_json(path: &str, checks: &[String]) -> String {
+    let object = |keys: &[&str]| {
+        let fields: Vec<String> = keys
+            .iter()
+            .map(|key| format!("{}:\"x\"", json_string(key)))
+            .collect();
+        format!("{{{}}}", fields.join(","))
+    };
+    let item_keys = check_arguments(checks, "list_items_have_key:");
+    if checks.iter().any(|check| check == "is_list") || !item_keys.is_empty() {
+        return format!("[{}]\n", object(&item_keys));
+    }
+    let keys = check_arguments(checks, "has_key:");
+    let value_keys = check_arguments(checks, "values_have_key:");
+    if !value_keys.is_empty() {
+        let nested = object(&value_keys);
+        let mut names = keys.clone();
+        if names.is_empty() {
+            names.push("item");
+        }
+        let fields: Vec<String> = names
+            .iter()
+            .map(|key| format!("{}:{nested}", json_string(key)))
+            .collect();
+        return format!("{{{}}}\n", fields.join(","));
+    }
+    let mut fields: Vec<String> = keys
+        .iter()
+        .map(|key| format!("{}:[\"x\"]", json_string(key)))
+        .collect();
+    fields.push(format!(
+        "\"written_by\":\"baton-fake-agent\",\"path\":{}",
+        json_string(path)
+    ));
+    format!("{{{}}}\n", fields.join(","))
+}
+
+fn default_content(path: &str, checks: &[String]) -> String {
+    if path.ends_with(".json") || !checks.is_empty() {
+        conforming_json(path, checks)
     } else {
         format!("written by baton-fake-agent: {path}\n")
     }
