@@ -61,6 +61,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&temporary, path)
 }
 
+/// Writes a file atomically but without forcing it to disk: for mirrors of
+/// state whose truth is in the store (result envelopes), where a crash may
+/// lose the file but never leaves a torn one.
+///
+/// # Errors
+///
+/// Any I/O error; the target is then unchanged.
+pub fn write_replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let parent = path.parent().unwrap_or_else(|| Path::new("."));
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temporary = parent.join(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&temporary, bytes)?;
+    std::fs::rename(&temporary, path)
+}
+
 /// Writes JSON (2-space indent) atomically.
 ///
 /// # Errors

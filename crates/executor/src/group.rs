@@ -74,23 +74,30 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
 ///
 /// Processes of other users whose environment cannot be read are skipped.
 pub fn marked_processes(name: &str, value: &str) -> Vec<u32> {
-    marked_processes_since(name, value, 0)
+    marked_processes_since(name, value, 0, None)
 }
 
 /// Sends SIGKILL to every process [`marked_processes`] finds, rescanning
 /// until none is left (a few rounds at most), and returns how many were
 /// signalled.
 pub fn kill_marked_processes(name: &str, value: &str) -> usize {
-    sweep_marked(name, value, 0)
+    sweep_marked(name, value, 0, None)
 }
 
 /// SIGKILLs marked processes started at or after `since` (clock ticks since
 /// boot); older processes cannot be descendants of a child started at
 /// `since`, and skipping them saves reading their environment.
-pub(crate) fn sweep_marked(name: &str, value: &str, since: u64) -> usize {
+///
+/// `leader` is the pid of the process whose descendants are swept, when
+/// known: pids are handed out in increasing order, so unless the counter
+/// wrapped since the leader started, every descendant has a larger pid and
+/// the scan reads nothing about older processes. That keeps the sweep after
+/// every stage cheap (a few `/proc` reads instead of one per process).
+pub(crate) fn sweep_marked(name: &str, value: &str, since: u64, leader: Option<u32>) -> usize {
+    let min_pid = leader.filter(|&leader| last_pid().is_some_and(|last| last >= leader));
     let mut killed = 0;
     for _ in 0..SWEEP_ROUNDS {
-        let pids = marked_processes_since(name, value, since);
+        let pids = marked_processes_since(name, value, since, min_pid);
         if pids.is_empty() {
             break;
         }
@@ -154,7 +161,16 @@ fn group_has_live_members(pgid: u32) -> bool {
         .any(|stat| stat.pgrp == pgid && stat.state != 'Z' && stat.state != 'X')
 }
 
-fn marked_processes_since(name: &str, value: &str, since: u64) -> Vec<u32> {
+/// The pid the kernel handed out last, if readable.
+fn last_pid() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn marked_processes_since(name: &str, value: &str, since: u64, min_pid: Option<u32>) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -169,7 +185,7 @@ fn marked_processes_since(name: &str, value: &str, since: u64) -> Vec<u32> {
         else {
             continue;
         };
-        if pid == own_pid {
+        if pid == own_pid || min_pid.is_some_and(|min| pid < min) {
             continue;
         }
         let Some(stat) = ProcStat::read(pid) else {

@@ -295,7 +295,7 @@ pub async fn run(
     // the group id is still reserved, then the escapees carrying the marker.
     signal_group(pid, Signal::SIGKILL);
     if let Some((name, value)) = &spec.marker {
-        group::sweep_marked(name, value, start_time);
+        group::sweep_marked(name, value, start_time, Some(pid));
     }
     guard.armed = false;
     let status = child
@@ -483,7 +483,7 @@ impl Drop for GroupGuard {
         }
         signal_group(self.pgid, Signal::SIGKILL);
         if let Some((name, value)) = &self.marker {
-            group::sweep_marked(name, value, self.since);
+            group::sweep_marked(name, value, self.since, None);
         }
     }
 }
