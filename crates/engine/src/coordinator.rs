@@ -273,13 +273,27 @@ async fn drive_owned(
     renew.tick().await;
     let mut cancelled = false;
 
+    // Transitions not yet committed, and what to show once they are. The
+    // results that arrive together and the starts they make possible are
+    // committed as one transaction (group commit); a process's pid is only
+    // recorded along with the next commit, since a resume finds leftover
+    // processes by the run's marker anyway.
+    let mut pending: Vec<Transition> = Vec::new();
+    let mut announced: Vec<(Finished, i64)> = Vec::new();
+    let mut errors: HashMap<usize, String> = HashMap::new();
+
     let outcome = loop {
-        if !cancelled {
+        let decision = if cancelled {
+            if running.is_empty() {
+                Some(Ended::Cancelled)
+            } else {
+                None
+            }
+        } else {
             let free = max_parallel.saturating_sub(running.len());
             match schedule::next(&plan, &states, approved, free) {
                 Next::Start(ready) => {
                     let now = clock::now_ms();
-                    let mut transitions = Vec::with_capacity(ready.len());
                     let mut launches = Vec::new();
                     for index in ready {
                         let stage = &plan.stages[index];
@@ -290,7 +304,11 @@ async fn drive_owned(
                                 .into_iter()
                                 .find(|name| !params.contains_key(*name));
                             if let Some(unknown) = unknown {
-                                transitions.push(failed_start(index, &mut attempt_numbers, now, format!("'when' refers to '{{{unknown}}}', which has no value; pass --params {unknown}=…")));
+                                let error = format!(
+                                    "'when' refers to '{{{unknown}}}', which has no value; pass --params {unknown}=…"
+                                );
+                                errors.insert(index, error.clone());
+                                pending.push(failed_start(index, &mut attempt_numbers, now, error));
                                 states[index] = State::Failed;
                                 continue;
                             }
@@ -301,25 +319,32 @@ async fn drive_owned(
                                         source,
                                     },
                                 )?;
-                                transitions.push(Transition::StageSkipped {
+                                let expression = stage
+                                    .spec
+                                    .when
+                                    .as_ref()
+                                    .map(|when| when.value.trim())
+                                    .unwrap_or_default();
+                                pending.push(Transition::StageSkipped {
                                     index: as_i64(index),
                                     at: now,
-                                    note: format!(
-                                        "skipped: when {}",
-                                        stage
-                                            .spec
-                                            .when
-                                            .as_ref()
-                                            .map(|when| when.value.trim())
-                                            .unwrap_or_default()
-                                    ),
+                                    note: format!("skipped: when {expression}"),
                                 });
                                 states[index] = State::Skipped;
+                                write_envelope(
+                                    &plan,
+                                    &workspace_dir,
+                                    index,
+                                    "skipped",
+                                    Some(now),
+                                    Some(now),
+                                    Vec::new(),
+                                );
                                 continue;
                             }
                         }
                         attempt_numbers[index] += 1;
-                        transitions.push(Transition::AttemptStarted {
+                        pending.push(Transition::AttemptStarted {
                             index: as_i64(index),
                             attempt: attempt_numbers[index],
                             at: now,
@@ -328,26 +353,8 @@ async fn drive_owned(
                         launches.push(index);
                     }
                     // Starts are recorded before any process exists.
-                    store.apply(lease, &transitions).await?;
-                    for index in states
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, state)| **state == State::Skipped)
-                        .map(|(index, _)| index)
-                        .collect::<Vec<_>>()
-                    {
-                        if stages[index].status != "skipped" {
-                            write_envelope(
-                                &plan,
-                                &workspace_dir,
-                                index,
-                                "skipped",
-                                Some(now),
-                                Some(now),
-                                Vec::new(),
-                            );
-                        }
-                    }
+                    store.apply(lease, &std::mem::take(&mut pending)).await?;
+                    announce(&plan, &workspace_dir, &mut announced, progress);
                     for index in launches {
                         let (cancel_sender, cancel_receiver) = watch::channel(false);
                         let attempt = Attempt {
@@ -384,57 +391,94 @@ async fn drive_owned(
                     }
                     continue;
                 }
-                Next::Wait => {}
-                Next::Succeeded => {
-                    break Outcome {
-                        run_id: run_id.clone(),
-                        status: "success".to_owned(),
-                        gate: None,
-                        error: None,
+                Next::Wait => None,
+                Next::Succeeded => Some(Ended::Succeeded),
+                Next::Failed(index) => Some(Ended::Failed(index)),
+                Next::AwaitingGate(index) => Some(Ended::Gate(index)),
+            }
+        };
+        if let Some(ended) = decision {
+            break match ended {
+                Ended::Succeeded => Outcome {
+                    run_id: run_id.clone(),
+                    status: "success".to_owned(),
+                    gate: None,
+                    error: None,
+                },
+                Ended::Failed(index) => {
+                    let error = match errors.get(&index) {
+                        Some(error) => Some(error.clone()),
+                        None => stages_error(store, &run_id, index).await,
                     };
-                }
-                Next::Failed(index) => {
-                    let stage = &plan.stages[index];
-                    let error = stages_error(store, &run_id, index).await;
-                    break Outcome {
+                    Outcome {
                         run_id: run_id.clone(),
                         status: "failed".to_owned(),
                         gate: None,
                         error: Some(format!(
                             "required stage '{}' failed: {}",
-                            stage.name(),
+                            plan.stages[index].name(),
                             error.unwrap_or_default()
                         )),
-                    };
+                    }
                 }
-                Next::AwaitingGate(index) => {
-                    break Outcome {
-                        run_id: run_id.clone(),
-                        status: "awaiting_human".to_owned(),
-                        gate: Some(plan.stages[index].name().to_owned()),
-                        error: None,
-                    };
-                }
-            }
-        } else if running.is_empty() {
-            break Outcome {
-                run_id: run_id.clone(),
-                status: "cancelled".to_owned(),
-                gate: None,
-                error: Some("cancelled".to_owned()),
+                Ended::Gate(index) => Outcome {
+                    run_id: run_id.clone(),
+                    status: "awaiting_human".to_owned(),
+                    gate: Some(plan.stages[index].name().to_owned()),
+                    error: None,
+                },
+                Ended::Cancelled => Outcome {
+                    run_id: run_id.clone(),
+                    status: "cancelled".to_owned(),
+                    gate: None,
+                    error: Some("cancelled".to_owned()),
+                },
             };
         }
+        // Nothing can start: record the results that arrived before waiting,
+        // so a result is never held back while other stages run.
+        if !announced.is_empty() {
+            store.apply(lease, &std::mem::take(&mut pending)).await?;
+            announce(&plan, &workspace_dir, &mut announced, progress);
+        }
 
-        // Wait for reports or the lease timer, then commit everything that
-        // arrived together as one transaction.
-        let mut batch = Vec::new();
         tokio::select! {
             report = reports.recv() => {
-                if let Some(report) = report {
-                    batch.push(report);
-                }
+                let mut batch: Vec<Report> = report.into_iter().collect();
                 while let Ok(report) = reports.try_recv() {
                     batch.push(report);
+                }
+                let now = clock::now_ms();
+                for report in batch {
+                    match report {
+                        Report::Started { index, attempt, started } => pending.push(Transition::ProcessStarted {
+                            index: as_i64(index),
+                            attempt,
+                            pid: i64::from(started.pid),
+                            pgid: i64::from(started.pgid),
+                            proc_start: i64::try_from(started.start_time).unwrap_or(0),
+                        }),
+                        Report::Finished(result) => {
+                            let status = if result.success { "success" } else { "failed" };
+                            pending.push(Transition::AttemptFinished {
+                                index: as_i64(result.index),
+                                attempt: result.attempt,
+                                status: status.to_owned(),
+                                at: now,
+                                exit_code: result.exit_code,
+                                error: result.error.clone(),
+                                artifacts: result.artifacts.clone(),
+                            });
+                            states[result.index] = if result.success { State::Success } else { State::Failed };
+                            if let Some(error) = &result.error {
+                                errors.insert(result.index, error.clone());
+                            }
+                            // The slot is free at once; the result is shown
+                            // once it is committed.
+                            let started_at = running.remove(&result.index).map_or(now, |attempt| attempt.started_at);
+                            announced.push((result, started_at));
+                        }
+                    }
                 }
             }
             _ = renew.tick() => {
@@ -446,67 +490,7 @@ async fn drive_owned(
                         let _ = attempt.cancel.send(true);
                     }
                 }
-                continue;
             }
-        }
-        let now = clock::now_ms();
-        let mut transitions = Vec::with_capacity(batch.len());
-        let mut finished: Vec<Finished> = Vec::new();
-        for report in batch {
-            match report {
-                Report::Started {
-                    index,
-                    attempt,
-                    started,
-                } => transitions.push(Transition::ProcessStarted {
-                    index: as_i64(index),
-                    attempt,
-                    pid: i64::from(started.pid),
-                    pgid: i64::from(started.pgid),
-                    proc_start: i64::try_from(started.start_time).unwrap_or(0),
-                }),
-                Report::Finished(result) => {
-                    let status = if result.success { "success" } else { "failed" };
-                    transitions.push(Transition::AttemptFinished {
-                        index: as_i64(result.index),
-                        attempt: result.attempt,
-                        status: status.to_owned(),
-                        at: now,
-                        exit_code: result.exit_code,
-                        error: result.error.clone(),
-                        artifacts: result.artifacts.clone(),
-                    });
-                    finished.push(result);
-                }
-            }
-        }
-        store.apply(lease, &transitions).await?;
-        for result in finished {
-            let index = result.index;
-            let started_at = running
-                .remove(&index)
-                .map_or(now, |attempt| attempt.started_at);
-            states[index] = if result.success {
-                State::Success
-            } else {
-                State::Failed
-            };
-            let status = if result.success { "success" } else { "failed" };
-            write_envelope(
-                &plan,
-                &workspace_dir,
-                index,
-                status,
-                Some(started_at),
-                Some(now),
-                result.error.iter().cloned().collect(),
-            );
-            progress(Progress::Finished {
-                stage: plan.stages[index].name().to_owned(),
-                status: status.to_owned(),
-                duration_ms: now - started_at,
-                error: result.error,
-            });
         }
     };
 
@@ -516,17 +500,52 @@ async fn drive_owned(
         "cancelled" => "cancelled",
         _ => "success",
     };
-    store
-        .apply(
-            lease,
-            &[Transition::RunStatus {
-                status: final_status.to_owned(),
-                at: clock::now_ms(),
-                error: outcome.error.clone(),
-            }],
-        )
-        .await?;
+    pending.push(Transition::RunStatus {
+        status: final_status.to_owned(),
+        at: clock::now_ms(),
+        error: outcome.error.clone(),
+    });
+    store.apply(lease, &pending).await?;
+    announce(&plan, &workspace_dir, &mut announced, progress);
     Ok(outcome)
+}
+
+/// How the loop ended.
+enum Ended {
+    Succeeded,
+    Failed(usize),
+    Gate(usize),
+    Cancelled,
+}
+
+/// After a commit: the result envelopes and progress lines of the results
+/// it recorded.
+fn announce(
+    plan: &Plan,
+    workspace_dir: &std::path::Path,
+    announced: &mut Vec<(Finished, i64)>,
+    progress: &(dyn Fn(Progress) + Sync),
+) {
+    let now = clock::now_ms();
+    for (result, started_at) in announced.drain(..) {
+        let index = result.index;
+        let status = if result.success { "success" } else { "failed" };
+        write_envelope(
+            plan,
+            workspace_dir,
+            index,
+            status,
+            Some(started_at),
+            Some(now),
+            result.error.iter().cloned().collect(),
+        );
+        progress(Progress::Finished {
+            stage: plan.stages[index].name().to_owned(),
+            status: status.to_owned(),
+            duration_ms: now - started_at,
+            error: result.error,
+        });
+    }
 }
 
 fn as_i64(index: usize) -> i64 {
@@ -589,8 +608,10 @@ fn write_envelope(
             .collect(),
         data: json!({}),
     };
-    let _ = workspace::write_json(
+    let mut text = serde_json::to_string_pretty(&envelope.to_json()).expect("plain data");
+    text.push('\n');
+    let _ = workspace::write_replace(
         &workspace::envelope_path(workspace_dir, index, stage.name()),
-        &envelope.to_json(),
+        text.as_bytes(),
     );
 }

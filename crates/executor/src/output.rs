@@ -105,7 +105,10 @@ impl Tail {
     }
 }
 
-/// Reads `pipe` to its end, writing at most `cap` bytes to `log`.
+/// Reads `pipe` to its end, writing at most `cap` bytes to the log file at
+/// `log`, which is created (with its directory) only when the first byte
+/// arrives: most stages of a large workflow print nothing, and creating two
+/// empty files per stage is most of what their bookkeeping would cost.
 ///
 /// Read errors end the stream (the child's end is gone). A write error (a
 /// full disk) stops writing but not reading: the child must never block on
@@ -113,7 +116,7 @@ impl Tail {
 /// the stream truncated.
 pub(crate) async fn drain(
     mut pipe: impl AsyncRead + Unpin,
-    mut log: tokio::fs::File,
+    log_path: std::path::PathBuf,
     cap: u64,
     stats: Arc<StreamStats>,
     activity: Arc<Activity>,
@@ -122,6 +125,7 @@ pub(crate) async fn drain(
     let mut buffer = vec![0_u8; READ_BUFFER_BYTES];
     let mut written: u64 = 0;
     let mut log_broken = false;
+    let mut log: Option<tokio::fs::File> = None;
     loop {
         let read = match pipe.read(&mut buffer).await {
             Ok(0) => break,
@@ -142,9 +146,18 @@ pub(crate) async fn drain(
         if keep < read || log_broken {
             stats.truncated.store(true, Ordering::Relaxed);
         }
-        if keep > 0 && !log_broken {
+        if keep > 0 && !log_broken && log.is_none() {
+            match open_log(&log_path).await {
+                Ok(file) => log = Some(file),
+                Err(_) => {
+                    log_broken = true;
+                    stats.truncated.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        if let (true, false, Some(file)) = (keep > 0, log_broken, log.as_mut()) {
             let keep_len = usize::try_from(keep).expect("keep <= read, which is a usize");
-            if log.write_all(&chunk[..keep_len]).await.is_ok() {
+            if file.write_all(&chunk[..keep_len]).await.is_ok() {
                 written += keep;
             } else {
                 log_broken = true;
@@ -152,9 +165,21 @@ pub(crate) async fn drain(
             }
         }
     }
-    if log.flush().await.is_err() {
+    if let Some(mut file) = log
+        && file.flush().await.is_err()
+    {
         stats.truncated.store(true, Ordering::Relaxed);
     }
+}
+
+async fn open_log(path: &std::path::Path) -> std::io::Result<tokio::fs::File> {
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        tokio::fs::create_dir_all(parent).await?;
+    }
+    tokio::fs::File::create(path).await
 }
 
 #[cfg(test)]

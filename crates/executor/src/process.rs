@@ -211,8 +211,8 @@ pub async fn run(
     on_started: impl FnOnce(&Started),
 ) -> Result<Outcome> {
     let program_path = resolve(&spec)?;
-    let stdout_log = create_log(&spec.stdout_log).await?;
-    let stderr_log = create_log(&spec.stderr_log).await?;
+    let stdout_log = spec.stdout_log.clone();
+    let stderr_log = spec.stderr_log.clone();
     // Registered before the child exists, so its SIGCHLD cannot be missed.
     let mut child_signals = signal(SignalKind::child()).map_err(|source| Error::Spawn {
         program: spec.program.clone(),
@@ -452,20 +452,6 @@ fn build_command(spec: &ProcessSpec, program_path: &Path) -> Command {
         command.env(name, value);
     }
     command
-}
-
-async fn create_log(path: &Path) -> Result<tokio::fs::File> {
-    let error = |source| Error::Log {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(parent) = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-    {
-        tokio::fs::create_dir_all(parent).await.map_err(error)?;
-    }
-    tokio::fs::File::create(path).await.map_err(error)
 }
 
 /// Kills the group if [`run`] is dropped before the leader is reaped.

@@ -86,7 +86,9 @@ pub fn substitute<V: AsRef<str>>(script: &str, lookup: impl Fn(&str) -> Option<V
 
 /// Bash builtins and reserved words: as a command name they need bash, even
 /// where an external program of the same name exists (its behaviour can
-/// differ).
+/// differ). `true` and `false` are not here: `/usr/bin/true` and
+/// `/usr/bin/false` ignore their arguments and exit 0 and 1 exactly as the
+/// builtins do, and `make` runs them directly too.
 const SHELL_WORDS: &[&str] = &[
     "!",
     ".",
@@ -124,7 +126,6 @@ const SHELL_WORDS: &[&str] = &[
     "exec",
     "exit",
     "export",
-    "false",
     "fc",
     "fg",
     "fi",
@@ -161,7 +162,6 @@ const SHELL_WORDS: &[&str] = &[
     "time",
     "times",
     "trap",
-    "true",
     "type",
     "typeset",
     "ulimit",
