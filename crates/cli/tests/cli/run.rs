@@ -421,3 +421,176 @@ fn baton_executor_free_scan(run_id: &str) -> usize {
         })
         .count()
 }
+
+#[test]
+fn two_resumes_at_once_exactly_one_drives() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{}{}",
+            stage("slow", "sleep 1", ""),
+            stage("after", "true", "    depends_on: [slow]\n")
+        ),
+    );
+    for round in 0..3 {
+        let mut first = project.spawn(&["run", "wf.yaml"]);
+        wait_for("the slow stage", Duration::from_secs(20), || {
+            project
+                .witness()
+                .iter()
+                .filter(|line| line.starts_with("slow"))
+                .count()
+                > round * 2
+        });
+        first.kill().expect("SIGKILL");
+        first.wait().expect("reaped");
+        let runs = project.json(&["runs", "--json"]);
+        let id = runs.as_array().expect("runs").last().expect("a run")["run_id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+
+        let spawn = |id: &str| {
+            #[expect(clippy::disallowed_methods, reason = "two resumes race on purpose")]
+            Command::new(env!("CARGO_BIN_EXE_baton"))
+                .args(["resume", id])
+                .current_dir(project.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("baton starts")
+        };
+        let (one, two) = (spawn(&id), spawn(&id));
+        let results: Vec<_> = [one, two]
+            .into_iter()
+            .map(|child| child.wait_with_output().expect("ends"))
+            .collect();
+        let codes: Vec<i32> = results
+            .iter()
+            .map(|output| output.status.code().unwrap_or(-1))
+            .collect();
+        let refused: Vec<String> = results
+            .iter()
+            .filter(|output| output.status.code() == Some(2))
+            .map(|output| String::from_utf8_lossy(&output.stderr).into_owned())
+            .collect();
+        assert!(
+            codes.contains(&0) && codes.contains(&2),
+            "round {round}: one drives, one is refused: {codes:?}"
+        );
+        assert!(
+            refused[0].contains("is being driven by"),
+            "round {round}: {}",
+            refused[0]
+        );
+        let status = project.json(&["status", &id, "--json"]);
+        assert_eq!(status["status"], "success", "round {round}");
+    }
+}
+
+#[test]
+fn an_agent_that_hangs_is_killed_by_its_timeout_and_one_that_writes_nothing_fails() {
+    let project = Project::new();
+    let fake = Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent");
+    project.write(
+        "baton.toml",
+        &format!(
+            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\nlimits = {{ wall = \"2s\", kill_grace = \"1s\" }}\n",
+            fake.display()
+        ),
+    );
+    let agent = |name: &str, directive: &str, extra: &str| {
+        format!(
+            "  - name: {name}\n    kind: gather\n    description: |\n      FAKE-AGENT: {directive}\n    agent: {{role: researcher}}\n    required: false\n{extra}"
+        )
+    };
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{}{}{}",
+            agent("hangs", "hang", "    writes_to: [h.json]\n"),
+            agent("silent", "exit 0", "    writes_to: [missing.json]\n"),
+            agent("floods", "flood 1073741824", "    writes_to: [f.json]\n"),
+        ),
+    );
+    let start = Instant::now();
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let status = project.json(&["status", &run_id(&run), "--json"]);
+    let error = |name: &str| {
+        status["stages"]
+            .as_array()
+            .expect("stages")
+            .iter()
+            .find(|stage| stage["stage"] == name)
+            .expect("stage")["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(error("hangs").contains("timed out"), "{}", error("hangs"));
+    assert!(
+        error("silent").contains("outputs/missing.json"),
+        "{}",
+        error("silent")
+    );
+    assert!(
+        error("floods").contains("outputs/f.json"),
+        "{}",
+        error("floods")
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "the hang was bounded by the 2 s limit"
+    );
+    // The flood's log is capped, whatever the agent printed.
+    let workspace = PathBuf::from(status["workspace"].as_str().expect("workspace"));
+    let log = std::fs::metadata(workspace.join("logs/000-floods/1.stdout"))
+        .expect("the flood was logged");
+    assert!(log.len() <= 16 * 1024 * 1024, "log of {} bytes", log.len());
+    // The agent got its instructions in a dispatch file first.
+    assert!(workspace.join("dispatch/001-hangs.json").is_file());
+    assert_eq!(
+        baton_executor_free_scan(&run_id(&run)),
+        0,
+        "no agent process survives"
+    );
+}
+
+#[test]
+fn an_unusable_store_exits_with_code_four() {
+    let project = Project::new();
+    project.write("wf.yaml", &format!("{HEADER}{}", stage("a", "true", "")));
+    // A read-only file system: the store cannot be created there.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test points baton at an unusable store"
+    )]
+    let output = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["run", "wf.yaml"])
+        .current_dir(project.path())
+        .env("BATON_DATABASE_URL", "/proc/baton/baton.db")
+        .output()
+        .expect("baton runs");
+    assert_eq!(output.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot open the store at /proc/baton/baton.db"),
+        "{stderr}"
+    );
+    assert!(project.witness().is_empty(), "nothing ran");
+
+    // A PostgreSQL that is not there.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test points baton at an unusable store"
+    )]
+    let output = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["runs"])
+        .current_dir(project.path())
+        .env("BATON_DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .output()
+        .expect("baton runs");
+    assert_eq!(output.status.code(), Some(4));
+}
