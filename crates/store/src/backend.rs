@@ -634,9 +634,11 @@ impl Store {
                     epoch: lease.epoch,
                 });
             }
+            let mut events: Vec<(i64, String, String)> = Vec::new();
             for transition in transitions {
-                apply_one!(tx, run_id, transition);
+                apply_one!(tx, run_id, transition, events);
             }
+            insert_events(&mut tx, run_id, &events).await?;
             Ok::<(), Error>(())
         })
     }
@@ -644,7 +646,7 @@ impl Store {
 
 /// Writes one transition inside the transaction `$tx`.
 macro_rules! apply_one {
-    ($tx:ident, $run_id:expr, $transition:expr) => {
+    ($tx:ident, $run_id:expr, $transition:expr, $events:ident) => {
         match $transition {
             Transition::AttemptStarted { index, attempt, at } => {
                 sqlx::query("INSERT INTO attempts (run_id, idx, attempt, status, started_at) VALUES ($1, $2, $3, 'running', $4)")
@@ -653,7 +655,7 @@ macro_rules! apply_one {
                 sqlx::query("UPDATE stages SET status = 'running', attempts = $1, started_at = $2, finished_at = NULL, error = NULL WHERE run_id = $3 AND idx = $4")
                     .bind(attempt).bind(at).bind($run_id).bind(index)
                     .execute(&mut *$tx).await.map_err(query_error("start a stage"))?;
-                log_event!($tx, $run_id, *at, "attempt_started", format!("{{\"stage\":{index},\"attempt\":{attempt}}}"));
+                log_event!($events, *at, "attempt_started", format!("{{\"stage\":{index},\"attempt\":{attempt}}}"));
             }
             Transition::ProcessStarted { index, attempt, pid, pgid, proc_start } => {
                 sqlx::query("UPDATE attempts SET pid = $1, pgid = $2, proc_start = $3 WHERE run_id = $4 AND idx = $5 AND attempt = $6")
@@ -676,7 +678,7 @@ macro_rules! apply_one {
                         .bind($run_id).bind(index).bind(path).bind(sha256).bind(bytes)
                         .execute(&mut *$tx).await.map_err(query_error("record an artifact"))?;
                 }
-                log_event!($tx, $run_id, *at, "attempt_finished", format!("{{\"stage\":{index},\"attempt\":{attempt},\"status\":{}}}", json_string(status)));
+                log_event!($events, *at, "attempt_finished", format!("{{\"stage\":{index},\"attempt\":{attempt},\"status\":{}}}", json_string(status)));
             }
             Transition::AttemptInterrupted { index, attempt, at } => {
                 sqlx::query("UPDATE attempts SET status = 'interrupted', finished_at = $1 WHERE run_id = $2 AND idx = $3 AND attempt = $4")
@@ -685,7 +687,7 @@ macro_rules! apply_one {
                 sqlx::query("UPDATE stages SET status = 'pending' WHERE run_id = $1 AND idx = $2")
                     .bind($run_id).bind(index)
                     .execute(&mut *$tx).await.map_err(query_error("reset a stage"))?;
-                log_event!($tx, $run_id, *at, "attempt_interrupted", format!("{{\"stage\":{index},\"attempt\":{attempt}}}"));
+                log_event!($events, *at, "attempt_interrupted", format!("{{\"stage\":{index},\"attempt\":{attempt}}}"));
             }
             Transition::StageReset { index, note } => {
                 sqlx::query("UPDATE stages SET status = 'pending', started_at = NULL, finished_at = NULL, error = NULL, note = $1 WHERE run_id = $2 AND idx = $3")
@@ -705,29 +707,74 @@ macro_rules! apply_one {
                 sqlx::query("UPDATE runs SET status = $1, error = $2, finished_at = $3 WHERE run_id = $4")
                     .bind(status).bind(error).bind(if terminal { Some(*at) } else { None }).bind($run_id)
                     .execute(&mut *$tx).await.map_err(query_error("set the run status"))?;
-                log_event!($tx, $run_id, *at, "run_status", format!("{{\"status\":{}}}", json_string(status)));
+                log_event!($events, *at, "run_status", format!("{{\"status\":{}}}", json_string(status)));
             }
             Transition::Event { at, kind, detail } => {
-                log_event!($tx, $run_id, *at, kind.as_str(), detail.clone());
+                log_event!($events, *at, kind.as_str(), detail.clone());
             }
         }
     };
 }
 use apply_one;
 
+/// Queues an event of the batch being applied; [`insert_events`] writes
+/// them all with one statement.
 macro_rules! log_event {
-    ($tx:ident, $run_id:expr, $at:expr, $kind:expr, $detail:expr) => {
-        sqlx::query("INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, $3, $4)")
-            .bind($run_id)
-            .bind($at)
-            .bind($kind)
-            .bind($detail)
-            .execute(&mut *$tx)
-            .await
-            .map_err(query_error("log an event"))?;
+    ($events:ident, $at:expr, $kind:expr, $detail:expr) => {
+        $events.push(($at, String::from($kind), $detail));
     };
 }
 use log_event;
+
+/// Most events written by one statement (4 parameters each; SQLite allows
+/// 32 766 parameters per statement).
+const EVENTS_PER_STATEMENT: usize = 500;
+
+/// Writes a batch's events with as few statements as possible: one round
+/// trip to the database instead of one per transition.
+async fn insert_events<'c, DB>(
+    tx: &mut sqlx::Transaction<'c, DB>,
+    run_id: &str,
+    events: &[(i64, String, String)],
+) -> Result<()>
+where
+    DB: sqlx::Database,
+    for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
+    for<'e> &'e mut <DB as sqlx::Database>::Connection: sqlx::Executor<'e, Database = DB>,
+{
+    for chunk in events.chunks(EVENTS_PER_STATEMENT) {
+        let mut sql = String::from("INSERT INTO events (run_id, at, kind, detail) VALUES ");
+        for (row, _) in chunk.iter().enumerate() {
+            let base = row * 4;
+            if row > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!(
+                "(${}, ${}, ${}, ${})",
+                base + 1,
+                base + 2,
+                base + 3,
+                base + 4
+            ));
+        }
+        // Only placeholders are spliced in; every value is bound.
+        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
+        for (at, kind, detail) in chunk {
+            query = query
+                .bind(run_id)
+                .bind(*at)
+                .bind(kind.as_str())
+                .bind(detail.as_str());
+        }
+        query
+            .execute(&mut **tx)
+            .await
+            .map_err(query_error("log events"))?;
+    }
+    Ok(())
+}
 
 /// A JSON string literal.
 fn json_string(text: &str) -> String {
