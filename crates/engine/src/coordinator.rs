@@ -266,7 +266,9 @@ async fn drive_owned(
     // holds back every later group.
     let approved = |_: usize| false;
 
-    let shared_plan = std::sync::Arc::new(plan.clone());
+    // One copy of the plan, shared with every attempt.
+    let plan = std::sync::Arc::new(plan);
+    let shared_plan = std::sync::Arc::clone(&plan);
     let (report_sender, mut reports) = mpsc::unbounded_channel::<Report>();
     let mut running: HashMap<usize, Running> = HashMap::new();
     let mut renew = tokio::time::interval(options.lease_ttl / 3);

@@ -146,6 +146,13 @@ async fn execute(
         artifacts: Vec::new(),
         cancelled: false,
     };
+    // A read-only agent may write its declared outputs in the workspace and
+    // nothing else: the repository is compared before and after.
+    let guard = if is_read_only_agent(stage) {
+        RepositoryGuard::take(&attempt.project_dir, &attempt.workspace).await
+    } else {
+        None
+    };
     let outcome = match baton_executor::run(spec, cancel, report_started).await {
         Ok(outcome) => outcome,
         Err(error) => {
@@ -158,6 +165,16 @@ async fn execute(
         finished.cancelled = outcome.killed == Some(KillReason::Cancelled);
         finished.error = Some(error);
         return finished;
+    }
+    if let Some(guard) = guard {
+        let written = guard.changes().await;
+        if !written.is_empty() {
+            finished.error = Some(format!(
+                "a read-only stage wrote outside its workspace: {}",
+                written.into_iter().take(10).collect::<Vec<_>>().join(", ")
+            ));
+            return finished;
+        }
     }
     match verify(stage, &attempt.workspace, started_at) {
         Ok(artifacts) => {
@@ -298,6 +315,78 @@ fn verify(
         return Err(format!("output checks failed: {}", failures.join("; ")));
     }
     Ok(artifacts)
+}
+
+/// Whether the stage runs an agent that may not change the repository.
+fn is_read_only_agent(stage: &PlanStage) -> bool {
+    let scripted = stage.spec.executor == Executor::Inline && stage.spec.script.is_some();
+    !scripted && stage.spec.agent.access == baton_workflow::schema::Access::ReadOnly
+}
+
+/// The state of the project's repository before an agent ran: its changed
+/// and untracked files with their content hashes. Outside a git repository
+/// there is nothing to compare, and the guard is absent.
+struct RepositoryGuard {
+    top: PathBuf,
+    excluded: Vec<PathBuf>,
+    before: std::collections::HashMap<String, Option<String>>,
+}
+
+impl RepositoryGuard {
+    async fn take(project_dir: &Path, workspace: &Path) -> Option<RepositoryGuard> {
+        let top = baton_executor::git::top_level(project_dir).await?;
+        let excluded = vec![workspace.to_path_buf(), project_dir.join(".baton")];
+        let mut guard = RepositoryGuard {
+            top,
+            excluded,
+            before: std::collections::HashMap::new(),
+        };
+        guard.before = guard.snapshot().await?;
+        Some(guard)
+    }
+
+    async fn snapshot(&self) -> Option<std::collections::HashMap<String, Option<String>>> {
+        let paths = baton_executor::git::changed_paths(&self.top).await?;
+        Some(
+            paths
+                .into_iter()
+                .filter(|path| {
+                    let full = self.top.join(path);
+                    !self
+                        .excluded
+                        .iter()
+                        .any(|excluded| full.starts_with(excluded))
+                })
+                .map(|path| {
+                    let hash = std::fs::read(self.top.join(&path))
+                        .ok()
+                        .map(|bytes| sha256_hex(&bytes));
+                    (path, hash)
+                })
+                .collect(),
+        )
+    }
+
+    /// Paths that changed since the guard was taken.
+    async fn changes(&self) -> Vec<String> {
+        let Some(after) = self.snapshot().await else {
+            return Vec::new();
+        };
+        let mut changed: Vec<String> = after
+            .iter()
+            .filter(|(path, hash)| self.before.get(*path) != Some(*hash))
+            .map(|(path, _)| path.clone())
+            .collect();
+        // A file that was dirty before and is clean now was written too.
+        changed.extend(
+            self.before
+                .keys()
+                .filter(|path| !after.contains_key(*path))
+                .cloned(),
+        );
+        changed.sort();
+        changed
+    }
 }
 
 /// The most files recorded from one declared output directory.

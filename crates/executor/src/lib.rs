@@ -29,6 +29,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod git;
 pub mod group;
 mod output;
 pub mod process;

@@ -594,3 +594,57 @@ fn an_unusable_store_exits_with_code_four() {
         .expect("baton runs");
     assert_eq!(output.status.code(), Some(4));
 }
+
+#[test]
+fn a_read_only_agent_that_writes_outside_its_workspace_fails() {
+    let project = Project::new();
+    let fake = Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent");
+    project.write(
+        "baton.toml",
+        &format!(
+            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\n",
+            fake.display()
+        ),
+    );
+    let target = project.path().join("hello.txt");
+    let agent = |name: &str, access: &str| {
+        format!(
+            "  - name: {name}\n    kind: execute\n    description: |\n      FAKE-AGENT: write-outside {} changed by {name}\n      FAKE-AGENT: write-listed\n    agent: {{role: code-writer, access: {access}}}\n    required: false\n    writes_to: [{name}.json]\n",
+            target.display()
+        )
+    };
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{}{}",
+            agent("reader", "read-only"),
+            agent("writer", "read-write")
+        ),
+    );
+    let run = project.baton(&["run", "wf.yaml", "--json", "--max-parallel", "1"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let status = project.json(&["status", &run_id(&run), "--json"]);
+    let stage = |name: &str| {
+        status["stages"]
+            .as_array()
+            .expect("stages")
+            .iter()
+            .find(|stage| stage["stage"] == name)
+            .expect("stage")
+            .clone()
+    };
+    assert_eq!(stage("reader")["status"], "failed");
+    assert!(
+        stage("reader")["error"]
+            .as_str()
+            .expect("error")
+            .contains("wrote outside its workspace: hello.txt"),
+        "{}",
+        stage("reader")
+    );
+    assert_eq!(
+        stage("writer")["status"],
+        "success",
+        "a read-write agent may change the repository"
+    );
+}
