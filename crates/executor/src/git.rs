@@ -17,10 +17,6 @@ const HARDENED: [&str; 4] = [
 /// The top level of the work tree containing `directory`, or `None` when it
 /// is not in one (or git is unavailable).
 pub async fn top_level(directory: &Path) -> Option<std::path::PathBuf> {
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the executor is the one place that spawns processes"
-    )]
     let output = Command::new("git")
         .args(HARDENED)
         .arg("-C")
@@ -40,10 +36,6 @@ pub async fn top_level(directory: &Path) -> Option<std::path::PathBuf> {
 /// (relative to its top level), or `None` when it is not a git work tree or
 /// git is unavailable.
 pub async fn changed_paths(repository: &Path) -> Option<Vec<String>> {
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the executor is the one place that spawns processes"
-    )]
     let output = Command::new("git")
         .args(HARDENED)
         .arg("-C")
