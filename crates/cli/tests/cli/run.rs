@@ -648,3 +648,106 @@ fn a_read_only_agent_that_writes_outside_its_workspace_fails() {
         "a read-write agent may change the repository"
     );
 }
+
+/// A small tmpfs, unmounted on drop. Needs root (as CI has); elsewhere the
+/// test says why it skips, and under `CI=true` it fails instead.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(megabytes: u32) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the test mounts a small file system to fill it"
+        )]
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={megabytes}m"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|status| status.success());
+        if !mounted {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI must run the disk-full test: mounting a tmpfs failed"
+            );
+            eprintln!("cannot mount a tmpfs (not root?): skipping the disk-full test");
+            return None;
+        }
+        Some(SmallDisk { dir })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the test unmounts its file system"
+        )]
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+#[test]
+fn a_full_disk_stops_the_run_cleanly_and_resume_finishes_it() {
+    let Some(disk) = SmallDisk::mount(4) else {
+        return;
+    };
+    let project = disk.dir.path();
+    let database = project.join(".baton/baton.db");
+    std::fs::write(
+        project.join("wf.yaml"),
+        format!(
+            "{HEADER}{}{}",
+            // Fills the disk, then frees the space only when told to.
+            stage("fill", "if [ -f \"$BATON_PROJECT_DIR/go\" ]; then exit 0; fi; dd if=/dev/zero of=\"$BATON_PROJECT_DIR/ballast\" bs=64k 2>/dev/null || true", ""),
+            stage("after", "true", "    depends_on: [fill]\n")
+        ),
+    )
+    .expect("write");
+    let baton_here = |args: &[&str]| {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the test runs baton on the small disk"
+        )]
+        let output = Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(args)
+            .current_dir(project)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("baton runs");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, _, stderr) = baton_here(&["run", "wf.yaml"]);
+    assert_eq!(
+        code,
+        Some(4),
+        "a store that cannot write is a store error: {stderr}"
+    );
+    assert!(stderr.contains("store"), "{stderr}");
+
+    // Nothing is corrupted: the database checks out, and once there is space
+    // again the run resumes to the end.
+    std::fs::remove_file(project.join("ballast")).expect("free the space");
+    std::fs::write(project.join("go"), "").expect("write");
+    #[expect(clippy::disallowed_methods, reason = "python3's sqlite3 checks the database independently of baton")]
+    let check = Command::new("python3")
+        .args(["-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA integrity_check').fetchone()[0])"])
+        .arg(&database)
+        .output()
+        .expect("python3 runs");
+    assert_eq!(String::from_utf8_lossy(&check.stdout).trim(), "ok");
+    let (_, runs, _) = baton_here(&["runs", "--json"]);
+    let runs: Value = serde_json::from_str(&runs).expect("runs");
+    let id = runs[0]["run_id"]
+        .as_str()
+        .expect("the run was recorded before the disk filled")
+        .to_owned();
+    let (code, _, stderr) = baton_here(&["resume", &id]);
+    assert_eq!(code, Some(0), "{stderr}");
+}
