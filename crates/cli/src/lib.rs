@@ -9,7 +9,6 @@
 mod args;
 mod commands;
 mod exit_code;
-mod loader;
 mod output;
 mod report;
 mod settings;

@@ -95,7 +95,7 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
     }
 }
 
-fn row(file: &str, loader: &crate::loader::FsLoader) -> Row {
+fn row(file: &str, loader: &baton_engine::loader::FsLoader) -> Row {
     let mut row = Row {
         file: file.to_owned(),
         kind: "invalid",

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use baton_workflow::compile::Options;
 
 use crate::exit_code;
-use crate::loader::FsLoader;
+use baton_engine::loader::FsLoader;
 use crate::output;
 
 /// The current directory, where relative workflow, include and template
