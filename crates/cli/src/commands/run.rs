@@ -52,7 +52,11 @@ fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
             );
             exit_code::INVALID_WORKFLOW
         }
-        baton_engine::Error::Store(baton_store::Error::Unavailable { .. }) => {
+        baton_engine::Error::Store(
+            baton_store::Error::Unavailable { .. }
+            | baton_store::Error::Query { .. }
+            | baton_store::Error::TooNew { .. },
+        ) => {
             output::stderr_line(&format!("error: {}", chain(error)));
             exit_code::STORE_UNAVAILABLE
         }
