@@ -11,10 +11,10 @@ pub(crate) mod status;
 
 use std::path::PathBuf;
 
+use baton_engine::loader::FsLoader;
 use baton_workflow::compile::Options;
 
 use crate::exit_code;
-use baton_engine::loader::FsLoader;
 use crate::output;
 
 /// The current directory, where relative workflow, include and template
