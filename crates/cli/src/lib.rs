@@ -10,6 +10,7 @@ mod args;
 mod commands;
 mod exit_code;
 mod output;
+mod progress;
 mod report;
 mod settings;
 

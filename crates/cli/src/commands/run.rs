@@ -2,14 +2,13 @@
 //! Each builds a tokio runtime of its own; the read-only commands never do.
 
 use std::future::Future;
-use std::time::Instant;
 
-use baton_engine::{DriveOptions, Outcome, Progress, RunRequest};
+use baton_engine::{DriveOptions, Outcome, RunRequest};
 use baton_store::Store;
 use serde_json::json;
 
 use crate::args::{Format, RerunArgs, ResumeArgs, RunArgs, RunRef};
-use crate::{exit_code, output, report, settings};
+use crate::{exit_code, output, progress, report, settings};
 
 /// Runs a future on a small multi-threaded runtime.
 pub(crate) fn block_on<T>(future: impl Future<Output = T>) -> T {
@@ -87,37 +86,24 @@ fn drive_options(accept_changes: bool) -> Result<DriveOptions, u8> {
     })
 }
 
-/// Progress as plain lines on stderr.
-fn progress_printer(quiet: bool) -> impl Fn(Progress) + Sync {
-    let start = Instant::now();
-    move |event| {
-        if quiet {
-            return;
-        }
-        let elapsed = start.elapsed().as_secs_f64();
-        let line = match event {
-            Progress::Started { stage, attempt } if attempt > 1 => {
-                format!("[{elapsed:7.2}s] start   {stage} (attempt {attempt})")
-            }
-            Progress::Started { stage, .. } => format!("[{elapsed:7.2}s] start   {stage}"),
-            Progress::Finished {
-                stage,
-                status,
-                duration_ms,
-                error,
-            } => {
-                let mark = match status.as_str() {
-                    "success" => "ok     ",
-                    "skipped" => "skipped",
-                    _ => "FAILED ",
-                };
-                let detail = error.map(|error| format!(" — {error}")).unwrap_or_default();
-                format!("[{elapsed:7.2}s] {mark} {stage} ({duration_ms} ms){detail}")
-            }
-            Progress::Note(note) => format!("[{elapsed:7.2}s] note    {note}"),
-        };
-        output::stderr_line(&line);
+/// Drives the run, showing its progress on stderr (live on a terminal,
+/// plain lines otherwise); the display is closed before the result prints.
+async fn drive_with_progress(
+    store: &Store,
+    run_id: &str,
+    options: &DriveOptions,
+    format: Format,
+) -> baton_engine::Result<Outcome> {
+    let reporter = progress::Reporter::new(format);
+    if reporter.is_live()
+        && let Ok(stages) = store.stages(run_id).await
+    {
+        reporter.fit_names(stages.iter().map(|stage| stage.name.as_str()));
     }
+    let outcome =
+        baton_engine::drive(store, run_id, options, &|event| reporter.report(event)).await;
+    reporter.finish();
+    outcome
 }
 
 fn finish(outcome: &Outcome, format: Format) -> u8 {
@@ -201,8 +187,7 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
             created.run_id,
             created.workspace.display()
         ));
-        let printer = progress_printer(false);
-        match baton_engine::drive(&store, &created.run_id, &drive, &printer).await {
+        match drive_with_progress(&store, &created.run_id, &drive, format).await {
             Ok(outcome) => finish(&outcome, format),
             Err(error) => engine_error(&error, as_json),
         }
@@ -221,8 +206,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
             Ok(store) => store,
             Err(code) => return code,
         };
-        let printer = progress_printer(false);
-        match baton_engine::drive(&store, &args.run, &options, &printer).await {
+        match drive_with_progress(&store, &args.run, &options, format).await {
             Ok(outcome) => finish(&outcome, format),
             Err(error) => engine_error(&error, format == Format::Json),
         }
@@ -245,8 +229,7 @@ pub(crate) fn rerun(args: &RerunArgs) -> u8 {
             Ok(reset) => output::stderr_line(&format!("rerunning {}", reset.join(", "))),
             Err(error) => return engine_error(&error, format == Format::Json),
         }
-        let printer = progress_printer(false);
-        match baton_engine::drive(&store, &args.run, &options, &printer).await {
+        match drive_with_progress(&store, &args.run, &options, format).await {
             Ok(outcome) => finish(&outcome, format),
             Err(error) => engine_error(&error, format == Format::Json),
         }

@@ -9,7 +9,11 @@ mod diagnostics;
 mod examples;
 mod graph;
 mod hostile;
+mod logs;
+mod progress;
+mod project;
 mod run;
+mod store_lock;
 
 use std::path::Path;
 
