@@ -17,9 +17,20 @@ async fn take(store: &Store, run_id: &str) -> Result<Lease> {
         .await
     {
         Ok(lease) => Ok(lease),
-        Err(StoreError::Held { owner, .. }) if owner::provably_dead(&owner) => Ok(store
-            .acquire(run_id, &me, clock::now_ms(), TTL_MS, Some(&owner))
-            .await?),
+        Err(StoreError::Held { owner, .. }) if owner::provably_dead(&owner) => {
+            match store
+                .acquire(run_id, &me, clock::now_ms(), TTL_MS, Some(&owner))
+                .await
+            {
+                Ok(lease) => Ok(lease),
+                // Someone else took the run from the dead holder first.
+                Err(StoreError::Held { owner, .. }) => Err(Error::Owned {
+                    run_id: run_id.to_owned(),
+                    owner,
+                }),
+                Err(other) => Err(other.into()),
+            }
+        }
         Err(StoreError::Held { owner, .. }) => Err(Error::Owned {
             run_id: run_id.to_owned(),
             owner,

@@ -128,7 +128,12 @@ async fn acquire(store: &Store, run_id: &str, options: &DriveOptions) -> Result<
             Ok(lease) => return Ok(lease),
             Err(StoreError::Held { owner, until, .. }) => {
                 if owner::provably_dead(&owner) {
-                    return Ok(store.acquire(run_id, &me, now, ttl, Some(&owner)).await?);
+                    match store.acquire(run_id, &me, now, ttl, Some(&owner)).await {
+                        // Another process took the run from the dead holder
+                        // first: look again, and be refused by it.
+                        Err(StoreError::Held { .. }) => continue,
+                        taken => return Ok(taken?),
+                    }
                 }
                 let same_host = owner.rsplitn(3, ':').nth(2) == Some(owner::host().as_str());
                 if same_host || !options.wait_for_lease {

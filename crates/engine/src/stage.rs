@@ -7,7 +7,7 @@
 //! later change to them is noticed.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use baton_executor::{KillReason, Outcome, ProcessSpec, Started, Stdin};
 use std::sync::Arc;
@@ -127,7 +127,11 @@ async fn execute(
     cancel: watch::Receiver<bool>,
     reports: &mpsc::UnboundedSender<Report>,
 ) -> Finished {
-    let started_at = SystemTime::now();
+    // What the declared outputs look like before the process runs: an
+    // output counts as written by this attempt only if it is new or changed
+    // since. (File times alone are not enough: the kernel stamps them from a
+    // coarse clock that can lag the start of the attempt.)
+    let before = snapshot(stage, &attempt.workspace);
     let index = attempt.index;
     let number = attempt.attempt;
     let report_started = |started: &Started| {
@@ -176,7 +180,7 @@ async fn execute(
             return finished;
         }
     }
-    match verify(stage, &attempt.workspace, started_at) {
+    match verify(stage, &attempt.workspace, &before) {
         Ok(artifacts) => {
             finished.success = true;
             finished.artifacts = artifacts;
@@ -226,15 +230,13 @@ fn last_lines(text: &str, count: usize) -> String {
 fn verify(
     stage: &PlanStage,
     workspace: &Path,
-    started_at: SystemTime,
+    before: &Snapshot,
 ) -> Result<Vec<(String, String, i64)>, String> {
     let mut missing = Vec::new();
     let mut stale = Vec::new();
     let mut artifacts = Vec::new();
-    let fresh = |metadata: &std::fs::Metadata| {
-        metadata
-            .modified()
-            .is_ok_and(|modified| modified >= started_at - Duration::from_millis(5))
+    let fresh = |path: &Path, metadata: &std::fs::Metadata| {
+        before.get(path) != Some(&Fingerprint::of(metadata))
     };
     for declared in &stage.spec.writes_to {
         let relative = output_path(&declared.value);
@@ -247,7 +249,7 @@ fn verify(
                 missing.push(relative);
                 continue;
             }
-            if !files.iter().any(|(_, metadata)| fresh(metadata)) {
+            if !files.iter().any(|(file, metadata)| fresh(file, metadata)) {
                 stale.push(relative.clone());
             }
             for (file, _) in files {
@@ -272,7 +274,7 @@ fn verify(
             Ok(metadata) => {
                 // A file older than the attempt is a leftover from an
                 // earlier attempt, not this attempt's output.
-                if !fresh(&metadata) {
+                if !fresh(&path, &metadata) {
                     stale.push(relative.clone());
                 }
                 let bytes = std::fs::read(&path)
@@ -290,7 +292,7 @@ fn verify(
     }
     if !stale.is_empty() {
         return Err(format!(
-            "did not write {} during this attempt (the file is older than the attempt)",
+            "did not write {} during this attempt (it is unchanged since before the attempt)",
             stale.join(", ")
         ));
     }
@@ -387,6 +389,48 @@ impl RepositoryGuard {
         changed.sort();
         changed
     }
+}
+
+/// What identifies one version of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fingerprint {
+    inode: u64,
+    size: u64,
+    modified_ns: i128,
+    changed_ns: i128,
+}
+
+impl Fingerprint {
+    fn of(metadata: &std::fs::Metadata) -> Fingerprint {
+        use std::os::unix::fs::MetadataExt;
+        Fingerprint {
+            inode: metadata.ino(),
+            size: metadata.size(),
+            modified_ns: i128::from(metadata.mtime()) * 1_000_000_000
+                + i128::from(metadata.mtime_nsec()),
+            changed_ns: i128::from(metadata.ctime()) * 1_000_000_000
+                + i128::from(metadata.ctime_nsec()),
+        }
+    }
+}
+
+/// Fingerprints of every declared output file (and every file under a
+/// declared output directory) that exists.
+type Snapshot = std::collections::HashMap<PathBuf, Fingerprint>;
+
+fn snapshot(stage: &PlanStage, workspace: &Path) -> Snapshot {
+    let mut snapshot = Snapshot::new();
+    for declared in &stage.spec.writes_to {
+        let path = workspace.join(output_path(&declared.value));
+        if declared.value.ends_with('/') {
+            for (file, metadata) in files_under(&path, MAX_DIRECTORY_FILES) {
+                snapshot.insert(file, Fingerprint::of(&metadata));
+            }
+        } else if let Ok(metadata) = std::fs::metadata(&path) {
+            snapshot.insert(path, Fingerprint::of(&metadata));
+        }
+    }
+    snapshot
 }
 
 /// The most files recorded from one declared output directory.

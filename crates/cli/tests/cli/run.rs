@@ -751,3 +751,29 @@ fn a_full_disk_stops_the_run_cleanly_and_resume_finishes_it() {
     let (code, _, stderr) = baton_here(&["resume", &id]);
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+#[test]
+fn an_output_left_by_an_earlier_attempt_does_not_count() {
+    let project = Project::new();
+    // The first attempt writes its output and fails; the second writes
+    // nothing and exits 0, which must not pass on the first one's file.
+    let body = "if [ -f \"$BATON_PROJECT_DIR/second\" ]; then exit 0; fi; echo x > outputs/o.txt; touch \"$BATON_PROJECT_DIR/second\"; exit 1";
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{}",
+            stage("flaky", body, "    writes_to: [o.txt]\n")
+        ),
+    );
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 2);
+    let id = run_id(&run);
+    let resume = project.baton(&["resume", &id]);
+    assert_eq!(resume.code, 2, "{}", resume.stderr);
+    let status = project.json(&["status", &id, "--json"]);
+    let error = status["stages"][0]["error"].as_str().expect("error");
+    assert!(
+        error.contains("did not write outputs/o.txt during this attempt"),
+        "{error}"
+    );
+}
