@@ -315,8 +315,19 @@ async fn drive_owned(
                                     "'when' refers to '{{{unknown}}}', which has no value; pass --params {unknown}=…"
                                 );
                                 errors.insert(index, error.clone());
-                                pending.push(failed_start(index, &mut attempt_numbers, now, error));
+                                pending.push(failed_start(
+                                    index,
+                                    &mut attempt_numbers,
+                                    now,
+                                    error.clone(),
+                                ));
                                 states[index] = State::Failed;
+                                progress(Progress::Finished {
+                                    stage: stage.name().to_owned(),
+                                    status: "failed".to_owned(),
+                                    duration_ms: 0,
+                                    error: Some(error),
+                                });
                                 continue;
                             }
                             if !when.evaluate(lookup) {
@@ -338,6 +349,12 @@ async fn drive_owned(
                                     note: format!("skipped: when {expression}"),
                                 });
                                 states[index] = State::Skipped;
+                                progress(Progress::Finished {
+                                    stage: stage.name().to_owned(),
+                                    status: "skipped".to_owned(),
+                                    duration_ms: 0,
+                                    error: None,
+                                });
                                 write_envelope(
                                     &plan,
                                     &workspace_dir,
