@@ -20,7 +20,7 @@ fn request(model: &str, options: &[(&str, OptionValue)]) -> AgentRequest {
         model: Some(model.into()),
         tools: vec!["Bash".into(), "Read".into(), "Edit".into()],
         permission_mode: Some("acceptEdits".into()),
-        cwd: PathBuf::from("/work/wt"),
+        cwd: PathBuf::from("/srv/worktree"),
         options: options
             .iter()
             .map(|(name, value)| ((*name).to_owned(), value.clone()))
@@ -137,7 +137,7 @@ fn codex() {
             "-c",
             "model_reasoning_effort=\"high\"",
             "-C",
-            "/work/wt",
+            "/srv/worktree",
             "--sandbox",
             "workspace-write",
             "--skip-git-repo-check",
@@ -242,7 +242,7 @@ fn opencode() {
             "build",
             "--auto",
             "--dir",
-            "/work/wt",
+            "/srv/worktree",
             PROMPT,
         ],
         None,
