@@ -199,7 +199,7 @@ fn undeclared_variables(workflow: &Workflow, stage: &Stage, report: &mut Report)
     let description = &stage.description.value;
     let fan_out_key = stage.fan_out.as_ref().map(|fan_out| fan_out.key.as_str());
     let mut seen = HashSet::new();
-    for (start, name) in single_brace_placeholders(description) {
+    for name in single_brace_placeholders(description) {
         if !is_identifier(name)
             || workflow.trigger.params.contains_key(name)
             || name == "workspace"
@@ -208,7 +208,6 @@ fn undeclared_variables(workflow: &Workflow, stage: &Stage, report: &mut Report)
         {
             continue;
         }
-        let _ = start;
         report.warnings.push(
             Diagnostic::warning(
                 "lint::undeclared-variable",
@@ -223,8 +222,8 @@ fn undeclared_variables(workflow: &Workflow, stage: &Stage, report: &mut Report)
     }
 }
 
-/// `{name}` occurrences that are not part of `{{…}}`, with their offsets.
-fn single_brace_placeholders(text: &str) -> Vec<(usize, &str)> {
+/// `{name}` occurrences that are not part of `{{…}}`.
+fn single_brace_placeholders(text: &str) -> Vec<&str> {
     let bytes = text.as_bytes();
     let mut found = Vec::new();
     let mut position = 0;
@@ -241,7 +240,7 @@ fn single_brace_placeholders(text: &str) -> Vec<(usize, &str)> {
         if bytes[close] != b'}' || bytes.get(close + 1) == Some(&b'}') {
             continue;
         }
-        found.push((open, &text[open + 1..close]));
+        found.push(&text[open + 1..close]);
     }
     found
 }
@@ -474,11 +473,7 @@ mod tests {
 
     #[test]
     fn finds_single_brace_placeholders() {
-        let found: Vec<&str> =
-            single_brace_placeholders("ok {declared} {{double}} {Upper} {a.b} {x}")
-                .into_iter()
-                .map(|(_, name)| name)
-                .collect();
+        let found = single_brace_placeholders("ok {declared} {{double}} {Upper} {a.b} {x}");
         assert_eq!(found, vec!["declared", "Upper", "a.b", "x"]);
     }
 

@@ -128,8 +128,8 @@ fn finish(outcome: &Outcome, format: Format) -> u8 {
         "awaiting_human" => {
             let gate = outcome.gate.clone().unwrap_or_default();
             output::stderr_line(&format!(
-                "run {} waits at human gate '{gate}': review its outputs, then approve it with `baton gate approve {} {gate}` and continue with `baton resume {}`",
-                outcome.run_id, outcome.run_id, outcome.run_id
+                "run {} waits at human gate '{gate}': review its outputs (`baton status {}` shows the workspace); this version of baton cannot record a gate decision yet, so the stages after the gate do not run",
+                outcome.run_id, outcome.run_id
             ));
             exit_code::SUCCESS
         }
