@@ -26,11 +26,11 @@ use crate::{Error, Result, migrate};
 /// A handle on the store; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Store {
-    inner: Inner,
+    pub(crate) inner: Inner,
 }
 
 #[derive(Debug, Clone)]
-enum Inner {
+pub(crate) enum Inner {
     Sqlite(SqlitePool),
     Postgres(PgPool),
 }
@@ -47,7 +47,7 @@ fn is_sqlite_busy(error: &sqlx::Error) -> bool {
         .is_some_and(|code| matches!(code & 0xff, 5 | 6))
 }
 
-fn query_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> Error {
+pub(crate) fn query_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> Error {
     move |source| Error::Query { what, source }
 }
 
@@ -60,6 +60,7 @@ macro_rules! on_pool {
         }
     };
 }
+pub(crate) use on_pool;
 
 /// Runs `$body` in a write transaction `$tx` and commits it. SQLite takes
 /// the write lock up front (`BEGIN IMMEDIATE`) so a transaction never fails
@@ -708,6 +709,48 @@ macro_rules! apply_one {
                     .bind(status).bind(error).bind(if terminal { Some(*at) } else { None }).bind($run_id)
                     .execute(&mut *$tx).await.map_err(query_error("set the run status"))?;
                 log_event!($events, *at, "run_status", format!("{{\"status\":{}}}", json_string(status)));
+            }
+            Transition::UnitsPlanned { index, units, at } => {
+                crate::units::insert_units(&mut $tx, $run_id, *index, units).await?;
+                log_event!($events, *at, "units_planned", format!("{{\"stage\":{index},\"units\":{}}}", units.len()));
+            }
+            Transition::UnitStarted { index, key, at } => {
+                sqlx::query("UPDATE units SET status = 'running', attempts = attempts + 1, started_at = $1, finished_at = NULL, exit_code = NULL, error = NULL WHERE run_id = $2 AND idx = $3 AND unit_key = $4")
+                    .bind(at).bind($run_id).bind(index).bind(key)
+                    .execute(&mut *$tx).await.map_err(query_error("start a unit"))?;
+            }
+            Transition::UnitFinished { index, key, status, at, exit_code, error, artifacts } => {
+                sqlx::query("UPDATE units SET status = $1, finished_at = $2, exit_code = $3, error = $4, artifacts = $5 WHERE run_id = $6 AND idx = $7 AND unit_key = $8")
+                    .bind(status).bind(at).bind(exit_code).bind(error).bind(crate::units::artifacts_json(artifacts)).bind($run_id).bind(index).bind(key)
+                    .execute(&mut *$tx).await.map_err(query_error("finish a unit"))?;
+                if status != "success" {
+                    log_event!($events, *at, "unit_failed", format!("{{\"stage\":{index},\"unit\":{}}}", json_string(key)));
+                }
+            }
+            Transition::UnitsResumed { index } => {
+                sqlx::query("UPDATE units SET status = 'pending' WHERE run_id = $1 AND idx = $2 AND status IN ('running', 'failed')")
+                    .bind($run_id).bind(index)
+                    .execute(&mut *$tx).await.map_err(query_error("resume units"))?;
+            }
+            Transition::UnitsCleared { index } => {
+                sqlx::query("DELETE FROM units WHERE run_id = $1 AND idx = $2")
+                    .bind($run_id).bind(index)
+                    .execute(&mut *$tx).await.map_err(query_error("clear units"))?;
+                sqlx::query("DELETE FROM findings WHERE run_id = $1 AND idx = $2")
+                    .bind($run_id).bind(index)
+                    .execute(&mut *$tx).await.map_err(query_error("clear findings"))?;
+            }
+            Transition::FindingsRecorded { index, cycle, findings } => {
+                sqlx::query("DELETE FROM findings WHERE run_id = $1 AND idx = $2 AND cycle = $3")
+                    .bind($run_id).bind(index).bind(cycle)
+                    .execute(&mut *$tx).await.map_err(query_error("replace findings"))?;
+                for (position, finding) in findings.iter().enumerate() {
+                    sqlx::query("INSERT INTO findings (run_id, idx, cycle, position, finding_id, status, severity, category, claim, expected, actual, source, fix) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)")
+                        .bind($run_id).bind(index).bind(cycle).bind(i64::try_from(position).unwrap_or(i64::MAX))
+                        .bind(&finding.id).bind(&finding.status).bind(&finding.severity).bind(&finding.category)
+                        .bind(&finding.claim).bind(&finding.expected).bind(&finding.actual).bind(&finding.source).bind(&finding.fix)
+                        .execute(&mut *$tx).await.map_err(query_error("record a finding"))?;
+                }
             }
             Transition::Event { at, kind, detail } => {
                 log_event!($events, *at, kind.as_str(), detail.clone());

@@ -20,10 +20,12 @@
 mod backend;
 mod migrate;
 mod model;
+mod units;
 
 pub use backend::Store;
 pub use model::{
-    ArtifactRow, AttemptRow, EventRow, Lease, LeaseHolder, NewRun, RunRow, StageRow, Transition,
+    ArtifactRow, AttemptRow, EventRow, FindingRow, Lease, LeaseHolder, NewRun, NewUnit, RunRow, StageRow,
+    Transition, UnitRow,
 };
 
 /// Store errors.

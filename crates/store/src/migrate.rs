@@ -10,8 +10,14 @@ use sqlx::{PgPool, Row, SqlitePool};
 use crate::{Error, Result};
 
 /// Migrations per backend, in order; the position (from 1) is the version.
-const SQLITE: &[&str] = &[include_str!("../migrations/sqlite/0001_runs.sql")];
-const POSTGRES: &[&str] = &[include_str!("../migrations/postgres/0001_runs.sql")];
+const SQLITE: &[&str] = &[
+    include_str!("../migrations/sqlite/0001_runs.sql"),
+    include_str!("../migrations/sqlite/0002_units_gates_findings.sql"),
+];
+const POSTGRES: &[&str] = &[
+    include_str!("../migrations/postgres/0001_runs.sql"),
+    include_str!("../migrations/postgres/0002_units_gates_findings.sql"),
+];
 
 /// An arbitrary constant naming baton's advisory lock.
 const LOCK_KEY: i64 = 0x6261_746f_6e00;

@@ -237,6 +237,63 @@ pub enum Transition {
         /// Error, for a failed run.
         error: Option<String>,
     },
+    /// Units of work inside a stage are planned (fan-out children,
+    /// validators, a correction); existing keys are left as they are.
+    UnitsPlanned {
+        /// Stage index.
+        index: i64,
+        /// The units.
+        units: Vec<NewUnit>,
+        /// Time (ms).
+        at: i64,
+    },
+    /// A unit's attempt starts.
+    UnitStarted {
+        /// Stage index.
+        index: i64,
+        /// Unit key.
+        key: String,
+        /// Time (ms).
+        at: i64,
+    },
+    /// A unit's attempt ended.
+    UnitFinished {
+        /// Stage index.
+        index: i64,
+        /// Unit key.
+        key: String,
+        /// `success` or `failed`.
+        status: String,
+        /// Time (ms).
+        at: i64,
+        /// Exit code.
+        exit_code: Option<i64>,
+        /// Error.
+        error: Option<String>,
+        /// Recorded outputs: (path, sha256, bytes).
+        artifacts: Vec<(String, String, i64)>,
+    },
+    /// Units left running by a crash, or failed, are set back to pending
+    /// (finished ones keep their result).
+    UnitsResumed {
+        /// Stage index.
+        index: i64,
+    },
+    /// A stage's units and findings are forgotten (the stage reruns from scratch).
+    UnitsCleared {
+        /// Stage index.
+        index: i64,
+    },
+    /// The findings of one validation cycle (replacing any recorded before
+    /// for that cycle).
+    FindingsRecorded {
+        /// Stage index.
+        index: i64,
+        /// Cycle, from 1.
+        cycle: i64,
+        /// The findings (their `index`, `cycle` and `position` are ignored).
+        findings: Vec<FindingRow>,
+    },
     /// Something worth logging.
     Event {
         /// Time (ms).
@@ -246,4 +303,84 @@ pub enum Transition {
         /// JSON details.
         detail: String,
     },
+}
+
+/// A unit of work to record inside a stage: a fan-out child, a validator, a
+/// correction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewUnit {
+    /// Unique within the stage (`item:<key>`, `v1:unit:3`, …).
+    pub key: String,
+    /// Order within the stage.
+    pub ordinal: i64,
+    /// `item`, `validator`, `challenger`, `evidence`, `correction`, …
+    pub kind: String,
+    /// Validation cycle (0 outside validation).
+    pub cycle: i64,
+    /// What to show: `stage[key]`.
+    pub label: String,
+    /// What the unit works on, as JSON (the item, the validated unit).
+    pub spec: String,
+}
+
+/// A unit as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitRow {
+    /// Stage index.
+    pub index: i64,
+    /// Key, unique within the stage.
+    pub key: String,
+    /// Order within the stage.
+    pub ordinal: i64,
+    /// Kind.
+    pub kind: String,
+    /// Validation cycle.
+    pub cycle: i64,
+    /// Label.
+    pub label: String,
+    /// Spec JSON.
+    pub spec: String,
+    /// `pending`, `running`, `success`, `failed`.
+    pub status: String,
+    /// Attempts started.
+    pub attempts: i64,
+    /// Start of the latest attempt (ms).
+    pub started_at: Option<i64>,
+    /// End of the latest attempt (ms).
+    pub finished_at: Option<i64>,
+    /// Exit code of the latest attempt.
+    pub exit_code: Option<i64>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Outputs it recorded: JSON `[[path, sha256, bytes], …]`.
+    pub artifacts: String,
+}
+
+/// One validation finding (the reference's format).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FindingRow {
+    /// Stage index.
+    pub index: i64,
+    /// Validation cycle (from 1).
+    pub cycle: i64,
+    /// Position within the cycle's findings.
+    pub position: i64,
+    /// The finding's `id`.
+    pub id: String,
+    /// `PASS`, `FAIL`, `WARN`.
+    pub status: String,
+    /// `critical`, `minor`, `info`.
+    pub severity: String,
+    /// Category.
+    pub category: String,
+    /// What was claimed.
+    pub claim: String,
+    /// What was expected.
+    pub expected: String,
+    /// What was found.
+    pub actual: String,
+    /// Where (file, line, command).
+    pub source: String,
+    /// How to fix it.
+    pub fix: String,
 }
