@@ -23,6 +23,7 @@ pub mod prompt;
 mod reconcile;
 pub mod schedule;
 mod stage;
+mod work;
 pub mod workspace;
 
 use std::path::PathBuf;

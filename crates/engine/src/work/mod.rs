@@ -1,0 +1,132 @@
+//! Work inside one stage that is more than one process: fan-out children,
+//! validators and corrections.
+//!
+//! Such a stage runs as *units*, recorded in the store. A stage's program is
+//! a pure function of its finished units (and the files they wrote): each
+//! time every unit of the stage has finished, [`step`] decides the next
+//! wave of units, or that the stage is done or has failed. The coordinator
+//! runs pending units as slots allow and records every unit's start and
+//! end, so after a crash the finished units are kept and only the rest run;
+//! a correction cycle's count lives in the units, so it is never reset.
+//!
+//! The phases, in order: the primary work (one `main` unit running the
+//! stage as declared, or one `item` unit per fan-out item), then, for a
+//! stage with `validation:`, validation waves and correction cycles.
+
+pub(crate) mod fanout;
+pub(crate) mod validation;
+
+use std::path::Path;
+
+use baton_store::{NewUnit, Transition, UnitRow};
+use baton_workflow::Plan;
+use baton_workflow::plan::PlanStage;
+
+use crate::stage::Params;
+
+/// Unit kinds of the primary work.
+pub(crate) const MAIN: &str = "main";
+/// A fan-out child.
+pub(crate) const ITEM: &str = "item";
+
+/// What a stage's program sees.
+pub(crate) struct Context<'a> {
+    /// The run's plan.
+    pub(crate) plan: &'a Plan,
+    /// The stage.
+    pub(crate) stage: &'a PlanStage,
+    /// The run's workspace.
+    pub(crate) workspace: &'a Path,
+    /// Run parameters.
+    pub(crate) params: &'a Params,
+    /// Time (ms), for transitions.
+    pub(crate) now: i64,
+}
+
+/// What to do once every unit of a stage has finished.
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// Plan these units and run them (after recording `record`).
+    Next {
+        units: Vec<NewUnit>,
+        record: Vec<Transition>,
+    },
+    /// The stage succeeded.
+    Done { record: Vec<Transition> },
+    /// The stage failed.
+    Fail {
+        error: String,
+        record: Vec<Transition>,
+    },
+}
+
+/// Whether the stage runs as units rather than as one process.
+pub(crate) fn is_composite(stage: &PlanStage) -> bool {
+    stage.spec.fan_out.is_some() || stage.spec.validation.is_some()
+}
+
+/// The next step of a stage whose units (`units`, this stage's only, in
+/// ordinal order) have all finished.
+pub(crate) fn step(context: &Context<'_>, units: &[UnitRow]) -> Step {
+    let primary: Vec<&UnitRow> = units
+        .iter()
+        .filter(|unit| unit.kind == MAIN || unit.kind == ITEM)
+        .collect();
+    if primary.is_empty() {
+        return match context.stage.spec.fan_out {
+            Some(_) => fanout::plan(context),
+            None => Step::Next {
+                units: vec![main_unit(context.stage)],
+                record: Vec::new(),
+            },
+        };
+    }
+    if context.stage.spec.fan_out.is_some() {
+        if let Some(failed) = fanout::failure(context, &primary) {
+            return failed;
+        }
+    } else if let Some(main) = primary.iter().find(|unit| unit.status != "success") {
+        return Step::Fail {
+            error: main.error.clone().unwrap_or_else(|| "failed".to_owned()),
+            record: Vec::new(),
+        };
+    }
+    match &context.stage.spec.validation {
+        Some(_) => validation::step(context, units),
+        None => Step::Done { record: Vec::new() },
+    }
+}
+
+/// What runs for one unit.
+#[derive(Debug, Clone)]
+pub(crate) struct Materialized {
+    /// The stage to run (its own name, outputs and description).
+    pub(crate) stage: PlanStage,
+    /// Values for the script's `{placeholders}`, shell-quoted when
+    /// substituted, besides the run's parameters.
+    pub(crate) values: Vec<(String, String)>,
+}
+
+/// The stage to run for one unit: the stage itself for `main`, a child
+/// stage for an item, a validator or correction stage otherwise.
+pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Materialized, String> {
+    match unit.kind.as_str() {
+        MAIN => Ok(Materialized {
+            stage: context.stage.clone(),
+            values: Vec::new(),
+        }),
+        ITEM => fanout::child(context, unit),
+        _ => validation::materialize(context, unit),
+    }
+}
+
+fn main_unit(stage: &PlanStage) -> NewUnit {
+    NewUnit {
+        key: MAIN.to_owned(),
+        ordinal: 0,
+        kind: MAIN.to_owned(),
+        cycle: 0,
+        label: stage.name().to_owned(),
+        spec: "{}".to_owned(),
+    }
+}
