@@ -89,6 +89,7 @@ macro_rules! in_transaction {
         }
     };
 }
+pub(crate) use in_transaction;
 
 macro_rules! run_row {
     ($row:expr) => {
@@ -704,7 +705,7 @@ macro_rules! apply_one {
                     .execute(&mut *$tx).await.map_err(query_error("skip a stage"))?;
             }
             Transition::RunStatus { status, at, error } => {
-                let terminal = matches!(status.as_str(), "success" | "failed" | "cancelled");
+                let terminal = matches!(status.as_str(), "success" | "failed" | "cancelled" | "rejected");
                 sqlx::query("UPDATE runs SET status = $1, error = $2, finished_at = $3 WHERE run_id = $4")
                     .bind(status).bind(error).bind(if terminal { Some(*at) } else { None }).bind($run_id)
                     .execute(&mut *$tx).await.map_err(query_error("set the run status"))?;

@@ -18,14 +18,16 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+mod gates;
 mod migrate;
 mod model;
 mod units;
 
 pub use backend::Store;
+pub use gates::{ArtifactEdit, GateDecided, GateDecisionRow, NewGateDecision};
 pub use model::{
-    ArtifactRow, AttemptRow, EventRow, FindingRow, Lease, LeaseHolder, NewRun, NewUnit, RunRow, StageRow,
-    Transition, UnitRow,
+    ArtifactRow, AttemptRow, EventRow, FindingRow, Lease, LeaseHolder, NewRun, NewUnit, RunRow,
+    StageRow, Transition, UnitRow,
 };
 
 /// Store errors.

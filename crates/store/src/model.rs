@@ -36,7 +36,8 @@ pub struct RunRow {
     pub workflow_path: String,
     /// Workspace directory.
     pub workspace: String,
-    /// `pending`, `running`, `success`, `failed`, `awaiting_human`, `cancelled`.
+    /// `pending`, `running`, `success`, `failed`, `awaiting_human`,
+    /// `rejected` (at a gate), `cancelled`.
     pub status: String,
     /// Creation time (ms).
     pub created_at: i64,

@@ -9,6 +9,7 @@
 //! `CI=true`, where they fail.
 
 mod concurrency;
+mod gates;
 mod harness;
 mod lease;
 mod runs;
@@ -84,5 +85,15 @@ conformance! {
         concurrent_acquirers_one_wins,
         concurrent_take_overs_have_one_winner,
         concurrent_creates_one_wins,
+    ],
+    gates: [
+        decision_is_recorded,
+        second_decision_gets_the_winner,
+        new_attempt_or_artifact_is_decided_again,
+        decision_on_unknown_run_is_an_error,
+        replace_artifact_is_a_compare_and_swap,
+        concurrent_edits_one_wins,
+        concurrent_decisions_record_exactly_one,
+        rejected_run_is_terminal,
     ],
 }

@@ -1,0 +1,263 @@
+//! Human gate decisions and gate output edits.
+//!
+//! A decision is bound to the gate stage's attempt and to the hash of the
+//! artifact decided on; the table's key `(run_id, idx, attempt, sha256)`
+//! makes concurrent decisions on one artifact yield exactly one row (the
+//! insert does nothing on a conflict and the winner is read back in the same
+//! transaction). Neither write needs the run's lease: a decision only adds a
+//! row, and an edit of a recorded output is a compare-and-swap on its hash,
+//! so a driver that holds the lease is never overwritten blindly.
+
+use serde_json::json;
+use sqlx::Row;
+
+use crate::backend::{Inner, in_transaction, on_pool, query_error};
+use crate::{Error, Result, Store};
+
+/// A decision to record on a gate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewGateDecision {
+    /// The run.
+    pub run_id: String,
+    /// The gate stage's index.
+    pub index: i64,
+    /// The gate stage's attempt decided on.
+    pub attempt: i64,
+    /// Hash of the artifact decided on (hex SHA-256).
+    pub sha256: String,
+    /// `approve` or `reject`.
+    pub decision: String,
+    /// Who decided.
+    pub decided_by: String,
+    /// When (ms since the epoch).
+    pub decided_at: i64,
+    /// Why, if they said.
+    pub comment: Option<String>,
+}
+
+/// A decision as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateDecisionRow {
+    /// The gate stage's index.
+    pub index: i64,
+    /// The attempt decided on.
+    pub attempt: i64,
+    /// Hash of the artifact decided on.
+    pub sha256: String,
+    /// `approve` or `reject`.
+    pub decision: String,
+    /// Who decided.
+    pub decided_by: String,
+    /// When (ms).
+    pub decided_at: i64,
+    /// Why.
+    pub comment: Option<String>,
+}
+
+/// A new version of one recorded output, for [`Store::replace_artifact`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactEdit {
+    /// The run.
+    pub run_id: String,
+    /// The stage's index.
+    pub index: i64,
+    /// Workspace-relative path, as recorded.
+    pub path: String,
+    /// The hash the caller read; the swap happens only if it is still recorded.
+    pub expected_sha256: String,
+    /// The new file's hash.
+    pub new_sha256: String,
+    /// The new file's size.
+    pub bytes: i64,
+    /// When (ms).
+    pub at: i64,
+}
+
+/// What [`Store::decide_gate`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateDecided {
+    /// This decision was recorded.
+    Recorded(GateDecisionRow),
+    /// Someone decided on this attempt and artifact first; their decision stands.
+    AlreadyDecided(GateDecisionRow),
+}
+
+impl GateDecided {
+    /// The decision that stands, whoever made it.
+    pub fn row(&self) -> &GateDecisionRow {
+        match self {
+            GateDecided::Recorded(row) | GateDecided::AlreadyDecided(row) => row,
+        }
+    }
+}
+
+const DECISION_COLUMNS: &str = "idx, attempt, sha256, decision, decided_by, decided_at, comment";
+
+/// Reads a `gate_decisions` row (either backend's row type).
+macro_rules! decision_row {
+    ($row:expr) => {
+        (|| {
+            Ok::<GateDecisionRow, sqlx::Error>(GateDecisionRow {
+                index: $row.try_get("idx")?,
+                attempt: $row.try_get("attempt")?,
+                sha256: $row.try_get("sha256")?,
+                decision: $row.try_get("decision")?,
+                decided_by: $row.try_get("decided_by")?,
+                decided_at: $row.try_get("decided_at")?,
+                comment: $row.try_get("comment")?,
+            })
+        })()
+    };
+}
+
+impl Store {
+    /// Records a decision on a gate unless one exists for the same attempt
+    /// and artifact hash, in which case that one is returned. A recorded
+    /// decision appends a `gate_approved` or `gate_rejected` event in the
+    /// same transaction.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchRun`], or the write fails.
+    pub async fn decide_gate(&self, decision: &NewGateDecision) -> Result<GateDecided> {
+        let select = sqlx::AssertSqlSafe(format!(
+            "SELECT {DECISION_COLUMNS} FROM gate_decisions WHERE run_id = $1 AND idx = $2 AND attempt = $3 AND sha256 = $4"
+        ));
+        let kind = if decision.decision == "approve" {
+            "gate_approved"
+        } else {
+            "gate_rejected"
+        };
+        let detail = json!({
+            "stage": decision.index,
+            "attempt": decision.attempt,
+            "by": decision.decided_by,
+            "sha256": decision.sha256,
+            "comment": decision.comment,
+        })
+        .to_string();
+        in_transaction!(self, |tx| {
+            let exists = sqlx::query("SELECT 1 FROM runs WHERE run_id = $1")
+                .bind(&decision.run_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(query_error("look for the run"))?;
+            if exists.is_none() {
+                return Err(Error::NoSuchRun(decision.run_id.clone()));
+            }
+            // On PostgreSQL a concurrent insert of the same key waits here
+            // for the first to commit, then inserts nothing; the read below
+            // (a new snapshot under READ COMMITTED) sees the winner.
+            let inserted = sqlx::query(
+                "INSERT INTO gate_decisions (run_id, idx, attempt, sha256, decision, decided_by, decided_at, comment) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id, idx, attempt, sha256) DO NOTHING",
+            )
+            .bind(&decision.run_id)
+            .bind(decision.index)
+            .bind(decision.attempt)
+            .bind(&decision.sha256)
+            .bind(&decision.decision)
+            .bind(&decision.decided_by)
+            .bind(decision.decided_at)
+            .bind(&decision.comment)
+            .execute(&mut *tx)
+            .await
+            .map_err(query_error("record a gate decision"))?
+            .rows_affected()
+                == 1;
+            if inserted {
+                sqlx::query(
+                    "INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, $3, $4)",
+                )
+                .bind(&decision.run_id)
+                .bind(decision.decided_at)
+                .bind(kind)
+                .bind(&detail)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("log the gate decision"))?;
+            }
+            let row = sqlx::query(select)
+                .bind(&decision.run_id)
+                .bind(decision.index)
+                .bind(decision.attempt)
+                .bind(&decision.sha256)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(query_error("read the gate decision"))?;
+            let row = decision_row!(row).map_err(query_error("read the gate decision"))?;
+            Ok::<GateDecided, Error>(if inserted {
+                GateDecided::Recorded(row)
+            } else {
+                GateDecided::AlreadyDecided(row)
+            })
+        })
+    }
+
+    /// A run's gate decisions, by stage, then oldest first.
+    ///
+    /// # Errors
+    ///
+    /// The read fails.
+    pub async fn gate_decisions(&self, run_id: &str) -> Result<Vec<GateDecisionRow>> {
+        let sql = sqlx::AssertSqlSafe(format!(
+            "SELECT {DECISION_COLUMNS} FROM gate_decisions WHERE run_id = $1 ORDER BY idx, decided_at, attempt, sha256"
+        ));
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(sql)
+                .bind(run_id)
+                .fetch_all(pool)
+                .await
+                .map_err(query_error("list gate decisions"))?;
+            rows.iter()
+                .map(|row| decision_row!(row))
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(query_error("read gate decisions"))
+        })
+    }
+
+    /// Replaces the recorded hash and size of one output of a stage, if the
+    /// recorded hash is still `edit.expected_sha256` (compare-and-swap), and
+    /// logs a `gate_output_edited` event. Returns false, changing nothing,
+    /// when the recorded hash is another (someone else edited it meanwhile)
+    /// or the output is not recorded.
+    ///
+    /// # Errors
+    ///
+    /// The write fails.
+    pub async fn replace_artifact(&self, edit: &ArtifactEdit) -> Result<bool> {
+        let detail = json!({
+            "stage": edit.index,
+            "path": edit.path,
+            "from": edit.expected_sha256,
+            "sha256": edit.new_sha256,
+        })
+        .to_string();
+        in_transaction!(self, |tx| {
+            let swapped = sqlx::query(
+                "UPDATE artifacts SET sha256 = $1, bytes = $2 WHERE run_id = $3 AND idx = $4 AND path = $5 AND sha256 = $6",
+            )
+            .bind(&edit.new_sha256)
+            .bind(edit.bytes)
+            .bind(&edit.run_id)
+            .bind(edit.index)
+            .bind(&edit.path)
+            .bind(&edit.expected_sha256)
+            .execute(&mut *tx)
+            .await
+            .map_err(query_error("replace an artifact"))?
+            .rows_affected()
+                == 1;
+            if swapped {
+                sqlx::query("INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, 'gate_output_edited', $3)")
+                    .bind(&edit.run_id)
+                    .bind(edit.at)
+                    .bind(&detail)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(query_error("log the edit"))?;
+            }
+            Ok::<bool, Error>(swapped)
+        })
+    }
+}
