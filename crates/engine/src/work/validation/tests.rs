@@ -1,0 +1,486 @@
+//! The validation program as a pure function: unit lists and files in a
+//! temporary workspace in, steps out.
+
+use baton_store::{NewUnit, Transition, UnitRow};
+use baton_workflow::schema::Access;
+use baton_workflow::{MemoryLoader, Plan};
+
+use super::super::{Context, Step, materialize, step};
+use crate::stage::Params;
+
+const HEADER: &str = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n";
+
+/// A workspace, a plan, and the units recorded so far.
+struct Run {
+    directory: tempfile::TempDir,
+    plan: Plan,
+    params: Params,
+    units: Vec<UnitRow>,
+}
+
+impl Run {
+    fn new(stages: &str) -> Run {
+        let yaml = format!("{HEADER}{stages}");
+        let loader = MemoryLoader::new().with("w.yaml", &yaml);
+        let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
+        let plan =
+            baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles");
+        Run {
+            directory: tempfile::tempdir().expect("temp dir"),
+            plan,
+            params: Params::new(),
+            units: Vec::new(),
+        }
+    }
+
+    fn context<'a>(&'a self, stage: &str) -> Context<'a> {
+        Context {
+            plan: &self.plan,
+            stage: self.plan.stage(stage).expect("stage"),
+            workspace: self.directory.path(),
+            params: &self.params,
+            now: 1_000,
+        }
+    }
+
+    fn write(&self, relative: &str, text: &str) {
+        let path = self.directory.path().join(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    fn read(&self, relative: &str) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.directory.path().join(relative)).expect("read");
+        serde_json::from_str(&text).expect("json")
+    }
+
+    /// Steps the stage; a `Next` is recorded as pending units.
+    fn step(&mut self, stage: &str) -> Step {
+        let next = step(&self.context(stage), &self.units);
+        if let Step::Next { units, .. } = &next {
+            let index = i64::try_from(self.plan.stage(stage).expect("stage").index).expect("small");
+            self.units
+                .extend(units.iter().map(|unit| pending(index, unit)));
+        }
+        next
+    }
+
+    /// Finishes every pending unit: `output` gives the text each writes to
+    /// its one output (None: it fails).
+    fn finish(&mut self, stage: &str, output: impl Fn(&UnitRow) -> Option<String>) {
+        let pending: Vec<usize> = (0..self.units.len())
+            .filter(|&position| self.units[position].status == "pending")
+            .collect();
+        for position in pending {
+            let unit = self.units[position].clone();
+            let materialized = materialize(&self.context(stage), &unit).expect("materializes");
+            match output(&unit) {
+                Some(text) => {
+                    for declared in &materialized.stage.spec.writes_to {
+                        self.write(&crate::workspace::output_path(&declared.value), &text);
+                    }
+                    self.units[position].status = "success".to_owned();
+                }
+                None => {
+                    self.units[position].status = "failed".to_owned();
+                    self.units[position].error = Some("exited with code 3".to_owned());
+                }
+            }
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.units.iter().map(|unit| unit.key.as_str()).collect()
+    }
+
+    fn unit(&self, key: &str) -> &UnitRow {
+        self.units
+            .iter()
+            .find(|unit| unit.key == key)
+            .expect("unit")
+    }
+}
+
+fn pending(index: i64, unit: &NewUnit) -> UnitRow {
+    UnitRow {
+        index,
+        key: unit.key.clone(),
+        ordinal: unit.ordinal,
+        kind: unit.kind.clone(),
+        cycle: unit.cycle,
+        label: unit.label.clone(),
+        spec: unit.spec.clone(),
+        status: "pending".to_owned(),
+        attempts: 0,
+        started_at: None,
+        finished_at: None,
+        exit_code: None,
+        error: None,
+        artifacts: "[]".to_owned(),
+    }
+}
+
+const PASS: &str = r#"[{"id": "F1", "status": "PASS", "claim": "fine", "severity": "info"}]"#;
+const CRITICAL: &str =
+    r#"[{"id": "F1", "status": "FAIL", "claim": "the total is wrong", "severity": "critical"}]"#;
+const LOG: &str = r#"[{"finding_id": "F1", "change": "fixed the total"}]"#;
+
+/// A producing stage whose output is a list of three items.
+fn produce(validation: &str) -> String {
+    format!(
+        "  - name: produce\n    kind: execute\n    description: Write the list.\n    agent: {{role: writer}}\n    writes_to: [list.json]\n    validation: {validation}\n"
+    )
+}
+
+/// Runs the primary work: the list is written and the main unit succeeds.
+fn primary(run: &mut Run) {
+    assert!(matches!(run.step("produce"), Step::Next { .. }));
+    run.write(
+        "outputs/list.json",
+        r#"[{"id": "a"}, {"id": "b"}, {"id": "c"}]"#,
+    );
+    run.finish("produce", |_| {
+        Some(r#"[{"id": "a"}, {"id": "b"}, {"id": "c"}]"#.to_owned())
+    });
+}
+
+fn findings_of(record: &[Transition]) -> Vec<(i64, usize)> {
+    record
+        .iter()
+        .filter_map(|transition| match transition {
+            Transition::FindingsRecorded {
+                cycle, findings, ..
+            } => Some((*cycle, findings.len())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn by_kind(kind: &str) -> impl Fn(&UnitRow) -> Option<String> + '_ {
+    move |unit| {
+        Some(match unit.kind.as_str() {
+            "correction" => LOG.to_owned(),
+            _ => kind.to_owned(),
+        })
+    }
+}
+
+#[test]
+fn validators_are_planned_one_per_unit_in_one_wave() {
+    let mut run = Run::new(&produce("{strategy: unit, criteria: [Totals add up]}"));
+    primary(&mut run);
+    let Step::Next { units, .. } = run.step("produce") else {
+        panic!("validators planned");
+    };
+    let keys: Vec<&str> = units.iter().map(|unit| unit.key.as_str()).collect();
+    assert_eq!(keys, ["v1:unit:1", "v1:unit:2", "v1:unit:3"]);
+    assert!(
+        units
+            .iter()
+            .all(|unit| unit.kind == "validator" && unit.cycle == 1)
+    );
+    assert_eq!(units[0].label, "produce[v1:unit:1]");
+    let materialized =
+        materialize(&run.context("produce"), run.unit("v1:unit:2")).expect("materializes");
+    let stage = &materialized.stage;
+    assert_eq!(stage.name(), "produce-v1-unit-2");
+    assert_eq!(stage.spec.agent.role, "validator");
+    assert_eq!(stage.spec.agent.access, Access::ReadOnly);
+    let writes: Vec<&str> = stage
+        .spec
+        .writes_to
+        .iter()
+        .map(|w| w.value.as_str())
+        .collect();
+    assert_eq!(writes, ["validation/produce/cycle-1/unit-2.json"]);
+    for expected in [
+        "strategy: unit",
+        "Totals add up",
+        "Item 2 of the list in {workspace}/outputs/list.json",
+        "\"id\": \"b\"",
+        "\"status\": \"FAIL\"",
+        "critical",
+    ] {
+        assert!(
+            stage.description.contains(expected),
+            "{expected}: {}",
+            stage.description
+        );
+    }
+}
+
+#[test]
+fn a_correction_cycle_converges() {
+    let mut run = Run::new(&produce("{strategy: unit}"));
+    primary(&mut run);
+    run.step("produce");
+    run.finish("produce", by_kind(CRITICAL));
+    let Step::Next { units, record } = run.step("produce") else {
+        panic!("a correction");
+    };
+    assert_eq!(findings_of(&record), [(1, 3)]);
+    assert_eq!(units[0].key, "c1:correct");
+    assert_eq!(units[0].kind, "correction");
+    // The merged findings keep ids unique.
+    let merged = run.read("validation/produce-findings.json");
+    assert_eq!(merged[2]["id"], "F1#3");
+    let correction =
+        materialize(&run.context("produce"), run.unit("c1:correct")).expect("materializes");
+    assert_eq!(correction.stage.spec.agent.role, "writer");
+    assert_eq!(correction.stage.spec.agent.access, Access::ReadWrite);
+    assert!(correction.stage.description.contains("the total is wrong"));
+    assert!(
+        correction
+            .stage
+            .description
+            .contains("Fix only these findings")
+    );
+    run.finish("produce", by_kind(CRITICAL));
+    let Step::Next { units, .. } = run.step("produce") else {
+        panic!("cycle 2");
+    };
+    assert_eq!(units[0].key, "v2:unit:1");
+    assert_eq!(units[0].cycle, 2);
+    let applied = run.read("validation/corrections-applied.json");
+    assert_eq!(applied[0]["stage"], "produce");
+    assert_eq!(applied[0]["cycle"], 1);
+    assert_eq!(applied[0]["finding_id"], "F1");
+    run.finish("produce", by_kind(PASS));
+    let Step::Done { record } = run.step("produce") else {
+        panic!("done");
+    };
+    assert_eq!(findings_of(&record), [(2, 3)]);
+}
+
+#[test]
+fn exhausting_max_revisions_fails_listing_the_findings() {
+    let mut run = Run::new(&produce("{strategy: cross_unit, max_revisions: 1}"));
+    primary(&mut run);
+    run.step("produce");
+    assert_eq!(run.keys()[1], "v1:cross");
+    run.finish("produce", by_kind(CRITICAL));
+    run.step("produce");
+    run.finish("produce", by_kind(CRITICAL));
+    run.step("produce");
+    run.finish("produce", by_kind(CRITICAL));
+    let Step::Fail { error, record } = run.step("produce") else {
+        panic!("fails");
+    };
+    assert_eq!(
+        error,
+        "validation of 'produce' still has 1 critical finding after 1 correction cycle: F1: the total is wrong"
+    );
+    assert_eq!(findings_of(&record), [(2, 1)]);
+    assert_eq!(run.keys(), ["main", "v1:cross", "c1:correct", "v2:cross"]);
+}
+
+#[test]
+fn max_revisions_zero_halts_at_once() {
+    let mut run = Run::new(&produce("{strategy: deliverable, max_revisions: 0}"));
+    primary(&mut run);
+    run.step("produce");
+    let materialized =
+        materialize(&run.context("produce"), run.unit("v1:deliverable")).expect("materializes");
+    // The goal is quoted, not given as instructions.
+    assert!(materialized.stage.description.contains("> Write the list."));
+    run.finish("produce", by_kind(CRITICAL));
+    let Step::Fail { error, .. } = run.step("produce") else {
+        panic!("fails");
+    };
+    assert_eq!(
+        error,
+        "validation of 'produce' has 1 critical finding and max_revisions is 0: F1: the total is wrong"
+    );
+}
+
+#[test]
+fn a_failed_validator_fails_the_stage() {
+    let mut run = Run::new(&produce("{strategy: fact_check}"));
+    primary(&mut run);
+    run.step("produce");
+    run.finish("produce", |_| None);
+    let Step::Fail { error, .. } = run.step("produce") else {
+        panic!("fails");
+    };
+    assert_eq!(
+        error,
+        "validator produce[v1:fact-check] failed: exited with code 3"
+    );
+}
+
+#[test]
+fn invalid_findings_fail_the_stage_and_the_unit() {
+    let mut run = Run::new(&produce("{strategy: unit}"));
+    primary(&mut run);
+    run.step("produce");
+    run.finish("produce", |unit| {
+        Some(if unit.key == "v1:unit:2" {
+            r#"[{"id": "F9", "status": "BROKEN", "severity": "minor"}]"#.to_owned()
+        } else {
+            PASS.to_owned()
+        })
+    });
+    let Step::Fail { error, record } = run.step("produce") else {
+        panic!("fails");
+    };
+    assert_eq!(
+        error,
+        "validator produce[v1:unit:2] wrote invalid findings: validation/produce/cycle-1/unit-2.json: finding 1 (id F9): 'status' is 'BROKEN', not one of PASS, FAIL, WARN"
+    );
+    // The unit is failed, so a resume runs it again.
+    assert!(matches!(
+        &record[..],
+        [Transition::UnitFinished { key, status, .. }] if key == "v1:unit:2" && status == "failed"
+    ));
+}
+
+#[test]
+fn adversarial_plans_challengers_then_evidence() {
+    let mut run = Run::new(&produce("{strategy: adversarial}"));
+    primary(&mut run);
+    let Step::Next { units, .. } = run.step("produce") else {
+        panic!("challengers");
+    };
+    assert!(units.iter().all(|unit| unit.kind == "challenger"));
+    assert_eq!(units[0].key, "v1:challenge:1");
+    let challenger =
+        materialize(&run.context("produce"), run.unit("v1:challenge:1")).expect("materializes");
+    assert_eq!(challenger.stage.spec.agent.role, "challenger");
+    assert_eq!(
+        challenger.stage.spec.writes_to[0].value,
+        "validation/challenges/produce-1.json"
+    );
+    // Only the second unit draws a challenge.
+    run.finish("produce", |unit| {
+        Some(if unit.key == "v1:challenge:2" {
+            r#"[{"id": "C1", "claim": "b", "challenge": "b is not a letter"}]"#.to_owned()
+        } else {
+            "[]".to_owned()
+        })
+    });
+    let Step::Next { units, .. } = run.step("produce") else {
+        panic!("evidence");
+    };
+    assert_eq!(units.len(), 1);
+    assert_eq!(units[0].key, "v1:evidence:2");
+    assert_eq!(units[0].kind, "evidence");
+    let evidence =
+        materialize(&run.context("produce"), run.unit("v1:evidence:2")).expect("materializes");
+    assert_eq!(evidence.stage.spec.agent.role, "evidence");
+    assert_eq!(
+        evidence.stage.spec.writes_to[0].value,
+        "validation/evidence/produce-2.json"
+    );
+    assert!(evidence.stage.description.contains("b is not a letter"));
+    run.finish("produce", by_kind(CRITICAL));
+    let Step::Next { units, record } = run.step("produce") else {
+        panic!("a correction");
+    };
+    assert_eq!(findings_of(&record), [(1, 1)]);
+    assert_eq!(units[0].key, "c1:correct");
+}
+
+#[test]
+fn adversarial_without_challenges_is_done() {
+    let mut run = Run::new(&produce("{strategy: adversarial}"));
+    primary(&mut run);
+    run.step("produce");
+    run.finish("produce", |_| Some("[]".to_owned()));
+    let Step::Done { record } = run.step("produce") else {
+        panic!("done");
+    };
+    assert_eq!(findings_of(&record), [(1, 0)]);
+}
+
+#[test]
+fn a_resume_mid_cycle_continues_from_the_right_cycle() {
+    let mut run = Run::new(&produce("{strategy: unit, max_revisions: 2}"));
+    primary(&mut run);
+    run.step("produce");
+    run.finish("produce", by_kind(CRITICAL));
+    run.step("produce");
+    run.finish("produce", by_kind(CRITICAL));
+    // A crash after the correction finished, before cycle 2 was planned:
+    // the step runs twice; the applied log does not double.
+    let units = run.units.clone();
+    let _ = step(&run.context("produce"), &units);
+    run.step("produce");
+    assert_eq!(
+        run.read("validation/corrections-applied.json")
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    // Cycle 2: two validators finished before a crash, the third ran
+    // again after the resume. The next correction is the second, not a
+    // fresh first.
+    run.finish("produce", by_kind(CRITICAL));
+    let Step::Next { units, .. } = run.step("produce") else {
+        panic!("correction 2");
+    };
+    assert_eq!(units[0].key, "c2:correct");
+    run.finish("produce", by_kind(CRITICAL));
+    run.step("produce");
+    run.finish("produce", by_kind(CRITICAL));
+    let Step::Fail { error, .. } = run.step("produce") else {
+        panic!("budget spent");
+    };
+    assert!(
+        error.starts_with("validation of 'produce' still has 3 critical findings after 2 correction cycles: F1: the total is wrong; F1#2: "),
+        "{error}"
+    );
+    assert_eq!(
+        run.read("validation/corrections-applied.json")
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+}
+
+#[test]
+fn a_validate_stage_judges_what_it_depends_on() {
+    let stages = "  - name: draft\n    kind: propose\n    description: Draft.\n    agent: {role: doc-writer}\n    writes_to: [draft.md, notes.md]\n  - name: check\n    kind: validate\n    description: Check.\n    depends_on: [draft]\n    reads_from: [draft]\n    agent: {role: unit-validator}\n    writes_to: [validation/check.json]\n    validation: {strategy: unit}\n";
+    let mut run = Run::new(stages);
+    assert!(matches!(run.step("check"), Step::Next { .. }));
+    run.write("outputs/draft.md", "# draft");
+    run.write("outputs/notes.md", "notes");
+    run.finish("check", |_| Some("{}".to_owned()));
+    let Step::Next { units, .. } = run.step("check") else {
+        panic!("validators");
+    };
+    let files: Vec<String> = units
+        .iter()
+        .map(|unit| {
+            serde_json::from_str::<serde_json::Value>(&unit.spec).expect("json")["target"]["file"]
+                .as_str()
+                .expect("file")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(files, ["outputs/draft.md", "outputs/notes.md"]);
+    let validator = materialize(&run.context("check"), run.unit("v1:unit:1")).expect("ok");
+    assert_eq!(validator.stage.reads_from, [0]);
+    run.finish("check", by_kind(CRITICAL));
+    run.step("check");
+    let correction = materialize(&run.context("check"), run.unit("c1:correct")).expect("ok");
+    // The producing stage's role corrects.
+    assert_eq!(correction.stage.spec.agent.role, "doc-writer");
+}
+
+#[test]
+fn an_inline_producer_is_corrected_by_the_correction_role() {
+    let stages = "  - name: produce\n    kind: execute\n    description: d\n    executor: inline\n    script: 'true'\n    writes_to: [r.md]\n    validation: {strategy: cross_unit}\n";
+    let mut run = Run::new(stages);
+    run.step("produce");
+    run.finish("produce", |_| Some("r".to_owned()));
+    run.step("produce");
+    run.finish("produce", by_kind(CRITICAL));
+    run.step("produce");
+    let correction = materialize(&run.context("produce"), run.unit("c1:correct")).expect("ok");
+    assert_eq!(correction.stage.spec.agent.role, "correction");
+    assert_eq!(
+        correction.stage.spec.executor,
+        baton_workflow::schema::Executor::Agent
+    );
+    assert!(correction.stage.spec.script.is_none());
+}
