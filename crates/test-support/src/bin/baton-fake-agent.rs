@@ -40,6 +40,13 @@
 //! | `setsid-grandchild <seconds>` | the same, in a new session (outside the process group) |
 //! | `print-json <shape>` | prints a final result in the shape of `claude` (stream-json lines), `codex` (JSONL events), `gemini` (one JSON object) or `opencode` (JSON events), with session id, tokens and cost where the CLI reports them |
 //! | `dump-env` | prints the environment, sorted, one `NAME=value` per line |
+//! | `findings <spec>` | as a validator: writes findings (a JSON array in the reference format) to every listed file; `pass`, `minor`, `critical`, `critical-until <n>` (critical until the workspace's `validation/corrections-applied.json` has `n` entries, then pass), `invalid` (not JSON), `no-status` |
+//! | `challenges <n>` | as a challenger: writes `n` challenges (a JSON array) to every listed file |
+//! | `correct` | as a corrector: writes a corrections log (`[{finding_id, change}]`, one entry per finding id under `## Findings to fix`) to every listed file |
+//!
+//! Validation units get prompts baton writes, not the workflow's text, so
+//! tests give validators, challengers and correctors their directives
+//! through `BATON_FAKE_AGENT` in the role's profile (`env` in `baton.toml`).
 //!
 //! Grandchildren report themselves on stderr as
 //! `baton-fake-agent: grandchild <pid>`. An unknown directive is an error
@@ -69,6 +76,9 @@
 //! when (`reliability.md` H3).
 
 #![forbid(unsafe_code)]
+
+#[path = "baton-fake-agent/validation.rs"]
+mod validation;
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
@@ -286,6 +296,9 @@ impl State {
             "grandchild" => spawn_grandchild(seconds(rest)?, false)?,
             "setsid-grandchild" => spawn_grandchild(seconds(rest)?, true)?,
             "print-json" => print_json(rest, &self.session_id)?,
+            "findings" => validation::findings(rest, &listed_files(&self.prompt))?,
+            "challenges" => validation::challenges(rest, &listed_files(&self.prompt))?,
+            "correct" => validation::correct(&self.prompt, &listed_files(&self.prompt))?,
             "dump-env" => {
                 let mut vars: Vec<String> = std::env::vars_os()
                     .map(|(name, value)| {
