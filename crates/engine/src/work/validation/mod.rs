@@ -15,6 +15,7 @@
 //! spec) and the files they wrote, so a resume continues the same cycle.
 
 mod findings;
+mod materialize;
 mod prompts;
 mod units;
 
@@ -22,15 +23,14 @@ mod units;
 mod tests;
 
 use baton_store::{FindingRow, NewUnit, Transition, UnitRow};
-use baton_workflow::node::Span;
 use baton_workflow::plan::PlanStage;
-use baton_workflow::schema::{Access, Executor, Isolation, Kind, Spanned, Strategy, Validation};
+use baton_workflow::schema::{Kind, Strategy, Validation};
 use serde::{Deserialize, Serialize};
 
 use self::findings::Finding;
-use self::prompts::Subject;
+pub(crate) use self::materialize::materialize;
 use self::units::Target;
-use super::{Context, Materialized, Step};
+use super::{Context, Step};
 
 /// A unit that judges the output and writes findings.
 pub(crate) const VALIDATOR: &str = "validator";
@@ -40,10 +40,6 @@ pub(crate) const CHALLENGER: &str = "challenger";
 pub(crate) const EVIDENCE: &str = "evidence";
 /// A unit that fixes critical findings.
 pub(crate) const CORRECTION: &str = "correction";
-
-/// The role of a correction when the producing stage has no agent of its
-/// own (an inline script).
-const CORRECTION_ROLE: &str = "correction";
 
 /// What a validation unit works on, stored as its spec.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -503,130 +499,5 @@ fn apply_corrections(context: &Context<'_>, corrections: &[&UnitRow]) -> Result<
     findings::write_applied(context.workspace, stage, &entries).map_err(|error| Step::Fail {
         error,
         record: Vec::new(),
-    })
-}
-
-/// The stage to run for a validation unit.
-pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Materialized, String> {
-    let Some(validation) = &context.stage.spec.validation else {
-        return Err(format!(
-            "unit {} belongs to validation, but the stage has none",
-            unit.key
-        ));
-    };
-    let spec: Spec = serde_json::from_str(&unit.spec)
-        .map_err(|error| format!("unit {} has a damaged spec: {error}", unit.key))?;
-    let sources = sources(context);
-    let producers: Vec<&str> = sources.stages.iter().map(|stage| stage.name()).collect();
-    let subject = Subject {
-        stage: context.stage.name(),
-        producers,
-        files: &spec.files,
-        task: &sources.producer.description,
-    };
-    let (role, access, description) = match unit.kind.as_str() {
-        VALIDATOR => (
-            VALIDATOR.to_owned(),
-            Access::ReadOnly,
-            prompts::validator(validation, &subject, spec.target.as_ref(), &spec.output),
-        ),
-        CHALLENGER => {
-            let target = spec
-                .target
-                .as_ref()
-                .ok_or_else(|| format!("unit {} names no unit to challenge", unit.key))?;
-            (
-                CHALLENGER.to_owned(),
-                Access::ReadOnly,
-                prompts::challenger(validation, &subject, target, &spec.output),
-            )
-        }
-        EVIDENCE => {
-            let file = spec
-                .challenges
-                .as_deref()
-                .ok_or_else(|| format!("unit {} names no challenges file", unit.key))?;
-            let challenges = findings::read_json(context.workspace, file)?;
-            let text = serde_json::to_string_pretty(&challenges).expect("plain data");
-            (
-                EVIDENCE.to_owned(),
-                Access::ReadOnly,
-                prompts::evidence(validation, &subject, file, &text, &spec.output),
-            )
-        }
-        CORRECTION => {
-            let declared = &sources.producer.spec.agent.role;
-            let role = if declared == "inline" {
-                CORRECTION_ROLE.to_owned()
-            } else {
-                declared.clone()
-            };
-            (
-                role,
-                Access::ReadWrite,
-                prompts::correction(&subject, unit.cycle, &spec.findings, &spec.output),
-            )
-        }
-        other => return Err(format!("unknown unit kind '{other}'")),
-    };
-    let mut stage = context.stage.clone();
-    let name = format!("{}-{}", context.stage.name(), unit.key.replace(':', "-"));
-    let spanned = |value: String| Spanned::new(value, Span::default());
-    stage.spec.name = spanned(name);
-    stage.spec.kind = if unit.kind == CORRECTION {
-        Kind::Execute
-    } else {
-        Kind::Validate
-    };
-    stage.spec.executor = Executor::Agent;
-    stage.spec.script = None;
-    stage.spec.agent.role = role;
-    stage.spec.agent.access = access;
-    stage.spec.agent.isolation = Isolation::WorkDir;
-    if unit.kind == CORRECTION {
-        // The producer's own agent settings, as it did the work.
-        stage
-            .spec
-            .agent
-            .model
-            .clone_from(&sources.producer.spec.agent.model);
-        stage
-            .spec
-            .agent
-            .tools
-            .clone_from(&sources.producer.spec.agent.tools);
-    } else {
-        stage.spec.agent.model = None;
-        stage.spec.agent.tools = Vec::new();
-    }
-    stage.spec.description = spanned(description.clone());
-    stage.description = description;
-    stage.spec.reads_from = sources
-        .stages
-        .iter()
-        .filter(|source| source.index != context.stage.index)
-        .map(|source| spanned(source.name().to_owned()))
-        .collect();
-    stage.reads_from = sources
-        .stages
-        .iter()
-        .map(|source| source.index)
-        .filter(|&index| index != context.stage.index)
-        .collect();
-    stage.spec.writes_to = vec![spanned(spec.output.clone())];
-    stage.spec.outputs = Vec::new();
-    stage.spec.validation = None;
-    stage.spec.validates_output = Vec::new();
-    stage.spec.fan_out = None;
-    stage.spec.human_gate = false;
-    stage.spec.when = None;
-    stage.when = None;
-    stage.cli_commands = Vec::new();
-    stage.template = None;
-    stage.guide = None;
-    Ok(Materialized {
-        stage,
-        values: Vec::new(),
-        env: Vec::new(),
     })
 }
