@@ -81,6 +81,18 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Agents(AgentsCommand),
 
+    /// Human gates: see what a gate stage produced, edit it, approve or reject it.
+    ///
+    /// A run stops at a human gate once the gate's stage succeeds. A decision
+    /// is recorded with who made it, when, and the hash of the gate's outputs:
+    /// editing them afterwards makes an approval stale, and the run stops at
+    /// the gate again. Of people deciding at once, exactly one decision counts.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  baton gate list                          # every gate waiting or decided\n  baton gate show RUN review               # the gate's outputs, items numbered\n  baton gate drop RUN review 3             # remove item 3 of its list\n  baton gate edit RUN review 2 priority=high\n  baton gate add RUN review \"Also check the migration\"\n  baton gate approve RUN review --comment \"looks right\"\n  baton resume RUN                         # continue after the approval\n  baton gate reject RUN review --comment \"wrong scope\"   # the run ends rejected\n\nExit codes: 0 done, 1 no such run, 2 usage error or the gate cannot be acted on (not a gate, not run yet, no such item), 3 someone decided or changed the gate first, 4 store unavailable."
+    )]
+    Gate(GateCommand),
+
     /// List the workflows and fragments under a directory.
     #[command(
         after_help = "Without DIR, lists ./workflows when it exists, else the current directory.\n\nExit codes: 0 listed (even if empty), 2 usage error."
@@ -220,6 +232,10 @@ pub(crate) struct RunArgs {
     /// Compile and show what would run; record and run nothing.
     #[arg(long)]
     pub(crate) dry_run: bool,
+    /// At a human gate, wait for a decision (`baton gate approve|reject`
+    /// from another shell) instead of stopping.
+    #[arg(long)]
+    pub(crate) wait_gates: bool,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }
@@ -232,6 +248,10 @@ pub(crate) struct ResumeArgs {
     /// Continue even though the workflow or a fragment changed since the run started.
     #[arg(long)]
     pub(crate) accept_changes: bool,
+    /// At a human gate, wait for a decision (`baton gate approve|reject`
+    /// from another shell) instead of stopping.
+    #[arg(long)]
+    pub(crate) wait_gates: bool,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }
@@ -267,4 +287,103 @@ pub(crate) enum AgentsCommand {
     /// Run each profile's version probe and report which work here and
     /// which lack their credentials.
     Check(FormatOnly),
+}
+
+/// `baton gate …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum GateCommand {
+    /// List the gates waiting for a decision or decided, of one run or all.
+    #[command(
+        after_help = "Statuses: awaiting (a decision is needed), approved, rejected, stale (decided on outputs that changed since: decide again).\n\nExamples:\n  baton gate list\n  baton gate list RUN --format json"
+    )]
+    List(GateListArgs),
+    /// Show a gate's outputs (JSON and markdown lists with their items numbered) and its decision.
+    #[command(after_help = "Example:\n  baton gate show RUN review")]
+    Show(GateRef),
+    /// Approve a gate: the run continues at `baton resume RUN`.
+    #[command(
+        after_help = "Examples:\n  baton gate approve RUN review\n  baton gate approve RUN review --comment \"ship it\" --as alice"
+    )]
+    Approve(GateDecideArgs),
+    /// Reject a gate: the run ends with status `rejected`.
+    #[command(
+        after_help = "Example:\n  baton gate reject RUN review --comment \"the plan misses the database migration\""
+    )]
+    Reject(GateDecideArgs),
+    /// Remove item N (from 1) of the gate's list.
+    #[command(after_help = "Example:\n  baton gate drop RUN review 3")]
+    Drop(GateDropArgs),
+    /// Set a field of item N of the gate's list.
+    #[command(
+        after_help = "The value is parsed as JSON when it parses (numbers, true, lists), else taken as text.\nString items and markdown list lines have one field, `text`.\n\nExamples:\n  baton gate edit RUN review 2 priority=high\n  baton gate edit RUN review 2 score=3\n  baton gate edit RUN review 1 text=\"Rename the flag\""
+    )]
+    Edit(GateEditArgs),
+    /// Append an item to the gate's list.
+    #[command(
+        after_help = "A JSON object is appended as it is; other text becomes a string item, or {\"text\": …} in a list of objects, or a new markdown list line.\n\nExamples:\n  baton gate add RUN review \"Also update the changelog\"\n  baton gate add RUN review '{\"id\": \"x\", \"title\": \"Also update the changelog\"}'"
+    )]
+    Add(GateAddArgs),
+}
+
+/// `baton gate list`.
+#[derive(Debug, Args)]
+pub(crate) struct GateListArgs {
+    /// Only this run.
+    pub(crate) run: Option<String>,
+    #[command(flatten)]
+    pub(crate) format: FormatArgs,
+}
+
+/// A gate: a run and a stage.
+#[derive(Debug, Args)]
+pub(crate) struct GateRef {
+    /// The run id (see `baton gate list`).
+    pub(crate) run: String,
+    /// The gate stage's name.
+    pub(crate) stage: String,
+    #[command(flatten)]
+    pub(crate) format: FormatArgs,
+}
+
+/// `baton gate approve|reject`.
+#[derive(Debug, Args)]
+pub(crate) struct GateDecideArgs {
+    #[command(flatten)]
+    pub(crate) gate: GateRef,
+    /// Why (recorded with the decision).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) comment: Option<String>,
+    /// Who decides (default: the user running baton, from $USER or $LOGNAME).
+    #[arg(long = "as", value_name = "NAME")]
+    pub(crate) as_name: Option<String>,
+}
+
+/// `baton gate drop`.
+#[derive(Debug, Args)]
+pub(crate) struct GateDropArgs {
+    #[command(flatten)]
+    pub(crate) gate: GateRef,
+    /// The item's number, from 1 (as `baton gate show` numbers them).
+    pub(crate) n: usize,
+}
+
+/// `baton gate edit`.
+#[derive(Debug, Args)]
+pub(crate) struct GateEditArgs {
+    #[command(flatten)]
+    pub(crate) gate: GateRef,
+    /// The item's number, from 1.
+    pub(crate) n: usize,
+    /// `field=value`.
+    #[arg(value_name = "FIELD=VALUE")]
+    pub(crate) assignment: String,
+}
+
+/// `baton gate add`.
+#[derive(Debug, Args)]
+pub(crate) struct GateAddArgs {
+    #[command(flatten)]
+    pub(crate) gate: GateRef,
+    /// The item to append.
+    pub(crate) text: String,
 }

@@ -11,6 +11,8 @@ pub(crate) const USAGE: u8 = 2;
 
 /// `run`/`resume`: the run failed or is incomplete (the reference's code).
 pub(crate) const RUN_FAILED: u8 = 2;
+/// `gate`: someone decided on the gate, or changed its output, first.
+pub(crate) const REFUSED: u8 = 3;
 /// The store (SQLite file or PostgreSQL) cannot be opened or reached.
 pub(crate) const STORE_UNAVAILABLE: u8 = 4;
 
@@ -20,6 +22,7 @@ Exit codes:
   0    success (for lint: the workflow is valid)
   1    invalid workflow: a parse, validation or compile error
   2    usage error: unknown flag, missing argument, malformed --params;
-       for run and resume: the run failed or is incomplete
+       for run and resume: the run failed, was rejected at a gate, or is incomplete
+  3    gate: someone else decided on the gate or changed its output first
   4    the store is unavailable (database locked, unreachable, read-only)
   101  internal error in baton";

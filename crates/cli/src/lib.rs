@@ -47,6 +47,7 @@ pub fn main() -> ExitCode {
         Command::Cancel(args) => commands::run::cancel(&args),
         Command::Runs(args) => commands::status::runs(&args),
         Command::Agents(args::AgentsCommand::Check(args)) => commands::agents::check(&args),
+        Command::Gate(command) => commands::gate::run(&command),
         Command::Status(args) => commands::status::status(&args),
         Command::Logs(args) => commands::status::logs(&args),
     };

@@ -87,13 +87,20 @@ pub async fn invalidate(store: &Store, run_id: &str, stage_name: &str) -> Result
     let mut transitions: Vec<Transition> = stages
         .iter()
         .filter(|stage| reset.contains(&stage.name))
-        .map(|stage| Transition::StageReset {
-            index: stage.index,
-            note: if stage.name == stage_name {
-                "rerun requested".to_owned()
-            } else {
-                format!("rerun: depends on {stage_name}")
-            },
+        .flat_map(|stage| {
+            [
+                Transition::StageReset {
+                    index: stage.index,
+                    note: if stage.name == stage_name {
+                        "rerun requested".to_owned()
+                    } else {
+                        format!("rerun: depends on {stage_name}")
+                    },
+                },
+                // A rerun starts the stage's work from scratch: fan-out
+                // children, validation cycles and all.
+                Transition::UnitsCleared { index: stage.index },
+            ]
         })
         .collect();
     transitions.push(Transition::RunStatus {

@@ -11,8 +11,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use baton_store::{Error as StoreError, Lease, Store, Transition};
+use std::collections::BTreeMap;
+
+use baton_store::{Error as StoreError, Lease, Store, Transition, UnitRow};
 use baton_workflow::Plan;
+use baton_workflow::plan::PlanStage;
 use indexmap::IndexMap;
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
@@ -20,7 +23,8 @@ use tokio::sync::{mpsc, watch};
 use crate::create::{self, RunOptions, SourceDigest};
 use crate::schedule::{self, Next, State};
 use crate::stage::{self, Attempt, Finished, Limits, Report};
-use crate::{Error, Result, clock, owner, reconcile, workspace};
+use crate::work::{self, running::Composite};
+use crate::{Error, Result, clock, gate, owner, reconcile, workspace};
 
 /// How `drive` behaves.
 #[derive(Debug, Clone)]
@@ -37,6 +41,9 @@ pub struct DriveOptions {
     pub limits: Limits,
     /// Agent profiles and roles from `baton.toml`; `None` when there is none.
     pub agents: Option<std::sync::Arc<baton_executor::profile::Config>>,
+    /// At a human gate, keep the run (and its lease) and wait for a
+    /// decision instead of stopping `awaiting_human`.
+    pub wait_gates: bool,
 }
 
 impl Default for DriveOptions {
@@ -48,6 +55,7 @@ impl Default for DriveOptions {
             max_parallel: None,
             limits: Limits::default(),
             agents: None,
+            wait_gates: false,
         }
     }
 }
@@ -82,7 +90,7 @@ pub enum Progress {
 pub struct Outcome {
     /// The run.
     pub run_id: String,
-    /// `success`, `failed`, `awaiting_human` or `cancelled`.
+    /// `success`, `failed`, `awaiting_human`, `rejected` or `cancelled`.
     pub status: String,
     /// The gate waited on, if any.
     pub gate: Option<String>,
@@ -103,7 +111,7 @@ pub async fn drive(
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Outcome> {
     let run = store.run(run_id).await?;
-    if matches!(run.status.as_str(), "success" | "cancelled") {
+    if matches!(run.status.as_str(), "success" | "cancelled" | "rejected") {
         return Ok(Outcome {
             run_id: run_id.to_owned(),
             status: run.status,
@@ -150,9 +158,34 @@ async fn acquire(store: &Store, run_id: &str, options: &DriveOptions) -> Result<
     }
 }
 
+/// What occupies a slot: a stage's own process, or a unit of a composite stage.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Slot {
+    Stage(usize),
+    Unit(usize, String),
+}
+
 struct Running {
     cancel: watch::Sender<bool>,
     started_at: i64,
+    /// For a unit: the stage it runs and its label, for its envelope.
+    stage: Option<PlanStage>,
+    label: Option<String>,
+}
+
+/// A process to start once the starts are committed: a stage, or a unit
+/// (key, label, attempt number, and what to run or why it cannot run).
+struct Launch {
+    index: usize,
+    unit: Option<(String, String, i64, Result<work::Materialized, String>)>,
+}
+
+/// A result committed, to show: its envelope and progress line.
+struct Announced {
+    finished: Finished,
+    started_at: i64,
+    /// For a unit: the stage it ran and its label.
+    unit: Option<(PlanStage, String)>,
 }
 
 #[expect(
@@ -244,14 +277,29 @@ async fn drive_owned(
             note: "retried on resume after it failed".to_owned(),
         });
     }
+    // Units of a stage that crashed or failed run again; finished ones are kept.
+    let mut with_units: Vec<i64> = store
+        .units(&run_id)
+        .await?
+        .into_iter()
+        .filter(|unit| unit.status == "running" || unit.status == "failed")
+        .map(|unit| unit.index)
+        .collect();
+    with_units.dedup();
+    for index in with_units {
+        transitions.push(Transition::UnitsResumed { index });
+    }
     for (index, note) in reconcile::stale_stages(&plan, &stages, &artifacts, &workspace_dir) {
         progress(Progress::Note(format!(
             "{}: {note}",
             plan.stages[index].name()
         )));
         transitions.push(Transition::StageReset {
-            index: i64::try_from(index).unwrap_or(i64::MAX),
+            index: as_i64(index),
             note,
+        });
+        transitions.push(Transition::UnitsCleared {
+            index: as_i64(index),
         });
     }
     transitions.push(Transition::RunStatus {
@@ -267,15 +315,30 @@ async fn drive_owned(
         .map(|stage| State::from_status(&stage.status))
         .collect();
     let mut attempt_numbers: Vec<i64> = stages.iter().map(|stage| stage.attempts).collect();
+    // Units recorded for stages, by stage; a composite stage takes its own
+    // when it starts.
+    let mut recorded_units: HashMap<usize, Vec<UnitRow>> = HashMap::new();
+    for unit in store.units(&run_id).await? {
+        if let Ok(index) = usize::try_from(unit.index) {
+            recorded_units.entry(index).or_default().push(unit);
+        }
+    }
+    let unit_params: stage::Params = params
+        .iter()
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    let mut composites: BTreeMap<usize, Composite> = BTreeMap::new();
     // Gates are approved through `baton gate`; until then a succeeded gate
-    // holds back every later group.
-    let approved = |_: usize| false;
+    // holds back every later group. Reloaded while waiting at a gate.
+    let gates =
+        std::cell::RefCell::new(gate::Gates::load(store, &run_id, &plan, &workspace_dir).await?);
+    let approved = |index: usize| gates.borrow().approved(index);
 
     // One copy of the plan, shared with every attempt.
     let plan = std::sync::Arc::new(plan);
     let shared_plan = std::sync::Arc::clone(&plan);
     let (report_sender, mut reports) = mpsc::unbounded_channel::<Report>();
-    let mut running: HashMap<usize, Running> = HashMap::new();
+    let mut running: HashMap<Slot, Running> = HashMap::new();
     let mut renew = tokio::time::interval(options.lease_ttl / 3);
     renew.tick().await;
     let mut cancelled = false;
@@ -286,138 +349,361 @@ async fn drive_owned(
     // recorded along with the next commit, since a resume finds leftover
     // processes by the run's marker anyway.
     let mut pending: Vec<Transition> = Vec::new();
-    let mut announced: Vec<(Finished, i64)> = Vec::new();
+    let mut announced: Vec<Announced> = Vec::new();
     let mut errors: HashMap<usize, String> = HashMap::new();
 
     let outcome = loop {
+        let halting = cancelled || schedule::required_failure(&plan, &states).is_some();
+        if halting {
+            // A composite stage stops starting units; once none of its units
+            // runs, it goes back to pending with its finished units kept.
+            let idle: Vec<usize> = composites
+                .iter()
+                .filter(|(_, composite)| composite.running == 0)
+                .map(|(index, _)| *index)
+                .collect();
+            for index in idle {
+                composites.remove(&index);
+                pending.push(Transition::AttemptInterrupted {
+                    index: as_i64(index),
+                    attempt: attempt_numbers[index],
+                    at: clock::now_ms(),
+                });
+                states[index] = State::Pending;
+            }
+        }
+        let rejected = gates.borrow().rejected();
         let decision = if cancelled {
             if running.is_empty() {
                 Some(Ended::Cancelled)
             } else {
                 None
             }
+        } else if let Some((index, comment, by)) = rejected {
+            Some(Ended::Rejected(index, comment, by))
         } else {
-            let free = max_parallel.saturating_sub(running.len());
-            match schedule::next(&plan, &states, approved, free) {
-                Next::Start(ready) => {
-                    let now = clock::now_ms();
-                    let mut launches = Vec::new();
-                    for index in ready {
-                        let stage = &plan.stages[index];
-                        if let Some(when) = &stage.when {
-                            let lookup = |name: &str| params.get(name).map(String::as_str);
-                            let unknown = when
-                                .placeholders()
-                                .into_iter()
-                                .find(|name| !params.contains_key(*name));
-                            if let Some(unknown) = unknown {
-                                let error = format!(
-                                    "'when' refers to '{{{unknown}}}', which has no value; pass --params {unknown}=…"
-                                );
-                                errors.insert(index, error.clone());
-                                pending.push(failed_start(
-                                    index,
-                                    &mut attempt_numbers,
-                                    now,
-                                    error.clone(),
-                                ));
-                                states[index] = State::Failed;
-                                progress(Progress::Finished {
-                                    stage: stage.name().to_owned(),
-                                    status: "failed".to_owned(),
-                                    duration_ms: 0,
-                                    error: Some(error),
-                                });
-                                continue;
-                            }
-                            if !when.evaluate(lookup) {
-                                stage::write_skip_sentinels(stage, &workspace_dir).map_err(
-                                    |source| Error::Workspace {
-                                        path: workspace_dir.clone(),
-                                        source,
-                                    },
-                                )?;
-                                let expression = stage
-                                    .spec
-                                    .when
-                                    .as_ref()
-                                    .map(|when| when.value.trim())
-                                    .unwrap_or_default();
-                                pending.push(Transition::StageSkipped {
-                                    index: as_i64(index),
-                                    at: now,
-                                    note: format!("skipped: when {expression}"),
-                                });
-                                states[index] = State::Skipped;
-                                progress(Progress::Finished {
-                                    stage: stage.name().to_owned(),
-                                    status: "skipped".to_owned(),
-                                    duration_ms: 0,
-                                    error: None,
-                                });
-                                write_envelope(
-                                    &plan,
-                                    &workspace_dir,
-                                    index,
-                                    "skipped",
-                                    Some(now),
-                                    Some(now),
-                                    Vec::new(),
-                                );
-                                continue;
-                            }
-                        }
-                        attempt_numbers[index] += 1;
-                        pending.push(Transition::AttemptStarted {
+            let now = clock::now_ms();
+            let mut free = max_parallel.saturating_sub(running.len());
+            let mut launches: Vec<Launch> = Vec::new();
+            // Units of stages already running come first: finishing started
+            // work before starting new work.
+            if !halting {
+                for (&index, composite) in &mut composites {
+                    while free > 0 {
+                        let Some(position) = composite.take() else {
+                            break;
+                        };
+                        free -= 1;
+                        let context = work::Context {
+                            plan: &plan,
+                            stage: &plan.stages[index],
+                            workspace: &workspace_dir,
+                            params: &unit_params,
+                            now,
+                        };
+                        let unit = &mut composite.units[position];
+                        unit.status = "running".to_owned();
+                        unit.attempts += 1;
+                        unit.started_at = Some(now);
+                        pending.push(Transition::UnitStarted {
                             index: as_i64(index),
-                            attempt: attempt_numbers[index],
+                            key: unit.key.clone(),
                             at: now,
                         });
-                        states[index] = State::Running;
-                        launches.push(index);
+                        launches.push(Launch {
+                            index,
+                            unit: Some((
+                                unit.key.clone(),
+                                unit.label.clone(),
+                                unit.attempts,
+                                work::materialize(&context, unit),
+                            )),
+                        });
                     }
-                    // Starts are recorded before any process exists.
+                }
+            }
+            let next = schedule::next(&plan, &states, approved, free);
+            let mut started = false;
+            let mut composite_starts: Vec<usize> = Vec::new();
+            if let Next::Start(ready) = &next {
+                started = true;
+                for &index in ready {
+                    let stage = &plan.stages[index];
+                    if let Some(when) = &stage.when {
+                        let lookup = |name: &str| params.get(name).map(String::as_str);
+                        let unknown = when
+                            .placeholders()
+                            .into_iter()
+                            .find(|name| !params.contains_key(*name));
+                        if let Some(unknown) = unknown {
+                            let error = format!(
+                                "'when' refers to '{{{unknown}}}', which has no value; pass --params {unknown}=…"
+                            );
+                            errors.insert(index, error.clone());
+                            pending.push(failed_start(
+                                index,
+                                &mut attempt_numbers,
+                                now,
+                                error.clone(),
+                            ));
+                            states[index] = State::Failed;
+                            progress(Progress::Finished {
+                                stage: stage.name().to_owned(),
+                                status: "failed".to_owned(),
+                                duration_ms: 0,
+                                error: Some(error),
+                            });
+                            continue;
+                        }
+                        if !when.evaluate(lookup) {
+                            stage::write_skip_sentinels(stage, &workspace_dir).map_err(
+                                |source| Error::Workspace {
+                                    path: workspace_dir.clone(),
+                                    source,
+                                },
+                            )?;
+                            let expression = stage
+                                .spec
+                                .when
+                                .as_ref()
+                                .map(|when| when.value.trim())
+                                .unwrap_or_default();
+                            pending.push(Transition::StageSkipped {
+                                index: as_i64(index),
+                                at: now,
+                                note: format!("skipped: when {expression}"),
+                            });
+                            states[index] = State::Skipped;
+                            progress(Progress::Finished {
+                                stage: stage.name().to_owned(),
+                                status: "skipped".to_owned(),
+                                duration_ms: 0,
+                                error: None,
+                            });
+                            write_envelope(
+                                &workspace_dir,
+                                stage,
+                                index,
+                                "skipped",
+                                Some(now),
+                                Some(now),
+                                Vec::new(),
+                            );
+                            continue;
+                        }
+                    }
+                    attempt_numbers[index] += 1;
+                    pending.push(Transition::AttemptStarted {
+                        index: as_i64(index),
+                        attempt: attempt_numbers[index],
+                        at: now,
+                    });
+                    states[index] = State::Running;
+                    if work::is_composite(stage) {
+                        let cap = stage
+                            .spec
+                            .fan_out
+                            .as_ref()
+                            .and_then(|fan_out| fan_out.max_parallel)
+                            .map_or(max_parallel, |cap| cap as usize);
+                        let units = recorded_units.remove(&index).unwrap_or_default();
+                        composites.insert(index, Composite::new(units, cap, now));
+                        composite_starts.push(index);
+                    } else {
+                        launches.push(Launch { index, unit: None });
+                    }
+                }
+            }
+            // Composite stages whose units have all finished take their
+            // next step: more units, or the end of the stage.
+            if !halting {
+                let idle: Vec<usize> = composites
+                    .iter()
+                    .filter(|(_, composite)| composite.idle())
+                    .map(|(index, _)| *index)
+                    .collect();
+                for index in idle {
+                    started = true;
+                    let context = work::Context {
+                        plan: &plan,
+                        stage: &plan.stages[index],
+                        workspace: &workspace_dir,
+                        params: &unit_params,
+                        now,
+                    };
+                    let composite = composites.get_mut(&index).expect("idle composite");
+                    if let Some((success, error)) =
+                        advance(&context, composite, index, &mut pending)
+                    {
+                        let composite = composites.remove(&index).expect("idle composite");
+                        let artifacts = hash_outputs(&workspace_dir, &composite.artifact_paths());
+                        states[index] = if success {
+                            State::Success
+                        } else {
+                            State::Failed
+                        };
+                        if let Some(error) = &error {
+                            errors.insert(index, error.clone());
+                        }
+                        pending.push(Transition::AttemptFinished {
+                            index: as_i64(index),
+                            attempt: attempt_numbers[index],
+                            status: if success { "success" } else { "failed" }.to_owned(),
+                            at: now,
+                            exit_code: None,
+                            error: error.clone(),
+                            artifacts: artifacts.clone(),
+                        });
+                        announced.push(Announced {
+                            finished: Finished {
+                                index,
+                                unit: None,
+                                attempt: attempt_numbers[index],
+                                success,
+                                exit_code: None,
+                                error,
+                                artifacts,
+                                cancelled: false,
+                            },
+                            started_at: composite.started_at,
+                            unit: None,
+                        });
+                    }
+                }
+            }
+            if started || !launches.is_empty() {
+                // Starts are recorded before any process exists.
+                store.apply(lease, &std::mem::take(&mut pending)).await?;
+                announce(&plan, &workspace_dir, &mut announced, progress);
+                for index in composite_starts {
+                    progress(Progress::Started {
+                        stage: plan.stages[index].name().to_owned(),
+                        attempt: attempt_numbers[index],
+                    });
+                }
+                for launch in launches {
+                    let (stage_to_run, unit, label, attempt_number, values, env) = match launch.unit
+                    {
+                        None => (
+                            plan.stages[launch.index].clone(),
+                            None,
+                            None,
+                            attempt_numbers[launch.index],
+                            Vec::new(),
+                            Vec::new(),
+                        ),
+                        Some((key, label, attempts, Ok(materialized))) => (
+                            materialized.stage,
+                            Some(key),
+                            Some(label),
+                            attempts,
+                            materialized.values,
+                            materialized.env,
+                        ),
+                        Some((key, _, attempts, Err(error))) => {
+                            // The unit cannot even be built: it fails
+                            // without a process.
+                            let _ = report_sender.send(Report::Finished(Finished {
+                                index: launch.index,
+                                unit: Some(key.clone()),
+                                attempt: attempts,
+                                success: false,
+                                exit_code: None,
+                                error: Some(error),
+                                artifacts: Vec::new(),
+                                cancelled: false,
+                            }));
+                            running.insert(
+                                Slot::Unit(launch.index, key),
+                                Running {
+                                    cancel: watch::channel(false).0,
+                                    started_at: clock::now_ms(),
+                                    stage: None,
+                                    label: None,
+                                },
+                            );
+                            continue;
+                        }
+                    };
+                    let (cancel_sender, cancel_receiver) = watch::channel(false);
+                    let mut attempt_params: stage::Params = unit_params.clone();
+                    attempt_params.extend(values);
+                    let attempt = Attempt {
+                        run_id: run_id.clone(),
+                        index: launch.index,
+                        attempt: attempt_number,
+                        workspace: workspace_dir.clone(),
+                        project_dir: run_options.project_dir.clone(),
+                        params: attempt_params,
+                        limits: options.limits.clone(),
+                        plan: std::sync::Arc::clone(&shared_plan),
+                        agents: options.agents.clone(),
+                        unit: unit.clone(),
+                        env,
+                    };
+                    progress(Progress::Started {
+                        stage: label
+                            .clone()
+                            .unwrap_or_else(|| plan.stages[launch.index].name().to_owned()),
+                        attempt: attempt_number,
+                    });
+                    let slot = match &unit {
+                        None => Slot::Stage(launch.index),
+                        Some(key) => Slot::Unit(launch.index, key.clone()),
+                    };
+                    let kept = unit.as_ref().map(|_| stage_to_run.clone());
+                    tokio::spawn(stage::run(
+                        stage_to_run,
+                        attempt,
+                        cancel_receiver,
+                        report_sender.clone(),
+                    ));
+                    running.insert(
+                        slot,
+                        Running {
+                            cancel: cancel_sender,
+                            started_at: clock::now_ms(),
+                            stage: kept,
+                            label,
+                        },
+                    );
+                }
+                continue;
+            }
+            match next {
+                Next::Start(_) | Next::Wait => None,
+                Next::Succeeded => Some(Ended::Succeeded),
+                Next::Failed(index) => Some(Ended::Failed(index)),
+                Next::AwaitingGate(index) if options.wait_gates => {
+                    // Deciders read the gate's result from the store: commit
+                    // it before waiting.
+                    pending.push(Transition::RunStatus {
+                        status: "awaiting_human".to_owned(),
+                        at: clock::now_ms(),
+                        error: None,
+                    });
                     store.apply(lease, &std::mem::take(&mut pending)).await?;
                     announce(&plan, &workspace_dir, &mut announced, progress);
-                    for index in launches {
-                        let (cancel_sender, cancel_receiver) = watch::channel(false);
-                        let attempt = Attempt {
-                            run_id: run_id.clone(),
-                            index,
-                            attempt: attempt_numbers[index],
-                            workspace: workspace_dir.clone(),
-                            project_dir: run_options.project_dir.clone(),
-                            params: params
-                                .iter()
-                                .map(|(key, value)| (key.clone(), value.clone()))
-                                .collect(),
-                            limits: options.limits.clone(),
-                            plan: std::sync::Arc::clone(&shared_plan),
-                            agents: options.agents.clone(),
-                        };
-                        progress(Progress::Started {
-                            stage: plan.stages[index].name().to_owned(),
-                            attempt: attempt_numbers[index],
-                        });
-                        tokio::spawn(stage::run(
-                            plan.stages[index].clone(),
-                            attempt,
-                            cancel_receiver,
-                            report_sender.clone(),
-                        ));
-                        running.insert(
-                            index,
-                            Running {
-                                cancel: cancel_sender,
-                                started_at: now,
-                            },
-                        );
+                    progress(Progress::Note(format!(
+                        "waiting at gate '{}' for a decision",
+                        plan.stages[index].name()
+                    )));
+                    let waited =
+                        gate::wait(store, lease, &plan, &workspace_dir, index, &mut renew, ttl)
+                            .await?;
+                    match waited {
+                        Some(decided) => {
+                            *gates.borrow_mut() = decided;
+                            pending.push(Transition::RunStatus {
+                                status: "running".to_owned(),
+                                at: clock::now_ms(),
+                                error: None,
+                            });
+                        }
+                        None => cancelled = true,
                     }
                     continue;
                 }
-                Next::Wait => None,
-                Next::Succeeded => Some(Ended::Succeeded),
-                Next::Failed(index) => Some(Ended::Failed(index)),
                 Next::AwaitingGate(index) => Some(Ended::Gate(index)),
             }
         };
@@ -451,6 +737,15 @@ async fn drive_owned(
                     gate: Some(plan.stages[index].name().to_owned()),
                     error: None,
                 },
+                Ended::Rejected(index, comment, by) => {
+                    let stage = plan.stages[index].name();
+                    Outcome {
+                        run_id: run_id.clone(),
+                        status: "rejected".to_owned(),
+                        gate: Some(stage.to_owned()),
+                        error: Some(gate::rejection_error(stage, &by, &comment)),
+                    }
+                }
                 Ended::Cancelled => Outcome {
                     run_id: run_id.clone(),
                     status: "cancelled".to_owned(),
@@ -461,7 +756,7 @@ async fn drive_owned(
         }
         // Nothing can start: record the results that arrived before waiting,
         // so a result is never held back while other stages run.
-        if !announced.is_empty() {
+        if !announced.is_empty() || !pending.is_empty() {
             store.apply(lease, &std::mem::take(&mut pending)).await?;
             announce(&plan, &workspace_dir, &mut announced, progress);
         }
@@ -475,7 +770,8 @@ async fn drive_owned(
                 let now = clock::now_ms();
                 for report in batch {
                     match report {
-                        Report::Started { index, attempt, started } => pending.push(Transition::ProcessStarted {
+                        Report::Started { unit: Some(_), .. } => {}
+                        Report::Started { index, unit: None, attempt, started } => pending.push(Transition::ProcessStarted {
                             index: as_i64(index),
                             attempt,
                             pid: i64::from(started.pid),
@@ -484,6 +780,38 @@ async fn drive_owned(
                         }),
                         Report::Finished(result) => {
                             let status = if result.success { "success" } else { "failed" };
+                            if let Some(key) = &result.unit {
+                                let slot = running.remove(&Slot::Unit(result.index, key.clone()));
+                                pending.push(Transition::UnitFinished {
+                                    index: as_i64(result.index),
+                                    key: key.clone(),
+                                    status: status.to_owned(),
+                                    at: now,
+                                    exit_code: result.exit_code,
+                                    error: result.error.clone(),
+                                    artifacts: result.artifacts.clone(),
+                                });
+                                if let Some(composite) = composites.get_mut(&result.index) {
+                                    composite.running = composite.running.saturating_sub(1);
+                                    if let Some(position) = composite.position(key) {
+                                        let unit = &mut composite.units[position];
+                                        unit.status = status.to_owned();
+                                        unit.finished_at = Some(now);
+                                        unit.exit_code = result.exit_code;
+                                        unit.error.clone_from(&result.error);
+                                        unit.artifacts = serde_json::to_string(&result.artifacts)
+                                            .unwrap_or_else(|_| "[]".to_owned());
+                                    }
+                                }
+                                if let Some(slot) = slot {
+                                    announced.push(Announced {
+                                        started_at: slot.started_at,
+                                        unit: slot.stage.zip(slot.label),
+                                        finished: result,
+                                    });
+                                }
+                                continue;
+                            }
                             pending.push(Transition::AttemptFinished {
                                 index: as_i64(result.index),
                                 attempt: result.attempt,
@@ -499,8 +827,8 @@ async fn drive_owned(
                             }
                             // The slot is free at once; the result is shown
                             // once it is committed.
-                            let started_at = running.remove(&result.index).map_or(now, |attempt| attempt.started_at);
-                            announced.push((result, started_at));
+                            let started_at = running.remove(&Slot::Stage(result.index)).map_or(now, |attempt| attempt.started_at);
+                            announced.push(Announced { finished: result, started_at, unit: None });
                         }
                     }
                 }
@@ -522,6 +850,7 @@ async fn drive_owned(
         "failed" => "failed",
         "awaiting_human" => "awaiting_human",
         "cancelled" => "cancelled",
+        "rejected" => "rejected",
         _ => "success",
     };
     pending.push(Transition::RunStatus {
@@ -539,6 +868,8 @@ enum Ended {
     Succeeded,
     Failed(usize),
     Gate(usize),
+    /// A gate was rejected: (index, comment, who).
+    Rejected(usize, String, String),
     Cancelled,
 }
 
@@ -547,16 +878,25 @@ enum Ended {
 fn announce(
     plan: &Plan,
     workspace_dir: &std::path::Path,
-    announced: &mut Vec<(Finished, i64)>,
+    announced: &mut Vec<Announced>,
     progress: &(dyn Fn(Progress) + Sync),
 ) {
     let now = clock::now_ms();
-    for (result, started_at) in announced.drain(..) {
+    for Announced {
+        finished: result,
+        started_at,
+        unit,
+    } in announced.drain(..)
+    {
         let index = result.index;
         let status = if result.success { "success" } else { "failed" };
+        let (stage, label) = match &unit {
+            Some((stage, label)) => (stage, label.as_str()),
+            None => (&plan.stages[index], plan.stages[index].name()),
+        };
         write_envelope(
-            plan,
             workspace_dir,
+            stage,
             index,
             status,
             Some(started_at),
@@ -564,12 +904,67 @@ fn announce(
             result.error.iter().cloned().collect(),
         );
         progress(Progress::Finished {
-            stage: plan.stages[index].name().to_owned(),
+            stage: label.to_owned(),
             status: status.to_owned(),
             duration_ms: now - started_at,
             error: result.error,
         });
     }
+}
+
+/// Takes a composite stage's next steps while all its units have finished:
+/// plans more units (`None`), or ends the stage (`Some((success, error))`).
+fn advance(
+    context: &work::Context<'_>,
+    composite: &mut Composite,
+    index: usize,
+    pending: &mut Vec<Transition>,
+) -> Option<(bool, Option<String>)> {
+    if !composite.idle() {
+        return None;
+    }
+    match work::step(context, &composite.units) {
+        work::Step::Next { units, record } => {
+            pending.extend(record);
+            if units.is_empty() {
+                return Some((
+                    false,
+                    Some("internal error: the stage planned no further work".to_owned()),
+                ));
+            }
+            pending.push(Transition::UnitsPlanned {
+                index: as_i64(index),
+                units: units.clone(),
+                at: context.now,
+            });
+            composite.add(as_i64(index), units);
+            None
+        }
+        work::Step::Done { record } => {
+            pending.extend(record);
+            Some((true, None))
+        }
+        work::Step::Fail { error, record } => {
+            pending.extend(record);
+            Some((false, Some(error)))
+        }
+    }
+}
+
+/// (path, sha256, bytes) of the outputs a composite stage's units wrote,
+/// as they are now (a later unit may have changed an earlier one's).
+fn hash_outputs(workspace_dir: &std::path::Path, paths: &[String]) -> Vec<(String, String, i64)> {
+    paths
+        .iter()
+        .filter_map(|path| {
+            let bytes = std::fs::read(workspace_dir.join(path)).ok()?;
+            Some((
+                path.clone(),
+                create::sha256_hex(&bytes),
+                i64::try_from(bytes.len()).unwrap_or(i64::MAX),
+            ))
+        })
+        .collect()
 }
 
 fn as_i64(index: usize) -> i64 {
@@ -602,15 +997,14 @@ async fn stages_error(store: &Store, run_id: &str, index: usize) -> Option<Strin
 /// Writes the reference's result envelope; a failure to write it is not a
 /// stage failure (the store is the source of truth).
 fn write_envelope(
-    plan: &Plan,
     workspace_dir: &std::path::Path,
+    stage: &PlanStage,
     index: usize,
     status: &str,
     started: Option<i64>,
     finished: Option<i64>,
     errors: Vec<String>,
 ) {
-    let stage = &plan.stages[index];
     let envelope = workspace::Envelope {
         name: stage.name(),
         index,

@@ -55,6 +55,14 @@ pub enum Next {
     AwaitingGate(usize),
 }
 
+/// The first required stage that failed, if any: the run halts.
+pub fn required_failure(plan: &Plan, states: &[State]) -> Option<usize> {
+    plan.stages
+        .iter()
+        .find(|stage| stage.spec.required && states[stage.index] == State::Failed)
+        .map(|stage| stage.index)
+}
+
 /// Decides the next step. `approved(i)` says whether gate stage `i` has been
 /// approved; `free_slots` bounds how many stages may start.
 pub fn next(
@@ -67,12 +75,7 @@ pub fn next(
         .iter()
         .filter(|state| **state == State::Running)
         .count();
-    let required_failure = plan
-        .stages
-        .iter()
-        .find(|stage| stage.spec.required && states[stage.index] == State::Failed)
-        .map(|stage| stage.index);
-    if let Some(failed) = required_failure {
+    if let Some(failed) = required_failure(plan, states) {
         return if running > 0 {
             Next::Wait
         } else {

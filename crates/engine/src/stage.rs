@@ -67,6 +67,11 @@ pub(crate) struct Attempt {
     pub(crate) plan: Arc<Plan>,
     /// Agent profiles from `baton.toml`, if any.
     pub(crate) agents: Option<Arc<Config>>,
+    /// The unit of the stage this attempt runs (a fan-out child, a
+    /// validator), or `None` for the stage itself.
+    pub(crate) unit: Option<String>,
+    /// Environment variables of the unit (a fan-out child's item).
+    pub(crate) env: Vec<(String, String)>,
 }
 
 /// What an attempt reports to the coordinator.
@@ -75,6 +80,7 @@ pub(crate) enum Report {
     /// The process runs.
     Started {
         index: usize,
+        unit: Option<String>,
         attempt: i64,
         started: Started,
     },
@@ -86,6 +92,7 @@ pub(crate) enum Report {
 #[derive(Debug)]
 pub(crate) struct Finished {
     pub(crate) index: usize,
+    pub(crate) unit: Option<String>,
     pub(crate) attempt: i64,
     pub(crate) success: bool,
     pub(crate) exit_code: Option<i64>,
@@ -105,6 +112,7 @@ pub(crate) async fn run(
     let finished = match command(&stage, &attempt) {
         Err(error) => Finished {
             index: attempt.index,
+            unit: attempt.unit.clone(),
             attempt: attempt.attempt,
             success: false,
             exit_code: None,
@@ -137,12 +145,14 @@ async fn execute(
     let report_started = |started: &Started| {
         let _ = reports.send(Report::Started {
             index,
+            unit: attempt.unit.clone(),
             attempt: number,
             started: *started,
         });
     };
     let mut finished = Finished {
         index,
+        unit: attempt.unit.clone(),
         attempt: number,
         success: false,
         exit_code: None,
@@ -495,10 +505,7 @@ fn command(stage: &PlanStage, attempt: &Attempt) -> Result<(ProcessSpec, Vec<i32
         // process carrying it once the stage's leader exits, and stages of
         // one run run side by side. `BATON_RUN_ID` (in `environment`) is what
         // a resume uses to find everything a crashed driver left.
-        marker: Some((
-            "BATON_IDEMPOTENCY_KEY".to_owned(),
-            idempotency_key(stage, attempt),
-        )),
+        marker: Some(("BATON_IDEMPOTENCY_KEY".to_owned(), idempotency_key(attempt))),
     };
     match spec
         .script
@@ -605,14 +612,20 @@ fn agent_command(
 }
 
 /// `run/stage/item/attempt`, stable across retries of the same attempt.
-fn idempotency_key(stage: &PlanStage, attempt: &Attempt) -> String {
-    format!("{}/{}/-/{}", attempt.run_id, stage.name(), attempt.attempt)
+fn idempotency_key(attempt: &Attempt) -> String {
+    format!(
+        "{}/{}/{}/{}",
+        attempt.run_id,
+        attempt.plan.stages[attempt.index].name(),
+        attempt.unit.as_deref().unwrap_or("-"),
+        attempt.attempt
+    )
 }
 
 /// Variables every stage process sees (besides the idempotency key, set as
 /// the executor's marker).
 fn environment(stage: &PlanStage, attempt: &Attempt) -> Vec<(String, String)> {
-    vec![
+    let mut env = vec![
         (RUN_MARKER.to_owned(), attempt.run_id.clone()),
         ("BATON_STAGE".to_owned(), stage.name().to_owned()),
         ("BATON_ATTEMPT".to_owned(), attempt.attempt.to_string()),
@@ -624,7 +637,12 @@ fn environment(stage: &PlanStage, attempt: &Attempt) -> Vec<(String, String)> {
             "BATON_PROJECT_DIR".to_owned(),
             attempt.project_dir.to_string_lossy().into_owned(),
         ),
-    ]
+    ];
+    if let Some(unit) = &attempt.unit {
+        env.push(("BATON_UNIT".to_owned(), unit.clone()));
+    }
+    env.extend(attempt.env.iter().cloned());
+    env
 }
 
 /// Writes `{}` into every `writes_to` file of a stage skipped by `when`, so

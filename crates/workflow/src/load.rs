@@ -181,6 +181,7 @@ const FAN_OUT_KEYS: &[&str] = &[
     "script",
     "output_schema",
     "isolation",
+    "max_parallel",
 ];
 const CHECK_KEYS: &[&str] = &["path", "checks"];
 const INCLUDE_KEYS: &[&str] = &["path", "prefix", "depends_on", "reads_from", "params"];

@@ -386,6 +386,9 @@ pub struct FanOut {
     pub script: Option<Spanned<String>>,
     /// `isolation`.
     pub isolation: Isolation,
+    /// `max_parallel` (a baton extension): how many children run at once;
+    /// `None` leaves it to the run's `--max-parallel`.
+    pub max_parallel: Option<u32>,
 }
 
 /// `validates_output[]`.

@@ -2,6 +2,7 @@
 
 pub(crate) mod agents;
 pub(crate) mod compile;
+pub(crate) mod gate;
 pub(crate) mod graph;
 pub(crate) mod lint;
 pub(crate) mod list;

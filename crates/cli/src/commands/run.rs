@@ -74,13 +74,14 @@ fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
 }
 
 /// Drive options with the project's agent profiles, or the usage exit code.
-fn drive_options(accept_changes: bool) -> Result<DriveOptions, u8> {
+fn drive_options(accept_changes: bool, wait_gates: bool) -> Result<DriveOptions, u8> {
     let agents = settings::agent_config(&super::current_dir()).map_err(|error| {
         output::stderr_line(&format!("error: {error}"));
         exit_code::USAGE
     })?;
     Ok(DriveOptions {
         accept_changes,
+        wait_gates,
         agents: Some(std::sync::Arc::new(agents)),
         ..DriveOptions::default()
     })
@@ -127,11 +128,18 @@ fn finish(outcome: &Outcome, format: Format) -> u8 {
         }
         "awaiting_human" => {
             let gate = outcome.gate.clone().unwrap_or_default();
+            let run = &outcome.run_id;
             output::stderr_line(&format!(
-                "run {} waits at human gate '{gate}': review its outputs (`baton status {}` shows the workspace); this version of baton cannot record a gate decision yet, so the stages after the gate do not run",
-                outcome.run_id, outcome.run_id
+                "run {run} waits at human gate '{gate}':\n  baton gate show {run} {gate}      # review its outputs (drop/edit/add change them)\n  baton gate approve {run} {gate}   # or: baton gate reject {run} {gate} --comment …\n  baton resume {run}                # continue after the approval"
             ));
             exit_code::SUCCESS
+        }
+        "rejected" => {
+            output::stderr_line(&format!(
+                "Workflow did not complete successfully: status=rejected ({})",
+                outcome.error.as_deref().unwrap_or("a gate was rejected")
+            ));
+            exit_code::RUN_FAILED
         }
         status => {
             output::stderr_line(&format!(
@@ -169,7 +177,7 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
         max_parallel: args.max_parallel,
         project_dir: super::current_dir(),
     };
-    let drive = match drive_options(false) {
+    let drive = match drive_options(false, args.wait_gates) {
         Ok(drive) => drive,
         Err(code) => return code,
     };
@@ -197,7 +205,7 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
 /// `baton resume`.
 pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     let format = args.format.format();
-    let options = match drive_options(args.accept_changes) {
+    let options = match drive_options(args.accept_changes, args.wait_gates) {
         Ok(options) => options,
         Err(code) => return code,
     };
@@ -216,7 +224,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
 /// `baton rerun`: resets the stage and its dependants, then drives the run.
 pub(crate) fn rerun(args: &RerunArgs) -> u8 {
     let format = args.format.format();
-    let options = match drive_options(false) {
+    let options = match drive_options(false, false) {
         Ok(options) => options,
         Err(code) => return code,
     };

@@ -24,6 +24,18 @@ pub(crate) const MAX_ITEMS: usize = 100_000;
 
 /// Reads the items and plans one unit per item; an empty list is done at once.
 pub(crate) fn plan(context: &Context<'_>) -> Step {
+    let mode = context
+        .stage
+        .spec
+        .fan_out
+        .as_ref()
+        .map(|fan_out| fan_out.mode);
+    if mode == Some(baton_workflow::schema::FanOutMode::WorkerQueue) {
+        return Step::Fail {
+            error: "fan_out.mode: worker_queue is not supported yet by this version of baton; use mode: agent (the default) to run the children here".to_owned(),
+            record: Vec::new(),
+        };
+    }
     match items(context) {
         Err(error) => Step::Fail {
             error,
@@ -280,7 +292,14 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
         check.path.value =
             baton_workflow::template::render(&check.path.value, lookup_file).into_owned();
     }
-    Ok(Materialized { stage, values })
+    // Scripts get the raw key shell-quoted for `{key}`; the file-name form
+    // and the whole item are in the environment.
+    let env = vec![
+        ("BATON_ITEM_KEY".to_owned(), unit.key.clone()),
+        ("BATON_ITEM_NAME".to_owned(), name.clone()),
+        ("BATON_ITEM".to_owned(), item.to_string()),
+    ];
+    Ok(Materialized { stage, values, env })
 }
 
 fn scalar(value: &Value) -> Option<String> {

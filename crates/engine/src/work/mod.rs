@@ -14,6 +14,7 @@
 //! stage with `validation:`, validation waves and correction cycles.
 
 pub(crate) mod fanout;
+pub(crate) mod running;
 pub(crate) mod validation;
 
 use std::path::Path;
@@ -105,6 +106,8 @@ pub(crate) struct Materialized {
     /// Values for the script's `{placeholders}`, shell-quoted when
     /// substituted, besides the run's parameters.
     pub(crate) values: Vec<(String, String)>,
+    /// Environment variables for its process, besides baton's usual ones.
+    pub(crate) env: Vec<(String, String)>,
 }
 
 /// The stage to run for one unit: the stage itself for `main`, a child
@@ -114,6 +117,7 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
         MAIN => Ok(Materialized {
             stage: context.stage.clone(),
             values: Vec::new(),
+            env: Vec::new(),
         }),
         ITEM => fanout::child(context, unit),
         _ => validation::materialize(context, unit),

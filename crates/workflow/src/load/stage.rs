@@ -563,6 +563,27 @@ impl Reader<'_> {
         let script =
             self.optional_string(node, "script", &format!("{context} 'script'"), stage_name)?;
         let isolation = self.isolation(node, &format!("{context} has invalid isolation"))?;
+        let max_parallel = match node.get("max_parallel").filter(|value| !value.is_null()) {
+            None => None,
+            Some(value) => match value.value {
+                Value::Int(number) if (1..=100_000).contains(&number) => {
+                    Some(u32::try_from(number).expect("in range"))
+                }
+                _ => {
+                    return Err(self
+                        .error(
+                            "schema::type",
+                            format!(
+                                "{context} 'max_parallel' must be a whole number from 1 to 100000, got {}",
+                                describe(value)
+                            ),
+                            value.span,
+                        )
+                        .for_field(stage_name, "fan_out.max_parallel")
+                        .with_help("`max_parallel` bounds how many children of this fan-out run at once; leave it out to use the run's --max-parallel"));
+                }
+            },
+        };
         Ok(FanOut {
             source,
             field,
@@ -570,6 +591,7 @@ impl Reader<'_> {
             mode,
             script,
             isolation,
+            max_parallel,
         })
     }
     pub(super) fn validates_output(

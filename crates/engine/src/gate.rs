@@ -1,0 +1,551 @@
+//! Human gates: listing, showing, deciding and editing them, and the state
+//! the coordinator schedules by.
+//!
+//! A gate's artifact is its stage's `writes_to` files; a decision is
+//! recorded against the stage's current attempt and the artifact's current
+//! hash (see [`artifact`]), so an approval goes stale as soon as the
+//! artifact changes (an edit, a rerun) and the run stops at the gate again.
+//! Deciding needs no lease — the store keeps exactly one decision per
+//! attempt and hash — so people decide while a driver waits at the gate.
+//! Edits rewrite the gate's editable output (see [`list`]) and swap its
+//! recorded hash in the store, so a resume does not take the edit for a
+//! stale output.
+
+mod artifact;
+mod edit;
+pub mod list;
+
+use std::path::{Path, PathBuf};
+
+use baton_store::{GateDecided, GateDecisionRow, NewGateDecision, RunRow, StageRow, Store};
+use baton_workflow::Plan;
+
+pub use edit::{Edited, edit};
+pub use list::{GateEdit, ListKind};
+
+use crate::{clock, owner, workspace};
+
+/// Gate errors, worded for the person who acted.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] baton_store::Error),
+    /// The run has no stage of that name.
+    #[error("run {run_id} has no stage named '{stage}'")]
+    NoSuchStage {
+        /// The run.
+        run_id: String,
+        /// The name asked for.
+        stage: String,
+    },
+    /// The stage is not a human gate.
+    #[error("stage '{stage}' is not a human gate (it has no `human_gate: true`)")]
+    NotAGate {
+        /// The stage.
+        stage: String,
+    },
+    /// The gate's stage has not succeeded, so there is nothing to decide on.
+    #[error("gate '{stage}' has not succeeded yet (its stage is {status}); decide once it has run")]
+    NotReady {
+        /// The stage.
+        stage: String,
+        /// Its status.
+        status: String,
+    },
+    /// Someone decided on this attempt and artifact already.
+    #[error("gate '{stage}' was already {decision} by {by} at {at}")]
+    AlreadyDecided {
+        /// The stage.
+        stage: String,
+        /// `approved` or `rejected`.
+        decision: String,
+        /// Who.
+        by: String,
+        /// When (UTC).
+        at: String,
+    },
+    /// The run ended at this or another gate.
+    #[error("run {run_id} is {status}; its gates can no longer be decided")]
+    RunEnded {
+        /// The run.
+        run_id: String,
+        /// Its status.
+        status: String,
+    },
+    /// None of the gate's outputs is a list that can be edited.
+    #[error(
+        "gate '{stage}' has no editable output: none of {outputs} is a JSON list or a markdown list"
+    )]
+    NotEditable {
+        /// The stage.
+        stage: String,
+        /// Its outputs, for the message.
+        outputs: String,
+    },
+    /// The edit does not fit the list.
+    #[error("cannot edit {path}: {source}")]
+    Edit {
+        /// The output.
+        path: String,
+        /// Why.
+        #[source]
+        source: list::EditError,
+    },
+    /// The output changed between reading and writing it.
+    #[error(
+        "{path} changed meanwhile (another edit, or a rerun of the stage); nothing was written, retry"
+    )]
+    Changed {
+        /// The output.
+        path: String,
+    },
+    /// A file could not be read or written.
+    #[error("cannot write {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Let the run continue.
+    Approve,
+    /// End the run.
+    Reject,
+}
+
+impl Decision {
+    /// `approve` or `reject`, as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Reject => "reject",
+        }
+    }
+}
+
+/// Where a gate stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateState {
+    /// Succeeded, waiting for a decision.
+    Awaiting,
+    /// Approved, and the artifact is the one approved.
+    Approved,
+    /// Rejected.
+    Rejected,
+    /// Decided on an artifact or attempt that is no longer current: it needs a new decision.
+    Stale,
+}
+
+impl GateState {
+    /// `awaiting`, `approved`, `rejected` or `stale`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateState::Awaiting => "awaiting",
+            GateState::Approved => "approved",
+            GateState::Rejected => "rejected",
+            GateState::Stale => "stale",
+        }
+    }
+}
+
+/// One gate of one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateStatus {
+    /// The run.
+    pub run_id: String,
+    /// The run's status.
+    pub run_status: String,
+    /// The gate stage.
+    pub stage: String,
+    /// Its index.
+    pub index: i64,
+    /// Its current attempt.
+    pub attempt: i64,
+    /// Where it stands.
+    pub state: GateState,
+    /// The artifact's hash now.
+    pub sha256: String,
+    /// The current decision (approved, rejected), or the latest one (stale).
+    pub decision: Option<GateDecisionRow>,
+}
+
+/// One output of a gate, for `show`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// Workspace-relative path.
+    pub path: String,
+    /// Its content (lossy UTF-8), `None` when it is missing.
+    pub content: Option<String>,
+    /// The list it holds, if this is the editable output.
+    pub list: Option<(ListKind, Vec<String>)>,
+}
+
+/// A gate with its outputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateView {
+    /// Where it stands.
+    pub status: GateStatus,
+    /// Its outputs, in `writes_to` order (a directory's files expanded).
+    pub outputs: Vec<Output>,
+}
+
+/// A gate stage of a run, from the plan recorded with it.
+#[derive(Debug, Clone)]
+struct GateStage {
+    stage: StageRow,
+    writes_to: Vec<String>,
+    human_gate: bool,
+}
+
+/// The stage `name` of the run with what its recorded plan says about it.
+fn find_stage(run: &RunRow, stages: &[StageRow], name: &str) -> Result<GateStage> {
+    let stage = stages
+        .iter()
+        .find(|stage| stage.name == name)
+        .ok_or_else(|| Error::NoSuchStage {
+            run_id: run.run_id.clone(),
+            stage: name.to_owned(),
+        })?;
+    Ok(gate_stage(run, stage))
+}
+
+fn gate_stage(run: &RunRow, stage: &StageRow) -> GateStage {
+    let plan: serde_json::Value = serde_json::from_str(&run.plan).unwrap_or_default();
+    let detail = &plan["stage_details"][stage.name.as_str()];
+    GateStage {
+        stage: stage.clone(),
+        writes_to: detail["writes_to"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|path| path.as_str().map(str::to_owned))
+            .collect(),
+        human_gate: detail["human_gate"].as_bool().unwrap_or(false),
+    }
+}
+
+/// Where a gate stands given its decisions and its artifact hash now.
+fn state_of(
+    gate: &GateStage,
+    sha256: &str,
+    decisions: &[GateDecisionRow],
+) -> (GateState, Option<GateDecisionRow>) {
+    let mine = decisions
+        .iter()
+        .filter(|decision| decision.index == gate.stage.index);
+    let current = mine
+        .clone()
+        .find(|decision| decision.attempt == gate.stage.attempts && decision.sha256 == sha256);
+    match current {
+        Some(decision) if decision.decision == "approve" => {
+            (GateState::Approved, Some(decision.clone()))
+        }
+        Some(decision) => (GateState::Rejected, Some(decision.clone())),
+        None => match mine.last() {
+            Some(latest) => (GateState::Stale, Some(latest.clone())),
+            None => (GateState::Awaiting, None),
+        },
+    }
+}
+
+fn status_of(run: &RunRow, gate: &GateStage, decisions: &[GateDecisionRow]) -> GateStatus {
+    let sha256 = artifact::current_hash(Path::new(&run.workspace), &gate.writes_to);
+    let (state, decision) = state_of(gate, &sha256, decisions);
+    GateStatus {
+        run_id: run.run_id.clone(),
+        run_status: run.status.clone(),
+        stage: gate.stage.name.clone(),
+        index: gate.stage.index,
+        attempt: gate.stage.attempts,
+        state,
+        sha256,
+        decision,
+    }
+}
+
+/// The gates of one run (or of every run) that have run or been decided on.
+///
+/// # Errors
+///
+/// No such run, or the store fails.
+pub async fn list(store: &Store, run_id: Option<&str>) -> Result<Vec<GateStatus>> {
+    let runs = match run_id {
+        Some(run_id) => vec![store.run(run_id).await?],
+        None => store.runs().await?,
+    };
+    let mut gates = Vec::new();
+    for run in runs {
+        let stages = store.stages(&run.run_id).await?;
+        let decisions = store.gate_decisions(&run.run_id).await?;
+        for stage in &stages {
+            let gate = gate_stage(&run, stage);
+            let decided = decisions
+                .iter()
+                .any(|decision| decision.index == stage.index);
+            if gate.human_gate && (stage.status == "success" || decided) {
+                gates.push(status_of(&run, &gate, &decisions));
+            }
+        }
+    }
+    Ok(gates)
+}
+
+/// A gate with its outputs' contents.
+///
+/// # Errors
+///
+/// No such run or stage, the stage is not a gate, or the store fails.
+pub async fn show(store: &Store, run_id: &str, stage: &str) -> Result<GateView> {
+    let run = store.run(run_id).await?;
+    let stages = store.stages(run_id).await?;
+    let gate = find_stage(&run, &stages, stage)?;
+    if !gate.human_gate {
+        return Err(Error::NotAGate {
+            stage: stage.to_owned(),
+        });
+    }
+    let decisions = store.gate_decisions(run_id).await?;
+    let workspace = Path::new(&run.workspace);
+    let editable = edit::editable(workspace, &gate.writes_to).map(|(path, _, _)| path);
+    let outputs = artifact::files(workspace, &gate.writes_to)
+        .into_iter()
+        .map(|(path, _)| {
+            let content = std::fs::read(workspace.join(&path))
+                .ok()
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+            let list = content
+                .as_deref()
+                .filter(|_| editable.as_deref() == Some(path.as_str()))
+                .and_then(|text| list::detect(text).map(|kind| (kind, list::items(kind, text))));
+            Output {
+                path,
+                content,
+                list,
+            }
+        })
+        .collect();
+    Ok(GateView {
+        status: status_of(&run, &gate, &decisions),
+        outputs,
+    })
+}
+
+/// Records a decision on a gate, against its stage's current attempt and
+/// its artifact as it is now. A rejection also ends the run as `rejected`
+/// at once when no live process drives it (a driver waiting at the gate
+/// ends it itself).
+///
+/// # Errors
+///
+/// The stage is not a gate or has not succeeded, someone decided on this
+/// attempt and artifact first ([`Error::AlreadyDecided`] names them), the
+/// run ended, or the store fails.
+pub async fn decide(
+    store: &Store,
+    run_id: &str,
+    stage: &str,
+    decision: Decision,
+    by: &str,
+    comment: Option<String>,
+) -> Result<GateDecisionRow> {
+    let run = store.run(run_id).await?;
+    if matches!(run.status.as_str(), "rejected" | "cancelled") {
+        return Err(Error::RunEnded {
+            run_id: run_id.to_owned(),
+            status: run.status,
+        });
+    }
+    let stages = store.stages(run_id).await?;
+    let gate = find_stage(&run, &stages, stage)?;
+    if !gate.human_gate {
+        return Err(Error::NotAGate {
+            stage: stage.to_owned(),
+        });
+    }
+    if gate.stage.status != "success" {
+        return Err(Error::NotReady {
+            stage: stage.to_owned(),
+            status: gate.stage.status.clone(),
+        });
+    }
+    let new = NewGateDecision {
+        run_id: run_id.to_owned(),
+        index: gate.stage.index,
+        attempt: gate.stage.attempts,
+        sha256: artifact::current_hash(Path::new(&run.workspace), &gate.writes_to),
+        decision: decision.as_str().to_owned(),
+        decided_by: by.to_owned(),
+        decided_at: clock::now_ms(),
+        comment,
+    };
+    let row = match store.decide_gate(&new).await? {
+        GateDecided::Recorded(row) => row,
+        GateDecided::AlreadyDecided(row) => {
+            return Err(Error::AlreadyDecided {
+                stage: stage.to_owned(),
+                decision: past_tense(&row.decision).to_owned(),
+                by: row.decided_by,
+                at: workspace::utc(row.decided_at),
+            });
+        }
+    };
+    if decision == Decision::Reject {
+        let error = rejection_error(stage, &row.decided_by, row.comment.as_deref().unwrap_or(""));
+        end_rejected(store, run_id, &error).await?;
+    }
+    Ok(row)
+}
+
+fn past_tense(decision: &str) -> &'static str {
+    if decision == "approve" {
+        "approved"
+    } else {
+        "rejected"
+    }
+}
+
+/// The run's error after a rejection.
+pub(crate) fn rejection_error(stage: &str, by: &str, comment: &str) -> String {
+    let comment = if comment.is_empty() {
+        "(no comment)"
+    } else {
+        comment
+    };
+    format!("gate '{stage}' rejected by {by}: {comment}")
+}
+
+/// Marks the run rejected if nobody drives it; a driver (or the next
+/// resume) does it otherwise, from the recorded decision.
+async fn end_rejected(store: &Store, run_id: &str, error: &str) -> Result<()> {
+    let now = clock::now_ms();
+    let lease = match store.acquire(run_id, &owner::me(), now, 10_000, None).await {
+        Ok(lease) => lease,
+        Err(baton_store::Error::Held { .. }) => return Ok(()),
+        Err(other) => return Err(other.into()),
+    };
+    let applied = store
+        .apply(
+            &lease,
+            &[baton_store::Transition::RunStatus {
+                status: "rejected".to_owned(),
+                at: now,
+                error: Some(error.to_owned()),
+            }],
+        )
+        .await;
+    store.release(&lease).await?;
+    applied?;
+    Ok(())
+}
+
+/// The gates of a run as the coordinator sees them: which are approved
+/// for their current attempt and artifact, and the first rejected one.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Gates {
+    approved: Vec<usize>,
+    rejected: Option<(usize, String, String)>,
+}
+
+impl Gates {
+    /// Reads the decisions and hashes the gates' artifacts as they are now.
+    /// Only gates whose stage has succeeded count; such a stage does not
+    /// run again within one drive, so what is loaded stays true for it.
+    pub(crate) async fn load(
+        store: &Store,
+        run_id: &str,
+        plan: &Plan,
+        workspace: &Path,
+    ) -> crate::Result<Gates> {
+        let stages = store.stages(run_id).await?;
+        let decisions = store.gate_decisions(run_id).await?;
+        let mut gates = Gates::default();
+        for stage in plan.stages.iter().filter(|stage| stage.spec.human_gate) {
+            let Some(row) = stages
+                .get(stage.index)
+                .filter(|row| row.status == "success")
+            else {
+                continue;
+            };
+            let gate = GateStage {
+                stage: row.clone(),
+                writes_to: stage
+                    .spec
+                    .writes_to
+                    .iter()
+                    .map(|path| path.value.clone())
+                    .collect(),
+                human_gate: true,
+            };
+            let sha256 = artifact::current_hash(workspace, &gate.writes_to);
+            match state_of(&gate, &sha256, &decisions) {
+                (GateState::Approved, _) => gates.approved.push(stage.index),
+                (GateState::Rejected, Some(decision)) if gates.rejected.is_none() => {
+                    gates.rejected = Some((
+                        stage.index,
+                        decision.comment.unwrap_or_default(),
+                        decision.decided_by,
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(gates)
+    }
+
+    /// Whether gate `index` is approved for its current attempt and artifact.
+    pub(crate) fn approved(&self, index: usize) -> bool {
+        self.approved.contains(&index)
+    }
+
+    /// The first rejected gate: (index, comment, who).
+    pub(crate) fn rejected(&self) -> Option<(usize, String, String)> {
+        self.rejected.clone()
+    }
+}
+
+/// How long a driver waiting at a gate sleeps between looks at the store.
+pub(crate) const POLL: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Waits at gate `index` for a decision, keeping the lease: looks at the
+/// store every [`POLL`] and renews the lease on `renew`'s ticks. Returns the
+/// gates once the gate is approved or any gate rejected, or `None` when a
+/// cancel was requested.
+///
+/// # Errors
+///
+/// The store fails, or the lease was lost.
+pub(crate) async fn wait(
+    store: &Store,
+    lease: &mut baton_store::Lease,
+    plan: &Plan,
+    workspace: &Path,
+    index: usize,
+    renew: &mut tokio::time::Interval,
+    ttl_ms: i64,
+) -> crate::Result<Option<Gates>> {
+    loop {
+        tokio::select! {
+            _ = renew.tick() => {
+                if store.renew(lease, clock::now_ms(), ttl_ms).await? {
+                    return Ok(None);
+                }
+            }
+            () = tokio::time::sleep(POLL) => {
+                let gates = Gates::load(store, &lease.run_id, plan, workspace).await?;
+                if gates.approved(index) || gates.rejected().is_some() {
+                    return Ok(Some(gates));
+                }
+            }
+        }
+    }
+}
