@@ -14,6 +14,7 @@ mod progress;
 mod project;
 mod run;
 mod store_lock;
+mod validation;
 
 use std::path::Path;
 

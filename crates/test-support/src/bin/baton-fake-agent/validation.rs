@@ -89,8 +89,16 @@ pub(crate) fn challenges(count: &str, files: &[String]) -> Result<(), String> {
 }
 
 /// `correct`: logs a change for every finding the prompt asks to fix
-/// (each `"id": "…"` under `## Findings to fix`) in every listed file.
+/// (each `"id": "…"` under `## Findings to fix`) in every listed file. A
+/// prompt without that section is not a correction: nothing is written, so
+/// one profile can both produce (`write-listed`) and correct.
 pub(crate) fn correct(prompt: &str, files: &[String]) -> Result<(), String> {
+    if !prompt
+        .lines()
+        .any(|line| line.trim() == "## Findings to fix")
+    {
+        return Ok(());
+    }
     let ids: Vec<&str> = prompt
         .lines()
         .skip_while(|line| line.trim() != "## Findings to fix")

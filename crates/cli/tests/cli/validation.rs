@@ -1,0 +1,294 @@
+//! `validation:` end to end: validators, challengers, evidence gatherers
+//! and correctors played by the stand-in agent through `baton.toml`
+//! profiles, one per role, each given its directive in its environment.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::project::{HEADER, Project, run_id};
+
+/// The stand-in agent next to the `baton` under test.
+fn fake_agent() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent")
+}
+
+/// A `baton.toml` whose roles run the stand-in agent with these
+/// directives: (role, directive).
+fn agents(roles: &[(&str, &str)]) -> String {
+    let fake = fake_agent();
+    let mut text = format!(
+        "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\n",
+        fake.display()
+    );
+    for (role, directive) in roles {
+        text.push_str(&format!(
+            "\n[agents.{role}]\nprofile = \"{role}\"\n\n[profiles.{role}]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\nenv = {{ BATON_FAKE_AGENT = \"{directive}\" }}\n",
+            fake.display()
+        ));
+    }
+    text
+}
+
+/// An inline stage writing a list of three items, validated by `strategy`.
+fn producer(name: &str, validation: &str) -> String {
+    format!(
+        "  - name: {name}\n    kind: execute\n    description: d\n    executor: inline\n    script: |\n      printf '[{{\"id\": \"a\"}}, {{\"id\": \"b\"}}, {{\"id\": \"c\"}}]' > outputs/{name}.json\n    writes_to: [{name}.json]\n    validation: {validation}\n"
+    )
+}
+
+/// Runs the workflow; returns the exit code, the status JSON and the
+/// workspace.
+fn run(project: &Project, stages: &str) -> (i32, Value, PathBuf) {
+    let (code, status, workspace, _) = run_with_id(project, stages);
+    (code, status, workspace)
+}
+
+/// [`run`], and the run's id.
+fn run_with_id(project: &Project, stages: &str) -> (i32, Value, PathBuf, String) {
+    project.write("wf.yaml", &format!("{HEADER}{stages}"));
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    let id = run_id(&run);
+    let status = project.json(&["status", &id, "--json"]);
+    let workspace = PathBuf::from(status["workspace"].as_str().expect("workspace"));
+    (run.code, status, workspace, id)
+}
+
+fn stage<'a>(status: &'a Value, name: &str) -> &'a Value {
+    status["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|stage| stage["stage"] == name)
+        .unwrap_or_else(|| panic!("no stage {name}: {status}"))
+}
+
+fn json(workspace: &Path, relative: &str) -> Value {
+    let text = std::fs::read_to_string(workspace.join(relative))
+        .unwrap_or_else(|error| panic!("{relative}: {error}"));
+    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{relative}: {error}"))
+}
+
+fn count(workspace: &Path, relative: &str) -> usize {
+    json(workspace, relative).as_array().map_or(0, Vec::len)
+}
+
+#[test]
+fn every_strategy_runs_its_validators_and_records_findings() {
+    let project = Project::new();
+    project.write(
+        "baton.toml",
+        &agents(&[
+            ("validator", "findings pass"),
+            ("challenger", "challenges 1"),
+            ("evidence", "findings pass"),
+        ]),
+    );
+    let stages = [
+        producer("per-unit", "{strategy: unit}"),
+        producer("cross", "{strategy: cross_unit}"),
+        producer("goal", "{strategy: deliverable}"),
+        producer("facts", "{strategy: fact_check}"),
+        producer("attack", "{strategy: adversarial}"),
+    ]
+    .concat();
+    let (code, status, workspace) = run(&project, &stages);
+    assert_eq!(code, 0, "{status}");
+    for name in ["per-unit", "cross", "goal", "facts", "attack"] {
+        assert_eq!(
+            stage(&status, name)["status"],
+            "success",
+            "{name}: {status}"
+        );
+    }
+    // One validator per item; one over everything for the others.
+    assert_eq!(count(&workspace, "validation/per-unit-findings.json"), 3);
+    for name in ["cross", "goal", "facts"] {
+        assert_eq!(
+            count(&workspace, &format!("validation/{name}-findings.json")),
+            1
+        );
+    }
+    for n in 1..=3 {
+        assert!(
+            workspace
+                .join(format!("validation/per-unit/cycle-1/unit-{n}.json"))
+                .is_file()
+        );
+        assert_eq!(
+            count(
+                &workspace,
+                &format!("validation/challenges/attack-{n}.json")
+            ),
+            1
+        );
+        assert!(
+            workspace
+                .join(format!("validation/evidence/attack-{n}.json"))
+                .is_file()
+        );
+    }
+    assert_eq!(count(&workspace, "validation/attack-findings.json"), 3);
+    let findings = json(&workspace, "validation/cross-findings.json");
+    assert_eq!(findings[0]["status"], "PASS");
+    assert!(
+        !workspace
+            .join("validation/corrections-applied.json")
+            .exists()
+    );
+}
+
+#[test]
+fn a_correction_cycle_converges() {
+    let project = Project::new();
+    project.write(
+        "baton.toml",
+        &agents(&[
+            ("validator", "findings critical-until 1"),
+            ("correction", "correct"),
+        ]),
+    );
+    let (code, status, workspace) = run(&project, &producer("report", "{strategy: cross_unit}"));
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(stage(&status, "report")["status"], "success");
+    let applied = json(&workspace, "validation/corrections-applied.json");
+    assert_eq!(applied.as_array().map(Vec::len), Some(1), "{applied}");
+    assert_eq!(applied[0]["stage"], "report");
+    assert_eq!(applied[0]["cycle"], 1);
+    assert_eq!(applied[0]["finding_id"], "F1");
+    // The findings file holds the last cycle: it passed.
+    assert_eq!(
+        json(&workspace, "validation/report-findings.json")[0]["status"],
+        "PASS"
+    );
+    assert!(
+        workspace
+            .join("validation/report/cycle-2/cross.json")
+            .is_file()
+    );
+}
+
+#[test]
+fn exhausting_max_revisions_halts_listing_the_findings() {
+    let project = Project::new();
+    project.write(
+        "baton.toml",
+        &agents(&[
+            ("validator", "findings critical"),
+            ("correction", "correct"),
+        ]),
+    );
+    let stages = format!(
+        "{}  - name: after\n    kind: execute\n    description: d\n    executor: inline\n    script: 'true'\n    depends_on: [report]\n",
+        producer("report", "{strategy: unit, max_revisions: 1}")
+    );
+    let (code, status, workspace, id) = run_with_id(&project, &stages);
+    assert_eq!(code, 2, "{status}");
+    let report = stage(&status, "report");
+    assert_eq!(report["status"], "failed");
+    let error = report["error"].as_str().expect("error");
+    assert!(
+        error.starts_with(
+            "validation of 'report' still has 3 critical findings after 1 correction cycle: F1: unit-1 is right; F1#2: unit-2 is right; F1#3: unit-3 is right"
+        ),
+        "{error}"
+    );
+    assert_ne!(stage(&status, "after")["status"], "success");
+    assert_eq!(count(&workspace, "validation/corrections-applied.json"), 3);
+    // The human-readable status shows it too.
+    let plain = project.baton(&["status", &id]);
+    assert!(
+        plain.stdout.contains("F1#2: unit-2 is right"),
+        "{}",
+        plain.stdout
+    );
+}
+
+#[test]
+fn max_revisions_zero_halts_at_the_first_critical_finding() {
+    let project = Project::new();
+    project.write(
+        "baton.toml",
+        &agents(&[
+            ("validator", "findings critical"),
+            ("correction", "correct"),
+        ]),
+    );
+    let (code, status, workspace) = run(
+        &project,
+        &producer("report", "{strategy: deliverable, max_revisions: 0}"),
+    );
+    assert_eq!(code, 2, "{status}");
+    let error = stage(&status, "report")["error"]
+        .as_str()
+        .expect("error")
+        .to_owned();
+    assert_eq!(
+        error,
+        "validation of 'report' has 1 critical finding and max_revisions is 0: F1: deliverable is right"
+    );
+    assert!(
+        !workspace
+            .join("validation/corrections-applied.json")
+            .exists()
+    );
+}
+
+#[test]
+fn a_validator_that_fails_or_writes_nonsense_fails_the_stage() {
+    let project = Project::new();
+    project.write("baton.toml", &agents(&[("validator", "exit 3")]));
+    let (code, status, _) = run(&project, &producer("report", "{strategy: cross_unit}"));
+    assert_eq!(code, 2, "{status}");
+    let error = stage(&status, "report")["error"]
+        .as_str()
+        .expect("error")
+        .to_owned();
+    assert!(
+        error.starts_with("validator report[v1:cross] failed: exited with code 3"),
+        "{error}"
+    );
+
+    let project = Project::new();
+    project.write("baton.toml", &agents(&[("validator", "findings invalid")]));
+    let (code, status, _) = run(&project, &producer("report", "{strategy: cross_unit}"));
+    assert_eq!(code, 2, "{status}");
+    let error = stage(&status, "report")["error"]
+        .as_str()
+        .expect("error")
+        .to_owned();
+    assert!(
+        error.starts_with(
+            "validator report[v1:cross] wrote invalid findings: validation/report/cycle-1/cross.json is not JSON"
+        ),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_validate_stage_judges_its_dependencies_and_their_role_corrects() {
+    let project = Project::new();
+    project.write(
+        "baton.toml",
+        &agents(&[
+            ("validator", "findings critical-until 1"),
+            ("doc-writer", "write-listed\\ncorrect"),
+        ]),
+    );
+    let stages = "  - name: draft\n    kind: propose\n    description: d\n    agent: {role: doc-writer}\n    writes_to: [draft.md]\n  - name: check\n    kind: validate\n    description: d\n    depends_on: [draft]\n    reads_from: [draft]\n    agent: {role: checker}\n    writes_to: [validation/check.json]\n    validation: {strategy: unit}\n";
+    let (code, status, workspace) = run(&project, stages);
+    assert_eq!(code, 0, "{status}");
+    let applied = json(&workspace, "validation/corrections-applied.json");
+    assert_eq!(applied[0]["stage"], "check");
+    // One validator for the one file the draft stage wrote.
+    assert!(
+        workspace
+            .join("validation/check/cycle-1/unit-1.json")
+            .is_file()
+    );
+    assert!(
+        !workspace
+            .join("validation/check/cycle-1/unit-2.json")
+            .exists()
+    );
+}
