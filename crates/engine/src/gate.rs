@@ -240,11 +240,13 @@ fn state_of(
     sha256: &str,
     decisions: &[GateDecisionRow],
 ) -> (GateState, Option<GateDecisionRow>) {
-    let mine = decisions
+    let mine: Vec<&GateDecisionRow> = decisions
         .iter()
-        .filter(|decision| decision.index == gate.stage.index);
+        .filter(|decision| decision.index == gate.stage.index)
+        .collect();
     let current = mine
-        .clone()
+        .iter()
+        .copied()
         .find(|decision| decision.attempt == gate.stage.attempts && decision.sha256 == sha256);
     match current {
         Some(decision) if decision.decision == "approve" => {
@@ -252,7 +254,7 @@ fn state_of(
         }
         Some(decision) => (GateState::Rejected, Some(decision.clone())),
         None => match mine.last() {
-            Some(latest) => (GateState::Stale, Some(latest.clone())),
+            Some(latest) => (GateState::Stale, Some(GateDecisionRow::clone(latest))),
             None => (GateState::Awaiting, None),
         },
     }
@@ -359,12 +361,6 @@ pub async fn decide(
     comment: Option<String>,
 ) -> Result<GateDecisionRow> {
     let run = store.run(run_id).await?;
-    if matches!(run.status.as_str(), "rejected" | "cancelled") {
-        return Err(Error::RunEnded {
-            run_id: run_id.to_owned(),
-            status: run.status,
-        });
-    }
     let stages = store.stages(run_id).await?;
     let gate = find_stage(&run, &stages, stage)?;
     if !gate.human_gate {
@@ -376,6 +372,22 @@ pub async fn decide(
         return Err(Error::NotReady {
             stage: stage.to_owned(),
             status: gate.stage.status.clone(),
+        });
+    }
+    if matches!(run.status.as_str(), "rejected" | "cancelled") {
+        // Whoever ended the run by rejecting this very artifact decided
+        // first: say so, as to anyone else who lost that race.
+        let sha256 = artifact::current_hash(Path::new(&run.workspace), &gate.writes_to);
+        let decisions = store.gate_decisions(run_id).await?;
+        if let (_, Some(row)) = state_of(&gate, &sha256, &decisions)
+            && row.attempt == gate.stage.attempts
+            && row.sha256 == sha256
+        {
+            return Err(already_decided(stage, row));
+        }
+        return Err(Error::RunEnded {
+            run_id: run_id.to_owned(),
+            status: run.status,
         });
     }
     let new = NewGateDecision {
@@ -390,20 +402,22 @@ pub async fn decide(
     };
     let row = match store.decide_gate(&new).await? {
         GateDecided::Recorded(row) => row,
-        GateDecided::AlreadyDecided(row) => {
-            return Err(Error::AlreadyDecided {
-                stage: stage.to_owned(),
-                decision: past_tense(&row.decision).to_owned(),
-                by: row.decided_by,
-                at: workspace::utc(row.decided_at),
-            });
-        }
+        GateDecided::AlreadyDecided(row) => return Err(already_decided(stage, row)),
     };
     if decision == Decision::Reject {
         let error = rejection_error(stage, &row.decided_by, row.comment.as_deref().unwrap_or(""));
         end_rejected(store, run_id, &error).await?;
     }
     Ok(row)
+}
+
+fn already_decided(stage: &str, row: GateDecisionRow) -> Error {
+    Error::AlreadyDecided {
+        stage: stage.to_owned(),
+        decision: past_tense(&row.decision).to_owned(),
+        by: row.decided_by,
+        at: workspace::utc(row.decided_at),
+    }
 }
 
 fn past_tense(decision: &str) -> &'static str {

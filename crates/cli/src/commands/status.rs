@@ -80,9 +80,23 @@ pub(crate) fn status(args: &RunRef) -> u8 {
             Ok(found) => found,
             Err(error) => return store_error(&error),
         };
+        // Gate decisions are extra detail: a failure to read them hides them.
+        let gates = baton_engine::gate::list(&store, Some(&args.run))
+            .await
+            .unwrap_or_default();
         let text = match args.format.format() {
             Format::Json | Format::Yaml => {
                 let value = json!({
+                    "gates": gates.iter().map(|gate| {
+                        let decision = gate.decision.as_ref();
+                        json!({
+                            "stage": gate.stage,
+                            "status": gate.state.as_str(),
+                            "decided_by": decision.map(|row| row.decided_by.clone()),
+                            "decided_at": decision.map(|row| utc(row.decided_at)),
+                            "comment": decision.and_then(|row| row.comment.clone()),
+                        })
+                    }).collect::<Vec<_>>(),
                     "run_id": run.run_id,
                     "workflow": run.workflow,
                     "status": run.status,
@@ -113,6 +127,18 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                 );
                 if let Some(error) = &run.error {
                     text.push_str(&format!("error: {error}\n"));
+                }
+                for gate in &gates {
+                    text.push_str(&format!("gate {}: {}", gate.stage, gate.state.as_str()));
+                    if let Some(row) = &gate.decision {
+                        text.push_str(&format!(
+                            " ({} by {} at {})",
+                            row.decision,
+                            row.decided_by,
+                            utc(row.decided_at)
+                        ));
+                    }
+                    text.push('\n');
                 }
                 text.push('\n');
                 let rows: Vec<Vec<String>> = stages
