@@ -538,3 +538,37 @@ fn ten_people_deciding_at_once_make_one_decision() {
         );
     }
 }
+
+#[test]
+fn racing_edits_lose_nothing() {
+    let project = Project::new(&json_workflow());
+    let id = project.run_to_gate();
+    let children: Vec<Child> = (0..10)
+        .map(|person| project.spawn(&["gate", "add", &id, "review", &format!("item {person}")]))
+        .collect();
+    let outputs: Vec<_> = children
+        .into_iter()
+        .map(|child| child.wait_with_output().expect("output"))
+        .collect();
+    let won = outputs
+        .iter()
+        .filter(|output| output.status.code() == Some(0))
+        .count();
+    for output in &outputs {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        match output.status.code() {
+            Some(0) => {}
+            Some(3) => assert!(stderr.contains("changed meanwhile"), "{stderr}"),
+            other => panic!("{other:?}: {stderr}"),
+        }
+    }
+    assert!(won >= 1);
+    // Every edit that said it succeeded is in the file, and no other.
+    assert_eq!(items(&project, &id).len(), 3 + won);
+    // The recorded hash follows the file: a resume does not rerun the gate.
+    assert_eq!(project.baton(&["gate", "approve", &id, "review"]).code, 0);
+    assert_eq!(project.baton(&["resume", &id]).code, 0);
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "success");
+    assert_eq!(status["stages"][0]["attempts"], 1);
+}
