@@ -115,6 +115,13 @@ pub fn render(plan: &Plan, stage: &PlanStage, workspace: &Path) -> String {
             let _ = writeln!(prompt, "- {}: {}", path.display(), checks.join(", "));
         }
     }
+    let sources = fan_out_sources(plan, stage, workspace);
+    if !sources.is_empty() {
+        let _ = writeln!(prompt, "\n## Fan-out source\n");
+        for line in &sources {
+            let _ = writeln!(prompt, "- {line}");
+        }
+    }
     let _ = writeln!(
         prompt,
         "\n## Completion\n\nWhen every file above is written, stop. baton checks that each exists, was written by you in this attempt{}, then records the stage as done.",
@@ -125,6 +132,30 @@ pub fn render(plan: &Plan, stage: &PlanStage, workspace: &Path) -> String {
         }
     );
     prompt
+}
+
+/// What the stages that fan out over `stage`'s output need of it, one line
+/// per fan-out: the file, the list's field and the key of each item.
+fn fan_out_sources(plan: &Plan, stage: &PlanStage, workspace: &Path) -> Vec<String> {
+    let Some(first) = stage.spec.writes_to.first() else {
+        return Vec::new();
+    };
+    let path = workspace.join(output_path(&first.value));
+    plan.stages
+        .iter()
+        .filter_map(|other| {
+            let fan_out = other.spec.fan_out.as_ref()?;
+            (fan_out.source.value == stage.name()).then(|| {
+                format!(
+                    "{}: a JSON object with a list at `{}`; stage `{}` runs once per item, keyed by the item's `{}` (unique per item; a plain string or number is its own key)",
+                    path.display(),
+                    fan_out.field,
+                    other.name(),
+                    fan_out.key
+                )
+            })
+        })
+        .collect()
 }
 
 /// The workspace-relative file a `validates_output` path names. The same

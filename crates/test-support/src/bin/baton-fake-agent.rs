@@ -63,7 +63,10 @@
 //! file under `## Output checks` (`- <path>: is_json, has_key:items`), the
 //! JSON written for it passes those checks (`is_list`, `has_key:`,
 //! `values_have_key:`, `list_items_have_key:`), as a real agent following
-//! the contract would.
+//! the contract would. A file listed under `## Fan-out source` gets
+//! `BATON_FAKE_ITEMS` items (default 1) at the fan-out's field, each an
+//! object with a unique value for the fan-out's key (`item-<i>`) and for
+//! `id`, `name`, `domain`, `verify_key`, `slug`, `batch` and `index`.
 //!
 //! # Witness log
 //!
@@ -77,6 +80,8 @@
 
 #![forbid(unsafe_code)]
 
+#[path = "baton-fake-agent/items.rs"]
+mod items;
 #[path = "baton-fake-agent/validation.rs"]
 mod validation;
 
@@ -268,9 +273,14 @@ impl State {
             }
             "write-listed" => {
                 let checks = listed_checks(&self.prompt);
+                let sources = items::sources(&self.prompt);
                 for path in listed_files(&self.prompt) {
                     let wanted = checks.get(&path).map(Vec::as_slice).unwrap_or_default();
-                    if path.ends_with('/') {
+                    if let Some((field, key)) = sources.get(&path) {
+                        let extra = check_arguments(wanted, "has_key:");
+                        let text = items::document(field, key, items::count()?, &extra);
+                        write_file(Path::new(&path), &text)?;
+                    } else if path.ends_with('/') {
                         // A declared directory: create it with one file inside.
                         let file = format!("{path}written-by-fake-agent.txt");
                         write_file(Path::new(&file), &default_content(&file, &[]))?;
