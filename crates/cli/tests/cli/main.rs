@@ -7,6 +7,7 @@ mod compat_runs;
 mod crash;
 mod diagnostics;
 mod examples;
+mod fan_out;
 mod gates;
 mod graph;
 mod hostile;
