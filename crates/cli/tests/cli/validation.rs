@@ -292,3 +292,43 @@ fn a_validate_stage_judges_its_dependencies_and_their_role_corrects() {
             .exists()
     );
 }
+
+#[test]
+fn a_resume_runs_a_failed_validator_again() {
+    let project = Project::new();
+    project.write("baton.toml", &agents(&[("validator", "findings invalid")]));
+    let (code, status, workspace, id) =
+        run_with_id(&project, &producer("report", "{strategy: unit}"));
+    assert_eq!(code, 2, "{status}");
+    project.write("baton.toml", &agents(&[("validator", "findings pass")]));
+    let resumed = project.baton(&["resume", &id, "--json"]);
+    assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(stage(&status, "report")["status"], "success", "{status}");
+    assert_eq!(count(&workspace, "validation/report-findings.json"), 3);
+}
+
+#[test]
+fn a_resume_does_not_reset_the_correction_count() {
+    let project = Project::new();
+    project.write(
+        "baton.toml",
+        &agents(&[
+            ("validator", "findings critical"),
+            ("correction", "correct"),
+        ]),
+    );
+    let (code, status, workspace, id) = run_with_id(
+        &project,
+        &producer("report", "{strategy: cross_unit, max_revisions: 1}"),
+    );
+    assert_eq!(code, 2, "{status}");
+    let first = stage(&status, "report")["error"].clone();
+    // Resumed, the spent budget stays spent: no second correction runs.
+    let resumed = project.baton(&["resume", &id, "--json"]);
+    assert_eq!(resumed.code, 2, "{}\n{}", resumed.stdout, resumed.stderr);
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(stage(&status, "report")["error"], first);
+    assert_eq!(count(&workspace, "validation/corrections-applied.json"), 1);
+    assert!(!workspace.join("validation/report/cycle-3").exists());
+}

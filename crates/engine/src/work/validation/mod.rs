@@ -162,17 +162,18 @@ pub(crate) fn step(context: &Context<'_>, units: &[UnitRow]) -> Step {
         return evidence_wave(context, validation, units, cycle, &current);
     }
     let mut parts = Vec::new();
+    let mut bad = Vec::new();
     for unit in current
         .iter()
         .filter(|unit| unit.kind == VALIDATOR || unit.kind == EVIDENCE)
     {
-        let spec = spec_of(unit);
-        match findings::read(context.workspace, &spec.output) {
+        match findings::read(context.workspace, &spec_of(unit).output) {
             Ok(part) => parts.push(part),
-            Err(error) => {
-                return invalid(context, unit, "wrote invalid findings", &error);
-            }
+            Err(error) => bad.push((*unit, error)),
         }
+    }
+    if !bad.is_empty() {
+        return invalid(context, &bad, "wrote invalid findings");
     }
     decide(
         context,
@@ -207,21 +208,39 @@ fn failed(unit: &UnitRow) -> Step {
     }
 }
 
-/// The stage fails because a unit that exited well wrote something
-/// unusable. The unit is recorded as failed too, so that a resume runs it
-/// again rather than failing on the same file.
-fn invalid(context: &Context<'_>, unit: &UnitRow, what: &str, error: &str) -> Step {
+/// The stage fails because units that exited well wrote something
+/// unusable (the first is named, the others counted). They are recorded
+/// as failed too, so that a resume runs them again rather than failing on
+/// the same files.
+fn invalid(context: &Context<'_>, bad: &[(&UnitRow, String)], what: &str) -> Step {
+    let (first, error) = &bad[0];
+    let mut message = format!("{} {} {what}: {error}", role_word(&first.kind), first.label);
+    if bad.len() > 1 {
+        message.push_str(&format!(
+            " (and {} more: {})",
+            bad.len() - 1,
+            bad[1..]
+                .iter()
+                .take(9)
+                .map(|(unit, _)| unit.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     Step::Fail {
-        error: format!("{} {} {what}: {error}", role_word(&unit.kind), unit.label),
-        record: vec![Transition::UnitFinished {
-            index: stage_index(context),
-            key: unit.key.clone(),
-            status: "failed".to_owned(),
-            at: context.now,
-            exit_code: unit.exit_code,
-            error: Some(format!("{what}: {error}")),
-            artifacts: Vec::new(),
-        }],
+        error: message,
+        record: bad
+            .iter()
+            .map(|(unit, error)| Transition::UnitFinished {
+                index: stage_index(context),
+                key: unit.key.clone(),
+                status: "failed".to_owned(),
+                at: context.now,
+                exit_code: unit.exit_code,
+                error: Some(format!("{what}: {error}")),
+                artifacts: Vec::new(),
+            })
+            .collect(),
     }
 }
 
@@ -355,10 +374,11 @@ fn evidence_wave(
     let stage = context.stage.name();
     let mut ordinal = next_ordinal(units);
     let mut planned = Vec::new();
+    let mut bad = Vec::new();
     for challenger in current.iter().filter(|unit| unit.kind == CHALLENGER) {
         let spec = spec_of(challenger);
         match findings::count_challenges(context.workspace, &spec.output) {
-            Err(error) => return invalid(context, challenger, "wrote invalid challenges", &error),
+            Err(error) => bad.push((*challenger, error)),
             Ok(0) => {}
             Ok(_) => {
                 let evidence = Spec {
@@ -379,6 +399,9 @@ fn evidence_wave(
                 ordinal += 1;
             }
         }
+    }
+    if !bad.is_empty() {
+        return invalid(context, &bad, "wrote invalid challenges");
     }
     if planned.is_empty() {
         // No challenge stood up to be checked: the cycle has no findings.
@@ -489,9 +512,8 @@ fn apply_corrections(context: &Context<'_>, corrections: &[&UnitRow]) -> Result<
             Err(error) => {
                 return Err(invalid(
                     context,
-                    unit,
+                    &[(*unit, error)],
                     "wrote an invalid corrections log",
-                    &error,
                 ));
             }
         }

@@ -314,10 +314,10 @@ fn invalid_findings_fail_the_stage_and_the_unit() {
     primary(&mut run);
     run.step("produce");
     run.finish("produce", |unit| {
-        Some(if unit.key == "v1:unit:2" {
-            r#"[{"id": "F9", "status": "BROKEN", "severity": "minor"}]"#.to_owned()
-        } else {
+        Some(if unit.key == "v1:unit:1" {
             PASS.to_owned()
+        } else {
+            r#"[{"id": "F9", "status": "BROKEN", "severity": "minor"}]"#.to_owned()
         })
     });
     let Step::Fail { error, record } = run.step("produce") else {
@@ -325,13 +325,19 @@ fn invalid_findings_fail_the_stage_and_the_unit() {
     };
     assert_eq!(
         error,
-        "validator produce[v1:unit:2] wrote invalid findings: validation/produce/cycle-1/unit-2.json: finding 1 (id F9): 'status' is 'BROKEN', not one of PASS, FAIL, WARN"
+        "validator produce[v1:unit:2] wrote invalid findings: validation/produce/cycle-1/unit-2.json: finding 1 (id F9): 'status' is 'BROKEN', not one of PASS, FAIL, WARN (and 1 more: produce[v1:unit:3])"
     );
-    // The unit is failed, so a resume runs it again.
-    assert!(matches!(
-        &record[..],
-        [Transition::UnitFinished { key, status, .. }] if key == "v1:unit:2" && status == "failed"
-    ));
+    // Those units are failed, so a resume runs them again.
+    let failed: Vec<&str> = record
+        .iter()
+        .filter_map(|transition| match transition {
+            Transition::UnitFinished { key, status, .. } if status == "failed" => {
+                Some(key.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed, ["v1:unit:2", "v1:unit:3"]);
 }
 
 #[test]
