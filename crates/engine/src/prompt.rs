@@ -115,6 +115,13 @@ pub fn render(plan: &Plan, stage: &PlanStage, workspace: &Path) -> String {
             let _ = writeln!(prompt, "- {}: {}", path.display(), checks.join(", "));
         }
     }
+    let later = later_checks(plan, stage, workspace);
+    if !later.is_empty() {
+        let _ = writeln!(prompt, "\n## Checks later stages make on these files\n");
+        for line in &later {
+            let _ = writeln!(prompt, "- {line}");
+        }
+    }
     let sources = fan_out_sources(plan, stage, workspace);
     if !sources.is_empty() {
         let _ = writeln!(prompt, "\n## Fan-out source\n");
@@ -132,6 +139,41 @@ pub fn render(plan: &Plan, stage: &PlanStage, workspace: &Path) -> String {
         }
     );
     prompt
+}
+
+/// The `validates_output` checks other stages declare on this stage's
+/// files, as `<path>: check, check`: a producer that knows them writes what
+/// its consumers accept.
+fn later_checks(plan: &Plan, stage: &PlanStage, workspace: &Path) -> Vec<String> {
+    let own: Vec<String> = stage
+        .spec
+        .writes_to
+        .iter()
+        .map(|declared| output_path(&declared.value))
+        .collect();
+    let mut lines = Vec::new();
+    for other in plan
+        .stages
+        .iter()
+        .filter(|other| other.name() != stage.name())
+    {
+        for entry in &other.spec.validates_output {
+            let path = check_path(other, &entry.path.value);
+            if own.contains(&path) {
+                let checks: Vec<String> = entry
+                    .checks
+                    .iter()
+                    .map(|check| check.value.to_string())
+                    .collect();
+                lines.push(format!(
+                    "{}: {}",
+                    workspace.join(&path).display(),
+                    checks.join(", ")
+                ));
+            }
+        }
+    }
+    lines
 }
 
 /// What the stages that fan out over `stage`'s output need of it, one line

@@ -63,7 +63,8 @@
 //! file under `## Output checks` (`- <path>: is_json, has_key:items`), the
 //! JSON written for it passes those checks (`is_list`, `has_key:`,
 //! `values_have_key:`, `list_items_have_key:`), as a real agent following
-//! the contract would. A file listed under `## Fan-out source` gets
+//! the contract would; so do the checks listed under `## Checks later
+//! stages make on these files`. A file listed under `## Fan-out source` gets
 //! `BATON_FAKE_ITEMS` items (default 1) at the fan-out's field, each an
 //! object with a unique value for the fan-out's key (`item-<i>`) and for
 //! `id`, `name`, `domain`, `verify_key`, `slug`, `batch` and `index`.
@@ -448,9 +449,18 @@ fn listed_files(prompt: &str) -> Vec<String> {
 /// The output checks listed under `## Output checks`, as
 /// `- <path>: check, check`, by path.
 fn listed_checks(prompt: &str) -> std::collections::HashMap<String, Vec<String>> {
+    let mut checks = checks_under(prompt, "## Output checks");
+    for (path, later) in checks_under(prompt, "## Checks later stages make on these files") {
+        checks.entry(path).or_default().extend(later);
+    }
+    checks
+}
+
+/// The `- <path>: check, check` lines under `heading`, by path.
+fn checks_under(prompt: &str, heading: &str) -> std::collections::HashMap<String, Vec<String>> {
     prompt
         .lines()
-        .skip_while(|line| line.trim() != "## Output checks")
+        .skip_while(|line| line.trim() != heading)
         .skip(1)
         .skip_while(|line| line.trim().is_empty())
         .map_while(|line| line.strip_prefix("- "))
