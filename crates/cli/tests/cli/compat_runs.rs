@@ -12,25 +12,30 @@ use serde_json::Value;
 
 use crate::baton;
 
-/// Workflows whose path to the first gate needs run-time fan-out or the job
-/// queue, which this engine does not run yet: they must fail with that
-/// message, never pass silently.
-const NEEDS_FAN_OUT_OR_QUEUE: &[(&str, &str)] = &[
-    (
-        "workflows/code/design-criteria-audit.yaml",
-        "fan_out stages are not run",
-    ),
+/// Workflows whose path to the first gate needs the job queue, which this
+/// engine does not run yet: they must fail with that message, never pass
+/// silently.
+const NEEDS_QUEUE: &[(&str, &str)] = &[
     (
         "workflows/demo/worker-queue-fanout.yaml",
-        "fan_out stages are not run",
+        "fan_out.mode: worker_queue is not supported yet",
     ),
     (
         "workflows/demo/worker-queue-stage.yaml",
         "worker_queue stages are not run",
     ),
+];
+
+/// The corpus workflows with run-time fan-outs (agent children), with the
+/// fan-out stages of each.
+const FAN_OUTS: &[(&str, &[&str])] = &[
+    (
+        "workflows/code/design-criteria-audit.yaml",
+        &["audit-domains", "verify-high-stakes-findings"],
+    ),
     (
         "workflows/tests/categorize-test-cases.yaml",
-        "fan_out stages are not run",
+        &["classify-methods"],
     ),
 ];
 
@@ -114,7 +119,7 @@ fn every_compat_workflow_runs_to_its_end_or_first_gate_with_the_stand_in_agent()
         let run = baton(scratch.path(), &args);
         let outcome: Value = serde_json::from_str(&run.stdout)
             .unwrap_or_else(|error| panic!("{file}: {error}\n{}", run.stderr));
-        if let Some((_, message)) = NEEDS_FAN_OUT_OR_QUEUE.iter().find(|(name, _)| name == file) {
+        if let Some((_, message)) = NEEDS_QUEUE.iter().find(|(name, _)| name == file) {
             assert_eq!(run.code, 2, "{file}: {}", run.stderr);
             assert!(
                 outcome["error"]
@@ -156,5 +161,101 @@ fn every_compat_workflow_runs_to_its_end_or_first_gate_with_the_stand_in_agent()
         }
         reached.push(file.clone());
     }
-    assert_eq!(reached.len(), 30 - NEEDS_FAN_OUT_OR_QUEUE.len());
+    assert_eq!(reached.len(), 30 - NEEDS_QUEUE.len());
+}
+
+/// Runs the corpus's fan-out workflows `files` with the stand-in agent
+/// generating `items` items for every fan-out source; approves each human
+/// gate through `baton gate approve` and resumes until the run succeeds.
+/// Every fan-out stage must have run one child per item.
+fn fan_out_workflows_run_to_the_end(items: usize, files: &[&str]) {
+    let Some(corpus) = compat_dir() else { return };
+    let scratch = tempfile::tempdir().expect("temp dir");
+    copy_tree(&corpus.join("workflows"), &scratch.path().join("workflows"));
+    std::fs::write(
+        scratch.path().join("baton.toml"),
+        format!(
+            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\nenv = {{ BATON_FAKE_ITEMS = \"{items}\" }}\n",
+            fake_agent().display()
+        ),
+    )
+    .expect("write baton.toml");
+    for file in files {
+        let fan_outs = FAN_OUTS
+            .iter()
+            .find(|(name, _)| name == file)
+            .map(|(_, stages)| *stages)
+            .unwrap_or_else(|| panic!("{file} is not in FAN_OUTS"));
+        let run = baton(scratch.path(), &["run", file, "--json"]);
+        let mut outcome: Value = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|error| panic!("{file}: {error}\n{}", run.stderr));
+        let id = outcome["run_id"].as_str().expect("id").to_owned();
+        let mut gates = 0;
+        while outcome["status"] == "awaiting_human" {
+            gates += 1;
+            assert!(gates <= 5, "{file}: more gates than expected");
+            let gate = outcome["gate"].as_str().expect("the gate stage").to_owned();
+            let approve = baton(scratch.path(), &["gate", "approve", &id, &gate]);
+            assert_eq!(approve.code, 0, "{file}: {}", approve.stderr);
+            let resume = baton(scratch.path(), &["resume", &id, "--json"]);
+            outcome = serde_json::from_str(&resume.stdout)
+                .unwrap_or_else(|error| panic!("{file}: {error}\n{}", resume.stderr));
+        }
+        assert_eq!(
+            outcome["status"], "success",
+            "{file} ({items} items): {outcome}"
+        );
+        assert!(gates >= 1, "{file}: its human gate was approved");
+        let detail: Value =
+            serde_json::from_str(&baton(scratch.path(), &["status", &id, "--json"]).stdout)
+                .expect("status JSON");
+        let workspace = Path::new(detail["workspace"].as_str().expect("workspace"));
+        for stage in detail["stages"].as_array().expect("stages") {
+            assert_eq!(stage["status"], "success", "{file}: {stage}");
+            let name = stage["stage"].as_str().expect("name");
+            if !fan_outs.contains(&name) {
+                continue;
+            }
+            let index = stage["index"].as_u64().expect("index");
+            for item in 1..=items {
+                let stem = format!("{index:03}-{name}-item-{item}.json");
+                assert!(
+                    workspace.join("stages").join(&stem).is_file(),
+                    "{file}: the envelope {stem} of child {item} of {items}"
+                );
+                let dispatch = workspace.join("dispatch").join(&stem);
+                assert!(dispatch.is_file(), "{file}: the dispatch file {stem}");
+                if items <= 5 {
+                    let text = std::fs::read_to_string(&dispatch).expect("readable");
+                    assert!(
+                        text.contains(&format!("{name}[item-{item}]")),
+                        "{file}: {stem} names its item"
+                    );
+                }
+            }
+            let children = std::fs::read_dir(workspace.join("stages"))
+                .expect("stages")
+                .flatten()
+                .filter(|entry| {
+                    entry
+                        .file_name()
+                        .to_string_lossy()
+                        .starts_with(&format!("{index:03}-{name}-"))
+                })
+                .count();
+            assert_eq!(children, items, "{file}: {name} ran one child per item");
+        }
+    }
+}
+
+#[test]
+fn compat_fan_outs_over_1_and_5_stand_in_items_run_to_the_end_through_their_gates() {
+    let files: Vec<&str> = FAN_OUTS.iter().map(|(file, _)| *file).collect();
+    fan_out_workflows_run_to_the_end(1, &files);
+    fan_out_workflows_run_to_the_end(5, &files);
+}
+
+#[test]
+fn a_compat_fan_out_over_1000_stand_in_items_runs_to_the_end() {
+    fan_out_workflows_run_to_the_end(1000, &["workflows/tests/categorize-test-cases.yaml"]);
 }
