@@ -563,3 +563,66 @@ pub(crate) async fn wait(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(attempts: i64) -> GateStage {
+        GateStage {
+            stage: StageRow {
+                index: 1,
+                name: "review".to_owned(),
+                status: "success".to_owned(),
+                attempts,
+                started_at: None,
+                finished_at: None,
+                error: None,
+                note: None,
+            },
+            writes_to: vec!["plan.json".to_owned()],
+            human_gate: true,
+        }
+    }
+
+    fn decision(index: i64, attempt: i64, sha256: &str, what: &str) -> GateDecisionRow {
+        GateDecisionRow {
+            index,
+            attempt,
+            sha256: sha256.to_owned(),
+            decision: what.to_owned(),
+            decided_by: "ada".to_owned(),
+            decided_at: 0,
+            comment: None,
+        }
+    }
+
+    #[test]
+    fn a_decision_counts_for_its_attempt_and_artifact_only() {
+        let approved = [decision(1, 1, "h1", "approve")];
+        assert_eq!(state_of(&gate(1), "h1", &approved).0, GateState::Approved);
+        // The artifact changed (an edit) or the stage ran again.
+        assert_eq!(state_of(&gate(1), "h2", &approved).0, GateState::Stale);
+        assert_eq!(state_of(&gate(2), "h1", &approved).0, GateState::Stale);
+        // Another stage's decision is not this gate's.
+        let other = [decision(0, 1, "h1", "approve")];
+        assert_eq!(state_of(&gate(1), "h1", &other).0, GateState::Awaiting);
+        let rejected = [
+            decision(1, 1, "h0", "approve"),
+            decision(1, 1, "h1", "reject"),
+        ];
+        assert_eq!(state_of(&gate(1), "h1", &rejected).0, GateState::Rejected);
+    }
+
+    #[test]
+    fn a_rejection_names_who_and_why() {
+        assert_eq!(
+            rejection_error("review", "bob", "wrong scope"),
+            "gate 'review' rejected by bob: wrong scope"
+        );
+        assert_eq!(
+            rejection_error("review", "bob", ""),
+            "gate 'review' rejected by bob: (no comment)"
+        );
+    }
+}
