@@ -126,7 +126,10 @@ pub async fn invalidate(store: &Store, run_id: &str, stage_name: &str) -> Result
 /// No such run, or the store fails.
 pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
     let run = store.run(run_id).await?;
-    if matches!(run.status.as_str(), "success" | "failed" | "cancelled") {
+    if matches!(
+        run.status.as_str(),
+        "success" | "failed" | "cancelled" | "rejected"
+    ) {
         return Ok(format!("run {run_id} has already ended ({})", run.status));
     }
     if let Some(holder) = store.lease_holder(run_id, clock::now_ms()).await?

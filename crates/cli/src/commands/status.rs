@@ -251,7 +251,7 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
             }
             let ended = matches!(
                 run.status.as_str(),
-                "success" | "failed" | "cancelled" | "awaiting_human"
+                "success" | "failed" | "cancelled" | "awaiting_human" | "rejected"
             );
             if !args.follow || ended {
                 return exit_code::SUCCESS;
