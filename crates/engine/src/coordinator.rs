@@ -398,7 +398,6 @@ async fn drive_owned(
                             plan: &plan,
                             stage: &plan.stages[index],
                             workspace: &workspace_dir,
-                            params: &unit_params,
                             now,
                         };
                         let unit = &mut composite.units[position];
@@ -528,7 +527,6 @@ async fn drive_owned(
                         plan: &plan,
                         stage: &plan.stages[index],
                         workspace: &workspace_dir,
-                        params: &unit_params,
                         now,
                     };
                     let composite = composites.get_mut(&index).expect("idle composite");

@@ -23,7 +23,6 @@ use baton_store::{NewUnit, Transition, UnitRow};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 
-use crate::stage::Params;
 
 /// Unit kinds of the primary work.
 pub(crate) const MAIN: &str = "main";
@@ -38,8 +37,6 @@ pub(crate) struct Context<'a> {
     pub(crate) stage: &'a PlanStage,
     /// The run's workspace.
     pub(crate) workspace: &'a Path,
-    /// Run parameters.
-    pub(crate) params: &'a Params,
     /// Time (ms), for transitions.
     pub(crate) now: i64,
 }

@@ -6,7 +6,6 @@ use baton_workflow::schema::Access;
 use baton_workflow::{MemoryLoader, Plan};
 
 use super::super::{Context, Step, materialize, step};
-use crate::stage::Params;
 
 const HEADER: &str = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n";
 
@@ -14,7 +13,6 @@ const HEADER: &str = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: m
 struct Run {
     directory: tempfile::TempDir,
     plan: Plan,
-    params: Params,
     units: Vec<UnitRow>,
 }
 
@@ -28,7 +26,6 @@ impl Run {
         Run {
             directory: tempfile::tempdir().expect("temp dir"),
             plan,
-            params: Params::new(),
             units: Vec::new(),
         }
     }
@@ -38,7 +35,6 @@ impl Run {
             plan: &self.plan,
             stage: self.plan.stage(stage).expect("stage"),
             workspace: self.directory.path(),
-            params: &self.params,
             now: 1_000,
         }
     }
