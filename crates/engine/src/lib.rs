@@ -33,6 +33,7 @@ pub use control::{cancel, invalidate};
 pub use coordinator::{DriveOptions, Outcome, Progress, drive};
 pub use create::{Created, RunRequest, create_run};
 pub use stage::Limits;
+pub use work::unit_stage_name;
 
 /// Engine errors.
 #[derive(Debug, thiserror::Error)]

@@ -80,10 +80,12 @@ pub(crate) fn status(args: &RunRef) -> u8 {
             Ok(found) => found,
             Err(error) => return store_error(&error),
         };
-        // Gate decisions are extra detail: a failure to read them hides them.
+        // Gate decisions, units and findings are extra detail: a failure to
+        // read them hides them.
         let gates = baton_engine::gate::list(&store, Some(&args.run))
             .await
             .unwrap_or_default();
+        let work = Work::read(&store, &args.run).await;
         let text = match args.format.format() {
             Format::Json | Format::Yaml => {
                 let value = json!({
@@ -104,15 +106,19 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                     "started_at": utc(run.created_at),
                     "finished_at": run.finished_at.map(utc),
                     "error": run.error,
-                    "stages": stages.iter().map(|stage| json!({
-                        "index": stage.index,
-                        "stage": stage.name,
-                        "status": stage.status,
-                        "duration_ms": stage.duration_ms(),
-                        "attempts": stage.attempts,
-                        "error": stage.error,
-                        "note": stage.note,
-                    })).collect::<Vec<_>>(),
+                    "stages": stages.iter().map(|stage| {
+                        let mut entry = json!({
+                            "index": stage.index,
+                            "stage": stage.name,
+                            "status": stage.status,
+                            "duration_ms": stage.duration_ms(),
+                            "attempts": stage.attempts,
+                            "error": stage.error,
+                            "note": stage.note,
+                        });
+                        work.describe_json(stage.index, &mut entry);
+                        entry
+                    }).collect::<Vec<_>>(),
                 });
                 if args.format.format() == Format::Json {
                     output::json(&value)
@@ -153,11 +159,11 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                                 .map(|ms| format!("{ms} ms"))
                                 .unwrap_or_default(),
                             stage.attempts.to_string(),
-                            stage
-                                .error
-                                .clone()
-                                .or_else(|| stage.note.clone())
-                                .unwrap_or_default(),
+                            work.summary(stage.index)
+                                .into_iter()
+                                .chain(stage.error.clone().or_else(|| stage.note.clone()))
+                                .collect::<Vec<_>>()
+                                .join("; "),
                         ]
                     })
                     .collect();
@@ -165,6 +171,7 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                     &["index", "stage", "status", "duration", "attempts", "detail"],
                     &rows,
                 ));
+                text.push_str(&work.failures());
                 text
             }
         };
@@ -173,12 +180,210 @@ pub(crate) fn status(args: &RunRef) -> u8 {
     })
 }
 
+/// What ran inside composite stages: units and validation findings.
+#[derive(Default)]
+struct Work {
+    units: Vec<baton_store::UnitRow>,
+    findings: Vec<baton_store::FindingRow>,
+}
+
+/// Failed units listed by `baton status`, at most.
+const FAILED_UNITS_SHOWN: usize = 20;
+
+impl Work {
+    async fn read(store: &baton_store::Store, run_id: &str) -> Work {
+        Work {
+            units: store.units(run_id).await.unwrap_or_default(),
+            findings: store.findings(run_id).await.unwrap_or_default(),
+        }
+    }
+
+    fn units_of(&self, index: i64) -> impl Iterator<Item = &baton_store::UnitRow> {
+        self.units.iter().filter(move |unit| unit.index == index)
+    }
+
+    /// Counts of units by status.
+    fn counts(&self, index: i64) -> Option<serde_json::Value> {
+        let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+        let mut total = 0;
+        for unit in self.units_of(index) {
+            total += 1;
+            *counts.entry(unit.status.as_str()).or_default() += 1;
+        }
+        (total > 0).then(|| {
+            let mut value = json!({"total": total});
+            for (status, count) in counts {
+                value[status] = json!(count);
+            }
+            value
+        })
+    }
+
+    /// The latest validation cycle's findings of a stage, by severity
+    /// (failed or warned ones), and how many passed.
+    fn latest_findings(
+        &self,
+        index: i64,
+    ) -> Option<(i64, std::collections::BTreeMap<String, usize>, usize)> {
+        let cycle = self
+            .findings
+            .iter()
+            .filter(|finding| finding.index == index)
+            .map(|finding| finding.cycle)
+            .max()?;
+        let mut by_severity = std::collections::BTreeMap::new();
+        let mut passed = 0;
+        for finding in self
+            .findings
+            .iter()
+            .filter(|finding| finding.index == index && finding.cycle == cycle)
+        {
+            if finding.status == "PASS" {
+                passed += 1;
+            } else {
+                *by_severity.entry(finding.severity.clone()).or_default() += 1;
+            }
+        }
+        Some((cycle, by_severity, passed))
+    }
+
+    fn describe_json(&self, index: i64, entry: &mut serde_json::Value) {
+        if let Some(counts) = self.counts(index) {
+            entry["units"] = counts;
+            let failed: Vec<_> = self
+                .units_of(index)
+                .filter(|unit| unit.status == "failed")
+                .take(FAILED_UNITS_SHOWN)
+                .map(|unit| json!({"unit": unit.label, "error": unit.error}))
+                .collect();
+            if !failed.is_empty() {
+                entry["failed_units"] = json!(failed);
+            }
+        }
+        if let Some((cycle, by_severity, passed)) = self.latest_findings(index) {
+            entry["findings"] =
+                json!({"cycle": cycle, "by_severity": by_severity, "passed": passed});
+        }
+    }
+
+    /// `5/7 units done (1 failed)`, `findings (cycle 2): 1 critical, 2 minor; 4 passed`.
+    fn summary(&self, index: i64) -> Vec<String> {
+        let mut parts = Vec::new();
+        let units: Vec<_> = self.units_of(index).collect();
+        if !units.is_empty() {
+            let done = units.iter().filter(|unit| unit.status == "success").count();
+            let failed = units.iter().filter(|unit| unit.status == "failed").count();
+            let mut part = format!("{done}/{} units done", units.len());
+            if failed > 0 {
+                part.push_str(&format!(" ({failed} failed)"));
+            }
+            parts.push(part);
+        }
+        if let Some((cycle, by_severity, passed)) = self.latest_findings(index) {
+            let counts: Vec<String> = by_severity
+                .iter()
+                .map(|(severity, count)| format!("{count} {severity}"))
+                .collect();
+            let counts = if counts.is_empty() {
+                "none open".to_owned()
+            } else {
+                counts.join(", ")
+            };
+            parts.push(format!(
+                "findings (cycle {cycle}): {counts}; {passed} passed"
+            ));
+        }
+        parts
+    }
+
+    /// The failed units, one line each, under the table.
+    fn failures(&self) -> String {
+        let failed: Vec<_> = self
+            .units
+            .iter()
+            .filter(|unit| unit.status == "failed")
+            .collect();
+        if failed.is_empty() {
+            return String::new();
+        }
+        let mut text = String::from("\nfailed units:\n");
+        for unit in failed.iter().take(FAILED_UNITS_SHOWN) {
+            text.push_str(&format!(
+                "  {}: {}\n",
+                unit.label,
+                unit.error.as_deref().unwrap_or("failed")
+            ));
+        }
+        if failed.len() > FAILED_UNITS_SHOWN {
+            text.push_str(&format!(
+                "  … and {} more\n",
+                failed.len() - FAILED_UNITS_SHOWN
+            ));
+        }
+        text
+    }
+}
+
 fn log_files(workspace: &Path, index: i64, name: &str, attempt: i64) -> (PathBuf, PathBuf) {
     let directory = workspace.join("logs").join(format!("{index:03}-{name}"));
     (
         directory.join(format!("{attempt}.stdout")),
         directory.join(format!("{attempt}.stderr")),
     )
+}
+
+/// One log source: a stage's latest attempt, or a unit's.
+struct LogSource {
+    label: String,
+    attempt: i64,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+/// The latest attempt's logs of every stage that ran (or of the one asked
+/// for, by stage name or unit label `stage[key]`); a stage run as units
+/// (fan-out children, validators) shows each unit's.
+fn log_sources(
+    workspace: &Path,
+    stages: &[baton_store::StageRow],
+    units: &[baton_store::UnitRow],
+    wanted: Option<&str>,
+) -> Vec<LogSource> {
+    let mut sources = Vec::new();
+    for stage in stages {
+        let own: Vec<&baton_store::UnitRow> = units
+            .iter()
+            .filter(|unit| unit.index == stage.index)
+            .collect();
+        let stage_wanted = wanted.is_none_or(|wanted| wanted == stage.name);
+        if own.is_empty() {
+            if stage.attempts > 0 && stage_wanted {
+                let (stdout, stderr) =
+                    log_files(workspace, stage.index, &stage.name, stage.attempts);
+                sources.push(LogSource {
+                    label: stage.name.clone(),
+                    attempt: stage.attempts,
+                    stdout,
+                    stderr,
+                });
+            }
+            continue;
+        }
+        for unit in own {
+            if unit.attempts == 0 || !(stage_wanted || wanted == Some(unit.label.as_str())) {
+                continue;
+            }
+            let name = baton_engine::unit_stage_name(&stage.name, unit);
+            let (stdout, stderr) = log_files(workspace, stage.index, &name, unit.attempts);
+            sources.push(LogSource {
+                label: unit.label.clone(),
+                attempt: unit.attempts,
+                stdout,
+                stderr,
+            });
+        }
+    }
+    sources
 }
 
 /// `baton logs RUN [STAGE] [--follow]`.
@@ -190,50 +395,49 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
         };
         let mut offsets: std::collections::HashMap<PathBuf, u64> = std::collections::HashMap::new();
         loop {
-            let (run, stages) =
-                match tokio::try_join!(store.run(&args.run), store.stages(&args.run)) {
-                    Ok(found) => found,
-                    Err(error) => return store_error(&error),
-                };
+            let (run, stages, units) = match tokio::try_join!(
+                store.run(&args.run),
+                store.stages(&args.run),
+                store.units(&args.run)
+            ) {
+                Ok(found) => found,
+                Err(error) => return store_error(&error),
+            };
             if let Some(wanted) = &args.stage
                 && !stages.iter().any(|stage| &stage.name == wanted)
+                && !units.iter().any(|unit| &unit.label == wanted)
             {
                 output::stderr_line(&format!(
-                    "error: run {} has no stage named '{wanted}'",
+                    "error: run {} has no stage or unit named '{wanted}'",
+                    args.run
+                ));
+                output::stderr_line(&format!(
+                    "hint: `baton status {}` lists its stages; a fan-out child is named like `stage[key]`",
                     args.run
                 ));
                 return exit_code::INVALID_WORKFLOW;
             }
             let workspace = PathBuf::from(&run.workspace);
-            let selected = stages.iter().filter(|stage| {
-                stage.attempts > 0
-                    && args
-                        .stage
-                        .as_ref()
-                        .is_none_or(|wanted| &stage.name == wanted)
-            });
+            let sources = log_sources(&workspace, &stages, &units, args.stage.as_deref());
             if args.format.format() == Format::Json && !args.follow {
-                let entries: Vec<_> = selected
-                    .map(|stage| {
-                        let (stdout, stderr) =
-                            log_files(&workspace, stage.index, &stage.name, stage.attempts);
+                let entries: Vec<_> = sources
+                    .iter()
+                    .map(|source| {
                         json!({
-                            "stage": stage.name,
-                            "attempt": stage.attempts,
-                            "stdout": std::fs::read_to_string(stdout).unwrap_or_default(),
-                            "stderr": std::fs::read_to_string(stderr).unwrap_or_default(),
+                            "stage": source.label,
+                            "attempt": source.attempt,
+                            "stdout": std::fs::read_to_string(&source.stdout).unwrap_or_default(),
+                            "stderr": std::fs::read_to_string(&source.stderr).unwrap_or_default(),
                         })
                     })
                     .collect();
                 output::stdout(&output::json(&entries));
                 return exit_code::SUCCESS;
             }
-            for stage in selected {
-                let (stdout, stderr) =
-                    log_files(&workspace, stage.index, &stage.name, stage.attempts);
-                for (path, stream) in [(stdout, "stdout"), (stderr, "stderr")] {
+            for source in &sources {
+                for (path, stream) in [(&source.stdout, "stdout"), (&source.stderr, "stderr")] {
                     let offset = offsets.entry(path.clone()).or_insert(0);
-                    let Ok(bytes) = std::fs::read(&path) else {
+                    let Ok(bytes) = std::fs::read(path) else {
                         continue;
                     };
                     let start = usize::try_from(*offset).unwrap_or(0).min(bytes.len());
@@ -244,7 +448,7 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
                     *offset = bytes.len() as u64;
                     let mut chunk = String::new();
                     for line in text.lines() {
-                        chunk.push_str(&format!("{} | {stream} | {line}\n", stage.name));
+                        chunk.push_str(&format!("{} | {stream} | {line}\n", source.label));
                     }
                     output::stdout(&chunk);
                 }

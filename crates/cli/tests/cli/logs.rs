@@ -65,7 +65,7 @@ fn logs_show_every_stage_or_one_plain_and_as_json() {
     assert!(
         unknown_stage
             .stderr
-            .contains(&format!("run {id} has no stage named 'nope'")),
+            .contains(&format!("run {id} has no stage or unit named 'nope'")),
         "{}",
         unknown_stage.stderr
     );

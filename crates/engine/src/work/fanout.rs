@@ -265,7 +265,7 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
         }
     };
     let mut stage: PlanStage = parent.clone();
-    stage.spec.name.value = format!("{}-{name}", parent.name());
+    stage.spec.name.value = super::unit_stage_name(parent.name(), unit);
     stage.spec.fan_out = None;
     stage.spec.validation = None;
     stage.spec.human_gate = false;

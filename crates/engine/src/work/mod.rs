@@ -23,7 +23,6 @@ use baton_store::{NewUnit, Transition, UnitRow};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 
-
 /// Unit kinds of the primary work.
 pub(crate) const MAIN: &str = "main";
 /// A fan-out child.
@@ -118,6 +117,23 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
         }),
         ITEM => fanout::child(context, unit),
         _ => validation::materialize(context, unit),
+    }
+}
+
+/// The name a unit runs under, which names its files (`NNN-<name>.json`
+/// result and dispatch files, `logs/NNN-<name>/`): the stage's name and the
+/// fan-out item's file-name form, or the unit's key with `:` as `-`.
+pub fn unit_stage_name(stage: &str, unit: &UnitRow) -> String {
+    match unit.kind.as_str() {
+        MAIN => stage.to_owned(),
+        ITEM => {
+            let name = serde_json::from_str::<serde_json::Value>(&unit.spec)
+                .ok()
+                .and_then(|spec| spec.get("name")?.as_str().map(str::to_owned))
+                .unwrap_or_else(|| unit.key.clone());
+            format!("{stage}-{name}")
+        }
+        _ => format!("{stage}-{}", unit.key.replace(':', "-")),
     }
 }
 

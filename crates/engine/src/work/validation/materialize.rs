@@ -78,7 +78,7 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
         other => return Err(format!("unknown unit kind '{other}'")),
     };
     let mut stage = context.stage.clone();
-    let name = format!("{}-{}", context.stage.name(), unit.key.replace(':', "-"));
+    let name = super::super::unit_stage_name(context.stage.name(), unit);
     let spanned = |value: String| Spanned::new(value, Span::default());
     stage.spec.name = spanned(name);
     stage.spec.kind = if unit.kind == CORRECTION {
