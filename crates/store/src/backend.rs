@@ -753,6 +753,17 @@ macro_rules! apply_one {
                         .execute(&mut *$tx).await.map_err(query_error("record a finding"))?;
                 }
             }
+            Transition::ArtifactsRecorded { index, at, artifacts } => {
+                sqlx::query("DELETE FROM artifacts WHERE run_id = $1 AND idx = $2")
+                    .bind($run_id).bind(index)
+                    .execute(&mut *$tx).await.map_err(query_error("replace artifacts"))?;
+                for (path, sha256, bytes) in artifacts {
+                    sqlx::query("INSERT INTO artifacts (run_id, idx, path, sha256, bytes) VALUES ($1, $2, $3, $4, $5)")
+                        .bind($run_id).bind(index).bind(path).bind(sha256).bind(bytes)
+                        .execute(&mut *$tx).await.map_err(query_error("record an artifact"))?;
+                }
+                log_event!($events, *at, "artifacts_recorded", format!("{{\"stage\":{index},\"artifacts\":{}}}", artifacts.len()));
+            }
             Transition::Event { at, kind, detail } => {
                 log_event!($events, *at, kind.as_str(), detail.clone());
             }

@@ -295,6 +295,18 @@ pub enum Transition {
         /// The findings (their `index`, `cycle` and `position` are ignored).
         findings: Vec<FindingRow>,
     },
+    /// A stage's recorded outputs are replaced by these (path, sha256,
+    /// bytes), its status unchanged: another stage changed its files on
+    /// purpose (a validation's correction of the stages it validates), so a
+    /// resume must not take them for changed.
+    ArtifactsRecorded {
+        /// Stage index.
+        index: i64,
+        /// Time (ms).
+        at: i64,
+        /// Recorded outputs: (path, sha256, bytes).
+        artifacts: Vec<(String, String, i64)>,
+    },
     /// Something worth logging.
     Event {
         /// Time (ms).

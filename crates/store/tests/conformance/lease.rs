@@ -66,6 +66,11 @@ fn every_transition() -> Vec<Transition> {
             at: 5004,
             error: Some("late".to_owned()),
         },
+        Transition::ArtifactsRecorded {
+            index: 1,
+            at: 5005,
+            artifacts: vec![("out.txt".to_owned(), "cd".repeat(32), 4)],
+        },
         Transition::Event {
             at: 5005,
             kind: "stale".to_owned(),

@@ -72,6 +72,7 @@ conformance! {
         attempt_finished_success_records_artifacts,
         attempt_finished_failed,
         attempt_finished_replaces_artifacts,
+        artifacts_recorded_replaces_one_stage_s_artifacts,
         attempt_interrupted,
         stage_reset,
         stage_skipped,

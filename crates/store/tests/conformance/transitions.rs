@@ -352,6 +352,58 @@ pub(crate) async fn attempt_finished_replaces_artifacts(fresh: Fresh) {
     );
 }
 
+pub(crate) async fn artifacts_recorded_replaces_one_stage_s_artifacts(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    store
+        .apply(
+            &lease,
+            &[
+                started(0, 1, 2000),
+                finished(0, 1, "success", 2100, &[("a.txt", 1), ("old.txt", 2)]),
+                started(1, 1, 2000),
+                finished(1, 1, "success", 2100, &[("b.txt", 3)]),
+            ],
+        )
+        .await
+        .unwrap();
+    let before = stage(&store, 0).await;
+    store
+        .apply(
+            &lease,
+            &[Transition::ArtifactsRecorded {
+                index: 0,
+                at: 2600,
+                artifacts: vec![("a.txt".to_owned(), "ef".repeat(32), 7)],
+            }],
+        )
+        .await
+        .unwrap();
+    let artifacts: Vec<(i64, String, String, i64)> = store
+        .artifacts("r1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|artifact| (artifact.index, artifact.path, artifact.sha256, artifact.bytes))
+        .collect();
+    assert_eq!(
+        artifacts,
+        [
+            (0, "a.txt".to_owned(), "ef".repeat(32), 7),
+            (1, "b.txt".to_owned(), sha("b.txt"), 3)
+        ]
+    );
+    // The stage itself is as it was: still a success, same times.
+    assert_eq!(stage(&store, 0).await, before);
+    assert_eq!(
+        last_event(&store).await,
+        (
+            2600,
+            "artifacts_recorded".to_owned(),
+            r#"{"stage":0,"artifacts":1}"#.to_owned()
+        )
+    );
+}
+
 pub(crate) async fn attempt_interrupted(fresh: Fresh) {
     let (store, lease) = driven_run(&fresh).await;
     store.apply(&lease, &[started(2, 1, 2000)]).await.unwrap();
