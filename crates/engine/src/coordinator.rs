@@ -21,6 +21,7 @@ use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
 use crate::create::{self, RunOptions, SourceDigest};
+use crate::envelopes::EnvelopeWriter;
 use crate::schedule::{self, Next, State};
 use crate::stage::{self, Attempt, Finished, Limits, Report};
 use crate::work::{self, running::Composite};
@@ -337,6 +338,7 @@ async fn drive_owned(
     // One copy of the plan, shared with every attempt.
     let plan = std::sync::Arc::new(plan);
     let shared_plan = std::sync::Arc::clone(&plan);
+    let envelopes = EnvelopeWriter::start();
     let (report_sender, mut reports) = mpsc::unbounded_channel::<Report>();
     let mut running: HashMap<Slot, Running> = HashMap::new();
     let mut renew = tokio::time::interval(options.lease_ttl / 3);
@@ -480,6 +482,7 @@ async fn drive_owned(
                                 error: None,
                             });
                             write_envelope(
+                                &envelopes,
                                 &workspace_dir,
                                 stage,
                                 index,
@@ -572,7 +575,7 @@ async fn drive_owned(
             if started || !launches.is_empty() {
                 // Starts are recorded before any process exists.
                 store.apply(lease, &std::mem::take(&mut pending)).await?;
-                announce(&plan, &workspace_dir, &mut announced, progress);
+                announce(&plan, &workspace_dir, &envelopes, &mut announced, progress);
                 for index in composite_starts {
                     progress(Progress::Started {
                         stage: plan.stages[index].name().to_owned(),
@@ -681,7 +684,7 @@ async fn drive_owned(
                         error: None,
                     });
                     store.apply(lease, &std::mem::take(&mut pending)).await?;
-                    announce(&plan, &workspace_dir, &mut announced, progress);
+                    announce(&plan, &workspace_dir, &envelopes, &mut announced, progress);
                     progress(Progress::Note(format!(
                         "waiting at gate '{}' for a decision",
                         plan.stages[index].name()
@@ -756,7 +759,7 @@ async fn drive_owned(
         // so a result is never held back while other stages run.
         if !announced.is_empty() || !pending.is_empty() {
             store.apply(lease, &std::mem::take(&mut pending)).await?;
-            announce(&plan, &workspace_dir, &mut announced, progress);
+            announce(&plan, &workspace_dir, &envelopes, &mut announced, progress);
         }
 
         tokio::select! {
@@ -857,7 +860,7 @@ async fn drive_owned(
         error: outcome.error.clone(),
     });
     store.apply(lease, &pending).await?;
-    announce(&plan, &workspace_dir, &mut announced, progress);
+    announce(&plan, &workspace_dir, &envelopes, &mut announced, progress);
     Ok(outcome)
 }
 
@@ -876,6 +879,7 @@ enum Ended {
 fn announce(
     plan: &Plan,
     workspace_dir: &std::path::Path,
+    envelopes: &EnvelopeWriter,
     announced: &mut Vec<Announced>,
     progress: &(dyn Fn(Progress) + Sync),
 ) {
@@ -893,6 +897,7 @@ fn announce(
             None => (&plan.stages[index], plan.stages[index].name()),
         };
         write_envelope(
+            envelopes,
             workspace_dir,
             stage,
             index,
@@ -995,6 +1000,7 @@ async fn stages_error(store: &Store, run_id: &str, index: usize) -> Option<Strin
 /// Writes the reference's result envelope; a failure to write it is not a
 /// stage failure (the store is the source of truth).
 fn write_envelope(
+    envelopes: &EnvelopeWriter,
     workspace_dir: &std::path::Path,
     stage: &PlanStage,
     index: usize,
@@ -1026,8 +1032,8 @@ fn write_envelope(
     };
     let mut text = serde_json::to_string_pretty(&envelope.to_json()).expect("plain data");
     text.push('\n');
-    let _ = workspace::write_replace(
-        &workspace::envelope_path(workspace_dir, index, stage.name()),
-        text.as_bytes(),
+    envelopes.write(
+        workspace::envelope_path(workspace_dir, index, stage.name()),
+        text.into_bytes(),
     );
 }

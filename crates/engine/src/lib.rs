@@ -17,6 +17,7 @@ pub mod clock;
 mod control;
 mod coordinator;
 pub mod create;
+mod envelopes;
 pub mod gate;
 pub mod loader;
 mod owner;
