@@ -390,38 +390,15 @@ async fn drive_owned(
             // Units of stages already running come first: finishing started
             // work before starting new work.
             if !halting {
-                for (&index, composite) in &mut composites {
-                    while free > 0 {
-                        let Some(position) = composite.take() else {
-                            break;
-                        };
-                        free -= 1;
-                        let context = work::Context {
-                            plan: &plan,
-                            stage: &plan.stages[index],
-                            workspace: &workspace_dir,
-                            now,
-                        };
-                        let unit = &mut composite.units[position];
-                        unit.status = "running".to_owned();
-                        unit.attempts += 1;
-                        unit.started_at = Some(now);
-                        pending.push(Transition::UnitStarted {
-                            index: as_i64(index),
-                            key: unit.key.clone(),
-                            at: now,
-                        });
-                        launches.push(Launch {
-                            index,
-                            unit: Some((
-                                unit.key.clone(),
-                                unit.label.clone(),
-                                unit.attempts,
-                                work::materialize(&context, unit),
-                            )),
-                        });
-                    }
-                }
+                take_units(
+                    &mut composites,
+                    &mut free,
+                    &plan,
+                    &workspace_dir,
+                    now,
+                    &mut pending,
+                    &mut launches,
+                );
             }
             let next = schedule::next(&plan, &states, approved, free);
             let mut started = false;
@@ -572,6 +549,20 @@ async fn drive_owned(
                     }
                 }
             }
+            // Units just planned start in the same commit as their planning
+            // (and as their stage's start), so a crash never separates them.
+            if !halting {
+                let mut free = max_parallel.saturating_sub(running.len() + launches.len());
+                take_units(
+                    &mut composites,
+                    &mut free,
+                    &plan,
+                    &workspace_dir,
+                    now,
+                    &mut pending,
+                    &mut launches,
+                );
+            }
             if started || !launches.is_empty() {
                 // Starts are recorded before any process exists.
                 store.apply(lease, &std::mem::take(&mut pending)).await?;
@@ -583,49 +574,51 @@ async fn drive_owned(
                     });
                 }
                 for launch in launches {
-                    let (stage_to_run, unit, label, attempt_number, values, env) = match launch.unit
-                    {
-                        None => (
-                            plan.stages[launch.index].clone(),
-                            None,
-                            None,
-                            attempt_numbers[launch.index],
-                            Vec::new(),
-                            Vec::new(),
-                        ),
-                        Some((key, label, attempts, Ok(materialized))) => (
-                            materialized.stage,
-                            Some(key),
-                            Some(label),
-                            attempts,
-                            materialized.values,
-                            materialized.env,
-                        ),
-                        Some((key, _, attempts, Err(error))) => {
-                            // The unit cannot even be built: it fails
-                            // without a process.
-                            let _ = report_sender.send(Report::Finished(Finished {
-                                index: launch.index,
-                                unit: Some(key.clone()),
-                                attempt: attempts,
-                                success: false,
-                                exit_code: None,
-                                error: Some(error),
-                                artifacts: Vec::new(),
-                                cancelled: false,
-                            }));
-                            running.insert(
-                                Slot::Unit(launch.index, key),
-                                Running {
-                                    cancel: watch::channel(false).0,
-                                    started_at: clock::now_ms(),
-                                    stage: None,
-                                    label: None,
-                                },
-                            );
-                            continue;
-                        }
-                    };
+                    let (stage_to_run, unit, label, attempt_number, values, env, defer_checks) =
+                        match launch.unit {
+                            None => (
+                                plan.stages[launch.index].clone(),
+                                None,
+                                None,
+                                attempt_numbers[launch.index],
+                                Vec::new(),
+                                Vec::new(),
+                                false,
+                            ),
+                            Some((key, label, attempts, Ok(materialized))) => (
+                                materialized.stage,
+                                Some(key),
+                                Some(label),
+                                attempts,
+                                materialized.values,
+                                materialized.env,
+                                materialized.defer_checks,
+                            ),
+                            Some((key, _, attempts, Err(error))) => {
+                                // The unit cannot even be built: it fails
+                                // without a process.
+                                let _ = report_sender.send(Report::Finished(Finished {
+                                    index: launch.index,
+                                    unit: Some(key.clone()),
+                                    attempt: attempts,
+                                    success: false,
+                                    exit_code: None,
+                                    error: Some(error),
+                                    artifacts: Vec::new(),
+                                    cancelled: false,
+                                }));
+                                running.insert(
+                                    Slot::Unit(launch.index, key),
+                                    Running {
+                                        cancel: watch::channel(false).0,
+                                        started_at: clock::now_ms(),
+                                        stage: None,
+                                        label: None,
+                                    },
+                                );
+                                continue;
+                            }
+                        };
                     let (cancel_sender, cancel_receiver) = watch::channel(false);
                     let mut attempt_params: stage::Params = unit_params.clone();
                     attempt_params.extend(values);
@@ -641,6 +634,7 @@ async fn drive_owned(
                         agents: options.agents.clone(),
                         unit: unit.clone(),
                         env,
+                        defer_checks,
                     };
                     progress(Progress::Started {
                         stage: label
@@ -912,6 +906,51 @@ fn announce(
             duration_ms: now - started_at,
             error: result.error,
         });
+    }
+}
+
+/// Starts waiting units of running composite stages while slots are free:
+/// records their starts and queues their launches.
+fn take_units(
+    composites: &mut BTreeMap<usize, Composite>,
+    free: &mut usize,
+    plan: &Plan,
+    workspace_dir: &std::path::Path,
+    now: i64,
+    pending: &mut Vec<Transition>,
+    launches: &mut Vec<Launch>,
+) {
+    for (&index, composite) in composites.iter_mut() {
+        while *free > 0 {
+            let Some(position) = composite.take() else {
+                break;
+            };
+            *free -= 1;
+            let context = work::Context {
+                plan,
+                stage: &plan.stages[index],
+                workspace: workspace_dir,
+                now,
+            };
+            let unit = &mut composite.units[position];
+            unit.status = "running".to_owned();
+            unit.attempts += 1;
+            unit.started_at = Some(now);
+            pending.push(Transition::UnitStarted {
+                index: as_i64(index),
+                key: unit.key.clone(),
+                at: now,
+            });
+            launches.push(Launch {
+                index,
+                unit: Some((
+                    unit.key.clone(),
+                    unit.label.clone(),
+                    unit.attempts,
+                    work::materialize(&context, unit),
+                )),
+            });
+        }
     }
 }
 

@@ -72,6 +72,9 @@ pub(crate) struct Attempt {
     pub(crate) unit: Option<String>,
     /// Environment variables of the unit (a fan-out child's item).
     pub(crate) env: Vec<(String, String)>,
+    /// The `validates_output` checks are left to the stage's program (which
+    /// gives failures a correction round), not judged here.
+    pub(crate) defer_checks: bool,
 }
 
 /// What an attempt reports to the coordinator.
@@ -190,7 +193,7 @@ async fn execute(
             return finished;
         }
     }
-    match verify(stage, &attempt.workspace, &before) {
+    match verify(stage, &attempt.workspace, &before, attempt.defer_checks) {
         Ok(artifacts) => {
             finished.success = true;
             finished.artifacts = artifacts;
@@ -236,11 +239,12 @@ fn last_lines(text: &str, count: usize) -> String {
 }
 
 /// The declared outputs exist, were written during this attempt, and pass
-/// their checks; returns their hashes.
+/// their checks (unless `defer_checks`); returns their hashes.
 fn verify(
     stage: &PlanStage,
     workspace: &Path,
     before: &Snapshot,
+    defer_checks: bool,
 ) -> Result<Vec<(String, String, i64)>, String> {
     let mut missing = Vec::new();
     let mut stale = Vec::new();
@@ -306,6 +310,24 @@ fn verify(
             stale.join(", ")
         ));
     }
+    if !defer_checks {
+        let failures = failed_checks(stage, workspace);
+        if !failures.is_empty() {
+            return Err(format!(
+                "output checks failed: {}",
+                failures
+                    .iter()
+                    .map(describe_check)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+    }
+    Ok(artifacts)
+}
+
+/// The stage's `validates_output` checks that fail on the files as they are.
+pub(crate) fn failed_checks(stage: &PlanStage, workspace: &Path) -> Vec<checks::Finding> {
     let mut failures = Vec::new();
     for entry in &stage.spec.validates_output {
         let checks: Vec<_> = entry
@@ -314,19 +336,18 @@ fn verify(
             .map(|check| check.value.clone())
             .collect();
         let path = crate::prompt::check_path(stage, &entry.path.value);
-        for finding in checks::run(workspace, &path, &checks) {
-            if !finding.passed {
-                failures.push(format!(
-                    "{} {}: {}",
-                    finding.path, finding.check, finding.message
-                ));
-            }
-        }
+        failures.extend(
+            checks::run(workspace, &path, &checks)
+                .into_iter()
+                .filter(|finding| !finding.passed),
+        );
     }
-    if !failures.is_empty() {
-        return Err(format!("output checks failed: {}", failures.join("; ")));
-    }
-    Ok(artifacts)
+    failures
+}
+
+/// A failed check in messages: `path check: why`.
+pub(crate) fn describe_check(finding: &checks::Finding) -> String {
+    format!("{} {}: {}", finding.path, finding.check, finding.message)
 }
 
 /// Whether the stage runs an agent that may not change the repository.

@@ -332,3 +332,101 @@ fn a_resume_does_not_reset_the_correction_count() {
     assert_eq!(count(&workspace, "validation/corrections-applied.json"), 1);
     assert!(!workspace.join("validation/report/cycle-3").exists());
 }
+
+#[test]
+fn a_correction_of_a_dependency_survives_a_resume() {
+    let project = Project::new();
+    project.write(
+        "baton.toml",
+        &agents(&[
+            ("validator", "findings critical-until 1"),
+            ("correction", "correct\\nwrite outputs/draft.md corrected"),
+        ]),
+    );
+    // `after` fails until the file `go` exists, so that the run can be resumed.
+    let stages = "  - name: draft\n    kind: propose\n    description: d\n    executor: inline\n    script: |\n      echo \"$BATON_ATTEMPT\" >> \"$BATON_PROJECT_DIR/draft-runs.txt\"\n      echo first > outputs/draft.md\n    writes_to: [draft.md]\n  - name: check\n    kind: validate\n    description: d\n    depends_on: [draft]\n    executor: inline\n    script: echo '{}' > outputs/check.json\n    writes_to: [check.json]\n    validation: {strategy: cross_unit}\n  - name: after\n    kind: execute\n    description: d\n    executor: inline\n    depends_on: [check]\n    script: test -f \"$BATON_PROJECT_DIR/go\"\n";
+    let (code, status, workspace, id) = run_with_id(&project, stages);
+    assert_eq!(code, 2, "{status}");
+    assert_eq!(stage(&status, "check")["status"], "success", "{status}");
+    let corrected = || std::fs::read_to_string(workspace.join("outputs/draft.md")).expect("draft");
+    assert_eq!(corrected(), "corrected\n");
+    project.write("go", "");
+    let resumed = project.baton(&["resume", &id, "--json"]);
+    assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
+    // The corrected draft is what was recorded: neither it nor its
+    // validation ran again, and the correction stays.
+    assert_eq!(corrected(), "corrected\n");
+    let runs = std::fs::read_to_string(project.path().join("draft-runs.txt")).expect("runs");
+    assert_eq!(runs, "1\n");
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(stage(&status, "draft")["attempts"], 1, "{status}");
+    assert_eq!(stage(&status, "check")["attempts"], 1, "{status}");
+    assert_eq!(count(&workspace, "validation/corrections-applied.json"), 1);
+}
+
+/// An inline stage writing a list where its check wants an object.
+const LIST_NOT_OBJECT: &str = "  - name: shape\n    kind: execute\n    description: d\n    executor: inline\n    script: |\n      echo \"$BATON_ATTEMPT\" >> \"$BATON_PROJECT_DIR/shape-runs.txt\"\n      echo '[1]' > outputs/x.json\n    writes_to: [x.json]\n    validates_output: [{path: outputs/x.json, checks: [is_json, is_dict]}]\n";
+
+#[test]
+fn failed_output_checks_get_one_correction_round_that_can_fix_them() {
+    let project = Project::new();
+    project.write(
+        "baton.toml",
+        &agents(&[(
+            "correction",
+            "correct\\nwrite outputs/x.json {\\\"fixed\\\": true}",
+        )]),
+    );
+    let (code, status, workspace) = run(&project, LIST_NOT_OBJECT);
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(stage(&status, "shape")["status"], "success", "{status}");
+    assert_eq!(
+        json(&workspace, "outputs/x.json"),
+        serde_json::json!({"fixed": true})
+    );
+    // The stage's own work ran once; the correction is logged like a
+    // validation's, with the failed check as its finding.
+    let runs = std::fs::read_to_string(project.path().join("shape-runs.txt")).expect("runs");
+    assert_eq!(runs, "1\n");
+    let applied = json(&workspace, "validation/corrections-applied.json");
+    assert_eq!(applied.as_array().map(Vec::len), Some(1), "{applied}");
+    assert_eq!(applied[0]["stage"], "shape");
+    assert_eq!(applied[0]["finding_id"], "CHECK1");
+    let prompt =
+        std::fs::read_to_string(workspace.join("dispatch/000-shape-c1-correct-outputs.prompt.md"))
+            .expect("the correction's prompt");
+    assert!(prompt.contains("output checks"), "{prompt}");
+    assert!(prompt.contains("is_dict"), "{prompt}");
+}
+
+#[test]
+fn failed_output_checks_that_one_round_does_not_fix_fail_the_stage() {
+    let project = Project::new();
+    project.write("baton.toml", &agents(&[("correction", "correct")]));
+    let (code, status, workspace) = run(&project, LIST_NOT_OBJECT);
+    assert_eq!(code, 2, "{status}");
+    let error = stage(&status, "shape")["error"].as_str().expect("error");
+    assert!(
+        error.starts_with("output checks failed: outputs/x.json is_dict"),
+        "{error}"
+    );
+    assert!(
+        error.contains("the correction round did not fix them"),
+        "{error}"
+    );
+    assert_eq!(count(&workspace, "validation/corrections-applied.json"), 1);
+
+    // Without an agent for the correction, the failed checks still lead.
+    let project = Project::new();
+    let (code, status, _) = run(&project, LIST_NOT_OBJECT);
+    assert_eq!(code, 2, "{status}");
+    let error = stage(&status, "shape")["error"].as_str().expect("error");
+    assert!(
+        error.starts_with("output checks failed: outputs/x.json is_dict"),
+        "{error}"
+    );
+    assert!(
+        error.contains("no agent profile for role 'correction'"),
+        "{error}"
+    );
+}

@@ -299,7 +299,12 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
         ("BATON_ITEM_NAME".to_owned(), name.clone()),
         ("BATON_ITEM".to_owned(), item.to_string()),
     ];
-    Ok(Materialized { stage, values, env })
+    Ok(Materialized {
+        stage,
+        values,
+        env,
+        defer_checks: false,
+    })
 }
 
 fn scalar(value: &Value) -> Option<String> {

@@ -11,7 +11,9 @@
 //!
 //! The phases, in order: the primary work (one `main` unit running the
 //! stage as declared, or one `item` unit per fan-out item), then, for a
-//! stage with `validation:`, validation waves and correction cycles.
+//! stage with `validates_output` checks, the checks (failures get one
+//! correction round), then, for a stage with `validation:`, validation
+//! waves and correction cycles.
 
 pub(crate) mod fanout;
 pub(crate) mod running;
@@ -59,7 +61,14 @@ pub(crate) enum Step {
 
 /// Whether the stage runs as units rather than as one process.
 pub(crate) fn is_composite(stage: &PlanStage) -> bool {
-    stage.spec.fan_out.is_some() || stage.spec.validation.is_some()
+    stage.spec.fan_out.is_some() || stage.spec.validation.is_some() || checks_corrected(stage)
+}
+
+/// Whether the stage's program, not its `main` unit, judges its
+/// `validates_output` checks, so that failures get a correction round. A
+/// fan-out's children judge their own checks.
+pub(crate) fn checks_corrected(stage: &PlanStage) -> bool {
+    stage.spec.fan_out.is_none() && !stage.spec.validates_output.is_empty()
 }
 
 /// The next step of a stage whose units (`units`, this stage's only, in
@@ -88,6 +97,11 @@ pub(crate) fn step(context: &Context<'_>, units: &[UnitRow]) -> Step {
             record: Vec::new(),
         };
     }
+    if checks_corrected(context.stage)
+        && let Some(step) = validation::checks_step(context, units)
+    {
+        return step;
+    }
     match &context.stage.spec.validation {
         Some(_) => validation::step(context, units),
         None => Step::Done { record: Vec::new() },
@@ -104,6 +118,8 @@ pub(crate) struct Materialized {
     pub(crate) values: Vec<(String, String)>,
     /// Environment variables for its process, besides baton's usual ones.
     pub(crate) env: Vec<(String, String)>,
+    /// Its `validates_output` checks are judged by the stage's program.
+    pub(crate) defer_checks: bool,
 }
 
 /// The stage to run for one unit: the stage itself for `main`, a child
@@ -114,6 +130,7 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
             stage: context.stage.clone(),
             values: Vec::new(),
             env: Vec::new(),
+            defer_checks: checks_corrected(context.stage),
         }),
         ITEM => fanout::child(context, unit),
         _ => validation::materialize(context, unit),

@@ -6,24 +6,51 @@ use baton_store::UnitRow;
 use baton_workflow::node::Span;
 use baton_workflow::schema::{Access, Executor, Isolation, Kind, Spanned};
 
-use super::prompts::{self, Subject};
-use super::{CHALLENGER, CORRECTION, EVIDENCE, Spec, VALIDATOR, findings, sources};
+use super::prompts::{self, Round, Subject};
+use super::{
+    CHALLENGER, CHECK_CORRECTION, CORRECTION, EVIDENCE, Sources, Spec, VALIDATOR, findings, sources,
+};
 use crate::work::{Context, Materialized};
 
 /// The role of a correction when the producing stage has no agent of its
 /// own (an inline script).
 const CORRECTION_ROLE: &str = "correction";
 
-/// The stage to run for a validation unit.
+/// The stage to run for a validation unit (or the correction of failed
+/// output checks).
 pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Materialized, String> {
+    let spec: Spec = serde_json::from_str(&unit.spec)
+        .map_err(|error| format!("unit {} has a damaged spec: {error}", unit.key))?;
+    if unit.kind == CHECK_CORRECTION {
+        // The stage corrects its own outputs.
+        let sources = Sources {
+            stages: vec![context.stage],
+            producer: context.stage,
+        };
+        let subject = Subject {
+            stage: context.stage.name(),
+            producers: vec![context.stage.name()],
+            files: &spec.files,
+            task: &context.stage.description,
+        };
+        let description =
+            prompts::correction(&subject, Round::Checks, &spec.findings, &spec.output);
+        return Ok(build(
+            context,
+            unit,
+            &sources,
+            correction_role(&sources),
+            Access::ReadWrite,
+            description,
+            &spec.output,
+        ));
+    }
     let Some(validation) = &context.stage.spec.validation else {
         return Err(format!(
             "unit {} belongs to validation, but the stage has none",
             unit.key
         ));
     };
-    let spec: Spec = serde_json::from_str(&unit.spec)
-        .map_err(|error| format!("unit {} has a damaged spec: {error}", unit.key))?;
     let sources = sources(context);
     let producers: Vec<&str> = sources.stages.iter().map(|stage| stage.name()).collect();
     let subject = Subject {
@@ -62,26 +89,56 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
                 prompts::evidence(validation, &subject, file, &text, &spec.output),
             )
         }
-        CORRECTION => {
-            let declared = &sources.producer.spec.agent.role;
-            let role = if declared == "inline" {
-                CORRECTION_ROLE.to_owned()
-            } else {
-                declared.clone()
-            };
-            (
-                role,
-                Access::ReadWrite,
-                prompts::correction(&subject, unit.cycle, &spec.findings, &spec.output),
-            )
-        }
+        CORRECTION => (
+            correction_role(&sources),
+            Access::ReadWrite,
+            prompts::correction(
+                &subject,
+                Round::Validation(unit.cycle),
+                &spec.findings,
+                &spec.output,
+            ),
+        ),
         other => return Err(format!("unknown unit kind '{other}'")),
     };
+    Ok(build(
+        context,
+        unit,
+        &sources,
+        role,
+        access,
+        description,
+        &spec.output,
+    ))
+}
+
+/// A correction runs an agent of the producing stage's role; a scripted
+/// inline stage has none, so role `correction` is used.
+fn correction_role(sources: &Sources<'_>) -> String {
+    let declared = &sources.producer.spec.agent.role;
+    if declared == "inline" {
+        CORRECTION_ROLE.to_owned()
+    } else {
+        declared.clone()
+    }
+}
+
+/// The unit's stage: an agent stage cut from the validated stage.
+fn build(
+    context: &Context<'_>,
+    unit: &UnitRow,
+    sources: &Sources<'_>,
+    role: String,
+    access: Access,
+    description: String,
+    output: &str,
+) -> Materialized {
+    let correcting = unit.kind == CORRECTION || unit.kind == CHECK_CORRECTION;
     let mut stage = context.stage.clone();
     let name = super::super::unit_stage_name(context.stage.name(), unit);
     let spanned = |value: String| Spanned::new(value, Span::default());
     stage.spec.name = spanned(name);
-    stage.spec.kind = if unit.kind == CORRECTION {
+    stage.spec.kind = if correcting {
         Kind::Execute
     } else {
         Kind::Validate
@@ -91,7 +148,7 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
     stage.spec.agent.role = role;
     stage.spec.agent.access = access;
     stage.spec.agent.isolation = Isolation::WorkDir;
-    if unit.kind == CORRECTION {
+    if correcting {
         // The producer's own agent settings, as it did the work.
         stage
             .spec
@@ -121,7 +178,7 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
         .map(|source| source.index)
         .filter(|&index| index != context.stage.index)
         .collect();
-    stage.spec.writes_to = vec![spanned(spec.output.clone())];
+    stage.spec.writes_to = vec![spanned(output.to_owned())];
     stage.spec.outputs = Vec::new();
     stage.spec.validation = None;
     stage.spec.validates_output = Vec::new();
@@ -132,9 +189,10 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
     stage.cli_commands = Vec::new();
     stage.template = None;
     stage.guide = None;
-    Ok(Materialized {
+    Materialized {
         stage,
         values: Vec::new(),
         env: Vec::new(),
-    })
+        defer_checks: false,
+    }
 }

@@ -16,6 +16,7 @@
 
 mod findings;
 mod materialize;
+mod output_checks;
 mod prompts;
 mod units;
 
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use self::findings::Finding;
 pub(crate) use self::materialize::materialize;
+pub(crate) use self::output_checks::step as checks_step;
 use self::units::Target;
 use super::{Context, Step};
 
@@ -40,6 +42,8 @@ pub(crate) const CHALLENGER: &str = "challenger";
 pub(crate) const EVIDENCE: &str = "evidence";
 /// A unit that fixes critical findings.
 pub(crate) const CORRECTION: &str = "correction";
+/// The one unit that fixes failed `validates_output` checks.
+pub(crate) const CHECK_CORRECTION: &str = "check-correction";
 
 /// What a validation unit works on, stored as its spec.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -144,13 +148,18 @@ pub(crate) fn step(context: &Context<'_>, units: &[UnitRow]) -> Step {
         if correction.status != "success" {
             return failed(correction);
         }
-        let corrections: Vec<&UnitRow> = ours
+        let corrections: Vec<&UnitRow> = units
             .iter()
-            .copied()
-            .filter(|unit| unit.kind == CORRECTION)
+            .filter(|unit| unit.kind == CORRECTION || unit.kind == CHECK_CORRECTION)
             .collect();
         return match apply_corrections(context, &corrections) {
-            Ok(()) => first_wave(context, validation, units, cycle + 1, Vec::new()),
+            Ok(()) => first_wave(
+                context,
+                validation,
+                units,
+                cycle + 1,
+                rehash_other_sources(context),
+            ),
             Err(step) => step,
         };
     }
@@ -190,7 +199,7 @@ fn role_word(kind: &str) -> &'static str {
     match kind {
         CHALLENGER => "challenger",
         EVIDENCE => "evidence gatherer",
-        CORRECTION => "correction",
+        CORRECTION | CHECK_CORRECTION => "correction",
         _ => "validator",
     }
 }
@@ -498,6 +507,32 @@ fn unresolved(stage: &str, budget: u32, corrections: i64, critical: &[Finding]) 
         listed.push(format!("and {} more", count - LISTED));
     }
     format!("{head}: {}", listed.join("; "))
+}
+
+/// The outputs of the validated stages other than this one as they are
+/// now, to record: a correction may have changed them, and a resume must
+/// not take the corrected files for changed and run those stages again.
+fn rehash_other_sources(context: &Context<'_>) -> Vec<Transition> {
+    sources(context)
+        .stages
+        .iter()
+        .filter(|stage| stage.index != context.stage.index)
+        .map(|stage| Transition::ArtifactsRecorded {
+            index: i64::try_from(stage.index).unwrap_or(i64::MAX),
+            at: context.now,
+            artifacts: units::files(stage, context.workspace, &[])
+                .into_iter()
+                .filter_map(|file| {
+                    let bytes = std::fs::read(context.workspace.join(&file)).ok()?;
+                    Some((
+                        file,
+                        crate::create::sha256_hex(&bytes),
+                        i64::try_from(bytes.len()).unwrap_or(i64::MAX),
+                    ))
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// Merges every successful correction's log into

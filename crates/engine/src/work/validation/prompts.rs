@@ -103,17 +103,34 @@ pub(crate) fn evidence(
     text
 }
 
-/// A corrector's task: fix exactly the critical findings of one cycle.
+/// What found the findings a correction fixes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Round {
+    /// A validation cycle (its number).
+    Validation(i64),
+    /// The stage's `validates_output` checks.
+    Checks,
+}
+
+/// A corrector's task: fix exactly the critical findings of one cycle (or
+/// the failed output checks).
 pub(crate) fn correction(
     subject: &Subject<'_>,
-    cycle: i64,
+    round: Round,
     critical: &[Finding],
     output: &str,
 ) -> String {
+    let (origin, then) = match round {
+        Round::Validation(cycle) => (format!("validation cycle {cycle}"), "validates again"),
+        Round::Checks => (
+            "its output checks (`validates_output`)".to_owned(),
+            "runs the checks again",
+        ),
+    };
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "Correct {} for the `{}` stage: validation cycle {cycle} found {} critical finding{} below. Fix only these findings, with the smallest change that makes each one true; do not rewrite anything else, and keep every file's format. Then log what you changed.\n",
+        "Correct {} for the `{}` stage: {origin} found {} critical finding{} below. Fix only these findings, with the smallest change that makes each one true; do not rewrite anything else, and keep every file's format. Then log what you changed.\n",
         judged(subject),
         subject.stage,
         critical.len(),
@@ -135,7 +152,7 @@ pub(crate) fn correction(
     }
     let _ = writeln!(
         text,
-        "## Corrections log\n\nWrite a JSON array (and nothing else) to {{workspace}}/{output}, one object per finding you fixed:\n\n```json\n[\n  {{\"finding_id\": \"F1\", \"change\": \"what you changed, in which file\"}}\n]\n```\n\nbaton adds these entries to {{workspace}}/validation/corrections-applied.json and then validates again."
+        "## Corrections log\n\nWrite a JSON array (and nothing else) to {{workspace}}/{output}, one object per finding you fixed:\n\n```json\n[\n  {{\"finding_id\": \"F1\", \"change\": \"what you changed, in which file\"}}\n]\n```\n\nbaton adds these entries to {{workspace}}/validation/corrections-applied.json and then {then}."
     );
     text
 }
