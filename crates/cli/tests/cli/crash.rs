@@ -321,3 +321,221 @@ fn kill_nine_and_resume_on_postgres() {
         }
     }
 }
+
+/// A stage validated by two validators whose findings stay critical until
+/// one correction was applied; the corrector takes a while.
+fn correction_workflow(name: &str) -> String {
+    format!(
+        "name: {name}\nversion: '1'\ndescription: crash during a correction\ntrigger: {{source: manual}}\nstages:\n  - name: report\n    kind: execute\n    description: d\n    executor: inline\n    script: |\n      printf '[{{\"id\": \"a\"}}, {{\"id\": \"b\"}}]' > outputs/report.json\n    writes_to: [report.json]\n    validation: {{strategy: unit, max_revisions: 2}}\n"
+    )
+}
+
+/// `baton.toml`: validators and the corrector are the stand-in agent,
+/// each leaving a witness line.
+fn correction_agents(witness: &Path) -> String {
+    let fake = Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent");
+    let role = |role: &str, directive: &str| {
+        format!(
+            "\n[agents.{role}]\nprofile = \"{role}\"\n\n[profiles.{role}]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\nenv = {{ BATON_FAKE_AGENT = \"{directive}\", BATON_FAKE_WITNESS = \"{}\" }}\n",
+            fake.display(),
+            witness.display()
+        )
+    };
+    [
+        role("validator", "findings critical-until 1"),
+        role("correction", "sleep 2\\ncorrect"),
+    ]
+    .concat()
+}
+
+fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn correction_crash(database_url: Option<String>, backend: &str) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let harness = Harness {
+        dir: dir.path(),
+        database_url: database_url.clone(),
+    };
+    let witness = dir.path().join("agents-witness.txt");
+    std::fs::write(dir.path().join("baton.toml"), correction_agents(&witness)).expect("write");
+    let name = format!("correction-crash-{backend}");
+    std::fs::write(dir.path().join("wf.yaml"), correction_workflow(&name)).expect("write");
+
+    // Run, and kill -9 baton while the correction unit runs.
+    let mut child = harness
+        .command(&["run", "wf.yaml"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("baton starts");
+    let mut run_id = String::new();
+    wait_until("the run to be recorded", || {
+        let runs = harness.json(&["runs", "--json"]);
+        match runs
+            .as_array()
+            .expect("runs")
+            .iter()
+            .find(|run| run["workflow"] == name.as_str())
+        {
+            Some(run) => {
+                run_id = run["run_id"].as_str().expect("id").to_owned();
+                true
+            }
+            None => false,
+        }
+    });
+    let status = harness.json(&["status", &run_id, "--json"]);
+    let workspace = Path::new(status["workspace"].as_str().expect("workspace")).to_path_buf();
+    wait_until("the correction unit to start", || {
+        workspace
+            .join("dispatch/000-report-c1-correct.prompt.md")
+            .is_file()
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "baton ended before it was killed"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        !workspace
+            .join("validation/corrections-applied.json")
+            .exists(),
+        "the correction had not finished when baton was killed"
+    );
+
+    harness.run_to_end(&["resume", &run_id]);
+    let status = harness.json(&["status", &run_id, "--json"]);
+    assert_eq!(status["status"], "success", "{backend}: {status}");
+    let report = &status["stages"][0];
+    assert_eq!(report["findings"]["cycle"], 2, "{backend}: {status}");
+
+    // Exactly the one correction that completed is logged: its entries,
+    // one per critical finding of cycle 1, once each.
+    let applied: Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace.join("validation/corrections-applied.json"))
+            .expect("corrections log"),
+    )
+    .expect("json");
+    let entries = applied.as_array().expect("array");
+    let logged: Vec<(&Value, &Value)> = entries
+        .iter()
+        .map(|entry| (&entry["cycle"], &entry["finding_id"]))
+        .collect();
+    assert_eq!(
+        logged,
+        [
+            (&Value::from(1), &Value::from("F1")),
+            (&Value::from(1), &Value::from("F1#2"))
+        ],
+        "{backend}: {applied}"
+    );
+    assert!(!workspace.join("validation/report/cycle-3").exists());
+
+    // The store kept cycle 1's findings (critical) and added cycle 2's (passed);
+    // the units are those of two cycles and one correction.
+    let (units, findings) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(async {
+            let location = database_url.clone().unwrap_or_else(|| {
+                dir.path()
+                    .join(".baton/baton.db")
+                    .to_string_lossy()
+                    .into_owned()
+            });
+            let store = baton_store::Store::open(&location).await.expect("store");
+            (
+                store.units(&run_id).await.expect("units"),
+                store.findings(&run_id).await.expect("findings"),
+            )
+        });
+    let cycles: Vec<(i64, String)> = findings
+        .iter()
+        .map(|finding| (finding.cycle, finding.status.clone()))
+        .collect();
+    assert_eq!(
+        cycles,
+        [
+            (1, "FAIL".to_owned()),
+            (1, "FAIL".to_owned()),
+            (2, "PASS".to_owned()),
+            (2, "PASS".to_owned())
+        ],
+        "{backend}"
+    );
+    let mut keys: Vec<(String, String, i64)> = units
+        .iter()
+        .map(|unit| (unit.key.clone(), unit.status.clone(), unit.attempts))
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            ("c1:correct".to_owned(), "success".to_owned(), 2),
+            ("main".to_owned(), "success".to_owned(), 1),
+            ("v1:unit:1".to_owned(), "success".to_owned(), 1),
+            ("v1:unit:2".to_owned(), "success".to_owned(), 1),
+            ("v2:unit:1".to_owned(), "success".to_owned(), 1),
+            ("v2:unit:2".to_owned(), "success".to_owned(), 1),
+        ],
+        "{backend}"
+    );
+
+    // Witnessed executions, by idempotency key: no finished validator ran
+    // again; the correction ran to its end once, as its second attempt.
+    let witnessed = std::fs::read_to_string(&witness).expect("witness");
+    let mut by_key: HashMap<String, usize> = HashMap::new();
+    for line in witnessed.lines() {
+        let key = line.split_whitespace().nth(3).expect("key").to_owned();
+        *by_key.entry(key).or_default() += 1;
+    }
+    let mut expected: HashMap<String, usize> = HashMap::new();
+    for key in [
+        "v1:unit:1/1",
+        "v1:unit:2/1",
+        "c1:correct/2",
+        "v2:unit:1/1",
+        "v2:unit:2/1",
+    ] {
+        expected.insert(format!("{run_id}/report/{key}"), 1);
+    }
+    assert_eq!(by_key, expected, "{backend}: {witnessed}");
+    assert_eq!(
+        marked_processes(&run_id),
+        0,
+        "{backend}: a unit process survived"
+    );
+}
+
+#[test]
+fn kill_nine_during_a_correction_keeps_the_cycle_count_on_sqlite() {
+    correction_crash(None, "sqlite");
+}
+
+#[test]
+fn kill_nine_during_a_correction_keeps_the_cycle_count_on_postgres() {
+    match std::env::var("BATON_TEST_DATABASE_URL") {
+        Ok(url) => correction_crash(Some(url), "postgres"),
+        Err(_) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI must run the crash tests on PostgreSQL: BATON_TEST_DATABASE_URL is unset"
+            );
+            eprintln!(
+                "BATON_TEST_DATABASE_URL unset: skipping the PostgreSQL correction crash test"
+            );
+        }
+    }
+}
