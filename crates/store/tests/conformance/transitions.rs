@@ -383,7 +383,14 @@ pub(crate) async fn artifacts_recorded_replaces_one_stage_s_artifacts(fresh: Fre
         .await
         .unwrap()
         .into_iter()
-        .map(|artifact| (artifact.index, artifact.path, artifact.sha256, artifact.bytes))
+        .map(|artifact| {
+            (
+                artifact.index,
+                artifact.path,
+                artifact.sha256,
+                artifact.bytes,
+            )
+        })
         .collect();
     assert_eq!(
         artifacts,
