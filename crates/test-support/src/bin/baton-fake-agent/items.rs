@@ -48,7 +48,11 @@ pub(crate) fn document(field: &str, key: &str, count: usize, extra_keys: &[&str]
         if index > 1 {
             items.push(',');
         }
-        let mut fields = vec![format!("{}:{}", json_string(key), json_string(&format!("item-{index}")))];
+        let mut fields = vec![format!(
+            "{}:{}",
+            json_string(key),
+            json_string(&format!("item-{index}"))
+        )];
         for name in ["id", "name", "domain", "verify_key", "slug", "batch"] {
             if name != key {
                 fields.push(format!(
