@@ -21,6 +21,7 @@ mod backend;
 mod gates;
 mod migrate;
 mod model;
+pub mod queue;
 mod units;
 
 pub use backend::Store;
@@ -28,6 +29,10 @@ pub use gates::{ArtifactEdit, GateDecided, GateDecisionRow, NewGateDecision};
 pub use model::{
     ArtifactRow, AttemptRow, EventRow, FindingRow, Lease, LeaseHolder, NewRun, NewUnit, RunRow,
     StageRow, Transition, UnitRow,
+};
+pub use queue::{
+    ClaimRequest, Completion, Enqueued, JobFilter, JobOutcome, JobRow, NewJob, QueueCounters,
+    Settled,
 };
 
 /// Store errors.
@@ -74,6 +79,9 @@ pub enum Error {
     /// No run with that id.
     #[error("no run with id {0}")]
     NoSuchRun(String),
+    /// No queue job with that id.
+    #[error("no job with id {0}")]
+    NoSuchJob(i64),
     /// A run with that id exists already.
     #[error("a run with id {0} exists already")]
     Duplicate(String),

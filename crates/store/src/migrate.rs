@@ -13,10 +13,12 @@ use crate::{Error, Result};
 const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0001_runs.sql"),
     include_str!("../migrations/sqlite/0002_units_gates_findings.sql"),
+    include_str!("../migrations/sqlite/0003_jobs.sql"),
 ];
 const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0001_runs.sql"),
     include_str!("../migrations/postgres/0002_units_gates_findings.sql"),
+    include_str!("../migrations/postgres/0003_jobs.sql"),
 ];
 
 /// An arbitrary constant naming baton's advisory lock.

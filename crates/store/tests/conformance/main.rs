@@ -12,6 +12,7 @@ mod concurrency;
 mod gates;
 mod harness;
 mod lease;
+mod queue;
 mod runs;
 mod schema;
 mod transitions;
@@ -96,5 +97,17 @@ conformance! {
         concurrent_edits_one_wins,
         concurrent_decisions_record_exactly_one,
         rejected_run_is_terminal,
+    ],
+    queue: [
+        enqueue_is_idempotent,
+        claims_are_exclusive_under_concurrency,
+        stale_epoch_completion_is_rejected,
+        heartbeat_extends_and_reports_lost_leases,
+        reaper_counts_attempts_and_poison_ends_in_error,
+        failures_retry_with_backoff_until_max_attempts,
+        terminal_and_deferred_outcomes,
+        release_does_not_count_an_attempt,
+        priorities_and_not_before,
+        purge_removes_old_finished_jobs,
     ],
 }

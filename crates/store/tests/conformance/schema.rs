@@ -9,7 +9,7 @@ use tokio::sync::Barrier;
 use crate::harness::{Backend, Fresh, new_run};
 
 /// The newest schema version this baton knows.
-const VERSION: i64 = 2;
+const VERSION: i64 = 3;
 
 pub(crate) async fn migrations_are_idempotent(fresh: Fresh) {
     let store = fresh.open().await;
@@ -82,10 +82,11 @@ async fn race_opens(location: &str) {
 pub(crate) async fn newer_schema_is_refused(fresh: Fresh) {
     drop(fresh.open().await);
     match fresh.backend() {
-        Backend::Sqlite => fresh.execute("PRAGMA user_version = 2").await,
+        // Far ahead of any version this baton will reach.
+        Backend::Sqlite => fresh.execute("PRAGMA user_version = 99").await,
         Backend::Postgres => {
             fresh
-                .execute("INSERT INTO baton_schema (version) VALUES (2)")
+                .execute("INSERT INTO baton_schema (version) VALUES (99)")
                 .await
         }
     }
@@ -96,7 +97,7 @@ pub(crate) async fn newer_schema_is_refused(fresh: Fresh) {
         matches!(
             error,
             Error::TooNew {
-                found: 2,
+                found: 99,
                 known: VERSION
             }
         ),

@@ -1,0 +1,352 @@
+//! Claims, outcomes, heartbeats and the reaper: everything a worker does
+//! with a job's lease.
+//!
+//! [`Store::settle`] reports a batch of outcomes and claims the next jobs in
+//! one transaction, so a busy worker pays one commit per round however many
+//! jobs it finishes and starts: this is what lets a SQLite file, whose
+//! synchronous commits run at a few thousand a second, pass that many jobs.
+
+use sqlx::Row;
+
+use super::{JOB_COLUMNS, JobRow, job_row};
+use crate::backend::{Inner, in_transaction, query_error};
+use crate::{Error, Result, Store};
+
+/// Deferrals allowed before a job is dead: the reference lets a job defer
+/// forever, which hides a job that can never run.
+pub const MAX_DEFERRALS: i64 = 25;
+
+/// Which jobs to claim, and for whom.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRequest {
+    /// The queue.
+    pub queue: String,
+    /// The worker taking the lease (unique per worker process).
+    pub owner: String,
+    /// At most this many jobs.
+    pub limit: i64,
+    /// The lease's length in milliseconds.
+    pub lease_ms: i64,
+}
+
+/// How an attempt ended, as the worker reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobOutcome {
+    /// The job is done (final).
+    Succeeded {
+        /// The handler's result (JSON).
+        result: String,
+    },
+    /// The attempt failed: the job is retried after `retry_in_ms`, or is
+    /// dead when this was its last attempt.
+    Failed {
+        /// The reason.
+        error: String,
+        /// The handler's result (JSON), when it produced one.
+        result: Option<String>,
+        /// The backoff before the next attempt.
+        retry_in_ms: i64,
+    },
+    /// The job failed for good (`terminal-`): dead at once.
+    Terminal {
+        /// The reason.
+        error: String,
+        /// The handler's result (JSON), when it produced one.
+        result: Option<String>,
+    },
+    /// The job asked to run later (`deferred-`): available again after
+    /// `retry_in_ms`, without counting an attempt; dead after
+    /// [`MAX_DEFERRALS`] deferrals.
+    Deferred {
+        /// The reason.
+        error: String,
+        /// The delay.
+        retry_in_ms: i64,
+    },
+    /// The worker gave the job back unfinished (it is stopping): available
+    /// at once, without counting an attempt.
+    Released {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One outcome to record: fenced by the epoch the job was claimed at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// The job.
+    pub id: i64,
+    /// The epoch of the claim this outcome answers.
+    pub epoch: i64,
+    /// How the attempt ended.
+    pub outcome: JobOutcome,
+}
+
+/// What became of one [`Completion`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// Recorded; the job's status is now this.
+    Accepted(String),
+    /// Rejected: the epoch is not the job's current claim (the lease was
+    /// lost). Nothing changed; the rejection is counted.
+    Stale,
+}
+
+/// Most ids in one heartbeat statement.
+const IDS_PER_STATEMENT: usize = 500;
+
+impl Store {
+    /// Records `completions` and then, when `claim` is given, claims up to
+    /// `claim.limit` jobs, all in one transaction. Returns what became of
+    /// each completion (in order) and the claimed jobs in claim order
+    /// (priority, then `not_before`, then id).
+    ///
+    /// Every claim bumps the job's epoch, counts an attempt and sets the
+    /// lease to expire `lease_ms` from now by the database's clock.
+    ///
+    /// # Errors
+    ///
+    /// A query fails; nothing is recorded or claimed then.
+    pub async fn settle(
+        &self,
+        completions: &[Completion],
+        claim: Option<&ClaimRequest>,
+    ) -> Result<(Vec<Settled>, Vec<JobRow>)> {
+        let succeeded = self.queue_sql(
+            "UPDATE jobs SET status = 'succeeded', result = $3, error = NULL, finished_at = {now}, lease_until = 0 \
+             WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status",
+        );
+        let failed = self.queue_sql(
+            "UPDATE jobs SET status = CASE WHEN attempts >= max_attempts THEN 'error' ELSE 'failed' END, \
+             result = $3, error = $4, not_before = {now} + $5, lease_until = 0, \
+             finished_at = CASE WHEN attempts >= max_attempts THEN {now} ELSE NULL END \
+             WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status",
+        );
+        let terminal = self.queue_sql(
+            "UPDATE jobs SET status = 'error', result = $3, error = $4, finished_at = {now}, lease_until = 0 \
+             WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status",
+        );
+        let deferred = self.queue_sql(
+            "UPDATE jobs SET status = CASE WHEN deferrals >= $5 THEN 'error' ELSE 'available' END, \
+             attempts = attempts - 1, deferrals = deferrals + 1, error = $3, not_before = {now} + $4, lease_until = 0, \
+             finished_at = CASE WHEN deferrals >= $5 THEN {now} ELSE NULL END \
+             WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status",
+        );
+        let released = self.queue_sql(
+            "UPDATE jobs SET status = 'available', attempts = attempts - 1, error = $3, not_before = {now}, lease_until = 0 \
+             WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status",
+        );
+        let claim_sql = self.queue_sql(&format!(
+            "UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_owner = $1, \
+             lease_epoch = lease_epoch + 1, lease_until = {{now}} + $2, started_at = {{now}} \
+             WHERE id IN (SELECT id FROM jobs WHERE queue = $3 AND status IN ('available', 'failed') \
+             AND not_before <= {{now}} ORDER BY priority, not_before, id LIMIT $4 {{skip_locked}}) \
+             RETURNING {JOB_COLUMNS}"
+        ));
+        in_transaction!(self, |tx| {
+            let mut settled = Vec::with_capacity(completions.len());
+            let mut stale = 0_i64;
+            for completion in completions {
+                let query = match &completion.outcome {
+                    JobOutcome::Succeeded { result } => {
+                        sqlx::query(sqlx::AssertSqlSafe(succeeded.clone()))
+                            .bind(completion.id)
+                            .bind(completion.epoch)
+                            .bind(result.as_str())
+                    }
+                    JobOutcome::Failed {
+                        error,
+                        result,
+                        retry_in_ms,
+                    } => sqlx::query(sqlx::AssertSqlSafe(failed.clone()))
+                        .bind(completion.id)
+                        .bind(completion.epoch)
+                        .bind(result.as_deref())
+                        .bind(error.as_str())
+                        .bind((*retry_in_ms).max(0)),
+                    JobOutcome::Terminal { error, result } => {
+                        sqlx::query(sqlx::AssertSqlSafe(terminal.clone()))
+                            .bind(completion.id)
+                            .bind(completion.epoch)
+                            .bind(result.as_deref())
+                            .bind(error.as_str())
+                    }
+                    JobOutcome::Deferred { error, retry_in_ms } => {
+                        sqlx::query(sqlx::AssertSqlSafe(deferred.clone()))
+                            .bind(completion.id)
+                            .bind(completion.epoch)
+                            .bind(error.as_str())
+                            .bind((*retry_in_ms).max(0))
+                            .bind(MAX_DEFERRALS)
+                    }
+                    JobOutcome::Released { reason } => {
+                        sqlx::query(sqlx::AssertSqlSafe(released.clone()))
+                            .bind(completion.id)
+                            .bind(completion.epoch)
+                            .bind(reason.as_str())
+                    }
+                };
+                let row = query
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(query_error("record a job's outcome"))?;
+                settled.push(match row {
+                    Some(row) => Settled::Accepted(
+                        row.try_get(0).map_err(query_error("read a job's status"))?,
+                    ),
+                    None => {
+                        stale += 1;
+                        Settled::Stale
+                    }
+                });
+            }
+            if stale > 0 {
+                add_counter(&mut tx, "stale_completions", stale).await?;
+            }
+            let mut claimed = Vec::new();
+            if let Some(claim) = claim.filter(|claim| claim.limit > 0) {
+                let rows = sqlx::query(sqlx::AssertSqlSafe(claim_sql))
+                    .bind(&claim.owner)
+                    .bind(claim.lease_ms)
+                    .bind(&claim.queue)
+                    .bind(claim.limit)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(query_error("claim jobs"))?;
+                claimed = rows
+                    .iter()
+                    .map(|row| Ok(job_row!(row)))
+                    .collect::<Result<Vec<_>, sqlx::Error>>()
+                    .map_err(query_error("read claimed jobs"))?;
+                claimed.sort_by_key(|job| (job.priority, job.not_before, job.id));
+            }
+            Ok::<_, Error>((settled, claimed))
+        })
+    }
+
+    /// Claims up to `claim.limit` jobs (see [`Store::settle`]).
+    ///
+    /// # Errors
+    ///
+    /// The write fails.
+    pub async fn claim(&self, claim: &ClaimRequest) -> Result<Vec<JobRow>> {
+        Ok(self.settle(&[], Some(claim)).await?.1)
+    }
+
+    /// Records one outcome (see [`Store::settle`]).
+    ///
+    /// # Errors
+    ///
+    /// The write fails.
+    pub async fn complete(&self, completion: Completion) -> Result<Settled> {
+        let (mut settled, _) = self.settle(&[completion], None).await?;
+        Ok(settled.pop().unwrap_or(Settled::Stale))
+    }
+
+    /// Extends by `lease_ms` the leases `owner` still holds among `held`
+    /// (`(job id, epoch)` pairs) and returns the ones it no longer holds:
+    /// their lease expired and the job was reaped or claimed again, so the
+    /// worker must stop them.
+    ///
+    /// # Errors
+    ///
+    /// The write fails.
+    pub async fn heartbeat(
+        &self,
+        owner: &str,
+        held: &[(i64, i64)],
+        lease_ms: i64,
+    ) -> Result<Vec<(i64, i64)>> {
+        let mut still = std::collections::HashSet::new();
+        for chunk in held.chunks(IDS_PER_STATEMENT) {
+            let ids = (0..chunk.len())
+                .map(|position| format!("${}", position + 3))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = self.queue_sql(&format!(
+                "UPDATE jobs SET lease_until = {{now}} + $1 \
+                 WHERE lease_owner = $2 AND status = 'running' AND id IN ({ids}) RETURNING id, lease_epoch"
+            ));
+            let rows = in_transaction!(self, |tx| {
+                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(lease_ms)
+                    .bind(owner);
+                for (id, _) in chunk {
+                    query = query.bind(*id);
+                }
+                query
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(query_error("renew job leases"))?
+                    .iter()
+                    .map(|row| Ok((row.try_get::<i64, _>(0)?, row.try_get::<i64, _>(1)?)))
+                    .collect::<Result<Vec<_>, sqlx::Error>>()
+                    .map_err(query_error("read renewed leases"))?
+            });
+            still.extend(rows);
+        }
+        Ok(held
+            .iter()
+            .filter(|pair| !still.contains(pair))
+            .copied()
+            .collect())
+    }
+
+    /// Requeues every running job whose lease expired (by the database's
+    /// clock): the expiry counts as an attempt, so a job whose attempts are
+    /// spent is dead, with the reason. Returns the ids reaped.
+    ///
+    /// # Errors
+    ///
+    /// The write fails.
+    pub async fn reap_expired(&self) -> Result<Vec<i64>> {
+        let sql = self.queue_sql(
+            "UPDATE jobs SET status = CASE WHEN attempts >= max_attempts THEN 'error' ELSE 'failed' END, \
+             error = 'the lease of ' || COALESCE(lease_owner, 'a worker') || ' expired on attempt ' \
+                 || CAST(attempts AS TEXT) || ' of ' || CAST(max_attempts AS TEXT), \
+             finished_at = CASE WHEN attempts >= max_attempts THEN {now} ELSE NULL END, \
+             not_before = {now}, lease_until = 0 \
+             WHERE status = 'running' AND lease_until < {now} RETURNING id",
+        );
+        in_transaction!(self, |tx| {
+            let ids = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(query_error("reap expired leases"))?
+                .iter()
+                .map(|row| row.try_get::<i64, _>(0))
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(query_error("read reaped jobs"))?;
+            if !ids.is_empty() {
+                add_counter(
+                    &mut tx,
+                    "lease_expiries",
+                    i64::try_from(ids.len()).unwrap_or(i64::MAX),
+                )
+                .await?;
+            }
+            Ok::<_, Error>(ids)
+        })
+    }
+}
+
+/// Adds `by` to the counter `name`, in the caller's transaction.
+async fn add_counter<'c, DB>(tx: &mut sqlx::Transaction<'c, DB>, name: &str, by: i64) -> Result<()>
+where
+    DB: sqlx::Database,
+    for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
+    for<'e> &'e mut <DB as sqlx::Database>::Connection: sqlx::Executor<'e, Database = DB>,
+{
+    sqlx::query::<DB>(
+        "INSERT INTO queue_counters (name, value) VALUES ($1, $2) \
+         ON CONFLICT (name) DO UPDATE SET value = queue_counters.value + excluded.value",
+    )
+    .bind(name)
+    .bind(by)
+    .execute(&mut **tx)
+    .await
+    .map_err(query_error("count"))?;
+    Ok(())
+}
