@@ -17,7 +17,6 @@ use baton_store::{Error as StoreError, Lease, Store, Transition, UnitRow};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use indexmap::IndexMap;
-use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
 use crate::create::{self, RunOptions, SourceDigest};
@@ -25,7 +24,7 @@ use crate::envelopes::EnvelopeWriter;
 use crate::schedule::{self, Next, State};
 use crate::stage::{self, Attempt, Finished, Limits, Report};
 use crate::work::{self, running::Composite};
-use crate::{Error, Result, clock, gate, owner, reconcile, workspace};
+use crate::{Error, Result, clock, gate, owner, reconcile};
 
 /// How `drive` behaves.
 #[derive(Debug, Clone)]
@@ -338,7 +337,7 @@ async fn drive_owned(
     // One copy of the plan, shared with every attempt.
     let plan = std::sync::Arc::new(plan);
     let shared_plan = std::sync::Arc::clone(&plan);
-    let envelopes = EnvelopeWriter::start();
+    let envelopes = EnvelopeWriter::start(&workspace_dir);
     let (report_sender, mut reports) = mpsc::unbounded_channel::<Report>();
     let mut running: HashMap<Slot, Running> = HashMap::new();
     let mut renew = tokio::time::interval(options.lease_ttl / 3);
@@ -458,14 +457,11 @@ async fn drive_owned(
                                 duration_ms: 0,
                                 error: None,
                             });
-                            write_envelope(
-                                &envelopes,
-                                &workspace_dir,
+                            envelopes.stage(
                                 stage,
                                 index,
                                 "skipped",
-                                Some(now),
-                                Some(now),
+                                (Some(now), Some(now)),
                                 Vec::new(),
                             );
                             continue;
@@ -566,7 +562,7 @@ async fn drive_owned(
             if started || !launches.is_empty() {
                 // Starts are recorded before any process exists.
                 store.apply(lease, &std::mem::take(&mut pending)).await?;
-                announce(&plan, &workspace_dir, &envelopes, &mut announced, progress);
+                announce(&plan, &envelopes, &mut announced, progress);
                 for index in composite_starts {
                     progress(Progress::Started {
                         stage: plan.stages[index].name().to_owned(),
@@ -678,7 +674,7 @@ async fn drive_owned(
                         error: None,
                     });
                     store.apply(lease, &std::mem::take(&mut pending)).await?;
-                    announce(&plan, &workspace_dir, &envelopes, &mut announced, progress);
+                    announce(&plan, &envelopes, &mut announced, progress);
                     progress(Progress::Note(format!(
                         "waiting at gate '{}' for a decision",
                         plan.stages[index].name()
@@ -753,7 +749,7 @@ async fn drive_owned(
         // so a result is never held back while other stages run.
         if !announced.is_empty() || !pending.is_empty() {
             store.apply(lease, &std::mem::take(&mut pending)).await?;
-            announce(&plan, &workspace_dir, &envelopes, &mut announced, progress);
+            announce(&plan, &envelopes, &mut announced, progress);
         }
 
         tokio::select! {
@@ -854,7 +850,7 @@ async fn drive_owned(
         error: outcome.error.clone(),
     });
     store.apply(lease, &pending).await?;
-    announce(&plan, &workspace_dir, &envelopes, &mut announced, progress);
+    announce(&plan, &envelopes, &mut announced, progress);
     Ok(outcome)
 }
 
@@ -872,7 +868,6 @@ enum Ended {
 /// it recorded.
 fn announce(
     plan: &Plan,
-    workspace_dir: &std::path::Path,
     envelopes: &EnvelopeWriter,
     announced: &mut Vec<Announced>,
     progress: &(dyn Fn(Progress) + Sync),
@@ -890,14 +885,11 @@ fn announce(
             Some((stage, label)) => (stage, label.as_str()),
             None => (&plan.stages[index], plan.stages[index].name()),
         };
-        write_envelope(
-            envelopes,
-            workspace_dir,
+        envelopes.stage(
             stage,
             index,
             status,
-            Some(started_at),
-            Some(now),
+            (Some(started_at), Some(now)),
             result.error.iter().cloned().collect(),
         );
         progress(Progress::Finished {
@@ -1034,45 +1026,4 @@ async fn stages_error(store: &Store, run_id: &str, index: usize) -> Option<Strin
         .into_iter()
         .find(|stage| usize::try_from(stage.index).ok() == Some(index))?
         .error
-}
-
-/// Writes the reference's result envelope; a failure to write it is not a
-/// stage failure (the store is the source of truth).
-fn write_envelope(
-    envelopes: &EnvelopeWriter,
-    workspace_dir: &std::path::Path,
-    stage: &PlanStage,
-    index: usize,
-    status: &str,
-    started: Option<i64>,
-    finished: Option<i64>,
-    errors: Vec<String>,
-) {
-    let envelope = workspace::Envelope {
-        name: stage.name(),
-        index,
-        status,
-        started_at: started,
-        finished_at: finished,
-        errors,
-        output_files: stage
-            .spec
-            .writes_to
-            .iter()
-            .map(|path| path.value.clone())
-            .collect(),
-        input_stages: stage
-            .spec
-            .reads_from
-            .iter()
-            .map(|name| name.value.clone())
-            .collect(),
-        data: json!({}),
-    };
-    let mut text = serde_json::to_string_pretty(&envelope.to_json()).expect("plain data");
-    text.push('\n');
-    envelopes.write(
-        workspace::envelope_path(workspace_dir, index, stage.name()),
-        text.into_bytes(),
-    );
 }

@@ -68,6 +68,9 @@
 //! `BATON_FAKE_ITEMS` items (default 1) at the fan-out's field, each an
 //! object with a unique value for the fan-out's key (`item-<i>`) and for
 //! `id`, `name`, `domain`, `verify_key`, `slug`, `batch` and `index`.
+//! A validator's prompt (with `## Findings format`) gets one PASS finding
+//! per listed file, as `findings pass` writes; a challenger's or a
+//! corrector's (`## Challenges format`, `## Corrections log`) gets `[]`.
 //!
 //! # Witness log
 //!
@@ -271,6 +274,18 @@ impl State {
                     return Err(format!("`{path}` is not an absolute path"));
                 }
                 write_file(Path::new(path), &format!("{content}\n"))?;
+            }
+            "write-listed" if self.prompt.contains("## Findings format") => {
+                // A validator following the contract: its findings are a JSON array.
+                validation::findings("pass", &listed_files(&self.prompt))?;
+            }
+            "write-listed"
+                if self.prompt.contains("## Challenges format")
+                    || self.prompt.contains("## Corrections log") =>
+            {
+                for path in listed_files(&self.prompt) {
+                    write_file(Path::new(&path), "[]\n")?;
+                }
             }
             "write-listed" => {
                 let checks = listed_checks(&self.prompt);
