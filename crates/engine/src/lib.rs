@@ -22,6 +22,7 @@ pub mod gate;
 pub mod loader;
 mod owner;
 pub mod prompt;
+pub mod queue;
 mod reconcile;
 pub mod schedule;
 mod stage;

@@ -1,0 +1,308 @@
+//! The worker loop: claim jobs in batches, run them, heartbeat their
+//! leases, report their outcomes fenced by epoch, stop gracefully.
+//!
+//! One coordinating loop owns every lease; jobs run as tasks that only
+//! report back. Outcomes that arrive together are recorded together with
+//! the next claim in one transaction ([`Store::settle`]), so a busy worker
+//! costs the store one commit per round, not two per job.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use baton_store::{ClaimRequest, Completion, JobOutcome, JobRow, Settled, Store};
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, MissedTickBehavior};
+
+use super::{DEFAULT_QUEUE, job};
+
+/// How a worker runs. [`WorkerOptions::new`] has the shipped defaults;
+/// tests shorten the lease, heartbeat and sweep.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// The queue to work.
+    pub queue: String,
+    /// Jobs run at once.
+    pub concurrency: usize,
+    /// Stop once nothing is claimable and nothing runs.
+    pub once: bool,
+    /// The lease taken per claim (shipped: 30 s).
+    pub lease: Duration,
+    /// Time between heartbeats (shipped: a third of the lease).
+    pub heartbeat: Duration,
+    /// Time between sweeps for expired leases (shipped: 5 s).
+    pub sweep: Duration,
+    /// Time between claims while the queue is empty.
+    pub poll: Duration,
+    /// On stop: how long running jobs may finish before they are killed
+    /// and released.
+    pub grace: Duration,
+    /// First retry delay; doubles per attempt, with jitter.
+    pub backoff_base: Duration,
+    /// Longest retry delay.
+    pub backoff_max: Duration,
+    /// A job's wall-clock bound unless its payload sets one.
+    pub job_timeout: Duration,
+    /// SIGTERM-to-SIGKILL grace for a job's process group.
+    pub kill_grace: Duration,
+    /// Bytes kept per job log file.
+    pub log_cap: u64,
+    /// Where job logs go: `<log_dir>/<job id>/<epoch>.stdout|stderr`.
+    pub log_dir: PathBuf,
+    /// Working directory of jobs whose payload names none.
+    pub cwd: PathBuf,
+    /// This worker's name in leases; unique per worker process.
+    pub owner: String,
+}
+
+impl WorkerOptions {
+    /// The shipped defaults for a worker named `owner` writing logs under
+    /// `log_dir` and running jobs in `cwd`.
+    pub fn new(owner: String, log_dir: PathBuf, cwd: PathBuf) -> Self {
+        let lease = Duration::from_secs(30);
+        WorkerOptions {
+            queue: DEFAULT_QUEUE.to_owned(),
+            concurrency: 4,
+            once: false,
+            lease,
+            heartbeat: lease / 3,
+            sweep: Duration::from_secs(5),
+            poll: Duration::from_millis(500),
+            grace: Duration::from_secs(10),
+            backoff_base: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(600),
+            job_timeout: Duration::from_secs(60 * 60),
+            kill_grace: Duration::from_secs(5),
+            log_cap: 16 * 1024 * 1024,
+            log_dir,
+            cwd,
+            owner,
+        }
+    }
+}
+
+/// What a worker did, for its exit summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerReport {
+    /// Jobs claimed.
+    pub claimed: u64,
+    /// Outcomes recorded as success.
+    pub succeeded: u64,
+    /// Outcomes recorded as a failure to retry.
+    pub failed: u64,
+    /// Outcomes that left the job dead.
+    pub dead: u64,
+    /// Outcomes that deferred or released the job.
+    pub requeued: u64,
+    /// Outcomes the store rejected: this worker had lost the lease.
+    pub stale: u64,
+    /// Jobs killed because a heartbeat found their lease lost.
+    pub lost: u64,
+    /// Expired leases of any worker this one requeued.
+    pub reaped: u64,
+}
+
+/// A job this worker runs.
+struct Running {
+    epoch: i64,
+    cancel: watch::Sender<bool>,
+}
+
+/// Works `options.queue` until `stop` holds `true` (then finishes or
+/// releases its jobs) or, with `options.once`, until nothing is left.
+///
+/// # Errors
+///
+/// Only on stop or `once` does the loop end normally. Store errors are
+/// retried (a database restart is survived); while the store is
+/// unreachable for longer than a lease the worker kills its jobs, because
+/// another worker may already have taken them over.
+pub async fn work(
+    store: &Store,
+    options: &WorkerOptions,
+    mut stop: watch::Receiver<bool>,
+) -> crate::Result<WorkerReport> {
+    let options = Arc::new(options.clone());
+    let mut report = WorkerReport::default();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Completion>();
+    let mut running: HashMap<i64, Running> = HashMap::new();
+    let releasing: Arc<Mutex<HashSet<i64>>> = Arc::default();
+    let mut pending: Vec<Completion> = Vec::new();
+    let mut stopping = *stop.borrow();
+    let mut grace_deadline: Option<Instant> = None;
+    let mut claim_after = Instant::now();
+    let mut idle = false;
+    let mut last_renewed = Instant::now();
+    let mut heartbeat = tokio::time::interval(options.heartbeat);
+    heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut sweep = tokio::time::interval(options.sweep);
+    sweep.set_missed_tick_behavior(MissedTickBehavior::Delay);
+
+    loop {
+        let free = if stopping {
+            0
+        } else {
+            options.concurrency.saturating_sub(running.len())
+        };
+        let want_claim = free > 0 && Instant::now() >= claim_after;
+        if !pending.is_empty() || want_claim {
+            let request = ClaimRequest {
+                queue: options.queue.clone(),
+                owner: options.owner.clone(),
+                limit: i64::try_from(free).unwrap_or(i64::MAX),
+                lease_ms: millis(options.lease),
+            };
+            match store.settle(&pending, want_claim.then_some(&request)).await {
+                Ok((settled, claimed)) => {
+                    tally(&mut report, &pending, &settled);
+                    pending.clear();
+                    // Only a claim that found nothing says the queue is
+                    // empty; outcomes recorded since may have requeued jobs.
+                    idle = want_claim && claimed.is_empty();
+                    if idle {
+                        claim_after = Instant::now() + options.poll;
+                    }
+                    for job in claimed {
+                        report.claimed += 1;
+                        let (cancel, cancelled) = watch::channel(false);
+                        running.insert(
+                            job.id,
+                            Running {
+                                epoch: job.lease_epoch,
+                                cancel,
+                            },
+                        );
+                        spawn_job(job, &options, cancelled, &releasing, &done_tx);
+                    }
+                }
+                Err(_) => {
+                    // Kept for the next round: a restarted database or a
+                    // dropped connection is worth waiting out.
+                    claim_after = Instant::now() + options.poll;
+                    tokio::time::sleep(options.poll).await;
+                }
+            }
+        }
+        if running.is_empty() && pending.is_empty() && (stopping || (options.once && idle)) {
+            return Ok(report);
+        }
+
+        let wake_for_claim = free > 0 && !stopping;
+        tokio::select! {
+            Some(completion) = done_rx.recv() => {
+                running.remove(&completion.id);
+                pending.push(completion);
+                while let Ok(more) = done_rx.try_recv() {
+                    running.remove(&more.id);
+                    pending.push(more);
+                }
+            }
+            _ = heartbeat.tick() => {
+                let held: Vec<(i64, i64)> =
+                    running.iter().map(|(id, job)| (*id, job.epoch)).collect();
+                match store.heartbeat(&options.owner, &held, millis(options.lease)).await {
+                    Ok(lost) => {
+                        last_renewed = Instant::now();
+                        for (id, _) in lost {
+                            if let Some(job) = running.get(&id) {
+                                report.lost += 1;
+                                let _ = job.cancel.send(true);
+                            }
+                        }
+                    }
+                    Err(_) if last_renewed.elapsed() > options.lease => {
+                        // Unrenewed past the lease: the jobs may run elsewhere
+                        // by now, so this copy stops.
+                        for job in running.values() {
+                            if !*job.cancel.borrow() {
+                                report.lost += 1;
+                                let _ = job.cancel.send(true);
+                            }
+                        }
+                    }
+                    Err(_) => {}
+                }
+            }
+            _ = sweep.tick() => {
+                if let Ok(reaped) = store.reap_expired().await {
+                    report.reaped += reaped.len() as u64;
+                    if !reaped.is_empty() {
+                        claim_after = Instant::now();
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(claim_after), if wake_for_claim => {}
+            changed = stop.changed(), if !stopping => {
+                if changed.is_err() || *stop.borrow() {
+                    stopping = true;
+                    grace_deadline = Some(Instant::now() + options.grace);
+                }
+            }
+            _ = sleep_until_option(grace_deadline), if stopping && !running.is_empty() => {
+                grace_deadline = None;
+                let mut releasing = releasing.lock().unwrap_or_else(|p| p.into_inner());
+                for (id, job) in &running {
+                    releasing.insert(*id);
+                    let _ = job.cancel.send(true);
+                }
+            }
+        }
+    }
+}
+
+fn spawn_job(
+    job: JobRow,
+    options: &Arc<WorkerOptions>,
+    cancelled: watch::Receiver<bool>,
+    releasing: &Arc<Mutex<HashSet<i64>>>,
+    done: &mpsc::UnboundedSender<Completion>,
+) {
+    let options = Arc::clone(options);
+    let releasing = Arc::clone(releasing);
+    let done = done.clone();
+    tokio::spawn(async move {
+        let id = job.id;
+        let is_released = || {
+            releasing
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&id)
+        };
+        let outcome = job::run(&job, &options, cancelled, is_released).await;
+        let _ = done.send(Completion {
+            id,
+            epoch: job.lease_epoch,
+            outcome,
+        });
+    });
+}
+
+/// Adds recorded outcomes to the report.
+fn tally(report: &mut WorkerReport, sent: &[Completion], settled: &[Settled]) {
+    for (completion, settled) in sent.iter().zip(settled) {
+        match settled {
+            Settled::Stale => report.stale += 1,
+            Settled::Accepted(status) if status == baton_store::queue::status::ERROR => {
+                report.dead += 1
+            }
+            Settled::Accepted(_) => match completion.outcome {
+                JobOutcome::Succeeded { .. } => report.succeeded += 1,
+                JobOutcome::Failed { .. } => report.failed += 1,
+                JobOutcome::Terminal { .. } => report.dead += 1,
+                JobOutcome::Deferred { .. } | JobOutcome::Released { .. } => report.requeued += 1,
+            },
+        }
+    }
+}
+
+async fn sleep_until_option(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
