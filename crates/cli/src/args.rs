@@ -4,6 +4,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::exit_code;
 
+pub(crate) mod queue;
+
 /// baton runs multi-step AI-agent work on software projects: workflows of
 /// stages compiled to a DAG and carried out by deterministic code.
 #[derive(Debug, Parser)]
@@ -92,6 +94,20 @@ pub(crate) enum Command {
         after_help = "Examples:\n  baton gate list                          # every gate waiting or decided\n  baton gate show RUN review               # the gate's outputs, items numbered\n  baton gate drop RUN review 3             # remove item 3 of its list\n  baton gate edit RUN review 2 priority=high\n  baton gate add RUN review \"Also check the migration\"\n  baton gate approve RUN review --comment \"looks right\"\n  baton resume RUN                         # continue after the approval\n  baton gate reject RUN review --comment \"wrong scope\"   # the run ends rejected\n\nExit codes: 0 done, 1 no such run, 2 usage error or the gate cannot be acted on (not a gate, not run yet, no such item), 3 someone decided or changed the gate first, 4 store unavailable."
     )]
     Gate(GateCommand),
+
+    /// Work queue jobs: claim, run, heartbeat, report; stop gracefully on SIGTERM.
+    ///
+    /// Any number of workers, on any hosts, may work one store (PostgreSQL
+    /// for several machines). A job whose worker dies or pauses past its
+    /// lease is taken over; a late answer from the first worker is rejected.
+    #[command(
+        after_help = "Examples:\n  baton worker                          # the default queue, 4 jobs at once, until SIGTERM\n  baton worker --concurrency 16 --queue deploy\n  baton worker --once                   # drain what is claimable, then exit\n\nJob logs go to .baton/jobs/<id>/<epoch>.stdout|stderr.\n\nExit codes: 0 stopped or drained, 4 store unavailable."
+    )]
+    Worker(queue::WorkerArgs),
+
+    /// The job queue: list, show, enqueue, retry, requeue dead jobs, purge.
+    #[command(subcommand)]
+    Queue(queue::QueueCommand),
 
     /// List the workflows and fragments under a directory.
     #[command(

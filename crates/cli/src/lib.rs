@@ -50,6 +50,8 @@ pub fn main() -> ExitCode {
         Command::Gate(command) => commands::gate::run(&command),
         Command::Status(args) => commands::status::status(&args),
         Command::Logs(args) => commands::status::logs(&args),
+        Command::Worker(args) => commands::queue::worker(&args),
+        Command::Queue(command) => commands::queue::run(&command),
     };
     ExitCode::from(code)
 }

@@ -7,6 +7,7 @@ pub(crate) mod graph;
 pub(crate) mod lint;
 pub(crate) mod list;
 pub(crate) mod parse;
+pub(crate) mod queue;
 pub(crate) mod run;
 pub(crate) mod status;
 

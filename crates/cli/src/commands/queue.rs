@@ -1,0 +1,333 @@
+//! `baton worker` and `baton queue …`: thin adapters over
+//! `baton_engine::queue` and the store's queue queries.
+
+use std::time::Duration;
+
+use baton_engine::queue::{self, ScriptJob, WorkerOptions, WorkerReport};
+use baton_store::{JobFilter, JobRow, Store};
+use serde_json::{Value, json};
+
+use super::run::{block_on, chain, open_store};
+use crate::args::Format;
+use crate::args::queue::{
+    EnqueueArgs, JobRef, PurgeArgs, QueueCommand, QueueListArgs, RequeueArgs, WorkerArgs,
+};
+use crate::{exit_code, output};
+
+/// Test and tuning overrides of the worker's timings, in milliseconds.
+/// Suites run with a 2 s lease and 0.5 s heartbeats; the shipped lease is
+/// 30 s.
+const LEASE_MS: &str = "BATON_WORKER_LEASE_MS";
+const HEARTBEAT_MS: &str = "BATON_WORKER_HEARTBEAT_MS";
+const SWEEP_MS: &str = "BATON_WORKER_SWEEP_MS";
+const POLL_MS: &str = "BATON_WORKER_POLL_MS";
+const GRACE_MS: &str = "BATON_WORKER_GRACE_MS";
+const BACKOFF_MS: &str = "BATON_WORKER_BACKOFF_MS";
+
+fn env_ms(name: &str) -> Option<Duration> {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .map(Duration::from_millis)
+}
+
+/// Runs `baton worker`.
+pub(crate) fn worker(args: &WorkerArgs) -> u8 {
+    let cwd = super::current_dir();
+    let owner = format!(
+        "{}:{}:{:08x}",
+        hostname(),
+        std::process::id(),
+        baton_engine::clock::entropy() as u32
+    );
+    let mut options = WorkerOptions::new(owner, cwd.join(".baton").join("jobs"), cwd);
+    options.queue = args.queue.clone();
+    options.concurrency = usize::try_from(args.concurrency).unwrap_or(1);
+    options.once = args.once;
+    if let Some(lease) = env_ms(LEASE_MS) {
+        options.lease = lease;
+        options.heartbeat = lease / 3;
+    }
+    options.heartbeat = env_ms(HEARTBEAT_MS).unwrap_or(options.heartbeat);
+    options.sweep = env_ms(SWEEP_MS).unwrap_or(options.sweep);
+    options.poll = env_ms(POLL_MS).unwrap_or(options.poll);
+    options.grace = env_ms(GRACE_MS).unwrap_or(options.grace);
+    options.backoff_base = env_ms(BACKOFF_MS).unwrap_or(options.backoff_base);
+    let format = args.format.format();
+    block_on(async move {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        // SIGTERM and Ctrl-C both ask for a graceful stop.
+        tokio::spawn(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let Ok(mut term) = signal(SignalKind::terminate()) else {
+                return;
+            };
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            let _ = stop_tx.send(true);
+        });
+        match queue::work(&store, &options, stop_rx).await {
+            Ok(report) => {
+                print_report(&report, &options.owner, format);
+                exit_code::SUCCESS
+            }
+            Err(error) => {
+                output::stderr_line(&format!("error: {}", chain(&error)));
+                exit_code::STORE_UNAVAILABLE
+            }
+        }
+    })
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+fn print_report(report: &WorkerReport, owner: &str, format: Format) {
+    let value = json!({
+        "worker": owner,
+        "claimed": report.claimed,
+        "succeeded": report.succeeded,
+        "failed": report.failed,
+        "dead": report.dead,
+        "requeued": report.requeued,
+        "stale": report.stale,
+        "lost": report.lost,
+        "reaped": report.reaped,
+    });
+    match format {
+        Format::Json => output::stdout(&output::json(&value)),
+        Format::Yaml => output::stdout(&output::yaml(&value)),
+        Format::Table => output::stderr_line(&format!(
+            "worker {owner}: {} claimed, {} succeeded, {} failed, {} dead, {} requeued, {} stale outcomes rejected, {} leases lost, {} expired leases reaped",
+            report.claimed,
+            report.succeeded,
+            report.failed,
+            report.dead,
+            report.requeued,
+            report.stale,
+            report.lost,
+            report.reaped
+        )),
+    }
+}
+
+/// Runs a `baton queue` subcommand.
+pub(crate) fn run(command: &QueueCommand) -> u8 {
+    block_on(async {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        let outcome = match command {
+            QueueCommand::List(args) => list(&store, args).await,
+            QueueCommand::Show(args) => show(&store, args).await,
+            QueueCommand::Enqueue(args) => enqueue(&store, args).await,
+            QueueCommand::Retry(args) => retry(&store, args).await,
+            QueueCommand::RequeueErrors(args) => requeue(&store, args).await,
+            QueueCommand::Purge(args) => purge(&store, args).await,
+        };
+        outcome.unwrap_or_else(|error| {
+            output::stderr_line(&format!("error: {}", chain(&error)));
+            match error {
+                baton_engine::Error::Store(baton_store::Error::NoSuchJob(_)) => {
+                    output::stderr_line("hint: `baton queue list` shows the jobs");
+                    exit_code::INVALID_WORKFLOW
+                }
+                _ => exit_code::STORE_UNAVAILABLE,
+            }
+        })
+    })
+}
+
+fn utc(ms: Option<i64>) -> Option<String> {
+    ms.filter(|ms| *ms > 0).map(baton_engine::workspace::utc)
+}
+
+fn job_json(job: &JobRow) -> Value {
+    let parse = |text: &Option<String>| {
+        text.as_ref()
+            .map(|text| serde_json::from_str::<Value>(text).unwrap_or(Value::String(text.clone())))
+    };
+    json!({
+        "id": job.id,
+        "queue": job.queue,
+        "kind": job.kind,
+        "status": job.status,
+        "priority": job.priority,
+        "attempts": job.attempts,
+        "max_attempts": job.max_attempts,
+        "deferrals": job.deferrals,
+        "not_before": utc(Some(job.not_before)),
+        "lease_owner": job.lease_owner,
+        "lease_epoch": job.lease_epoch,
+        "lease_until": utc(Some(job.lease_until)),
+        "idempotency_key": job.idempotency_key,
+        "created_at": utc(Some(job.created_at)),
+        "started_at": utc(job.started_at),
+        "finished_at": utc(job.finished_at),
+        "payload": parse(&Some(job.payload.clone())),
+        "result": parse(&job.result),
+        "error": job.error,
+    })
+}
+
+fn print(value: &Value, format: Format, table: impl FnOnce() -> String) {
+    match format {
+        Format::Json => output::stdout(&output::json(value)),
+        Format::Yaml => output::stdout(&output::yaml(value)),
+        Format::Table => output::stdout(&table()),
+    }
+}
+
+async fn list(store: &Store, args: &QueueListArgs) -> Result<u8, baton_engine::Error> {
+    let jobs = store
+        .jobs(&JobFilter {
+            status: args.status.clone(),
+            queue: args.queue.clone(),
+            limit: None,
+        })
+        .await?;
+    let value = Value::Array(jobs.iter().map(job_json).collect());
+    print(&value, args.format.format(), || {
+        if jobs.is_empty() {
+            output::stderr_line("No job matches.");
+        }
+        let rows: Vec<Vec<String>> = jobs
+            .iter()
+            .map(|job| {
+                vec![
+                    job.id.to_string(),
+                    job.queue.clone(),
+                    job.kind.clone(),
+                    job.status.clone(),
+                    format!("{}/{}", job.attempts, job.max_attempts),
+                    job.priority.to_string(),
+                    job.error
+                        .as_deref()
+                        .map(|e| e.lines().next().unwrap_or("").chars().take(60).collect())
+                        .unwrap_or_default(),
+                ]
+            })
+            .collect();
+        output::table(
+            &[
+                "id", "queue", "kind", "status", "attempts", "priority", "error",
+            ],
+            &rows,
+        )
+    });
+    Ok(exit_code::SUCCESS)
+}
+
+async fn show(store: &Store, args: &JobRef) -> Result<u8, baton_engine::Error> {
+    let job = store.job(args.id).await?;
+    let value = job_json(&job);
+    print(&value, args.format.format(), || output::yaml(&value));
+    Ok(exit_code::SUCCESS)
+}
+
+async fn enqueue(store: &Store, args: &EnqueueArgs) -> Result<u8, baton_engine::Error> {
+    let mut job = ScriptJob::shell(args.script.clone());
+    job.queue = args.queue.clone();
+    job.priority = args.priority;
+    job.max_attempts = args.max_attempts;
+    job.idempotency_key = args.key.clone();
+    let entry = queue::enqueue_script(store, &[job]).await?[0];
+    let value = json!({ "id": entry.id, "created": entry.created });
+    print(&value, args.format.format(), || {
+        if entry.created {
+            format!("enqueued job {}\n", entry.id)
+        } else {
+            format!("job {} exists with that key; nothing enqueued\n", entry.id)
+        }
+    });
+    Ok(exit_code::SUCCESS)
+}
+
+async fn retry(store: &Store, args: &JobRef) -> Result<u8, baton_engine::Error> {
+    let changed = store.retry_job(args.id).await?;
+    let value = json!({ "id": args.id, "requeued": changed });
+    print(&value, args.format.format(), || {
+        if changed {
+            format!("job {} is back in the queue\n", args.id)
+        } else {
+            format!(
+                "job {} is neither dead nor failed; nothing changed\n",
+                args.id
+            )
+        }
+    });
+    Ok(if changed {
+        exit_code::SUCCESS
+    } else {
+        exit_code::REFUSED
+    })
+}
+
+async fn requeue(store: &Store, args: &RequeueArgs) -> Result<u8, baton_engine::Error> {
+    let count = store.requeue_errors(args.queue.as_deref()).await?;
+    let value = json!({ "requeued": count });
+    print(&value, args.format.format(), || {
+        format!("{count} dead job(s) back in the queue\n")
+    });
+    Ok(exit_code::SUCCESS)
+}
+
+async fn purge(store: &Store, args: &PurgeArgs) -> Result<u8, baton_engine::Error> {
+    let Some(age) = parse_age(&args.older_than) else {
+        output::stderr_line(&format!(
+            "error: invalid --older-than '{}': expected a number with s, m, h or d\nhint: for example --older-than 7d",
+            args.older_than
+        ));
+        return Ok(exit_code::USAGE);
+    };
+    let count = store
+        .purge_jobs(i64::try_from(age.as_millis()).unwrap_or(i64::MAX))
+        .await?;
+    let value = json!({ "purged": count });
+    print(&value, args.format.format(), || {
+        format!("{count} finished job(s) deleted\n")
+    });
+    Ok(exit_code::SUCCESS)
+}
+
+/// `90s`, `15m`, `12h`, `7d`.
+fn parse_age(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let unit = text.chars().last()?;
+    let number: u64 = text[..text.len() - unit.len_utf8()].parse().ok()?;
+    let seconds = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        _ => return None,
+    };
+    Some(Duration::from_secs(number.checked_mul(seconds)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_parse() {
+        assert_eq!(parse_age("7d"), Some(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_age("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_age("12h"), Some(Duration::from_secs(12 * 3600)));
+        assert_eq!(parse_age("7"), None);
+        assert_eq!(parse_age("d"), None);
+        assert_eq!(parse_age("-1d"), None);
+    }
+}
