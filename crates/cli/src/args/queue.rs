@@ -91,6 +91,9 @@ pub(crate) struct EnqueueArgs {
     /// An idempotency key: enqueueing it again returns the existing job.
     #[arg(long, value_name = "KEY")]
     pub(crate) key: Option<String>,
+    /// Enqueue this many copies in one transaction (keys get `-1`, `-2`, … appended).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub(crate) count: u32,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

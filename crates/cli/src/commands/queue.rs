@@ -238,12 +238,35 @@ async fn show(store: &Store, args: &JobRef) -> Result<u8, baton_engine::Error> {
 }
 
 async fn enqueue(store: &Store, args: &EnqueueArgs) -> Result<u8, baton_engine::Error> {
-    let mut job = ScriptJob::shell(args.script.clone());
-    job.queue = args.queue.clone();
-    job.priority = args.priority;
-    job.max_attempts = args.max_attempts;
-    job.idempotency_key = args.key.clone();
-    let entry = queue::enqueue_script(store, &[job]).await?[0];
+    let jobs: Vec<ScriptJob> = (1..=args.count)
+        .map(|n| {
+            let mut job = ScriptJob::shell(args.script.clone());
+            job.queue = args.queue.clone();
+            job.priority = args.priority;
+            job.max_attempts = args.max_attempts;
+            job.idempotency_key = args.key.as_ref().map(|key| {
+                if args.count == 1 {
+                    key.clone()
+                } else {
+                    format!("{key}-{n}")
+                }
+            });
+            job
+        })
+        .collect();
+    let entries = queue::enqueue_script(store, &jobs).await?;
+    if args.count > 1 {
+        let created = entries.iter().filter(|entry| entry.created).count();
+        let value = json!({
+            "ids": entries.iter().map(|entry| entry.id).collect::<Vec<_>>(),
+            "created": created,
+        });
+        print(&value, args.format.format(), || {
+            format!("enqueued {created} job(s) of {}\n", entries.len())
+        });
+        return Ok(exit_code::SUCCESS);
+    }
+    let entry = entries[0];
     let value = json!({ "id": entry.id, "created": entry.created });
     print(&value, args.format.format(), || {
         if entry.created {

@@ -14,6 +14,7 @@ mod hostile;
 mod logs;
 mod progress;
 mod project;
+mod queue;
 mod run;
 mod store_lock;
 mod validation;

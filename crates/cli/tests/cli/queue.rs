@@ -1,0 +1,295 @@
+//! The queue suite (S3): thousands of shell jobs worked by several
+//! `baton worker` processes while a nemesis `kill -9`s workers (and
+//! restarts them) and SIGSTOPs one for longer than the lease.
+//!
+//! Each job appends `job-id epoch worker-pid` to a file of its own. After
+//! the run: every job succeeded exactly once in the store, none is lost,
+//! every job's side effect happened, the recorded outcome is the current
+//! epoch's, and every extra execution was by a worker the nemesis killed or
+//! stopped. Rejected stale completions are counted and reported.
+//!
+//! SQLite always (2 000 jobs, 4 workers); PostgreSQL when
+//! `BATON_TEST_DATABASE_URL` is set (5 000 jobs, 8 workers; required under
+//! `CI=true`). `BATON_QUEUE_JOBS` overrides the job count (scripts/soak).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Test timings (reliability.md, "Test timing").
+const TIMINGS: [(&str, &str); 6] = [
+    ("BATON_WORKER_LEASE_MS", "2000"),
+    ("BATON_WORKER_HEARTBEAT_MS", "500"),
+    ("BATON_WORKER_SWEEP_MS", "1000"),
+    ("BATON_WORKER_POLL_MS", "100"),
+    ("BATON_WORKER_GRACE_MS", "1000"),
+    ("BATON_WORKER_BACKOFF_MS", "100"),
+];
+
+struct Suite {
+    dir: PathBuf,
+    database_url: Option<String>,
+    queue: String,
+}
+
+impl Suite {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_baton"));
+        command.args(args).current_dir(&self.dir);
+        command.env_remove("BATON_DATABASE_URL");
+        if let Some(url) = &self.database_url {
+            command.env("BATON_DATABASE_URL", url);
+        }
+        for (name, value) in TIMINGS {
+            command.env(name, value);
+        }
+        command
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let output = self.command(args).output().expect("run baton");
+        assert!(
+            output.status.success(),
+            "baton {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).expect("JSON output")
+    }
+
+    fn start_worker(&self) -> Child {
+        self.command(&[
+            "worker",
+            "--queue",
+            &self.queue,
+            "--concurrency",
+            "4",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start a worker")
+    }
+
+    fn succeeded(&self) -> usize {
+        let jobs = self.json(&[
+            "queue",
+            "list",
+            "--queue",
+            &self.queue,
+            "--status",
+            "succeeded",
+            "--json",
+        ]);
+        jobs.as_array().map_or(0, Vec::len)
+    }
+}
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+fn signal(pid: u32, name: &str) {
+    let _ = Command::new("kill").args([name, &pid.to_string()]).status();
+}
+
+fn queue_suite(
+    database_url: Option<String>,
+    backend: &str,
+    jobs: usize,
+    workers: usize,
+    seed: u64,
+) {
+    let jobs = std::env::var("BATON_QUEUE_JOBS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(jobs);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let suite = Suite {
+        dir: dir.path().to_owned(),
+        database_url,
+        queue: format!("s3-{backend}-{}-{seed:x}", std::process::id()),
+    };
+    let script = format!(
+        "echo \"$BATON_JOB_ID $BATON_JOB_EPOCH $BATON_WORKER_PID\" >> {}/\"$BATON_JOB_ID\"; sleep 0.0$((RANDOM % 5))",
+        out.display()
+    );
+    let enqueued = suite.json(&[
+        "queue",
+        "enqueue",
+        "--queue",
+        &suite.queue,
+        "--script",
+        &script,
+        "--max-attempts",
+        "50",
+        "--count",
+        &jobs.to_string(),
+        "--json",
+    ]);
+    assert_eq!(enqueued["created"].as_u64(), Some(jobs as u64));
+
+    let started = Instant::now();
+    let mut pool: Vec<Child> = (0..workers).map(|_| suite.start_worker()).collect();
+    let mut rng = Rng(seed);
+    let mut killed: HashSet<u32> = HashSet::new();
+    let mut stopped: HashSet<u32> = HashSet::new();
+    let mut finished_reports = Vec::new();
+    let mut next_fault = Instant::now() + Duration::from_millis(800);
+    let mut last_check = Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{backend}: the queue did not drain in 120 s ({} of {jobs} succeeded)",
+            suite.succeeded()
+        );
+        if Instant::now() >= next_fault {
+            // The paused worker is spared afterwards: its report carries
+            // the rejected late outcomes.
+            let victim = loop {
+                let candidate = rng.below(pool.len() as u64) as usize;
+                if !stopped.contains(&pool[candidate].id()) {
+                    break candidate;
+                }
+            };
+            let pid = pool[victim].id();
+            if stopped.is_empty() && rng.below(3) == 0 {
+                // Paused past the lease: its jobs are taken over, and its
+                // late outcomes must be rejected once it resumes.
+                signal(pid, "-STOP");
+                // Lease 2 s + sweep 1 s + a heartbeat: surely reaped and taken over.
+                std::thread::sleep(Duration::from_millis(4500));
+                signal(pid, "-CONT");
+                stopped.insert(pid);
+            } else {
+                signal(pid, "-KILL");
+                let _ = pool[victim].wait();
+                killed.insert(pid);
+                pool[victim] = suite.start_worker();
+            }
+            next_fault = Instant::now() + Duration::from_millis(500 + rng.below(1000));
+        }
+        if last_check.elapsed() > Duration::from_millis(700) {
+            last_check = Instant::now();
+            if suite.succeeded() == jobs {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let elapsed = started.elapsed();
+    for child in &pool {
+        signal(child.id(), "-TERM");
+    }
+    for child in pool {
+        let output = child.wait_with_output().expect("worker exits");
+        assert!(output.status.success(), "a worker failed at SIGTERM");
+        finished_reports.push(serde_json::from_slice::<Value>(&output.stdout).expect("report"));
+    }
+    let stale: u64 = finished_reports
+        .iter()
+        .map(|report| report["stale"].as_u64().unwrap_or(0))
+        .sum();
+
+    // The store: each job once, succeeded, its recorded outcome the
+    // current claim's.
+    let all = suite.json(&["queue", "list", "--queue", &suite.queue, "--json"]);
+    let all = all.as_array().expect("a list");
+    assert_eq!(all.len(), jobs, "lost or unexpected jobs");
+    let mut seen = HashSet::new();
+    let mut duplicates = 0;
+    let mut unexplained = Vec::new();
+    for job in all {
+        let id = job["id"].as_i64().unwrap();
+        assert!(seen.insert(id), "job {id} listed twice");
+        assert_eq!(job["status"], "succeeded", "job {id}");
+        let epoch = job["lease_epoch"].as_i64().unwrap();
+        assert_eq!(
+            job["result"]["epoch"].as_i64(),
+            Some(epoch),
+            "job {id}: an outcome from a stale epoch was recorded"
+        );
+        let lines = read_lines(&out.join(id.to_string()));
+        assert!(
+            !lines.is_empty(),
+            "job {id}: its side effect never happened"
+        );
+        let epochs: Vec<i64> = lines.iter().map(|(e, _)| *e).collect();
+        assert!(
+            epochs.contains(&epoch),
+            "job {id}: the recorded epoch {epoch} never ran"
+        );
+        let unique: HashSet<i64> = epochs.iter().copied().collect();
+        assert_eq!(unique.len(), epochs.len(), "job {id}: one claim ran twice");
+        for (line_epoch, pid) in &lines {
+            if *line_epoch != epoch {
+                duplicates += 1;
+                if !killed.contains(pid) && !stopped.contains(pid) {
+                    unexplained.push((id, *line_epoch, *pid));
+                }
+            }
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "{backend}: duplicate executions by workers the nemesis never touched: {unexplained:?}"
+    );
+    eprintln!(
+        "{backend}: {jobs} jobs, {workers} workers, {:.1} s ({:.0} jobs/s under faults); {} kills, {} stops; {stale} stale completions rejected; {duplicates} duplicate executions, all by killed or stopped workers",
+        elapsed.as_secs_f64(),
+        jobs as f64 / elapsed.as_secs_f64(),
+        killed.len(),
+        stopped.len()
+    );
+    assert!(!killed.is_empty(), "the nemesis killed no worker");
+    if !stopped.is_empty() {
+        assert!(
+            stale > 0,
+            "{backend}: the paused worker's late outcomes were never rejected: the fence did not run"
+        );
+    }
+}
+
+fn read_lines(path: &Path) -> Vec<(i64, u32)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let _id = words.next()?;
+            Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn queue_survives_kills_and_pauses_on_sqlite() {
+    queue_suite(None, "sqlite", 2000, 4, 0x5eed_0301);
+}
+
+#[test]
+fn queue_survives_kills_and_pauses_on_postgres() {
+    match std::env::var("BATON_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => queue_suite(Some(url), "postgres", 5000, 8, 0x5eed_0302),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI must run the queue suite on PostgreSQL: BATON_TEST_DATABASE_URL is unset"
+            );
+            eprintln!("BATON_TEST_DATABASE_URL unset: skipping the PostgreSQL queue suite");
+        }
+    }
+}
