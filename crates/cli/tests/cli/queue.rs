@@ -37,6 +37,10 @@ struct Suite {
 
 impl Suite {
     fn command(&self, args: &[&str]) -> Command {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the suite runs, kills and pauses worker processes"
+        )]
         let mut command = Command::new(env!("CARGO_BIN_EXE_baton"));
         command.args(args).current_dir(&self.dir);
         command.env_remove("BATON_DATABASE_URL");
@@ -101,6 +105,7 @@ impl Rng {
 }
 
 fn signal(pid: u32, name: &str) {
+    #[expect(clippy::disallowed_methods, reason = "the nemesis signals workers")]
     let _ = Command::new("kill").args([name, &pid.to_string()]).status();
 }
 
