@@ -252,6 +252,11 @@ pub(crate) struct RunArgs {
     /// from another shell) instead of stopping.
     #[arg(long)]
     pub(crate) wait_gates: bool,
+    /// Leave the run's queue jobs (`executor: worker_queue` stages and
+    /// `fan_out.mode: worker_queue` items) to `baton worker` processes
+    /// instead of working them in this process too.
+    #[arg(long)]
+    pub(crate) no_local_worker: bool,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }
@@ -268,6 +273,11 @@ pub(crate) struct ResumeArgs {
     /// from another shell) instead of stopping.
     #[arg(long)]
     pub(crate) wait_gates: bool,
+    /// Leave the run's queue jobs (`executor: worker_queue` stages and
+    /// `fan_out.mode: worker_queue` items) to `baton worker` processes
+    /// instead of working them in this process too.
+    #[arg(long)]
+    pub(crate) no_local_worker: bool,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

@@ -44,6 +44,10 @@ pub struct DriveOptions {
     /// At a human gate, keep the run (and its lease) and wait for a
     /// decision instead of stopping `awaiting_human`.
     pub wait_gates: bool,
+    /// A worker for the run's queue jobs, started in this process when the
+    /// workflow has `worker_queue` stages or fan-outs; `None` leaves them to
+    /// `baton worker` processes.
+    pub local_worker: Option<crate::queue::WorkerOptions>,
 }
 
 impl Default for DriveOptions {
@@ -56,6 +60,7 @@ impl Default for DriveOptions {
             limits: Limits::default(),
             agents: None,
             wait_gates: false,
+            local_worker: None,
         }
     }
 }
@@ -338,6 +343,7 @@ async fn drive_owned(
     let plan = std::sync::Arc::new(plan);
     let shared_plan = std::sync::Arc::clone(&plan);
     let envelopes = EnvelopeWriter::start(&workspace_dir);
+    let local_worker = LocalWorker::start(store, options.local_worker.as_ref(), &plan);
     let (report_sender, mut reports) = mpsc::unbounded_channel::<Report>();
     let mut running: HashMap<Slot, Running> = HashMap::new();
     let mut renew = tokio::time::interval(options.lease_ttl / 3);
@@ -631,6 +637,7 @@ async fn drive_owned(
                         unit: unit.clone(),
                         env,
                         defer_checks,
+                        store: store.clone(),
                     };
                     progress(Progress::Started {
                         stage: label
@@ -851,7 +858,47 @@ async fn drive_owned(
     });
     store.apply(lease, &pending).await?;
     announce(&plan, &envelopes, &mut announced, progress);
+    if let Some(worker) = local_worker {
+        worker.finish().await;
+    }
     Ok(outcome)
+}
+
+/// The queue worker a drive runs for its own `worker_queue` jobs.
+struct LocalWorker {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl LocalWorker {
+    /// Starts one if the plan enqueues jobs and the caller wants it.
+    fn start(
+        store: &Store,
+        options: Option<&crate::queue::WorkerOptions>,
+        plan: &Plan,
+    ) -> Option<LocalWorker> {
+        let queued = plan.stages.iter().any(|stage| {
+            stage.spec.executor == baton_workflow::schema::Executor::WorkerQueue
+                || stage.spec.fan_out.as_ref().is_some_and(|fan_out| {
+                    fan_out.mode == baton_workflow::schema::FanOutMode::WorkerQueue
+                })
+        });
+        let options = options.filter(|_| queued)?.clone();
+        let store = store.clone();
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            // A worker error ends the local worker only; the run's jobs then
+            // wait for another worker, and the drive goes on.
+            let _ = crate::queue::work(&store, &options, stopped).await;
+        });
+        Some(LocalWorker { stop, task })
+    }
+
+    /// Stops it: running jobs finish (or are released after the grace).
+    async fn finish(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
 }
 
 /// How the loop ended.

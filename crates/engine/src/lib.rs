@@ -23,6 +23,7 @@ pub mod loader;
 mod owner;
 pub mod prompt;
 pub mod queue;
+mod queued;
 mod reconcile;
 pub mod schedule;
 mod stage;

@@ -75,6 +75,8 @@ pub(crate) struct Attempt {
     /// The `validates_output` checks are left to the stage's program (which
     /// gives failures a correction round), not judged here.
     pub(crate) defer_checks: bool,
+    /// The store, for stages run as queue jobs (`executor: worker_queue`).
+    pub(crate) store: baton_store::Store,
 }
 
 /// What an attempt reports to the coordinator.
@@ -112,6 +114,11 @@ pub(crate) async fn run(
     cancel: watch::Receiver<bool>,
     reports: mpsc::UnboundedSender<Report>,
 ) {
+    if stage.spec.executor == Executor::WorkerQueue {
+        let finished = crate::queued::run(&stage, &attempt, cancel).await;
+        let _ = reports.send(Report::Finished(finished));
+        return;
+    }
     let finished = match command(&stage, &attempt) {
         Err(error) => Finished {
             index: attempt.index,
@@ -233,14 +240,14 @@ fn process_error(outcome: &Outcome, success_codes: &[i32]) -> Option<String> {
     }
 }
 
-fn last_lines(text: &str, count: usize) -> String {
+pub(crate) fn last_lines(text: &str, count: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(count)..].join(" | ")
 }
 
 /// The declared outputs exist, were written during this attempt, and pass
 /// their checks (unless `defer_checks`); returns their hashes.
-fn verify(
+pub(crate) fn verify(
     stage: &PlanStage,
     workspace: &Path,
     before: &Snapshot,
@@ -424,7 +431,7 @@ impl RepositoryGuard {
 
 /// What identifies one version of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Fingerprint {
+pub(crate) struct Fingerprint {
     inode: u64,
     size: u64,
     modified_ns: i128,
@@ -447,9 +454,9 @@ impl Fingerprint {
 
 /// Fingerprints of every declared output file (and every file under a
 /// declared output directory) that exists.
-type Snapshot = std::collections::HashMap<PathBuf, Fingerprint>;
+pub(crate) type Snapshot = std::collections::HashMap<PathBuf, Fingerprint>;
 
-fn snapshot(stage: &PlanStage, workspace: &Path) -> Snapshot {
+pub(crate) fn snapshot(stage: &PlanStage, workspace: &Path) -> Snapshot {
     let mut snapshot = Snapshot::new();
     for declared in &stage.spec.writes_to {
         let path = workspace.join(output_path(&declared.value));
@@ -539,6 +546,16 @@ fn command(stage: &PlanStage, attempt: &Attempt) -> Result<(ProcessSpec, Vec<i32
 }
 
 fn shell_command(mut base: ProcessSpec, script: &str, attempt: &Attempt) -> ProcessSpec {
+    let script = substitute_script(script, attempt);
+    let (program, args) = baton_executor::shell::command_for_script(&script);
+    base.program = program;
+    base.args = args;
+    base
+}
+
+/// The script with `{workspace}` and every parameter (and fan-out item
+/// value) substituted, shell-quoted.
+pub(crate) fn substitute_script(script: &str, attempt: &Attempt) -> String {
     let workspace_text = attempt.workspace.to_string_lossy().into_owned();
     let lookup = |name: &str| {
         if name == "workspace" {
@@ -547,11 +564,7 @@ fn shell_command(mut base: ProcessSpec, script: &str, attempt: &Attempt) -> Proc
             attempt.params.get(name).map(String::as_str)
         }
     };
-    let script = baton_executor::shell::substitute(script, lookup);
-    let (program, args) = baton_executor::shell::command_for_script(&script);
-    base.program = program;
-    base.args = args;
-    base
+    baton_executor::shell::substitute(script, lookup)
 }
 
 /// An agent stage (or an inline stage without a script): the role's profile
@@ -633,7 +646,7 @@ fn agent_command(
 }
 
 /// `run/stage/item/attempt`, stable across retries of the same attempt.
-fn idempotency_key(attempt: &Attempt) -> String {
+pub(crate) fn idempotency_key(attempt: &Attempt) -> String {
     format!(
         "{}/{}/{}/{}",
         attempt.run_id,
@@ -645,7 +658,7 @@ fn idempotency_key(attempt: &Attempt) -> String {
 
 /// Variables every stage process sees (besides the idempotency key, set as
 /// the executor's marker).
-fn environment(stage: &PlanStage, attempt: &Attempt) -> Vec<(String, String)> {
+pub(crate) fn environment(stage: &PlanStage, attempt: &Attempt) -> Vec<(String, String)> {
     let mut env = vec![
         (RUN_MARKER.to_owned(), attempt.run_id.clone()),
         ("BATON_STAGE".to_owned(), stage.name().to_owned()),

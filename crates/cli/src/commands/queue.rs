@@ -31,8 +31,10 @@ fn env_ms(name: &str) -> Option<Duration> {
         .map(Duration::from_millis)
 }
 
-/// Runs `baton worker`.
-pub(crate) fn worker(args: &WorkerArgs) -> u8 {
+/// A worker's options: shipped defaults, then the timing overrides from
+/// the environment. Used by `baton worker` and by the local worker of
+/// `baton run`.
+pub(crate) fn worker_options(queue: &str, concurrency: usize, once: bool) -> WorkerOptions {
     let cwd = super::current_dir();
     let owner = format!(
         "{}:{}:{:08x}",
@@ -41,9 +43,9 @@ pub(crate) fn worker(args: &WorkerArgs) -> u8 {
         baton_engine::clock::entropy() as u32
     );
     let mut options = WorkerOptions::new(owner, cwd.join(".baton").join("jobs"), cwd);
-    options.queue = args.queue.clone();
-    options.concurrency = usize::try_from(args.concurrency).unwrap_or(1);
-    options.once = args.once;
+    options.queue = queue.to_owned();
+    options.concurrency = concurrency.max(1);
+    options.once = once;
     if let Some(lease) = env_ms(LEASE_MS) {
         options.lease = lease;
         options.heartbeat = lease / 3;
@@ -53,6 +55,16 @@ pub(crate) fn worker(args: &WorkerArgs) -> u8 {
     options.poll = env_ms(POLL_MS).unwrap_or(options.poll);
     options.grace = env_ms(GRACE_MS).unwrap_or(options.grace);
     options.backoff_base = env_ms(BACKOFF_MS).unwrap_or(options.backoff_base);
+    options
+}
+
+/// Runs `baton worker`.
+pub(crate) fn worker(args: &WorkerArgs) -> u8 {
+    let options = worker_options(
+        &args.queue,
+        usize::try_from(args.concurrency).unwrap_or(1),
+        args.once,
+    );
     let format = args.format.format();
     block_on(async move {
         let store = match open_store().await {

@@ -74,7 +74,17 @@ fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
 }
 
 /// Drive options with the project's agent profiles, or the usage exit code.
-fn drive_options(accept_changes: bool, wait_gates: bool) -> Result<DriveOptions, u8> {
+/// Jobs the local worker runs at once (the run's own jobs are bounded by
+/// its `--max-parallel` anyway).
+const LOCAL_WORKER_CONCURRENCY: usize = 8;
+/// How often the local worker looks for jobs while the queue is empty.
+const LOCAL_WORKER_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+fn drive_options(
+    accept_changes: bool,
+    wait_gates: bool,
+    local_worker: bool,
+) -> Result<DriveOptions, u8> {
     let agents = settings::agent_config(&super::current_dir()).map_err(|error| {
         output::stderr_line(&format!("error: {error}"));
         exit_code::USAGE
@@ -83,6 +93,16 @@ fn drive_options(accept_changes: bool, wait_gates: bool) -> Result<DriveOptions,
         accept_changes,
         wait_gates,
         agents: Some(std::sync::Arc::new(agents)),
+        local_worker: local_worker.then(|| {
+            let mut options = super::queue::worker_options(
+                baton_engine::queue::DEFAULT_QUEUE,
+                LOCAL_WORKER_CONCURRENCY,
+                false,
+            );
+            // The run waits on these jobs: look for them often.
+            options.poll = options.poll.min(LOCAL_WORKER_POLL);
+            options
+        }),
         ..DriveOptions::default()
     })
 }
@@ -177,7 +197,7 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
         max_parallel: args.max_parallel,
         project_dir: super::current_dir(),
     };
-    let drive = match drive_options(false, args.wait_gates) {
+    let drive = match drive_options(false, args.wait_gates, !args.no_local_worker) {
         Ok(drive) => drive,
         Err(code) => return code,
     };
@@ -205,7 +225,7 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
 /// `baton resume`.
 pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     let format = args.format.format();
-    let options = match drive_options(args.accept_changes, args.wait_gates) {
+    let options = match drive_options(args.accept_changes, args.wait_gates, !args.no_local_worker) {
         Ok(options) => options,
         Err(code) => return code,
     };
@@ -224,7 +244,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
 /// `baton rerun`: resets the stage and its dependants, then drives the run.
 pub(crate) fn rerun(args: &RerunArgs) -> u8 {
     let format = args.format.format();
-    let options = match drive_options(false, false) {
+    let options = match drive_options(false, false, true) {
         Ok(options) => options,
         Err(code) => return code,
     };

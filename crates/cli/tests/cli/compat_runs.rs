@@ -12,20 +12,6 @@ use serde_json::Value;
 
 use crate::baton;
 
-/// Workflows whose path to the first gate needs the job queue, which this
-/// engine does not run yet: they must fail with that message, never pass
-/// silently.
-const NEEDS_QUEUE: &[(&str, &str)] = &[
-    (
-        "workflows/demo/worker-queue-fanout.yaml",
-        "fan_out.mode: worker_queue is not supported yet",
-    ),
-    (
-        "workflows/demo/worker-queue-stage.yaml",
-        "worker_queue stages are not run",
-    ),
-];
-
 /// The corpus workflows with run-time fan-outs (agent children), with the
 /// fan-out stages of each.
 const FAN_OUTS: &[(&str, &[&str])] = &[
@@ -119,16 +105,6 @@ fn every_compat_workflow_runs_to_its_end_or_first_gate_with_the_stand_in_agent()
         let run = baton(scratch.path(), &args);
         let outcome: Value = serde_json::from_str(&run.stdout)
             .unwrap_or_else(|error| panic!("{file}: {error}\n{}", run.stderr));
-        if let Some((_, message)) = NEEDS_QUEUE.iter().find(|(name, _)| name == file) {
-            assert_eq!(run.code, 2, "{file}: {}", run.stderr);
-            assert!(
-                outcome["error"]
-                    .as_str()
-                    .is_some_and(|error| error.contains(message)),
-                "{file}: {outcome}"
-            );
-            continue;
-        }
         assert_eq!(run.code, 0, "{file}: {outcome}\n{}", run.stderr);
         let status = outcome["status"].as_str().expect("status");
         assert!(
@@ -161,7 +137,46 @@ fn every_compat_workflow_runs_to_its_end_or_first_gate_with_the_stand_in_agent()
         }
         reached.push(file.clone());
     }
-    assert_eq!(reached.len(), 30 - NEEDS_QUEUE.len());
+    assert_eq!(reached.len(), 30);
+}
+
+/// Runs `file` in `dir`, approving every human gate through `baton gate
+/// approve` and resuming, until the run succeeds; returns the run id and
+/// the number of gates approved.
+fn run_through_gates(dir: &Path, file: &str, items: usize) -> (String, usize) {
+    let run = baton(dir, &["run", file, "--json"]);
+    let mut outcome: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("{file}: {error}\n{}", run.stderr));
+    let id = outcome["run_id"].as_str().expect("id").to_owned();
+    let mut gates = 0;
+    while outcome["status"] == "awaiting_human" {
+        gates += 1;
+        assert!(gates <= 5, "{file}: more gates than expected");
+        let gate = outcome["gate"].as_str().expect("the gate stage").to_owned();
+        let approve = baton(dir, &["gate", "approve", &id, &gate]);
+        assert_eq!(approve.code, 0, "{file}: {}", approve.stderr);
+        let resume = baton(dir, &["resume", &id, "--json"]);
+        outcome = serde_json::from_str(&resume.stdout)
+            .unwrap_or_else(|error| panic!("{file}: {error}\n{}", resume.stderr));
+    }
+    assert_eq!(
+        outcome["status"], "success",
+        "{file} ({items} items): {outcome}"
+    );
+    (id, gates)
+}
+
+/// Writes a `baton.toml` in `dir` whose every role runs the stand-in agent,
+/// generating `items` items for every fan-out source.
+fn fake_agents(dir: &Path, items: usize) {
+    std::fs::write(
+        dir.join("baton.toml"),
+        format!(
+            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\nenv = {{ BATON_FAKE_ITEMS = \"{items}\" }}\n",
+            fake_agent().display()
+        ),
+    )
+    .expect("write baton.toml");
 }
 
 /// Runs the corpus's fan-out workflows `files` with the stand-in agent
@@ -172,39 +187,14 @@ fn fan_out_workflows_run_to_the_end(items: usize, files: &[&str]) {
     let Some(corpus) = compat_dir() else { return };
     let scratch = tempfile::tempdir().expect("temp dir");
     copy_tree(&corpus.join("workflows"), &scratch.path().join("workflows"));
-    std::fs::write(
-        scratch.path().join("baton.toml"),
-        format!(
-            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\nenv = {{ BATON_FAKE_ITEMS = \"{items}\" }}\n",
-            fake_agent().display()
-        ),
-    )
-    .expect("write baton.toml");
+    fake_agents(scratch.path(), items);
     for file in files {
         let fan_outs = FAN_OUTS
             .iter()
             .find(|(name, _)| name == file)
             .map(|(_, stages)| *stages)
             .unwrap_or_else(|| panic!("{file} is not in FAN_OUTS"));
-        let run = baton(scratch.path(), &["run", file, "--json"]);
-        let mut outcome: Value = serde_json::from_str(&run.stdout)
-            .unwrap_or_else(|error| panic!("{file}: {error}\n{}", run.stderr));
-        let id = outcome["run_id"].as_str().expect("id").to_owned();
-        let mut gates = 0;
-        while outcome["status"] == "awaiting_human" {
-            gates += 1;
-            assert!(gates <= 5, "{file}: more gates than expected");
-            let gate = outcome["gate"].as_str().expect("the gate stage").to_owned();
-            let approve = baton(scratch.path(), &["gate", "approve", &id, &gate]);
-            assert_eq!(approve.code, 0, "{file}: {}", approve.stderr);
-            let resume = baton(scratch.path(), &["resume", &id, "--json"]);
-            outcome = serde_json::from_str(&resume.stdout)
-                .unwrap_or_else(|error| panic!("{file}: {error}\n{}", resume.stderr));
-        }
-        assert_eq!(
-            outcome["status"], "success",
-            "{file} ({items} items): {outcome}"
-        );
+        let (id, gates) = run_through_gates(scratch.path(), file, items);
         assert!(gates >= 1, "{file}: its human gate was approved");
         let detail: Value =
             serde_json::from_str(&baton(scratch.path(), &["status", &id, "--json"]).stdout)
@@ -258,4 +248,39 @@ fn compat_fan_outs_over_1_and_5_stand_in_items_run_to_the_end_through_their_gate
 #[test]
 fn a_compat_fan_out_over_1000_stand_in_items_runs_to_the_end() {
     fan_out_workflows_run_to_the_end(1000, &["workflows/tests/categorize-test-cases.yaml"]);
+}
+
+/// The corpus's queue workflows run to the end with real shell jobs, worked
+/// by the run's local worker: one job for the `worker_queue` stage, one per
+/// item for the queue fan-out, each run exactly once.
+#[test]
+fn compat_queue_workflows_run_to_the_end_with_real_shell_jobs() {
+    let Some(corpus) = compat_dir() else { return };
+    for (file, items, jobs) in [
+        ("workflows/demo/worker-queue-stage.yaml", 1, 1),
+        ("workflows/demo/worker-queue-fanout.yaml", 5, 5),
+    ] {
+        let scratch = tempfile::tempdir().expect("temp dir");
+        copy_tree(&corpus.join("workflows"), &scratch.path().join("workflows"));
+        fake_agents(scratch.path(), items);
+        let (id, _) = run_through_gates(scratch.path(), file, items);
+        let listed: Value =
+            serde_json::from_str(&baton(scratch.path(), &["queue", "list", "--json"]).stdout)
+                .expect("queue JSON");
+        let listed = listed.as_array().expect("jobs");
+        assert_eq!(listed.len(), jobs, "{file}: {listed:?}");
+        for job in listed {
+            assert_eq!(job["status"], "succeeded", "{file}: {job}");
+            assert_eq!(job["attempts"], 1, "{file}: {job}");
+        }
+        let detail: Value =
+            serde_json::from_str(&baton(scratch.path(), &["status", &id, "--json"]).stdout)
+                .expect("status JSON");
+        for stage in detail["stages"].as_array().expect("stages") {
+            assert!(
+                ["success", "skipped"].contains(&stage["status"].as_str().unwrap_or_default()),
+                "{file}: {stage}"
+            );
+        }
+    }
 }

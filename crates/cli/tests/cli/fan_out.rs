@@ -437,19 +437,81 @@ fn intervals(workspace: &Path, count: usize) -> Vec<(u128, u128)> {
 }
 
 #[test]
-fn worker_queue_mode_is_refused_as_not_supported_yet() {
+fn worker_queue_mode_runs_one_queue_job_per_item_and_not_the_stage_script() {
     let project = Project::new();
-    let (code, status, _) = run(
+    let (code, status, workspace) = run(
         &project,
-        &json!({"items": ["a"]}),
-        "  - name: fan\n    kind: execute\n    description: d\n    executor: inline\n    depends_on: [src]\n    script: 'true'\n    fan_out: {source: src, field: items, key: id, mode: worker_queue, script: 'true'}\n",
+        &json!({"items": ["a", "b c", "$(touch pwned)"]}),
+        &format!(
+            "  - name: fan\n    kind: execute\n    description: d\n    executor: inline\n    depends_on: [src]\n    script: 'touch \"$BATON_PROJECT_DIR/stage-script-ran\"'\n    writes_to: ['fan-{{id}}.txt']\n    fan_out: {{source: src, field: items, key: id, mode: worker_queue, script: 'printf %s {{id}} > \"outputs/fan-$BATON_ITEM_NAME.txt\"'}}\n{AFTER}"
+        ),
     );
-    assert_ne!(code, 0, "{status}");
-    let error = error_of(&status, "fan");
-    assert!(
-        error.contains("worker_queue") && error.contains("not supported yet"),
-        "{error}"
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(stage(&status, "fan")["status"], "success", "{status}");
+    assert_eq!(read(&workspace, "outputs/fan-a.txt"), "a");
+    assert_eq!(read(&workspace, "outputs/fan-b_c.txt"), "b c");
+    // The key reached the script quoted: printed, not run.
+    assert_eq!(
+        read(&workspace, "outputs/fan-__touch_pwned_.txt"),
+        "$(touch pwned)"
     );
+    assert!(!workspace.join("pwned").exists() && !project.path().join("pwned").exists());
+    assert!(!project.path().join("stage-script-ran").exists());
+    assert_eq!(read(&workspace, "outputs/after.txt").trim(), "3");
+    // One job per item, run through the queue by the run's local worker.
+    let jobs = project.json(&["queue", "list", "--json"]);
+    let jobs = jobs.as_array().expect("jobs");
+    assert_eq!(jobs.len(), 3, "{jobs:?}");
+    for job in jobs {
+        assert_eq!(job["kind"], "workflow_stage", "{job}");
+        assert_eq!(job["status"], "succeeded", "{job}");
+    }
+    // A rerun of the finished run enqueues nothing more.
+    let again = project.baton(&["resume", status["run_id"].as_str().expect("id")]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let jobs = project.json(&["queue", "list", "--json"]);
+    assert_eq!(jobs.as_array().expect("jobs").len(), 3);
+}
+
+#[test]
+fn without_the_local_worker_a_separate_worker_runs_the_jobs() {
+    let project = Project::new();
+    project.write("items.json", &json!({"items": ["x", "y"]}).to_string());
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{SOURCE}  - name: fan\n    kind: execute\n    description: d\n    executor: worker_queue\n    agent: {{role: inline}}\n    depends_on: [src]\n    script: 'printf done > outputs/queued.txt'\n    writes_to: [queued.txt]\n"
+        ),
+    );
+    let mut driver = project
+        .command(&["run", "wf.yaml", "--no-local-worker", "--json"])
+        .spawn()
+        .expect("baton run starts");
+    // The run waits for its job; nothing else works the queue until a
+    // worker starts.
+    crate::project::wait_for(
+        "the job to be enqueued",
+        std::time::Duration::from_secs(30),
+        || {
+            project
+                .json(&["queue", "list", "--json"])
+                .as_array()
+                .is_some_and(|jobs| !jobs.is_empty())
+        },
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let jobs = project.json(&["queue", "list", "--json"]);
+    assert_eq!(jobs[0]["status"], "available", "{jobs}");
+    let worker = project.baton(&["worker", "--once"]);
+    assert_eq!(worker.code, 0, "{}", worker.stderr);
+    let code =
+        crate::project::wait_bounded(&mut driver, "baton run", std::time::Duration::from_secs(60));
+    assert_eq!(code, 0);
+    let ids = project.run_ids();
+    let status = project.json(&["status", &ids[0], "--json"]);
+    assert_eq!(stage(&status, "fan")["status"], "success", "{status}");
+    let workspace = PathBuf::from(status["workspace"].as_str().expect("workspace"));
+    assert_eq!(read(&workspace, "outputs/queued.txt"), "done");
 }
 
 /// `baton ARGS` in `dir` against the SQLite store there or `database_url`.

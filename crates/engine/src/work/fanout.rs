@@ -24,18 +24,6 @@ pub(crate) const MAX_ITEMS: usize = 100_000;
 
 /// Reads the items and plans one unit per item; an empty list is done at once.
 pub(crate) fn plan(context: &Context<'_>) -> Step {
-    let mode = context
-        .stage
-        .spec
-        .fan_out
-        .as_ref()
-        .map(|fan_out| fan_out.mode);
-    if mode == Some(baton_workflow::schema::FanOutMode::WorkerQueue) {
-        return Step::Fail {
-            error: "fan_out.mode: worker_queue is not supported yet by this version of baton; use mode: agent (the default) to run the children here".to_owned(),
-            record: Vec::new(),
-        };
-    }
     match items(context) {
         Err(error) => Step::Fail {
             error,
@@ -265,6 +253,17 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
         }
     };
     let mut stage: PlanStage = parent.clone();
+    if let Some(fan_out) = parent
+        .spec
+        .fan_out
+        .as_ref()
+        .filter(|fan_out| fan_out.mode == baton_workflow::schema::FanOutMode::WorkerQueue)
+    {
+        // One queue job per item runs `fan_out.script`; the stage-level
+        // script is not enqueued as well.
+        stage.spec.executor = baton_workflow::schema::Executor::WorkerQueue;
+        stage.spec.script.clone_from(&fan_out.script);
+    }
     stage.spec.name.value = super::unit_stage_name(parent.name(), unit);
     stage.spec.fan_out = None;
     stage.spec.validation = None;

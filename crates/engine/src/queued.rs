@@ -1,0 +1,172 @@
+//! A stage (or fan-out child) run as a queue job: `executor: worker_queue`
+//! and `fan_out.mode: worker_queue`.
+//!
+//! The attempt enqueues one job under the idempotency key
+//! `run/stage/item/attempt` and waits for it to be final; whichever worker
+//! claims it — `baton run`'s own local worker or `baton worker` on any host
+//! — runs the script in the run's workspace. The result is then verified
+//! like any stage's: exit status, declared outputs written during the
+//! attempt, output checks.
+//!
+//! A driver that crashed left its job in the queue. The next attempt adopts
+//! that job instead of enqueuing another (it looks up the keys of earlier
+//! attempts), unless the job ended dead: then it is a failure to retry, and a
+//! new job is enqueued. So a resume never runs a stage's job twice because
+//! of the crash alone.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use baton_store::JobRow;
+use baton_store::queue::status;
+use baton_workflow::plan::PlanStage;
+use tokio::sync::watch;
+
+use crate::queue::{self, ScriptJob, ScriptPayload, kind};
+use crate::reconcile::RUN_MARKER;
+use crate::stage::{self, Attempt, Finished};
+
+/// How often the attempt looks at its job.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Runs the attempt as a queue job.
+pub(crate) async fn run(
+    stage: &PlanStage,
+    attempt: &Attempt,
+    mut cancel: watch::Receiver<bool>,
+) -> Finished {
+    let mut finished = Finished {
+        index: attempt.index,
+        unit: attempt.unit.clone(),
+        attempt: attempt.attempt,
+        success: false,
+        exit_code: None,
+        error: None,
+        artifacts: Vec::new(),
+        cancelled: false,
+    };
+    let Some(script) = stage.spec.script.as_ref() else {
+        finished.error = Some(
+            "an executor: worker_queue stage needs a `script` to enqueue (fan_out.mode: worker_queue takes fan_out.script)".to_owned(),
+        );
+        return finished;
+    };
+    let before = stage::snapshot(stage, &attempt.workspace);
+    let id = match job_for(stage, attempt, &script.value).await {
+        Ok(id) => id,
+        Err(error) => {
+            finished.error = Some(format!("cannot enqueue the stage's job: {error}"));
+            return finished;
+        }
+    };
+    let ids = [id];
+    let job = tokio::select! {
+        job = queue::wait_for(&attempt.store, &ids, POLL) => job,
+        _ = cancel.wait_for(|cancelled| *cancelled) => {
+            // The job stays in the queue; a resume adopts it.
+            finished.cancelled = true;
+            finished.error = Some(format!("cancelled while job {id} was queued or running"));
+            return finished;
+        }
+    };
+    let job = match job {
+        Ok(mut jobs) if !jobs.is_empty() => jobs.remove(0),
+        Ok(_) => {
+            finished.error = Some(format!("job {id} is gone from the queue"));
+            return finished;
+        }
+        Err(error) => {
+            finished.error = Some(format!("cannot follow job {id}: {error}"));
+            return finished;
+        }
+    };
+    copy_logs(stage, attempt, &job);
+    finished.exit_code = result_field(&job, "exit_code").and_then(|value| value.as_i64());
+    if job.status != status::SUCCEEDED {
+        finished.error = Some(format!(
+            "job {id} failed after {} attempt(s): {}",
+            job.attempts,
+            job.error.as_deref().unwrap_or("no reason recorded")
+        ));
+        return finished;
+    }
+    match stage::verify(stage, &attempt.workspace, &before, attempt.defer_checks) {
+        Ok(artifacts) => {
+            finished.success = true;
+            finished.artifacts = artifacts;
+        }
+        Err(error) => finished.error = Some(error),
+    }
+    finished
+}
+
+/// The id of the attempt's job: an earlier attempt's that is still live or
+/// succeeded (adopted after a crash), else a new one.
+async fn job_for(stage: &PlanStage, attempt: &Attempt, script: &str) -> crate::Result<i64> {
+    let store = &attempt.store;
+    for earlier in (1..attempt.attempt).rev() {
+        let key = key_for(attempt, earlier);
+        if let Some(job) = store.job_by_key(&key).await? {
+            if job.status != status::ERROR {
+                return Ok(job.id);
+            }
+            break;
+        }
+    }
+    // The run marker is left out: a resume kills what carries it, and a
+    // job belongs to the worker that runs it, not to this driver.
+    let env: BTreeMap<String, String> = stage::environment(stage, attempt)
+        .into_iter()
+        .filter(|(name, _)| name != RUN_MARKER)
+        .chain([(
+            "BATON_IDEMPOTENCY_KEY".to_owned(),
+            key_for(attempt, attempt.attempt),
+        )])
+        .collect();
+    let job = ScriptJob {
+        kind: kind::WORKFLOW_STAGE,
+        payload: ScriptPayload {
+            script: stage::substitute_script(script, attempt),
+            cwd: Some(attempt.workspace.to_string_lossy().into_owned()),
+            env,
+            timeout_secs: Some(attempt.limits.wall.as_secs().max(1)),
+            run_id: Some(attempt.run_id.clone()),
+            stage: Some(attempt.plan.stages[attempt.index].name().to_owned()),
+            item: attempt.unit.clone(),
+        },
+        idempotency_key: Some(key_for(attempt, attempt.attempt)),
+        ..ScriptJob::shell(String::new())
+    };
+    let enqueued = queue::enqueue_script(store, &[job]).await?;
+    Ok(enqueued.first().map_or(0, |job| job.id))
+}
+
+/// The idempotency key of attempt `number` of this stage or unit.
+fn key_for(attempt: &Attempt, number: i64) -> String {
+    let mut numbered = attempt.clone();
+    numbered.attempt = number;
+    stage::idempotency_key(&numbered)
+}
+
+fn result_field(job: &JobRow, field: &str) -> Option<serde_json::Value> {
+    let result: serde_json::Value = serde_json::from_str(job.result.as_deref()?).ok()?;
+    result.get(field).cloned()
+}
+
+/// Copies the job's output tails into the attempt's log files, so
+/// `baton logs` shows what the job printed.
+fn copy_logs(stage: &PlanStage, attempt: &Attempt, job: &JobRow) {
+    let directory = attempt.workspace.join("logs").join(stage.file_stem());
+    if std::fs::create_dir_all(&directory).is_err() {
+        return;
+    }
+    for (field, extension) in [("stdout_tail", "stdout"), ("stderr_tail", "stderr")] {
+        let text = result_field(job, field)
+            .and_then(|value| value.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let _ = std::fs::write(
+            directory.join(format!("{}.{extension}", attempt.attempt)),
+            text,
+        );
+    }
+}
