@@ -23,6 +23,7 @@ mod migrate;
 mod model;
 pub mod queue;
 mod units;
+mod usage;
 
 pub use backend::Store;
 pub use gates::{ArtifactEdit, GateDecided, GateDecisionRow, NewGateDecision};
@@ -34,6 +35,7 @@ pub use queue::{
     ClaimRequest, Completion, Enqueued, JobFilter, JobOutcome, JobRow, NewJob, QueueCounters,
     Settled,
 };
+pub use usage::UsageRow;
 
 /// Store errors.
 #[derive(Debug, thiserror::Error)]

@@ -14,11 +14,13 @@ const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0001_runs.sql"),
     include_str!("../migrations/sqlite/0002_units_gates_findings.sql"),
     include_str!("../migrations/sqlite/0003_jobs.sql"),
+    include_str!("../migrations/sqlite/0004_usage.sql"),
 ];
 const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0001_runs.sql"),
     include_str!("../migrations/postgres/0002_units_gates_findings.sql"),
     include_str!("../migrations/postgres/0003_jobs.sql"),
+    include_str!("../migrations/postgres/0004_usage.sql"),
 ];
 
 /// An arbitrary constant naming baton's advisory lock.

@@ -307,6 +307,9 @@ pub enum Transition {
         /// Recorded outputs: (path, sha256, bytes).
         artifacts: Vec<(String, String, i64)>,
     },
+    /// What an agent attempt consumed (replacing any row recorded for the
+    /// same stage, unit and attempt).
+    UsageRecorded(crate::UsageRow),
     /// Something worth logging.
     Event {
         /// Time (ms).

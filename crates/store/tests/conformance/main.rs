@@ -73,6 +73,7 @@ conformance! {
         attempt_finished_success_records_artifacts,
         attempt_finished_failed,
         attempt_finished_replaces_artifacts,
+        usage_recorded_per_attempt_and_unit,
         artifacts_recorded_replaces_one_stage_s_artifacts,
         attempt_interrupted,
         stage_reset,

@@ -754,3 +754,48 @@ pub(crate) async fn events_are_ordered(fresh: Fresh) {
     );
     assert_eq!(event_kinds(&store, "other").await, ["run_created"]);
 }
+
+pub(crate) async fn usage_recorded_per_attempt_and_unit(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    let usage = |unit: &str, attempt: i64, cost: Option<i64>| {
+        Transition::UsageRecorded(baton_store::UsageRow {
+            index: 1,
+            unit: unit.to_owned(),
+            attempt,
+            input_tokens: Some(1200),
+            output_tokens: Some(80),
+            cache_read_tokens: Some(4000),
+            cache_write_tokens: None,
+            cost_microusd: cost,
+            turns: Some(2),
+            session_id: Some("s-1".to_owned()),
+            model: None,
+        })
+    };
+    store
+        .apply(
+            &lease,
+            &[
+                usage("", 1, Some(12_300)),
+                usage("item:a", 1, None),
+                // The same attempt again replaces its row.
+                usage("", 1, Some(12_345)),
+                usage("", 2, Some(1)),
+            ],
+        )
+        .await
+        .unwrap();
+    let rows = store.usage("r1").await.unwrap();
+    let keys: Vec<(&str, i64, Option<i64>)> = rows
+        .iter()
+        .map(|row| (row.unit.as_str(), row.attempt, row.cost_microusd))
+        .collect();
+    assert_eq!(
+        keys,
+        [("", 1, Some(12_345)), ("", 2, Some(1)), ("item:a", 1, None)]
+    );
+    assert_eq!(rows[0].input_tokens, Some(1200));
+    assert_eq!(rows[0].cache_write_tokens, None);
+    assert_eq!(rows[0].session_id.as_deref(), Some("s-1"));
+    assert!(store.usage("nope").await.unwrap().is_empty());
+}
