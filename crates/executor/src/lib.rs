@@ -22,12 +22,18 @@
 //!   `baton.toml`), renders a profile and a request into an argv, and checks
 //!   whether a CLI is installed.
 //!
+//! * [`endpoint`] is the one exception to "a process per stage": it talks
+//!   to an OpenAI-compatible chat endpoint over HTTP (`kind = "openai-chat"`
+//!   profiles) and writes the declared files from its structured answer.
+//! * [`profile::parse_usage`] reads tokens, cost and the session id from
+//!   an agent's output by its profile's rules.
+//!
 //! What it does not do: decide what to run or when (the engine does), read
-//! settings (the CLI does), parse agent output (a later module), or persist
-//! anything. Git and worktrees will live here too, because they spawn `git`.
+//! settings (the CLI does), or persist anything. Git and worktrees will live here too, because they spawn `git`.
 
 #![forbid(unsafe_code)]
 
+pub mod endpoint;
 mod error;
 pub mod git;
 pub mod group;

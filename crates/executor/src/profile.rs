@@ -31,8 +31,10 @@
 //! [`check()`] answers `baton agents check` (installed? version? credentials
 //! missing?).
 //!
-//! Only the data of `local-llm` exists so far: baton has no HTTP client
-//! yet, so [`command_line`] refuses profiles that are not CLIs.
+//! [`command_line`] refuses profiles that are not CLIs: an `openai-chat`
+//! profile is driven over HTTP by [`crate::endpoint`], and `agents check`
+//! asks its server for `/models`. [`parse_usage`] reads tokens and cost
+//! from an attempt's output by the profile's `[output]` rules.
 
 mod check;
 mod config;

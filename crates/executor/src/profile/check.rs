@@ -63,9 +63,12 @@ pub fn check_with(
     };
     let program = match (profile.kind, &profile.program) {
         (Kind::Cli, Some(program)) => program,
-        _ => {
-            result.detail =
-                Some("not a command-line profile; endpoint checks are not implemented".to_owned());
+        (Kind::OpenaiChat, _) => {
+            check_endpoint(profile, &env, timeout, &mut result);
+            return result;
+        }
+        (Kind::Cli, None) => {
+            result.detail = Some("the profile names no program".to_owned());
             return result;
         }
     };
@@ -87,6 +90,47 @@ pub fn check_with(
 }
 
 /// Runs `program --version`; the first non-empty line of its output.
+/// An endpoint is usable when `GET {base_url}/models` answers.
+fn check_endpoint(
+    profile: &Profile,
+    env: &impl Fn(&str) -> Option<OsString>,
+    timeout: Duration,
+    result: &mut CheckResult,
+) {
+    let Some(base_url) = &profile.base_url else {
+        result.detail = Some("the profile has no base_url".to_owned());
+        return;
+    };
+    let key = profile
+        .api_key_env
+        .as_deref()
+        .and_then(env)
+        .map(|key| key.to_string_lossy().into_owned())
+        .filter(|key| !key.is_empty());
+    // `agents check` is synchronous; one small runtime for one request.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            result.detail = Some(format!("cannot start an HTTP client: {error}"));
+            return;
+        }
+    };
+    match runtime.block_on(crate::endpoint::models(base_url, key.as_deref(), timeout)) {
+        Ok(models) => {
+            result.available = true;
+            result.detail = Some(if models.is_empty() {
+                format!("{base_url} is reachable")
+            } else {
+                format!("{base_url} is reachable; models: {}", models.join(", "))
+            });
+        }
+        Err(detail) => result.detail = Some(detail),
+    }
+}
+
 fn version(program: &std::path::Path, timeout: Duration) -> Result<Option<String>, String> {
     let (reader, writer) =
         std::io::pipe().map_err(|error| format!("cannot create a pipe: {error}"))?;

@@ -59,6 +59,10 @@ pub struct Profile {
     /// The endpoint of an `openai-chat` profile.
     #[serde(default)]
     pub base_url: Option<String>,
+    /// The model an `openai-chat` profile asks for, unless the role or the
+    /// stage names one.
+    #[serde(default)]
+    pub model: Option<String>,
     /// The variable holding the API key of an `openai-chat` profile
     /// (optional: local servers often need none).
     #[serde(default)]
