@@ -7,6 +7,12 @@
 # removes the cluster on exit (`trap stop_postgres EXIT`; a caller that sets
 # its own EXIT trap afterwards calls stop_postgres from it).
 #
+# It also exports BATON_TEST_PG_BIN (the server's bin directory) and, when
+# running as root, BATON_TEST_PG_USER (the user the server runs as): the
+# queue suite's restart test starts a cluster of its own with them, so
+# restarting it disturbs no other test. With BATON_TEST_DATABASE_URL given,
+# they are exported only if a local install is found.
+#
 # Messages use the caller's `step` and `note` when it defines them.
 
 declare -F step >/dev/null || step() { printf '\n==> %s\n' "$*" >&2; }
@@ -62,6 +68,12 @@ free_port() {
 start_postgres() {
   if [ -n "${BATON_TEST_DATABASE_URL:-}" ]; then
     step "PostgreSQL: using BATON_TEST_DATABASE_URL from the environment"
+    local bin
+    bin=$(find_pg_bin)
+    if [ -n "$bin" ] && { [ "$(id -u)" != 0 ] || id -u postgres >/dev/null 2>&1; }; then
+      export BATON_TEST_PG_BIN=$bin
+      [ "$(id -u)" != 0 ] || export BATON_TEST_PG_USER=postgres
+    fi
     return
   fi
   local started=$SECONDS
@@ -133,5 +145,7 @@ EOF
 
   "${pg_as[@]}" "$pg_bin/createdb" -h 127.0.0.1 -p "$port" -U baton baton_test
   export BATON_TEST_DATABASE_URL="postgres://baton@127.0.0.1:$port/baton_test"
+  export BATON_TEST_PG_BIN=$pg_bin
+  [ "$(id -u)" != 0 ] || export BATON_TEST_PG_USER=$user
   note "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') ready in $((SECONDS - started)) s: BATON_TEST_DATABASE_URL=$BATON_TEST_DATABASE_URL"
 }
