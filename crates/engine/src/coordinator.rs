@@ -544,6 +544,7 @@ async fn drive_owned(
                                 error,
                                 artifacts,
                                 cancelled: false,
+                                usage: None,
                             },
                             started_at: composite.started_at,
                             unit: None,
@@ -608,6 +609,7 @@ async fn drive_owned(
                                     error: Some(error),
                                     artifacts: Vec::new(),
                                     cancelled: false,
+                                    usage: None,
                                 }));
                                 running.insert(
                                     Slot::Unit(launch.index, key),
@@ -778,6 +780,14 @@ async fn drive_owned(
                         }),
                         Report::Finished(result) => {
                             let status = if result.success { "success" } else { "failed" };
+                            if let Some(usage) = &result.usage {
+                                pending.push(Transition::UsageRecorded(crate::usage::row(
+                                    as_i64(result.index),
+                                    result.unit.as_deref(),
+                                    result.attempt,
+                                    usage,
+                                )));
+                            }
                             if let Some(key) = &result.unit {
                                 let slot = running.remove(&Slot::Unit(result.index, key.clone()));
                                 pending.push(Transition::UnitFinished {

@@ -17,6 +17,7 @@ pub mod clock;
 mod control;
 mod coordinator;
 pub mod create;
+mod endpoint;
 mod envelopes;
 pub mod gate;
 pub mod loader;
@@ -27,6 +28,7 @@ mod queued;
 mod reconcile;
 pub mod schedule;
 mod stage;
+mod usage;
 mod work;
 pub mod workspace;
 

@@ -44,6 +44,7 @@ pub(crate) async fn run(
         error: None,
         artifacts: Vec::new(),
         cancelled: false,
+        usage: None,
     };
     let Some(script) = stage.spec.script.as_ref() else {
         finished.error = Some(

@@ -12,7 +12,8 @@ use std::time::Duration;
 use baton_executor::{KillReason, Outcome, ProcessSpec, Started, Stdin};
 use std::sync::Arc;
 
-use baton_executor::profile::{AgentRequest, Config};
+use baton_executor::endpoint::ChatRequest;
+use baton_executor::profile::{AgentRequest, Config, Kind};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::Executor;
@@ -21,6 +22,7 @@ use tokio::sync::{mpsc, watch};
 use crate::checks;
 use crate::create::sha256_hex;
 use crate::reconcile::RUN_MARKER;
+use crate::usage::Meter;
 use crate::workspace::{self, output_path};
 
 /// Resolved parameter values by name.
@@ -105,6 +107,20 @@ pub(crate) struct Finished {
     /// (path, sha256, bytes) of every declared output.
     pub(crate) artifacts: Vec<(String, String, i64)>,
     pub(crate) cancelled: bool,
+    /// Tokens and cost read from an agent's output, if any.
+    pub(crate) usage: Option<baton_executor::profile::Usage>,
+}
+
+/// How an attempt runs.
+enum Launch {
+    /// A process, and how to read its usage afterwards (agents only).
+    Process {
+        spec: ProcessSpec,
+        success_codes: Vec<i32>,
+        meter: Option<Meter>,
+    },
+    /// A request to an OpenAI-compatible endpoint.
+    Endpoint { request: ChatRequest, meter: Meter },
 }
 
 /// Runs the attempt and sends its reports.
@@ -129,9 +145,22 @@ pub(crate) async fn run(
             error: Some(error),
             artifacts: Vec::new(),
             cancelled: false,
+            usage: None,
         },
-        Ok((spec, success_codes)) => {
-            execute(&stage, &attempt, spec, &success_codes, cancel, &reports).await
+        Ok(Launch::Process {
+            spec,
+            success_codes,
+            meter,
+        }) => {
+            let log = spec.stdout_log.clone();
+            let mut finished =
+                execute(&stage, &attempt, spec, &success_codes, cancel, &reports).await;
+            // Tokens are spent whether or not the attempt succeeded.
+            finished.usage = meter.and_then(|meter| meter.read(&log));
+            finished
+        }
+        Ok(Launch::Endpoint { request, meter }) => {
+            crate::endpoint::execute(&stage, &attempt, request, &meter, cancel).await
         }
     };
     let _ = reports.send(Report::Finished(finished));
@@ -169,6 +198,7 @@ async fn execute(
         error: None,
         artifacts: Vec::new(),
         cancelled: false,
+        usage: None,
     };
     // A read-only agent may write its declared outputs in the workspace and
     // nothing else: the repository is compared before and after.
@@ -498,8 +528,9 @@ fn files_under(directory: &Path, limit: usize) -> Vec<(PathBuf, std::fs::Metadat
     found
 }
 
-/// The process to run for the stage, and the exit codes that mean success.
-fn command(stage: &PlanStage, attempt: &Attempt) -> Result<(ProcessSpec, Vec<i32>), String> {
+/// The process to run for the stage (with the exit codes that mean
+/// success), or the endpoint to ask.
+fn command(stage: &PlanStage, attempt: &Attempt) -> Result<Launch, String> {
     let spec = &stage.spec;
     if spec.fan_out.is_some() {
         return Err("fan_out stages are not run by this version of baton's engine".to_owned());
@@ -540,7 +571,11 @@ fn command(stage: &PlanStage, attempt: &Attempt) -> Result<(ProcessSpec, Vec<i32
         .as_ref()
         .filter(|_| spec.executor == Executor::Inline)
     {
-        Some(script) => Ok((shell_command(base, &script.value, attempt), vec![0])),
+        Some(script) => Ok(Launch::Process {
+            spec: shell_command(base, &script.value, attempt),
+            success_codes: vec![0],
+            meter: None,
+        }),
         None => agent_command(base, stage, attempt),
     }
 }
@@ -574,7 +609,7 @@ fn agent_command(
     mut base: ProcessSpec,
     stage: &PlanStage,
     attempt: &Attempt,
-) -> Result<(ProcessSpec, Vec<i32>), String> {
+) -> Result<Launch, String> {
     let spec = &stage.spec;
     let role = if spec.executor == Executor::Inline {
         "inline"
@@ -604,14 +639,38 @@ fn agent_command(
         .join(format!("{}.prompt.md", stage.file_stem()));
     workspace::write_atomic(&prompt_file, prompt.as_bytes())
         .map_err(|error| format!("cannot write {}: {error}", prompt_file.display()))?;
+    let model = spec
+        .agent
+        .model
+        .clone()
+        .or_else(|| agent.model.map(str::to_owned))
+        .or_else(|| agent.profile.model.clone());
+    let meter = Meter {
+        profile: agent.profile.clone(),
+        model: model.clone(),
+        agents: Arc::clone(config),
+    };
+    if agent.profile.kind == Kind::OpenaiChat {
+        let request = ChatRequest {
+            base_url: agent.profile.base_url.clone().unwrap_or_default(),
+            model,
+            api_key_env: agent.profile.api_key_env.clone(),
+            prompt,
+            workspace: attempt.workspace.clone(),
+            allowed: spec
+                .writes_to
+                .iter()
+                .map(|declared| output_path(&declared.value))
+                .collect(),
+            response_log: base.stdout_log,
+            wall_timeout: agent.profile.limits.wall.unwrap_or(attempt.limits.wall),
+        };
+        return Ok(Launch::Endpoint { request, meter });
+    }
     let request = AgentRequest {
         prompt,
         prompt_file: Some(prompt_file),
-        model: spec
-            .agent
-            .model
-            .clone()
-            .or_else(|| agent.model.map(str::to_owned)),
+        model,
         tools: spec.agent.tools.clone(),
         permission_mode: None,
         cwd: attempt.workspace.clone(),
@@ -642,7 +701,11 @@ fn agent_command(
     if let Some(grace) = limits.kill_grace {
         base.kill_grace = grace;
     }
-    Ok((base, agent.profile.success.exit_codes.clone()))
+    Ok(Launch::Process {
+        success_codes: agent.profile.success.exit_codes.clone(),
+        spec: base,
+        meter: Some(meter),
+    })
 }
 
 /// `run/stage/item/attempt`, stable across retries of the same attempt.

@@ -31,8 +31,9 @@ pub struct ChatRequest {
     pub base_url: String,
     /// The model to ask for (servers require the field; some ignore it).
     pub model: Option<String>,
-    /// A bearer token, when the server wants one.
-    pub api_key: Option<String>,
+    /// The variable holding a bearer token, when the server wants one. It
+    /// is read here, as the executor reads a process's `env_passthrough`.
+    pub api_key_env: Option<String>,
     /// The rendered prompt.
     pub prompt: String,
     /// The stage's workspace; answers are written inside it.
@@ -179,7 +180,12 @@ async fn post(request: &ChatRequest) -> Result<String, EndpointError> {
         }
     });
     let mut builder = reqwest::Client::new().post(&url).json(&body);
-    if let Some(key) = &request.api_key {
+    let key = request
+        .api_key_env
+        .as_deref()
+        .and_then(|name| std::env::var(name).ok())
+        .filter(|key| !key.is_empty());
+    if let Some(key) = key {
         builder = builder.bearer_auth(key);
     }
     let mut response = builder.send().await.map_err(unreachable)?;

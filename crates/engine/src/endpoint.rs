@@ -1,0 +1,50 @@
+//! An agent stage whose profile is an OpenAI-compatible endpoint
+//! (`kind = "openai-chat"`): no process; the executor asks the server and
+//! writes the declared files, then the usual verification runs.
+
+use baton_executor::endpoint::{ChatRequest, EndpointError};
+use baton_workflow::plan::PlanStage;
+use tokio::sync::watch;
+
+use crate::stage::{Attempt, Finished, snapshot, verify};
+use crate::usage::Meter;
+
+/// Runs one attempt against the endpoint.
+pub(crate) async fn execute(
+    stage: &PlanStage,
+    attempt: &Attempt,
+    request: ChatRequest,
+    meter: &Meter,
+    cancel: watch::Receiver<bool>,
+) -> Finished {
+    let before = snapshot(stage, &attempt.workspace);
+    let mut finished = Finished {
+        index: attempt.index,
+        unit: attempt.unit.clone(),
+        attempt: attempt.attempt,
+        success: false,
+        exit_code: None,
+        error: None,
+        artifacts: Vec::new(),
+        cancelled: false,
+        usage: None,
+    };
+    let result = baton_executor::endpoint::chat(&request, cancel).await;
+    // Tokens are spent whether or not the answer is usable.
+    finished.usage = meter.read(&request.response_log);
+    match result {
+        Err(EndpointError::Cancelled) => {
+            finished.cancelled = true;
+            finished.error = Some("cancelled".to_owned());
+        }
+        Err(error) => finished.error = Some(error.to_string()),
+        Ok(_) => match verify(stage, &attempt.workspace, &before, attempt.defer_checks) {
+            Ok(artifacts) => {
+                finished.success = true;
+                finished.artifacts = artifacts;
+            }
+            Err(error) => finished.error = Some(error),
+        },
+    }
+    finished
+}
