@@ -2,6 +2,7 @@
 
 pub(crate) mod agents;
 pub(crate) mod compile;
+mod cost;
 pub(crate) mod gate;
 pub(crate) mod graph;
 pub(crate) mod lint;

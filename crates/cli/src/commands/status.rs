@@ -86,9 +86,10 @@ pub(crate) fn status(args: &RunRef) -> u8 {
             .await
             .unwrap_or_default();
         let work = Work::read(&store, &args.run).await;
+        let costs = super::cost::Costs::read(&store, &args.run).await;
         let text = match args.format.format() {
             Format::Json | Format::Yaml => {
-                let value = json!({
+                let mut value = json!({
                     "gates": gates.iter().map(|gate| {
                         let decision = gate.decision.as_ref();
                         json!({
@@ -117,9 +118,11 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                             "note": stage.note,
                         });
                         work.describe_json(stage.index, &mut entry);
+                        costs.describe_json(Some(stage.index), &mut entry);
                         entry
                     }).collect::<Vec<_>>(),
                 });
+                costs.describe_json(None, &mut value);
                 if args.format.format() == Format::Json {
                     output::json(&value)
                 } else {
@@ -159,6 +162,8 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                                 .map(|ms| format!("{ms} ms"))
                                 .unwrap_or_default(),
                             stage.attempts.to_string(),
+                            costs.cost_cell(stage.index),
+                            costs.tokens_cell(stage.index),
                             work.summary(stage.index)
                                 .into_iter()
                                 .chain(stage.error.clone().or_else(|| stage.note.clone()))
@@ -168,9 +173,13 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                     })
                     .collect();
                 text.push_str(&output::table(
-                    &["index", "stage", "status", "duration", "attempts", "detail"],
+                    &[
+                        "index", "stage", "status", "duration", "attempts", "cost", "tokens",
+                        "detail",
+                    ],
                     &rows,
                 ));
+                text.extend(costs.total_line());
                 text.push_str(&work.failures());
                 text
             }

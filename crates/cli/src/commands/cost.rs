@@ -1,0 +1,125 @@
+//! Tokens and cost for `baton status`: the recorded usage of every attempt
+//! (failed ones too: their tokens were spent), summed per stage and per run.
+
+use serde_json::{Value, json};
+
+/// Sums of usage rows.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Totals {
+    input: i64,
+    output: i64,
+    cache_read: i64,
+    cache_write: i64,
+    /// `None` when no row reported or priced a cost.
+    cost_microusd: Option<i64>,
+}
+
+impl Totals {
+    fn add(&mut self, row: &baton_store::UsageRow) {
+        self.input = self.input.saturating_add(row.input_tokens.unwrap_or(0));
+        self.output = self.output.saturating_add(row.output_tokens.unwrap_or(0));
+        self.cache_read = self
+            .cache_read
+            .saturating_add(row.cache_read_tokens.unwrap_or(0));
+        self.cache_write = self
+            .cache_write
+            .saturating_add(row.cache_write_tokens.unwrap_or(0));
+        if let Some(cost) = row.cost_microusd {
+            self.cost_microusd = Some(self.cost_microusd.unwrap_or(0).saturating_add(cost));
+        }
+    }
+
+    fn cost_usd(&self) -> Option<f64> {
+        #[expect(clippy::cast_precision_loss, reason = "micro-dollars of real spending")]
+        self.cost_microusd.map(|micro| micro as f64 / 1_000_000.0)
+    }
+
+    fn json(&self) -> (Value, Value) {
+        (
+            json!(self.cost_usd()),
+            json!({
+                "input": self.input,
+                "output": self.output,
+                "cache_read": self.cache_read,
+                "cache_write": self.cache_write,
+            }),
+        )
+    }
+
+    fn tokens_text(&self) -> String {
+        let mut text = format!("{} in, {} out", self.input, self.output);
+        if self.cache_read > 0 {
+            text.push_str(&format!(", {} cache read", self.cache_read));
+        }
+        if self.cache_write > 0 {
+            text.push_str(&format!(", {} cache write", self.cache_write));
+        }
+        text
+    }
+}
+
+/// A run's usage, read once.
+#[derive(Debug, Default)]
+pub(crate) struct Costs {
+    rows: Vec<baton_store::UsageRow>,
+}
+
+impl Costs {
+    /// The run's usage rows; a failed read shows none (usage is detail).
+    pub(crate) async fn read(store: &baton_store::Store, run_id: &str) -> Costs {
+        Costs {
+            rows: store.usage(run_id).await.unwrap_or_default(),
+        }
+    }
+
+    fn totals(&self, index: Option<i64>) -> Option<Totals> {
+        let mut rows = self
+            .rows
+            .iter()
+            .filter(|row| index.is_none_or(|index| row.index == index))
+            .peekable();
+        rows.peek()?;
+        let mut totals = Totals::default();
+        rows.for_each(|row| totals.add(row));
+        Some(totals)
+    }
+
+    /// Sets `cost_usd` and `tokens` on a stage's (or, with `None`, the
+    /// run's) JSON: null when nothing was recorded.
+    pub(crate) fn describe_json(&self, index: Option<i64>, entry: &mut Value) {
+        let (cost, tokens) = self
+            .totals(index)
+            .map_or((Value::Null, Value::Null), |totals| totals.json());
+        entry["cost_usd"] = cost;
+        entry["tokens"] = tokens;
+    }
+
+    /// The table's `cost` cell of a stage.
+    pub(crate) fn cost_cell(&self, index: i64) -> String {
+        self.totals(Some(index))
+            .and_then(|totals| totals.cost_usd())
+            .map(dollars)
+            .unwrap_or_default()
+    }
+
+    /// The table's `tokens` cell of a stage.
+    pub(crate) fn tokens_cell(&self, index: i64) -> String {
+        self.totals(Some(index))
+            .map(|totals| totals.tokens_text())
+            .unwrap_or_default()
+    }
+
+    /// `total: $0.0165; tokens: …`, or nothing when no agent reported usage.
+    pub(crate) fn total_line(&self) -> Option<String> {
+        let totals = self.totals(None)?;
+        let cost = totals.cost_usd().map_or("unknown".to_owned(), dollars);
+        Some(format!(
+            "total cost: {cost}; tokens: {}\n",
+            totals.tokens_text()
+        ))
+    }
+}
+
+fn dollars(cost: f64) -> String {
+    format!("${cost:.4}")
+}
