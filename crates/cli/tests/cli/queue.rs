@@ -8,6 +8,11 @@
 //! epoch's, and every extra execution was by a worker the nemesis killed or
 //! stopped. Rejected stale completions are counted and reported.
 //!
+//! Mixed into the run (enqueued between the two halves of the healthy
+//! jobs, so they are claimed while healthy jobs flow and the nemesis acts):
+//! a few poison jobs that always exit 1. Each must end `error` after
+//! exactly `max_attempts` claims, each claim's run leaving one line.
+//!
 //! SQLite always (2 000 jobs, 4 workers); PostgreSQL when
 //! `BATON_TEST_DATABASE_URL` is set (5 000 jobs, 8 workers; required under
 //! `CI=true`). `BATON_QUEUE_JOBS` overrides the job count (scripts/soak).
@@ -19,8 +24,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// Poison jobs mixed into a suite run, and their attempt limit.
+const POISON_JOBS: usize = 5;
+const POISON_ATTEMPTS: i64 = 3;
+
 /// Test timings (reliability.md, "Test timing").
-const TIMINGS: [(&str, &str); 6] = [
+pub(crate) const TIMINGS: [(&str, &str); 6] = [
     ("BATON_WORKER_LEASE_MS", "2000"),
     ("BATON_WORKER_HEARTBEAT_MS", "500"),
     ("BATON_WORKER_SWEEP_MS", "1000"),
@@ -29,14 +38,14 @@ const TIMINGS: [(&str, &str); 6] = [
     ("BATON_WORKER_BACKOFF_MS", "100"),
 ];
 
-struct Suite {
-    dir: PathBuf,
-    database_url: Option<String>,
-    queue: String,
+pub(crate) struct Suite {
+    pub(crate) dir: PathBuf,
+    pub(crate) database_url: Option<String>,
+    pub(crate) queue: String,
 }
 
 impl Suite {
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         #[expect(
             clippy::disallowed_methods,
             reason = "the suite runs, kills and pauses worker processes"
@@ -53,7 +62,7 @@ impl Suite {
         command
     }
 
-    fn json(&self, args: &[&str]) -> Value {
+    pub(crate) fn json(&self, args: &[&str]) -> Value {
         let output = self.command(args).output().expect("run baton");
         assert!(
             output.status.success(),
@@ -63,7 +72,7 @@ impl Suite {
         serde_json::from_slice(&output.stdout).expect("JSON output")
     }
 
-    fn start_worker(&self) -> Child {
+    pub(crate) fn start_worker(&self) -> Child {
         self.command(&[
             "worker",
             "--queue",
@@ -79,16 +88,33 @@ impl Suite {
     }
 
     fn succeeded(&self) -> usize {
-        let jobs = self.json(&[
-            "queue",
-            "list",
-            "--queue",
-            &self.queue,
-            "--status",
-            "succeeded",
-            "--json",
-        ]);
-        jobs.as_array().map_or(0, Vec::len)
+        self.count("succeeded")
+    }
+
+    fn count(&self, status: &str) -> usize {
+        self.try_count(status).expect("baton queue list")
+    }
+
+    /// Jobs of the suite's queue in `status`; `None` while the store is
+    /// unreachable.
+    pub(crate) fn try_count(&self, status: &str) -> Option<usize> {
+        let output = self
+            .command(&[
+                "queue",
+                "list",
+                "--queue",
+                &self.queue,
+                "--status",
+                status,
+                "--json",
+            ])
+            .output()
+            .ok()?;
+        if !output.status.success() {
+            return None;
+        }
+        let jobs: Value = serde_json::from_slice(&output.stdout).ok()?;
+        Some(jobs.as_array().map_or(0, Vec::len))
     }
 }
 
@@ -104,7 +130,7 @@ impl Rng {
     }
 }
 
-fn signal(pid: u32, name: &str) {
+pub(crate) fn signal(pid: u32, name: &str) {
     #[expect(clippy::disallowed_methods, reason = "the nemesis signals workers")]
     let _ = Command::new("kill").args([name, &pid.to_string()]).status();
 }
@@ -132,20 +158,39 @@ fn queue_suite(
         "echo \"$BATON_JOB_ID $BATON_JOB_EPOCH $BATON_WORKER_PID\" >> {}/\"$BATON_JOB_ID\"; sleep 0.0$((RANDOM % 5))",
         out.display()
     );
-    let enqueued = suite.json(&[
-        "queue",
-        "enqueue",
-        "--queue",
-        &suite.queue,
-        "--script",
-        &script,
-        "--max-attempts",
-        "50",
-        "--count",
-        &jobs.to_string(),
-        "--json",
-    ]);
-    assert_eq!(enqueued["created"].as_u64(), Some(jobs as u64));
+    // The side effect first, then the exit: every run of a poison job
+    // leaves its line.
+    let poison_script = format!(
+        "echo \"$BATON_JOB_ID $BATON_JOB_EPOCH $BATON_WORKER_PID\" >> {}/\"$BATON_JOB_ID\"; echo poisoned >&2; exit 1",
+        out.display()
+    );
+    let enqueue = |script: &str, count: usize, max_attempts: i64| -> Vec<i64> {
+        let enqueued = suite.json(&[
+            "queue",
+            "enqueue",
+            "--queue",
+            &suite.queue,
+            "--script",
+            script,
+            "--max-attempts",
+            &max_attempts.to_string(),
+            "--count",
+            &count.to_string(),
+            "--json",
+        ]);
+        assert_eq!(enqueued["created"].as_u64(), Some(count as u64));
+        enqueued["ids"]
+            .as_array()
+            .expect("ids")
+            .iter()
+            .map(|id| id.as_i64().expect("an id"))
+            .collect()
+    };
+    enqueue(&script, jobs / 2, 50);
+    let poison: HashSet<i64> = enqueue(&poison_script, POISON_JOBS, POISON_ATTEMPTS)
+        .into_iter()
+        .collect();
+    enqueue(&script, jobs - jobs / 2, 50);
 
     // Generous: the soak runs ten times the jobs on a loaded machine.
     let limit = Duration::from_secs(120 + jobs as u64 / 50);
@@ -191,7 +236,7 @@ fn queue_suite(
         }
         if last_check.elapsed() > Duration::from_millis(700) {
             last_check = Instant::now();
-            if suite.succeeded() == jobs {
+            if suite.succeeded() == jobs && suite.count("error") == POISON_JOBS {
                 break;
             }
         }
@@ -215,38 +260,22 @@ fn queue_suite(
     // current claim's.
     let all = suite.json(&["queue", "list", "--queue", &suite.queue, "--json"]);
     let all = all.as_array().expect("a list");
-    assert_eq!(all.len(), jobs, "lost or unexpected jobs");
+    assert_eq!(all.len(), jobs + POISON_JOBS, "lost or unexpected jobs");
     let mut seen = HashSet::new();
     let mut duplicates = 0;
     let mut unexplained = Vec::new();
+    let mut poison_runs = 0;
     for job in all {
         let id = job["id"].as_i64().unwrap();
         assert!(seen.insert(id), "job {id} listed twice");
-        assert_eq!(job["status"], "succeeded", "job {id}");
-        let epoch = job["lease_epoch"].as_i64().unwrap();
-        assert_eq!(
-            job["result"]["epoch"].as_i64(),
-            Some(epoch),
-            "job {id}: an outcome from a stale epoch was recorded"
-        );
-        let lines = read_lines(&out.join(id.to_string()));
-        assert!(
-            !lines.is_empty(),
-            "job {id}: its side effect never happened"
-        );
-        let epochs: Vec<i64> = lines.iter().map(|(e, _)| *e).collect();
-        assert!(
-            epochs.contains(&epoch),
-            "job {id}: the recorded epoch {epoch} never ran"
-        );
-        let unique: HashSet<i64> = epochs.iter().copied().collect();
-        assert_eq!(unique.len(), epochs.len(), "job {id}: one claim ran twice");
-        for (line_epoch, pid) in &lines {
-            if *line_epoch != epoch {
-                duplicates += 1;
-                if !killed.contains(pid) && !stopped.contains(pid) {
-                    unexplained.push((id, *line_epoch, *pid));
-                }
+        if poison.contains(&id) {
+            poison_runs += check_poison(job, &read_lines(&out.join(id.to_string())), &killed);
+            continue;
+        }
+        for (line_epoch, pid) in check_succeeded(job, &read_lines(&out.join(id.to_string()))) {
+            duplicates += 1;
+            if !killed.contains(&pid) && !stopped.contains(&pid) {
+                unexplained.push((id, line_epoch, pid));
             }
         }
     }
@@ -255,7 +284,7 @@ fn queue_suite(
         "{backend}: duplicate executions by workers the nemesis never touched: {unexplained:?}"
     );
     eprintln!(
-        "{backend}: {jobs} jobs, {workers} workers, {:.1} s ({:.0} jobs/s under faults); {} kills, {} stops; {stale} stale completions rejected; {duplicates} duplicate executions, all by killed or stopped workers",
+        "{backend}: {jobs} jobs, {workers} workers, {:.1} s ({:.0} jobs/s under faults); {} kills, {} stops; {stale} stale completions rejected; {duplicates} duplicate executions, all by killed or stopped workers; {POISON_JOBS} poison jobs dead after {poison_runs} runs",
         elapsed.as_secs_f64(),
         jobs as f64 / elapsed.as_secs_f64(),
         killed.len(),
@@ -270,7 +299,75 @@ fn queue_suite(
     }
 }
 
-fn read_lines(path: &Path) -> Vec<(i64, u32)> {
+/// A healthy job after the run: succeeded once in the store with the
+/// outcome of its current claim, whose run left its line (`lines`: the
+/// job's side effects, `(epoch, worker pid)`); no claim ran twice. Returns
+/// the extra runs: those of earlier claims.
+pub(crate) fn check_succeeded(job: &Value, lines: &[(i64, u32)]) -> Vec<(i64, u32)> {
+    let id = &job["id"];
+    assert_eq!(job["status"], "succeeded", "job {id}");
+    let epoch = job["lease_epoch"].as_i64().unwrap();
+    assert_eq!(
+        job["result"]["epoch"].as_i64(),
+        Some(epoch),
+        "job {id}: an outcome from a stale epoch was recorded"
+    );
+    assert!(
+        !lines.is_empty(),
+        "job {id}: its side effect never happened"
+    );
+    let epochs: Vec<i64> = lines.iter().map(|(e, _)| *e).collect();
+    assert!(
+        epochs.contains(&epoch),
+        "job {id}: the recorded epoch {epoch} never ran"
+    );
+    let unique: HashSet<i64> = epochs.iter().copied().collect();
+    assert_eq!(unique.len(), epochs.len(), "job {id}: one claim ran twice");
+    lines
+        .iter()
+        .filter(|(line_epoch, _)| *line_epoch != epoch)
+        .copied()
+        .collect()
+}
+
+/// A poison job: dead after exactly its `max_attempts` claims (epochs
+/// 1..=max_attempts, nothing else releases or defers it), each of which ran
+/// once. Only a worker killed between its claim's commit and the job's
+/// start can leave a claim without a run. Returns the runs.
+fn check_poison(job: &Value, lines: &[(i64, u32)], killed: &HashSet<u32>) -> usize {
+    let id = &job["id"];
+    assert_eq!(job["status"], "error", "poison job {id}: {job}");
+    assert_eq!(
+        job["attempts"].as_i64(),
+        Some(POISON_ATTEMPTS),
+        "poison job {id}: {job}"
+    );
+    assert_eq!(
+        job["lease_epoch"].as_i64(),
+        Some(POISON_ATTEMPTS),
+        "poison job {id}: {job}"
+    );
+    let epochs: HashSet<i64> = lines.iter().map(|(epoch, _)| *epoch).collect();
+    assert_eq!(
+        epochs.len(),
+        lines.len(),
+        "poison job {id}: a claim ran twice: {lines:?}"
+    );
+    assert!(
+        epochs
+            .iter()
+            .all(|epoch| (1..=POISON_ATTEMPTS).contains(epoch)),
+        "poison job {id} ran past its attempts: {lines:?}"
+    );
+    let missing = POISON_ATTEMPTS as usize - lines.len();
+    assert!(
+        missing == 0 || missing <= killed.len(),
+        "poison job {id}: {missing} of its claims never ran: {lines:?}"
+    );
+    lines.len()
+}
+
+pub(crate) fn read_lines(path: &Path) -> Vec<(i64, u32)> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
