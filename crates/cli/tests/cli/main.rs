@@ -15,6 +15,7 @@ mod logs;
 mod progress;
 mod project;
 mod queue;
+mod queue_postgres;
 mod run;
 mod store_lock;
 mod validation;
