@@ -1,10 +1,13 @@
 //! Helpers shared by baton's tests: locating the reference corpus and the
 //! agent CLIs' help texts, and running the `baton` binary with its output
-//! captured. The `baton-fake-agent` binary stands in for agent CLIs.
+//! captured. The `baton-fake-agent` binary stands in for agent CLIs, and
+//! [`openai::FakeOpenAi`] for an OpenAI-compatible server.
 //!
 //! Test-only: nothing here ships in the binary.
 
 #![forbid(unsafe_code)]
+
+pub mod openai;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
