@@ -503,6 +503,9 @@ impl Host {
         for (name, value) in TIMINGS {
             command.env(name, value);
         }
+        // Nothing here is meant to lose a lease: a longer one keeps "each
+        // job ran once" true on a loaded machine.
+        command.env("BATON_WORKER_LEASE_MS", "10000");
         command
     }
 
