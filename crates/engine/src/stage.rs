@@ -502,11 +502,11 @@ pub(crate) fn snapshot(stage: &PlanStage, workspace: &Path) -> Snapshot {
 }
 
 /// The most files recorded from one declared output directory.
-const MAX_DIRECTORY_FILES: usize = 10_000;
+pub(crate) const MAX_DIRECTORY_FILES: usize = 10_000;
 
 /// Regular files under `directory` (recursively, symlinks not followed), at
 /// most `limit`, in a stable order.
-fn files_under(directory: &Path, limit: usize) -> Vec<(PathBuf, std::fs::Metadata)> {
+pub(crate) fn files_under(directory: &Path, limit: usize) -> Vec<(PathBuf, std::fs::Metadata)> {
     let mut found = Vec::new();
     let mut pending = vec![directory.to_path_buf()];
     while let Some(current) = pending.pop() {

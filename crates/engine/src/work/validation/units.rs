@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::super::ITEM;
+use crate::stage::MAX_DIRECTORY_FILES;
 use crate::workspace::output_path;
 
 /// The most units one validation wave may have.
@@ -22,9 +23,6 @@ const INLINE_ITEM_BYTES: usize = 8 * 1024;
 
 /// The largest file split into items.
 const MAX_SPLIT_BYTES: u64 = 64 * 1024 * 1024;
-
-/// The most files taken from one declared output directory.
-const MAX_DIRECTORY_FILES: usize = 10_000;
 
 /// One part of the validated output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,30 +73,18 @@ fn recorded_paths(artifacts: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Files under a workspace directory, recursively, in a stable order.
+/// Files under a workspace directory, recursively, in a stable order, as
+/// workspace-relative paths.
 fn files_under(workspace: &Path, relative: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut pending = vec![workspace.join(relative)];
-    while let Some(directory) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&directory) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(metadata) = std::fs::symlink_metadata(entry.path()) else {
-                continue;
-            };
-            if metadata.is_dir() {
-                pending.push(entry.path());
-            } else if metadata.is_file() && found.len() < MAX_DIRECTORY_FILES {
-                found.push(entry.path());
-            }
-        }
-    }
-    let mut names: Vec<String> = found
-        .iter()
-        .filter_map(|path| path.strip_prefix(workspace).ok())
-        .map(|path| path.to_string_lossy().into_owned())
-        .collect();
+    let mut names: Vec<String> =
+        crate::stage::files_under(&workspace.join(relative), MAX_DIRECTORY_FILES)
+            .into_iter()
+            .filter_map(|(path, _)| {
+                path.strip_prefix(workspace)
+                    .ok()
+                    .map(|path| path.to_string_lossy().into_owned())
+            })
+            .collect();
     names.sort();
     names
 }
