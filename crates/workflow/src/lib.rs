@@ -22,6 +22,7 @@ pub mod loader;
 pub mod node;
 pub mod plan;
 pub mod schema;
+pub mod subworkflow;
 pub mod template;
 pub mod validate;
 pub mod when;
@@ -127,14 +128,20 @@ pub(crate) fn expand(
 /// # Errors
 ///
 /// Compile-time problems: an unsupported or unevaluable `when`, a missing
-/// template or writing guide.
+/// template or writing guide; a `sub_workflow` reference that is missing,
+/// fails to load or comes back to a workflow already in its chain.
 pub fn compile(
     loaded: &Loaded,
     options: &compile::Options,
     loader: &dyn Loader,
 ) -> Result<Plan, Failure> {
-    compile::compile(&loaded.workflow, &loaded.graph, options, loader)
-        .map_err(|errors| Failure::new(errors, loaded.warnings.clone()))
+    let plan = compile::compile(&loaded.workflow, &loaded.graph, options, loader)
+        .map_err(|errors| Failure::new(errors, loaded.warnings.clone()))?;
+    if let Some(file) = loaded.files.first() {
+        subworkflow::check(&file.path, &loaded.workflow.stages, loader)
+            .map_err(|errors| Failure::new(errors, loaded.warnings.clone()))?;
+    }
+    Ok(plan)
 }
 
 fn node_span_of_fragment_flag(file: &SourceFile) -> node::Span {

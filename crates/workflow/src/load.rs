@@ -155,6 +155,7 @@ const STAGE_KEYS: &[&str] = &[
     "fan_out",
     "when",
     "sub_workflow",
+    "sub_workflow_params",
     "validates_output",
 ];
 const AGENT_KEYS: &[&str] = &["role", "model", "tools", "access", "isolation"];

@@ -113,8 +113,15 @@ pub struct Stage {
     pub fan_out: Option<FanOut>,
     /// `when`.
     pub when: Option<Spanned<String>>,
-    /// `sub_workflow`.
+    /// `sub_workflow`: the child workflow's path as written (resolved like an
+    /// include path, relative to the file this stage is written in).
     pub sub_workflow: Option<String>,
+    /// Where the `sub_workflow` key is written, for diagnostics about the
+    /// reference (a missing file, a cycle); the default span when absent.
+    pub sub_workflow_span: Span,
+    /// `sub_workflow_params` (a baton extension): the child run's params,
+    /// in file order. Values may use the parent's `{params}`.
+    pub sub_workflow_params: IndexMap<String, Spanned<String>>,
     /// `validates_output`.
     pub validates_output: Vec<OutputCheck>,
     /// The include prefix this stage was injected with (`None` for the

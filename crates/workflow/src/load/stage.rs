@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use indexmap::IndexMap;
+
 use super::{
     AGENT_KEYS, CHECK_KEYS, FAN_OUT_KEYS, INPUT_MAPPING_KEYS, OUTPUT_KEYS, RULE_KEYS, Reader,
     STAGE_KEYS, VALIDATION_KEYS, describe, is_workspace_relative,
@@ -124,6 +126,11 @@ impl Reader<'_> {
                 node.span,
             ));
         }
+        let sub_workflow_span = node
+            .entry("sub_workflow")
+            .map(|(key, _)| key.span)
+            .unwrap_or_default();
+        let sub_workflow_params = self.sub_workflow_params(node, &stage_name, kind)?;
         if kind != Kind::SubWorkflow && sub_workflow.is_some() {
             let (key, _) = node.entry("sub_workflow").expect("present");
             return Err(self.error(
@@ -204,9 +211,72 @@ impl Reader<'_> {
             fan_out,
             when,
             sub_workflow,
+            sub_workflow_span,
+            sub_workflow_params,
             validates_output,
             include_prefix: None,
         })
+    }
+    /// `sub_workflow_params`: a mapping of param name to a single value
+    /// (numbers and booleans are taken as their text), only on
+    /// `kind: sub-workflow` stages.
+    fn sub_workflow_params(
+        &mut self,
+        node: &Node,
+        stage_name: &str,
+        kind: Kind,
+    ) -> Result<IndexMap<String, Spanned<String>>, Diagnostic> {
+        let mut params = IndexMap::new();
+        let Some((key, value)) = node
+            .entry("sub_workflow_params")
+            .filter(|(_, value)| !value.is_null())
+        else {
+            return Ok(params);
+        };
+        if kind != Kind::SubWorkflow {
+            return Err(self
+                .error(
+                    "schema::sub-workflow",
+                    format!(
+                        "stage '{stage_name}' sets 'sub_workflow_params' but kind='{kind}' (only allowed on kind='sub-workflow' stages)"
+                    ),
+                    key.span,
+                )
+                .for_field(stage_name, "sub_workflow_params"));
+        }
+        let Some(entries) = value.as_map() else {
+            return Err(self
+                .error(
+                    "schema::type",
+                    format!(
+                        "stage '{stage_name}' 'sub_workflow_params' must be a mapping, got {}",
+                        value.value.python_type()
+                    ),
+                    value.span,
+                )
+                .for_field(stage_name, "sub_workflow_params")
+                .with_help("write one `name: value` line per param of the child workflow"));
+        };
+        for (name, param) in entries {
+            if matches!(param.value, Value::Seq(_) | Value::Map(_)) {
+                return Err(self
+                    .error(
+                        "schema::type",
+                        format!(
+                            "stage '{stage_name}' sub_workflow_params '{}' must be a single value, got {}",
+                            name.python_str(),
+                            param.value.python_type()
+                        ),
+                        param.span,
+                    )
+                    .for_field(stage_name, "sub_workflow_params"));
+            }
+            params.insert(
+                name.python_str(),
+                Spanned::new(param.python_str(), param.span),
+            );
+        }
+        Ok(params)
     }
     pub(super) fn script(
         &self,
