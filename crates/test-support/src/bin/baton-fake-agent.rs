@@ -39,6 +39,9 @@
 //! | `grandchild <seconds>` | starts a child that sleeps that long holding stdout and stderr, and does not wait for it |
 //! | `setsid-grandchild <seconds>` | the same, in a new session (outside the process group) |
 //! | `print-json <shape>` | prints a final result in the shape of `claude` (stream-json lines), `codex` (JSONL events), `gemini` (one JSON object) or `opencode` (JSON events), with session id, tokens and cost where the CLI reports them |
+//! | `git-commit [message…]` | `git add -A` and `git commit` in the working directory (as a coding agent finishing its work) |
+//! | `git-config <key> <value>` | `git config <key> <value>` in the working directory (a hostile agent setting, say, `core.fsmonitor`) |
+//! | `chmod-x <path>` | makes the file executable (mode 755), as for a hook script |
 //! | `dump-env` | prints the environment, sorted, one `NAME=value` per line |
 //! | `findings <spec>` | as a validator: writes findings (a JSON array in the reference format) to every listed file; `pass`, `minor`, `critical`, `critical-until <n>` (critical until the workspace's `validation/corrections-applied.json` has `n` entries, then pass), `invalid` (not JSON), `no-status` |
 //! | `challenges <n>` | as a challenger: writes `n` challenges (a JSON array) to every listed file |
@@ -132,6 +135,25 @@ struct Args {
     positional: Option<String>,
     session_id: Option<String>,
     ignore_term: bool,
+}
+
+/// Runs git in the working directory (argv only, as a real agent's tool
+/// call would), failing the directive when git fails.
+fn git(args: &[&str]) -> Result<(), String> {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the fake agent uses git as a coding agent does"
+    )]
+    let status = Command::new("git")
+        .args(args)
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|error| format!("cannot run git: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("git {} failed: {status}", args.join(" ")))
+    }
 }
 
 fn main() -> ExitCode {
@@ -325,6 +347,32 @@ impl State {
             "findings" => validation::findings(rest, &listed_files(&self.prompt))?,
             "challenges" => validation::challenges(rest, &listed_files(&self.prompt))?,
             "correct" => validation::correct(&self.prompt, &listed_files(&self.prompt))?,
+            "git-commit" => {
+                // What a coding agent does when it is done: commit
+                // everything in its working directory.
+                git(&["add", "-A"])?;
+                git(&[
+                    "-c",
+                    "user.name=baton-fake-agent",
+                    "-c",
+                    "user.email=fake-agent@localhost",
+                    "commit",
+                    "-q",
+                    "-m",
+                    if rest.is_empty() { "fake agent" } else { rest },
+                ])?;
+            }
+            "chmod-x" => {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(rest, std::fs::Permissions::from_mode(0o755))
+                    .map_err(|error| format!("cannot chmod {rest}: {error}"))?;
+            }
+            "git-config" => {
+                let (key, value) = rest
+                    .split_once(char::is_whitespace)
+                    .ok_or("git-config needs a key and a value")?;
+                git(&["config", key, value.trim()])?;
+            }
             "dump-env" => {
                 let mut vars: Vec<String> = std::env::vars_os()
                     .map(|(name, value)| {
