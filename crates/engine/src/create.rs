@@ -136,7 +136,9 @@ pub async fn create_run(store: &Store, request: &RunRequest) -> Result<Created> 
             plan: plan_json.to_string(),
             params: serde_json::to_string(&plan.params).expect("plain data"),
             sources: serde_json::to_string(&digests(&loaded)).expect("plain data"),
-            options: serde_json::to_string(&run_options).expect("plain data"),
+            options: crate::worktree::record_base(&run_options, &request.project_dir, &plan)
+                .await
+                .to_string(),
             stages: plan
                 .stages
                 .iter()

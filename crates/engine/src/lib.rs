@@ -31,6 +31,7 @@ mod stage;
 mod usage;
 mod work;
 pub mod workspace;
+mod worktree;
 
 use std::path::PathBuf;
 

@@ -135,7 +135,19 @@ pub(crate) async fn run(
         let _ = reports.send(Report::Finished(finished));
         return;
     }
-    let finished = match command(&stage, &attempt) {
+    // An isolated agent runs in a git worktree of its own (`worktree.rs`).
+    let worktree = if crate::worktree::isolated(&stage) {
+        match crate::worktree::Worktree::prepare(&stage, &attempt).await {
+            Ok(worktree) => Some(worktree),
+            Err(error) => {
+                let _ = reports.send(Report::Finished(failed(&attempt, error)));
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    let finished = match command(&stage, &attempt, worktree.as_ref()) {
         Err(error) => Finished {
             index: attempt.index,
             unit: attempt.unit.clone(),
@@ -153,8 +165,16 @@ pub(crate) async fn run(
             meter,
         }) => {
             let log = spec.stdout_log.clone();
-            let mut finished =
-                execute(&stage, &attempt, spec, &success_codes, cancel, &reports).await;
+            let mut finished = execute(
+                &stage,
+                &attempt,
+                spec,
+                &success_codes,
+                cancel,
+                &reports,
+                worktree.as_ref(),
+            )
+            .await;
             // Tokens are spent whether or not the attempt succeeded.
             finished.usage = meter.and_then(|meter| meter.read(&log));
             finished
@@ -166,6 +186,21 @@ pub(crate) async fn run(
     let _ = reports.send(Report::Finished(finished));
 }
 
+/// An attempt that failed before anything ran.
+fn failed(attempt: &Attempt, error: String) -> Finished {
+    Finished {
+        index: attempt.index,
+        unit: attempt.unit.clone(),
+        attempt: attempt.attempt,
+        success: false,
+        exit_code: None,
+        error: Some(error),
+        artifacts: Vec::new(),
+        cancelled: false,
+        usage: None,
+    }
+}
+
 async fn execute(
     stage: &PlanStage,
     attempt: &Attempt,
@@ -173,6 +208,7 @@ async fn execute(
     success_codes: &[i32],
     cancel: watch::Receiver<bool>,
     reports: &mpsc::UnboundedSender<Report>,
+    worktree: Option<&crate::worktree::Worktree>,
 ) -> Finished {
     // What the declared outputs look like before the process runs: an
     // output counts as written by this attempt only if it is new or changed
@@ -230,12 +266,26 @@ async fn execute(
             return finished;
         }
     }
+    if let Some(worktree) = worktree
+        && let Err(error) = worktree.copy_back(stage, &attempt.workspace)
+    {
+        finished.error = Some(error);
+        return finished;
+    }
     match verify(stage, &attempt.workspace, &before, attempt.defer_checks) {
         Ok(artifacts) => {
             finished.success = true;
             finished.artifacts = artifacts;
         }
         Err(error) => finished.error = Some(error),
+    }
+    // A verified isolated stage is merged back before its dependants run.
+    if let Some(worktree) = worktree.filter(|_| finished.success)
+        && let Err(error) = worktree.integrate(stage, &attempt.run_id).await
+    {
+        finished.success = false;
+        finished.artifacts.clear();
+        finished.error = Some(error);
     }
     finished
 }
@@ -530,7 +580,11 @@ pub(crate) fn files_under(directory: &Path, limit: usize) -> Vec<(PathBuf, std::
 
 /// The process to run for the stage (with the exit codes that mean
 /// success), or the endpoint to ask.
-fn command(stage: &PlanStage, attempt: &Attempt) -> Result<Launch, String> {
+fn command(
+    stage: &PlanStage,
+    attempt: &Attempt,
+    worktree: Option<&crate::worktree::Worktree>,
+) -> Result<Launch, String> {
     let spec = &stage.spec;
     if spec.fan_out.is_some() {
         return Err("fan_out stages are not run by this version of baton's engine".to_owned());
@@ -576,7 +630,7 @@ fn command(stage: &PlanStage, attempt: &Attempt) -> Result<Launch, String> {
             success_codes: vec![0],
             meter: None,
         }),
-        None => agent_command(base, stage, attempt),
+        None => agent_command(base, stage, attempt, worktree),
     }
 }
 
@@ -609,6 +663,7 @@ fn agent_command(
     mut base: ProcessSpec,
     stage: &PlanStage,
     attempt: &Attempt,
+    worktree: Option<&crate::worktree::Worktree>,
 ) -> Result<Launch, String> {
     let spec = &stage.spec;
     let role = if spec.executor == Executor::Inline {
@@ -623,7 +678,10 @@ fn agent_command(
     };
     let config = attempt.agents.as_ref().ok_or_else(no_profile)?;
     let agent = config.agent(role).map_err(|_| no_profile())?;
-    let prompt = crate::prompt::render(&attempt.plan, stage, &attempt.workspace);
+    let prompt = match worktree {
+        None => crate::prompt::render(&attempt.plan, stage, &attempt.workspace),
+        Some(worktree) => worktree.prompt(&attempt.plan, stage),
+    };
     let dispatch_path = attempt
         .workspace
         .join("dispatch")
@@ -673,9 +731,12 @@ fn agent_command(
         model,
         tools: spec.agent.tools.clone(),
         permission_mode: None,
-        cwd: attempt.workspace.clone(),
+        cwd: worktree.map_or_else(|| attempt.workspace.clone(), |tree| tree.path.clone()),
         options: std::collections::BTreeMap::new(),
     };
+    if let Some(worktree) = worktree {
+        base.cwd.clone_from(&worktree.path);
+    }
     let command = baton_executor::profile::command_line(agent.profile, &request)
         .map_err(|error| format!("agent profile '{}': {error}", agent.profile_name))?;
     base.program = command.program;

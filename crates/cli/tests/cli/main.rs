@@ -20,6 +20,7 @@ mod run;
 mod store_lock;
 mod usage;
 mod validation;
+mod worktree;
 
 use std::path::Path;
 

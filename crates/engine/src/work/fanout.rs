@@ -264,6 +264,12 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
         stage.spec.executor = baton_workflow::schema::Executor::WorkerQueue;
         stage.spec.script.clone_from(&fan_out.script);
     }
+    if let Some(fan_out) = &parent.spec.fan_out
+        && fan_out.isolation == baton_workflow::schema::Isolation::Worktree
+    {
+        // `fan_out.isolation` gives each child a worktree of its own.
+        stage.spec.agent.isolation = fan_out.isolation;
+    }
     stage.spec.name.value = super::unit_stage_name(parent.name(), unit);
     stage.spec.fan_out = None;
     stage.spec.validation = None;

@@ -1,0 +1,314 @@
+//! `isolation: worktree` in real git repositories (product.md A6): parallel
+//! stand-in agents that commit on their own branches are merged back one at
+//! a time, conflicts fail the stage with their paths, uncommitted work
+//! fails it, and nothing an agent puts in the repository's hooks or
+//! configuration runs as baton.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::project::{HEADER, Project, run_id};
+
+/// `git ARGS` in `dir`; panics when git fails; returns stdout.
+fn git(dir: &Path, args: &[&str]) -> String {
+    #[expect(clippy::disallowed_methods, reason = "the test inspects git state")]
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .trim_end()
+        .to_owned()
+}
+
+/// A project that is a git repository on branch `main` with one commit of
+/// `a.txt`, `b.txt` and `c.txt`, and the stand-in agent as its profile.
+fn repository() -> Project {
+    let project = Project::new();
+    let dir = project.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "test"]);
+    git(dir, &["config", "user.email", "test@localhost"]);
+    for name in ["a", "b", "c"] {
+        project.write(&format!("{name}.txt"), &format!("{name} 1\n{name} 2\n"));
+    }
+    git(dir, &["add", "a.txt", "b.txt", "c.txt"]);
+    git(dir, &["commit", "-q", "-m", "start"]);
+    let fake = Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent");
+    project.write(
+        "baton.toml",
+        &format!(
+            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\n",
+            fake.display()
+        ),
+    );
+    project
+}
+
+/// An isolated read-write agent stage whose prompt carries `directives`.
+fn isolated(name: &str, directives: &[&str], extra: &str) -> String {
+    let lines: String = directives
+        .iter()
+        .map(|directive| format!("      FAKE-AGENT: {directive}\n"))
+        .collect();
+    format!(
+        "  - name: {name}\n    kind: execute\n    description: |\n      Change the code.\n{lines}    agent: {{role: coder, access: read-write, isolation: worktree}}\n    writes_to: [{name}.md]\n{extra}"
+    )
+}
+
+/// Runs the workflow; returns the exit code, the status JSON and the run id.
+fn run(project: &Project, stages: &str) -> (i32, Value, String) {
+    project.write("wf.yaml", &format!("{HEADER}{stages}"));
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    let id = run_id(&run);
+    let status = project.json(&["status", &id, "--json"]);
+    (run.code, status, id)
+}
+
+fn stage<'a>(status: &'a Value, name: &str) -> &'a Value {
+    status["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|stage| stage["stage"] == name)
+        .unwrap_or_else(|| panic!("no stage {name}: {status}"))
+}
+
+fn merges(dir: &Path) -> usize {
+    git(dir, &["rev-list", "--merges", "main"]).lines().count()
+}
+
+#[test]
+fn three_parallel_agents_editing_different_files_merge_cleanly() {
+    let project = repository();
+    let dir = project.path();
+    let stages: String = ["a", "b", "c"]
+        .iter()
+        .map(|name| {
+            isolated(
+                &format!("edit_{name}"),
+                &[
+                    &format!("write {name}.txt {name} changed"),
+                    "write-listed",
+                    &format!("git-commit edit {name}"),
+                ],
+                "",
+            )
+        })
+        .collect();
+    // A dependant sees the merged work of all three in its worktree.
+    let after = isolated(
+        "after",
+        &["write-listed", "git-commit nothing"],
+        "    depends_on: [edit_a, edit_b, edit_c]\n",
+    )
+    .replace(
+        "git-commit nothing",
+        "write d.txt after\n      FAKE-AGENT: git-commit after",
+    );
+    let (code, status, id) = run(&project, &format!("{stages}{after}"));
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(status["status"], "success", "{status}");
+    assert_eq!(
+        merges(dir),
+        4,
+        "{}",
+        git(dir, &["log", "--graph", "--oneline"])
+    );
+    // The user's checkout was fast-forwarded and is clean.
+    assert_eq!(
+        git(dir, &["rev-parse", "HEAD"]),
+        git(dir, &["rev-parse", "main"])
+    );
+    for name in ["a", "b", "c"] {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(format!("{name}.txt"))).expect("read"),
+            format!("{name} changed\n")
+        );
+        assert!(
+            git(
+                dir,
+                &["rev-parse", "--verify", &format!("baton/{id}/edit_{name}")]
+            )
+            .len()
+                == 40
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("d.txt")).expect("read"),
+        "after\n"
+    );
+    assert!(
+        git(dir, &["status", "--porcelain", "--untracked-files=no"]).is_empty(),
+        "the checkout is clean"
+    );
+    // Inputs and outputs were never committed; the outputs reached the
+    // workspace.
+    let tree = git(dir, &["ls-tree", "-r", "--name-only", "main"]);
+    assert!(!tree.contains("inputs/") && !tree.contains(".md"), "{tree}");
+    let workspace = Path::new(status["workspace"].as_str().expect("workspace"));
+    for name in ["edit_a", "edit_b", "edit_c", "after"] {
+        assert!(
+            workspace.join(format!("outputs/{name}.md")).is_file(),
+            "{name}"
+        );
+    }
+    git(dir, &["fsck", "--strict"]);
+    // `baton resume` of the finished run merges nothing twice.
+    let _ = project.baton(&["resume", &id]);
+    assert_eq!(merges(dir), 4);
+}
+
+#[test]
+fn two_agents_editing_the_same_lines_conflict_and_the_second_fails_naming_the_path() {
+    let project = repository();
+    let dir = project.path();
+    let stages: String = ["x", "y"]
+        .iter()
+        .map(|name| {
+            isolated(
+                name,
+                &[
+                    &format!("write a.txt {name} was here"),
+                    "write-listed",
+                    &format!("git-commit {name}"),
+                ],
+                "",
+            )
+        })
+        .collect();
+    let (code, status, id) = run(&project, &stages);
+    assert_ne!(code, 0, "{status}");
+    let failed: Vec<&str> = ["x", "y"]
+        .into_iter()
+        .filter(|name| stage(&status, name)["status"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{status}");
+    let error = stage(&status, failed[0])["error"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        error.contains("merge conflict") && error.contains("a.txt"),
+        "{error}"
+    );
+    // The losing branch is kept for inspection; the target has one merge.
+    git(
+        dir,
+        &[
+            "rev-parse",
+            "--verify",
+            &format!("baton/{id}/{}", failed[0]),
+        ],
+    );
+    assert_eq!(merges(dir), 1);
+    assert!(git(dir, &["status", "--porcelain", "--untracked-files=no"]).is_empty());
+    git(dir, &["fsck", "--strict"]);
+}
+
+#[test]
+fn an_agent_that_edits_without_committing_fails_its_stage() {
+    let project = repository();
+    let dir = project.path();
+    let (code, status, id) = run(
+        &project,
+        &isolated("lazy", &["write a.txt edited", "write-listed"], ""),
+    );
+    assert_ne!(code, 0, "{status}");
+    let error = stage(&status, "lazy")["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&format!("no commits on branch baton/{id}/lazy")),
+        "{error}"
+    );
+    assert_eq!(merges(dir), 0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.txt")).expect("read"),
+        "a 1\na 2\n"
+    );
+}
+
+#[test]
+fn hooks_and_fsmonitor_an_agent_sets_never_run_as_baton() {
+    let project = repository();
+    let dir = project.path();
+    let common = dir.join(".git");
+    let hook_marker = dir.join("hook-ran");
+    let monitor_marker = dir.join("fsmonitor-ran");
+    let hook = common.join("hooks/post-merge");
+    // One agent installs a post-merge hook (which baton's merge and the
+    // fast-forward of the checkout would run if hooks were enabled).
+    let hooked = isolated(
+        "hooked",
+        &[
+            &format!(
+                "write-outside {} touch {}",
+                hook.display(),
+                hook_marker.display()
+            ),
+            &format!("chmod-x {}", hook.display()),
+            "write b.txt hooked",
+            "write-listed",
+            "git-commit hooked",
+        ],
+        "",
+    );
+    let (code, status, _) = run(&project, &hooked);
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(merges(dir), 1);
+    assert!(
+        !hook_marker.exists(),
+        "baton ran the agent's post-merge hook"
+    );
+    // The hook is real: git without baton's hardening runs it.
+    git(dir, &["hook", "run", "post-merge"]);
+    assert!(hook_marker.exists());
+
+    // Another sets core.fsmonitor after committing: baton fails closed
+    // rather than run git under the changed configuration.
+    let monitored = isolated(
+        "monitored",
+        &[
+            "write c.txt monitored",
+            "write-listed",
+            "git-commit monitored",
+            &format!(
+                "git-config core.fsmonitor touch {}",
+                monitor_marker.display()
+            ),
+        ],
+        "",
+    );
+    let (code, status, _) = run(&project, &monitored);
+    assert_ne!(code, 0, "{status}");
+    let error = stage(&status, "monitored")["error"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(error.contains("git configuration changed"), "{error}");
+    assert!(!monitor_marker.exists(), "baton ran the agent's fsmonitor");
+    assert_eq!(merges(dir), 1);
+    git(dir, &["config", "--unset", "core.fsmonitor"]);
+    git(dir, &["fsck", "--strict"]);
+}
+
+#[test]
+fn a_detached_head_fails_isolated_stages_clearly() {
+    let project = repository();
+    let dir = project.path();
+    git(dir, &["checkout", "-q", "--detach"]);
+    let (code, status, _) = run(
+        &project,
+        &isolated("s", &["write-listed", "git-commit s"], ""),
+    );
+    assert_ne!(code, 0, "{status}");
+    let error = stage(&status, "s")["error"].as_str().unwrap_or_default();
+    assert!(error.contains("detached"), "{error}");
+}

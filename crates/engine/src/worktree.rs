@@ -1,0 +1,565 @@
+//! `isolation: worktree`: an agent stage (or fan-out child) runs in a git
+//! worktree of its own on branch `baton/<run>/<stage>[/<key>]`, and its
+//! commits are merged back into the branch the run started on.
+//!
+//! The worktree's `inputs/` directory is the stage's view of the workspace
+//! (ignored by git, so it is never committed): upstream outputs and result
+//! files are copied in before the agent starts, the agent writes its
+//! declared outputs there, and baton copies them back into the workspace.
+//! Merges happen one at a time in a baton-owned integration worktree; the
+//! user's checkout is only ever fast-forwarded, and only when it is clean.
+//! See `docs/worktrees.md`.
+
+use std::path::{Path, PathBuf};
+
+use baton_executor::git;
+use baton_workflow::Plan;
+use baton_workflow::plan::PlanStage;
+use baton_workflow::schema::{Access, Executor, Isolation};
+use serde::{Deserialize, Serialize};
+
+use crate::create::{RunOptions, sha256_hex};
+use crate::stage::Attempt;
+use crate::workspace::{self, output_path};
+
+/// Where a run started in git, recorded in the run's options as `git`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct GitBase {
+    /// The commit HEAD named when the run was created.
+    pub(crate) base: String,
+    /// The branch checked out then; `None` when HEAD was detached.
+    pub(crate) target: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WithGit {
+    #[serde(default)]
+    git: Option<GitBase>,
+}
+
+/// The run's options as JSON, with its [`GitBase`] when the plan has an
+/// isolated stage and the project is in a git repository.
+pub(crate) async fn record_base(
+    options: &RunOptions,
+    project_dir: &Path,
+    plan: &Plan,
+) -> serde_json::Value {
+    let mut value = serde_json::to_value(options).expect("plain data");
+    let isolated = plan.stages.iter().any(|stage| {
+        stage.spec.agent.isolation == Isolation::Worktree
+            || stage
+                .spec
+                .fan_out
+                .as_ref()
+                .is_some_and(|fan_out| fan_out.isolation == Isolation::Worktree)
+    });
+    if isolated && let Some((base, target)) = git::head(project_dir).await {
+        value["git"] = serde_json::to_value(GitBase { base, target }).expect("plain data");
+    }
+    value
+}
+
+/// Whether an attempt of `stage` runs in a worktree: agent stages (not
+/// scripts, not queue jobs) that ask for it.
+pub(crate) fn isolated(stage: &PlanStage) -> bool {
+    let scripted = stage.spec.executor == Executor::Inline && stage.spec.script.is_some();
+    !scripted
+        && stage.spec.executor != Executor::WorkerQueue
+        && stage.spec.agent.isolation == Isolation::Worktree
+}
+
+/// Serialises every git operation that changes the repository (worktree
+/// creation, merges, ref updates): concurrent ones race on git's lock files.
+static REPOSITORY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// One attempt's worktree.
+#[derive(Debug)]
+pub(crate) struct Worktree {
+    /// The repository's top level (the user's checkout).
+    repository: PathBuf,
+    /// The worktree.
+    pub(crate) path: PathBuf,
+    /// `baton/<run>/<stage>[/<key>]`.
+    branch: String,
+    /// The commit the branch started at.
+    start: String,
+    /// The branch merged into.
+    target: String,
+    /// The run's directory of worktrees.
+    root: PathBuf,
+    /// The repository configuration as it was before the agent ran.
+    config: String,
+}
+
+/// A git ref component from a name: only `[A-Za-z0-9._-]`, no leading dot,
+/// no `..`, no `.lock` ending (`git check-ref-format`).
+fn ref_component(name: &str) -> String {
+    let mut text: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    while text.contains("..") {
+        text = text.replace("..", "_.");
+    }
+    if text.starts_with('.') || text.is_empty() {
+        text.insert(0, '_');
+    }
+    if text.ends_with(".lock") || text.ends_with('.') {
+        text.push('_');
+    }
+    text
+}
+
+fn git_error(what: &str) -> impl Fn(git::GitError) -> String + '_ {
+    move |error| format!("{what}: {error}")
+}
+
+impl Worktree {
+    /// Creates (or, for a later attempt, resets) the stage's worktree and
+    /// fills its `inputs/`.
+    pub(crate) async fn prepare(stage: &PlanStage, attempt: &Attempt) -> Result<Worktree, String> {
+        let run = attempt
+            .store
+            .run(&attempt.run_id)
+            .await
+            .map_err(|error| format!("cannot read the run: {error}"))?;
+        let base = serde_json::from_str::<WithGit>(&run.options)
+            .ok()
+            .and_then(|options| options.git)
+            .ok_or("isolation: worktree needs the run to start inside a git repository with at least one commit")?;
+        let target = base.target.ok_or(
+            "isolation: worktree needs a branch checked out when the run starts (HEAD was detached); baton merges back into that branch",
+        )?;
+        let repository = git::top_level(&attempt.project_dir)
+            .await
+            .ok_or("isolation: worktree: the project is no longer in a git repository")?;
+        let parent = attempt.plan.stages[attempt.index].name();
+        let item = attempt
+            .env
+            .iter()
+            .find(|(name, _)| name == "BATON_ITEM_NAME")
+            .map(|(_, value)| value.as_str());
+        let mut branch = format!(
+            "baton/{}/{}",
+            ref_component(&attempt.run_id),
+            ref_component(parent)
+        );
+        if let Some(item) = item {
+            branch = format!("{branch}/{}", ref_component(item));
+        }
+        let root = attempt
+            .project_dir
+            .join(".baton")
+            .join("worktrees")
+            .join(ref_component(&attempt.run_id));
+        let path = root.join(ref_component(stage.name()));
+        let start_file = root.join(format!("{}.start", ref_component(stage.name())));
+        let _lock = REPOSITORY.lock().await;
+        let exists = git::output(
+            &repository,
+            [
+                "rev-parse",
+                "--verify",
+                "-q",
+                &format!("refs/heads/{branch}^{{commit}}"),
+            ],
+        )
+        .await
+        .map_err(git_error("cannot read the branch"))?
+        .success;
+        let start = if exists {
+            std::fs::read_to_string(&start_file)
+                .map(|text| text.trim().to_owned())
+                .map_err(|error| format!("cannot read {}: {error}", start_file.display()))?
+        } else {
+            // Branches start at the target's current tip, so a stage sees
+            // the merged work of the stages before it.
+            let start = git::run(
+                &repository,
+                [
+                    "rev-parse",
+                    "--verify",
+                    &format!("refs/heads/{target}^{{commit}}"),
+                ],
+            )
+            .await
+            .map_err(git_error(&format!("cannot read branch {target}")))?;
+            // Recorded before the branch exists, so a crash in between
+            // leaves nothing a later attempt cannot account for.
+            workspace::write_atomic(&start_file, format!("{start}\n").as_bytes())
+                .map_err(|error| format!("cannot write {}: {error}", start_file.display()))?;
+            start
+        };
+        if path.join(".git").exists() {
+            // A later attempt starts from the branch as committed: whatever
+            // an interrupted attempt left uncommitted is discarded.
+            for args in [
+                vec!["reset", "-q", "--hard", "HEAD"],
+                vec!["clean", "-q", "-fd"],
+            ] {
+                git::run(&path, args)
+                    .await
+                    .map_err(git_error("cannot reset the worktree"))?;
+            }
+        } else {
+            let _ = git::output(&repository, ["worktree", "prune"]).await;
+            let mut args: Vec<std::ffi::OsString> = vec!["worktree".into(), "add".into()];
+            if exists {
+                args.extend([path.clone().into_os_string(), branch.clone().into()]);
+            } else {
+                args.extend([
+                    "--no-track".into(),
+                    "-b".into(),
+                    branch.clone().into(),
+                    path.clone().into_os_string(),
+                    start.clone().into(),
+                ]);
+            }
+            git::run(&repository, args)
+                .await
+                .map_err(git_error(&format!(
+                    "cannot create the worktree for {branch}"
+                )))?;
+        }
+        drop(_lock);
+        fill_inputs(stage, attempt, &path.join("inputs"))?;
+        let config = config_digest(&repository).await;
+        Ok(Worktree {
+            repository,
+            path,
+            branch,
+            start,
+            target,
+            root,
+            config,
+        })
+    }
+
+    /// The directory the agent sees as its workspace.
+    pub(crate) fn view(&self) -> PathBuf {
+        self.path.join("inputs")
+    }
+
+    /// The agent's prompt: the usual one with `inputs/` as its workspace,
+    /// and what isolation asks of it.
+    pub(crate) fn prompt(&self, plan: &Plan, stage: &PlanStage) -> String {
+        let mut prompt = crate::prompt::render(plan, stage, &self.view());
+        let commit = if stage.spec.agent.access == Access::ReadWrite {
+            "Commit your changes to the repository on this branch (`git add` and `git commit`): a stage that makes no commit fails, and only committed work is merged back."
+        } else {
+            "Do not change the repository's code."
+        };
+        prompt.push_str(&format!(
+            "\n## Isolation\n\nYou work in a git worktree of the repository, {}, on branch `{}` (your working directory). The outputs of earlier stages are under `inputs/`; write the files listed above there too (baton copies them back; `inputs/` is never committed). {commit}\n",
+            self.path.display(),
+            self.branch
+        ));
+        prompt
+    }
+
+    /// Copies the stage's declared outputs from the worktree into the
+    /// workspace (verification then finds a missing one).
+    pub(crate) fn copy_back(&self, stage: &PlanStage, workspace_dir: &Path) -> Result<(), String> {
+        for declared in &stage.spec.writes_to {
+            let relative = output_path(&declared.value);
+            copy(&self.view().join(&relative), &workspace_dir.join(&relative))?;
+        }
+        Ok(())
+    }
+
+    /// Checks the branch and merges it into the target.
+    pub(crate) async fn integrate(&self, stage: &PlanStage, run_id: &str) -> Result<(), String> {
+        if config_digest(&self.repository).await != self.config {
+            return Err(format!(
+                "the repository's git configuration changed while the agent ran; baton does not merge {} after that (inspect the configuration and the branch)",
+                self.branch
+            ));
+        }
+        let commits = git::run(
+            &self.repository,
+            [
+                "rev-list",
+                "--count",
+                &format!("{}..refs/heads/{}", self.start, self.branch),
+            ],
+        )
+        .await
+        .map_err(git_error("cannot count the branch's commits"))?;
+        if commits.trim() == "0" {
+            if stage.spec.agent.access == Access::ReadWrite {
+                return Err(format!(
+                    "no commits on branch {} (a read-write stage must commit its changes)",
+                    self.branch
+                ));
+            }
+            return Ok(());
+        }
+        merge(
+            &self.repository,
+            &self.root.join("_integration"),
+            &self.branch,
+            &self.target,
+            &format!("baton: merge stage {} of run {run_id}", stage.name()),
+        )
+        .await
+    }
+}
+
+/// Merges `branch` into `target` in the integration worktree and advances
+/// the target, one merge at a time. Idempotent: a branch whose tip the
+/// target already contains is not merged again (a crash between the ref
+/// update and the record of success would otherwise duplicate the merge).
+async fn merge(
+    repository: &Path,
+    integration: &Path,
+    branch: &str,
+    target: &str,
+    message: &str,
+) -> Result<(), String> {
+    let _lock = REPOSITORY.lock().await;
+    let target_ref = format!("refs/heads/{target}");
+    // Retried when the target moves between reading and advancing it.
+    for _ in 0..5 {
+        let old = git::run(repository, ["rev-parse", "--verify", &target_ref])
+            .await
+            .map_err(git_error(&format!("cannot read branch {target}")))?;
+        let tip = git::run(
+            repository,
+            ["rev-parse", "--verify", &format!("refs/heads/{branch}")],
+        )
+        .await
+        .map_err(git_error(&format!("cannot read branch {branch}")))?;
+        let contained = git::output(repository, ["merge-base", "--is-ancestor", &tip, &old])
+            .await
+            .map_err(git_error("cannot compare branches"))?;
+        let new = if contained.success {
+            old.clone()
+        } else {
+            merge_commit(repository, integration, &old, &tip, branch, target, message).await?
+        };
+        match advance(repository, &target_ref, &new, &old).await? {
+            true => return Ok(()),
+            false => continue,
+        }
+    }
+    Err(format!(
+        "branch {target} kept moving while baton merged {branch}; resume to try again"
+    ))
+}
+
+/// Makes the merge commit of `tip` onto `old` in the integration worktree.
+async fn merge_commit(
+    repository: &Path,
+    integration: &Path,
+    old: &str,
+    tip: &str,
+    branch: &str,
+    target: &str,
+    message: &str,
+) -> Result<String, String> {
+    if integration.join(".git").exists() {
+        // A crash may have left a merge in progress there.
+        let _ = git::output(integration, ["merge", "--abort"]).await;
+        git::run(integration, ["checkout", "-q", "--force", "--detach", old])
+            .await
+            .map_err(git_error("cannot reset the integration worktree"))?;
+        git::run(integration, ["clean", "-q", "-fd"])
+            .await
+            .map_err(git_error("cannot clean the integration worktree"))?;
+    } else {
+        let _ = git::output(repository, ["worktree", "prune"]).await;
+        let mut args: Vec<std::ffi::OsString> = vec!["worktree".into(), "add".into()];
+        args.extend([
+            "--detach".into(),
+            integration.as_os_str().to_owned(),
+            old.into(),
+        ]);
+        git::run(repository, args)
+            .await
+            .map_err(git_error("cannot create the integration worktree"))?;
+    }
+    // The tip is passed as a commit id, so nothing in a branch name can be
+    // read as an option; the message is baton's, not the agent's.
+    let merged = git::output(
+        integration,
+        ["merge", "--no-ff", "--no-edit", "-m", message, tip],
+    )
+    .await
+    .map_err(git_error("cannot merge"))?;
+    if !merged.success {
+        let conflicts = git::run(integration, ["diff", "--name-only", "--diff-filter=U"])
+            .await
+            .unwrap_or_default();
+        let _ = git::output(integration, ["merge", "--abort"]).await;
+        if conflicts.trim().is_empty() {
+            return Err(format!(
+                "merging {branch} into {target} failed: {}",
+                merged.stderr
+            ));
+        }
+        return Err(format!(
+            "merge conflict merging {branch} into {target} in {}; the branch is kept for inspection",
+            conflicts.lines().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    git::run(integration, ["rev-parse", "--verify", "HEAD"])
+        .await
+        .map_err(git_error("cannot read the merge commit"))
+}
+
+/// Moves the target from `old` to `new`: a fast-forward of the user's
+/// checkout when it has the target checked out (and is clean), else a
+/// compare-and-swap of the ref. `false` when the target moved meanwhile.
+async fn advance(
+    repository: &Path,
+    target_ref: &str,
+    new: &str,
+    old: &str,
+) -> Result<bool, String> {
+    let checked_out = git::output(repository, ["symbolic-ref", "-q", "HEAD"])
+        .await
+        .map_err(git_error("cannot read the checkout's branch"))?;
+    if checked_out.success && checked_out.stdout == target_ref {
+        if new == old {
+            return Ok(true);
+        }
+        let status = git::run(
+            repository,
+            ["status", "--porcelain=v1", "--untracked-files=no"],
+        )
+        .await
+        .map_err(git_error("cannot read the checkout's status"))?;
+        if !status.trim().is_empty() {
+            // Moving the branch under uncommitted edits would make them
+            // look like reverts of the merged work.
+            return Err(format!(
+                "{} has {target_ref} checked out with uncommitted changes; commit or stash them and resume the run to merge",
+                repository.display()
+            ));
+        }
+        // The only git command baton runs in the user's checkout.
+        let merged = git::output(repository, ["merge", "-q", "--ff-only", new])
+            .await
+            .map_err(git_error("cannot fast-forward the checkout"))?;
+        return Ok(merged.success);
+    }
+    if new == old {
+        return Ok(true);
+    }
+    let updated = git::output(
+        repository,
+        ["update-ref", "-m", "baton: merge", target_ref, new, old],
+    )
+    .await
+    .map_err(git_error("cannot advance the branch"))?;
+    Ok(updated.success)
+}
+
+/// A digest of the repository configuration an agent could use to make git
+/// run its programs (config, attributes), read from the common git dir.
+async fn config_digest(repository: &Path) -> String {
+    let common = git::run(
+        repository,
+        ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )
+    .await
+    .map(PathBuf::from)
+    .unwrap_or_else(|_| repository.join(".git"));
+    let mut bytes = Vec::new();
+    for file in ["config", "info/attributes"] {
+        bytes.extend(std::fs::read(common.join(file)).unwrap_or_default());
+        bytes.push(0);
+    }
+    sha256_hex(&bytes)
+}
+
+/// Recreates `inputs/` with every declared output and result file of the
+/// stage's upstream stages (`depends_on` and `reads_from`).
+fn fill_inputs(stage: &PlanStage, attempt: &Attempt, inputs: &Path) -> Result<(), String> {
+    if inputs.exists() {
+        std::fs::remove_dir_all(inputs)
+            .map_err(|error| format!("cannot clear {}: {error}", inputs.display()))?;
+    }
+    std::fs::create_dir_all(inputs.join("stages"))
+        .map_err(|error| format!("cannot create {}: {error}", inputs.display()))?;
+    // Ignores everything in the directory, itself included, so an agent's
+    // `git add -A` never commits the inputs or its outputs.
+    workspace::write_atomic(&inputs.join(".gitignore"), b"*\n")
+        .map_err(|error| format!("cannot write inputs/.gitignore: {error}"))?;
+    let mut upstream: Vec<usize> = stage
+        .depends_on
+        .iter()
+        .chain(&stage.reads_from)
+        .copied()
+        .collect();
+    upstream.sort_unstable();
+    upstream.dedup();
+    let stages_dir = attempt.workspace.join("stages");
+    let results: Vec<PathBuf> = std::fs::read_dir(&stages_dir)
+        .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+        .unwrap_or_default();
+    for index in upstream {
+        let Some(source) = attempt.plan.stages.get(index) else {
+            continue;
+        };
+        for declared in &source.spec.writes_to {
+            let relative = output_path(&declared.value);
+            copy(&attempt.workspace.join(&relative), &inputs.join(&relative))?;
+        }
+        // The stage's result file, and its fan-out children's.
+        let stem = source.file_stem();
+        for result in &results {
+            let name = result
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name.starts_with(&stem) && name.ends_with(".json") {
+                copy(result, &inputs.join("stages").join(&name))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies a regular file, or the regular files under a directory; symlinks
+/// are not followed and a missing source copies nothing.
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    let Ok(metadata) = std::fs::symlink_metadata(from) else {
+        return Ok(());
+    };
+    if metadata.is_file() {
+        let bytes = std::fs::read(from)
+            .map_err(|error| format!("cannot read {}: {error}", from.display()))?;
+        return workspace::write_atomic(to, &bytes)
+            .map_err(|error| format!("cannot write {}: {error}", to.display()));
+    }
+    if metadata.is_dir() {
+        let entries = std::fs::read_dir(from)
+            .map_err(|error| format!("cannot read {}: {error}", from.display()))?;
+        for entry in entries.flatten() {
+            copy(&entry.path(), &to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ref_components_are_valid() {
+        assert_eq!(ref_component("implement"), "implement");
+        assert_eq!(ref_component("a b/c"), "a_b_c");
+        assert_eq!(ref_component("..x"), "_.x");
+        assert_eq!(ref_component(".hidden"), "_.hidden");
+        assert_eq!(ref_component("x.lock"), "x.lock_");
+        assert_eq!(ref_component(""), "_");
+    }
+}
