@@ -342,6 +342,7 @@ async fn drive_owned(
     // One copy of the plan, shared with every attempt.
     let plan = std::sync::Arc::new(plan);
     let shared_plan = std::sync::Arc::clone(&plan);
+    let shared_options = std::sync::Arc::new(options.clone());
     let envelopes = EnvelopeWriter::start(&workspace_dir);
     let local_worker = LocalWorker::start(store, options.local_worker.as_ref(), &plan);
     let (report_sender, mut reports) = mpsc::unbounded_channel::<Report>();
@@ -652,11 +653,16 @@ async fn drive_owned(
                         Some(key) => Slot::Unit(launch.index, key.clone()),
                     };
                     let kept = unit.as_ref().map(|_| stage_to_run.clone());
-                    tokio::spawn(stage::run(
-                        stage_to_run,
-                        attempt,
-                        cancel_receiver,
-                        report_sender.clone(),
+                    // The options ride along so that a sub-workflow attempt
+                    // drives its child run as this run is driven.
+                    tokio::spawn(crate::subrun::OPTIONS.scope(
+                        std::sync::Arc::clone(&shared_options),
+                        stage::run(
+                            stage_to_run,
+                            attempt,
+                            cancel_receiver,
+                            report_sender.clone(),
+                        ),
                     ));
                     running.insert(
                         slot,

@@ -212,7 +212,7 @@ fn default_base(plan: &Plan, project_dir: &Path) -> PathBuf {
 }
 
 /// `plan.json` in the reference's shape.
-fn plan_json(plan: &Plan, run_id: &str) -> serde_json::Value {
+pub(crate) fn plan_json(plan: &Plan, run_id: &str) -> serde_json::Value {
     let details: serde_json::Map<String, serde_json::Value> = plan
         .stages
         .iter()

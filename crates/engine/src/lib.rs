@@ -28,6 +28,7 @@ mod queued;
 mod reconcile;
 pub mod schedule;
 mod stage;
+mod subrun;
 mod usage;
 mod work;
 pub mod workspace;
@@ -39,6 +40,7 @@ pub use control::{cancel, invalidate};
 pub use coordinator::{DriveOptions, Outcome, Progress, drive};
 pub use create::{Created, RunRequest, create_run};
 pub use stage::Limits;
+pub use subrun::{child_run_id, child_workspace};
 pub use work::unit_stage_name;
 
 /// Engine errors.

@@ -130,6 +130,11 @@ pub(crate) async fn run(
     cancel: watch::Receiver<bool>,
     reports: mpsc::UnboundedSender<Report>,
 ) {
+    if stage.spec.sub_workflow.is_some() {
+        let finished = crate::subrun::run(&stage, &attempt, cancel).await;
+        let _ = reports.send(Report::Finished(finished));
+        return;
+    }
     if stage.spec.executor == Executor::WorkerQueue {
         let finished = crate::queued::run(&stage, &attempt, cancel).await;
         let _ = reports.send(Report::Finished(finished));
@@ -588,9 +593,6 @@ fn command(
     let spec = &stage.spec;
     if spec.fan_out.is_some() {
         return Err("fan_out stages are not run by this version of baton's engine".to_owned());
-    }
-    if spec.sub_workflow.is_some() {
-        return Err("sub-workflow stages are not run by this version of baton's engine".to_owned());
     }
     if spec.executor == Executor::WorkerQueue {
         return Err(
