@@ -11,6 +11,7 @@ pub(crate) mod parse;
 pub(crate) mod queue;
 pub(crate) mod run;
 pub(crate) mod status;
+mod subruns;
 
 use std::path::PathBuf;
 

@@ -38,7 +38,7 @@ pub(crate) fn runs(args: &FormatOnly) -> u8 {
             Format::Json | Format::Yaml => {
                 let rows: Vec<_> = runs
                     .iter()
-                    .map(|run| json!({"run_id": run.run_id, "workflow": run.workflow, "status": run.status, "started_at": utc(run.created_at)}))
+                    .map(|run| json!({"run_id": run.run_id, "workflow": run.workflow, "status": run.status, "started_at": utc(run.created_at), "parent": super::subruns::parent_of(run).map(|(parent, _)| parent)}))
                     .collect();
                 if args.format.format() == Format::Json {
                     output::json(&rows)
@@ -87,6 +87,7 @@ pub(crate) fn status(args: &RunRef) -> u8 {
             .unwrap_or_default();
         let work = Work::read(&store, &args.run).await;
         let costs = super::cost::Costs::read(&store, &args.run).await;
+        let subruns = super::subruns::SubRuns::read(&store).await;
         let text = match args.format.format() {
             Format::Json | Format::Yaml => {
                 let mut value = json!({
@@ -119,6 +120,7 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                         });
                         work.describe_json(stage.index, &mut entry);
                         costs.describe_json(Some(stage.index), &mut entry);
+                        subruns.describe_json(&run.run_id, &stage.name, &mut entry);
                         entry
                     }).collect::<Vec<_>>(),
                 });
@@ -152,8 +154,8 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                 text.push('\n');
                 let rows: Vec<Vec<String>> = stages
                     .iter()
-                    .map(|stage| {
-                        vec![
+                    .flat_map(|stage| {
+                        let row = vec![
                             format!("{:03}", stage.index),
                             stage.name.clone(),
                             stage.status.clone(),
@@ -169,7 +171,9 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                                 .chain(stage.error.clone().or_else(|| stage.note.clone()))
                                 .collect::<Vec<_>>()
                                 .join("; "),
-                        ]
+                        ];
+                        let columns = row.len();
+                        std::iter::once(row).chain(subruns.rows(&run.run_id, &stage.name, columns))
                     })
                     .collect();
                 text.push_str(&output::table(

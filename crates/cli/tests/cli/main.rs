@@ -18,6 +18,7 @@ mod queue;
 mod queue_postgres;
 mod run;
 mod store_lock;
+mod subworkflow;
 mod usage;
 mod validation;
 mod worktree;

@@ -1,0 +1,457 @@
+//! `kind: sub-workflow`: child runs three levels deep with params passed
+//! down, `kill -9` of the driver while the deepest child runs followed by
+//! `baton resume`, a cycle between two files refused at compile time, and a
+//! child's failure failing the parent stage. Inline scripts only.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::baton;
+
+/// A scratch project with a store of its own.
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Project {
+        let project = Project {
+            dir: tempfile::tempdir().expect("temp dir"),
+        };
+        std::fs::create_dir_all(project.path().join("flows")).expect("mkdir");
+        project
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.path().join(name), text).expect("write");
+    }
+
+    fn baton(&self, args: &[&str]) -> baton_test_support::Run {
+        baton(self.path(), args)
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let run = self.baton(args);
+        serde_json::from_str(&run.stdout).unwrap_or_else(|error| {
+            panic!(
+                "{args:?}: {error}\nstdout: {}\nstderr: {}",
+                run.stdout, run.stderr
+            )
+        })
+    }
+
+    /// Lines `<run id> <stage>` the scripts appended.
+    fn witness(&self) -> Vec<String> {
+        std::fs::read_to_string(self.path().join("witness.txt"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn spawn(&self, args: &[&str]) -> Child {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "tests run baton in the background to kill it"
+        )]
+        Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(args)
+            .current_dir(self.path())
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("baton starts")
+    }
+
+    /// The top-level run (the one without a parent).
+    fn top_run(&self) -> String {
+        let runs = self.json(&["runs", "--json"]);
+        runs.as_array()
+            .expect("runs")
+            .iter()
+            .find(|run| run["parent"].is_null())
+            .and_then(|run| run["run_id"].as_str())
+            .expect("a top-level run")
+            .to_owned()
+    }
+}
+
+fn header(name: &str, params: &str) -> String {
+    format!(
+        "name: {name}\nversion: '1'\ndescription: d\ntrigger:\n  source: manual\n  params:\n{params}stages:\n"
+    )
+}
+
+/// An inline stage that appends `<run id> <stage>` to the witness file,
+/// then runs `body`.
+fn stage(name: &str, body: &str, extra: &str) -> String {
+    format!(
+        "  - name: {name}\n    kind: execute\n    description: d\n    executor: inline\n{extra}    script: |\n      echo \"$BATON_RUN_ID $BATON_STAGE\" >> \"$BATON_PROJECT_DIR/witness.txt\"\n      {body}\n"
+    )
+}
+
+fn sub(name: &str, path: &str, extra: &str) -> String {
+    format!(
+        "  - name: {name}\n    kind: sub-workflow\n    description: runs {path}\n    agent: {{role: orchestrator}}\n    sub_workflow: {path}\n{extra}"
+    )
+}
+
+/// top → flows/mid.yaml → flows/leaf.yaml (relative to mid), the greeting
+/// extended at each level; `leaf_body` runs in the deepest stage, and
+/// `after` copies the leaf's output up through both workspaces.
+fn three_levels(project: &Project, leaf_body: &str) {
+    project.write(
+        "top.yaml",
+        &format!(
+            "{}{}{}{}",
+            header("top", "    greeting: hello\n"),
+            stage("first", "true", ""),
+            sub(
+                "mid",
+                "flows/mid.yaml",
+                "    depends_on: [first]\n    sub_workflow_params:\n      greeting: \"{greeting} from top\"\n"
+            ),
+            stage(
+                "after",
+                "cp {workspace}/sub/mid/sub/leaf/outputs/leaf.txt {workspace}/outputs/final.txt",
+                "    depends_on: [mid]\n    writes_to: [outputs/final.txt]\n"
+            ),
+        ),
+    );
+    project.write(
+        "flows/mid.yaml",
+        &format!(
+            "{}{}{}",
+            header("mid", "    greeting: unset\n"),
+            stage("prepare", "true", ""),
+            sub(
+                "leaf",
+                "leaf.yaml",
+                // The stage's writes_to are checked in mid's workspace like
+                // any stage's: the leaf is told where to put that copy.
+                "    depends_on: [prepare]\n    writes_to: [leaf-copy.txt]\n    sub_workflow_params:\n      greeting: \"{greeting} via mid\"\n      copy_to: \"{workspace}/outputs\"\n"
+            ),
+        ),
+    );
+    project.write(
+        "flows/leaf.yaml",
+        &format!(
+            "{}{}",
+            header("leaf", "    greeting: unset\n    copy_to: /nonexistent\n"),
+            stage(
+                "write",
+                &format!("{leaf_body}\n      echo {{greeting}} > {{workspace}}/outputs/leaf.txt\n      cp {{workspace}}/outputs/leaf.txt {{copy_to}}/leaf-copy.txt"),
+                "    writes_to: [outputs/leaf.txt]\n"
+            ),
+        ),
+    );
+}
+
+fn count(witness: &[String], run: &str, stage: &str) -> usize {
+    let line = format!("{run} {stage}");
+    witness.iter().filter(|seen| **seen == line).count()
+}
+
+fn final_text(project: &Project, run: &str) -> String {
+    let status = project.json(&["status", run, "--json"]);
+    let workspace = status["workspace"].as_str().expect("workspace");
+    std::fs::read_to_string(Path::new(workspace).join("outputs/final.txt"))
+        .expect("the final output exists")
+}
+
+#[test]
+fn three_levels_run_to_the_end_and_pass_params_down() {
+    let project = Project::new();
+    three_levels(&project, "true");
+    let run = project.baton(&["run", "top.yaml", "--json"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let top = project.top_run();
+    let mid = format!("{top}-mid");
+    let leaf = format!("{mid}-leaf");
+
+    assert_eq!(final_text(&project, &top), "hello from top via mid\n");
+    let witness = project.witness();
+    for (run, stage) in [
+        (&top, "first"),
+        (&mid, "prepare"),
+        (&leaf, "write"),
+        (&top, "after"),
+    ] {
+        assert_eq!(count(&witness, run, stage), 1, "{run} {stage}: {witness:?}");
+    }
+
+    // Nested in status: JSON names the child on its stage, the table
+    // indents a line per child run, grandchildren included.
+    let status = project.json(&["status", &top, "--json"]);
+    let mid_stage = status["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|stage| stage["stage"] == "mid")
+        .expect("mid")
+        .clone();
+    assert_eq!(mid_stage["sub_run"]["run_id"], mid.as_str());
+    assert_eq!(mid_stage["sub_run"]["status"], "success");
+    let table = project.baton(&["status", &top]);
+    assert!(
+        table.stdout.contains(&format!("└ sub-run {mid}")),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        table.stdout.contains(&format!("└ sub-run {leaf}")),
+        "{}",
+        table.stdout
+    );
+    // Child workspaces live under the parent's; `baton runs` names parents.
+    let child = project.json(&["status", &leaf, "--json"]);
+    assert!(
+        child["workspace"]
+            .as_str()
+            .expect("workspace")
+            .ends_with(&format!("{top}/sub/mid/sub/leaf")),
+        "{child}"
+    );
+    let runs = project.json(&["runs", "--json"]);
+    let parent_of = |id: &str| {
+        runs.as_array()
+            .expect("runs")
+            .iter()
+            .find(|run| run["run_id"] == id)
+            .map(|run| run["parent"].clone())
+            .expect("listed")
+    };
+    assert_eq!(parent_of(&leaf), mid.as_str());
+    assert_eq!(parent_of(&mid), top.as_str());
+}
+
+#[test]
+fn kill_minus_nine_in_the_deepest_child_then_resume_finishes_everything_once() {
+    let project = Project::new();
+    // The leaf waits for a file the test writes after the kill, so the kill
+    // lands while the deepest child runs.
+    three_levels(
+        &project,
+        "while [ ! -f \"$BATON_PROJECT_DIR/go\" ]; do sleep 0.05; done",
+    );
+    let mut first = project.spawn(&["run", "top.yaml"]);
+    let start = Instant::now();
+    while !project
+        .witness()
+        .iter()
+        .any(|line| line.ends_with(" write"))
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the leaf never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    first.kill().expect("SIGKILL");
+    first.wait().expect("reaped");
+    project.write("go", "");
+
+    let top = project.top_run();
+    let resume = project.baton(&["resume", &top, "--json"]);
+    assert_eq!(resume.code, 0, "{}\n{}", resume.stdout, resume.stderr);
+    let mid = format!("{top}-mid");
+    let leaf = format!("{mid}-leaf");
+    let witness = project.witness();
+    // Finished stages ran once; the interrupted leaf stage ran again.
+    assert_eq!(count(&witness, &top, "first"), 1, "{witness:?}");
+    assert_eq!(count(&witness, &mid, "prepare"), 1, "{witness:?}");
+    assert_eq!(count(&witness, &leaf, "write"), 2, "{witness:?}");
+    assert_eq!(count(&witness, &top, "after"), 1, "{witness:?}");
+    assert_eq!(final_text(&project, &top), "hello from top via mid\n");
+    for run in [&top, &mid, &leaf] {
+        let status = project.json(&["status", run, "--json"]);
+        assert_eq!(status["status"], "success", "{run}: {status}");
+        // The killed driver's processes did not survive the resume.
+        assert_eq!(processes_of(run), 0, "{run}");
+    }
+}
+
+/// Processes still carrying a run's marker.
+fn processes_of(run_id: &str) -> usize {
+    let needle = format!("BATON_RUN_ID={run_id}");
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|name| name.parse::<u32>().is_ok())
+        })
+        .filter(|entry| {
+            std::fs::read(entry.path().join("environ")).is_ok_and(|environ| {
+                environ
+                    .split(|byte| *byte == 0)
+                    .any(|variable| variable == needle.as_bytes())
+            })
+        })
+        .count()
+}
+
+#[test]
+fn a_cycle_between_two_files_is_a_compile_error_naming_both() {
+    let project = Project::new();
+    project.write(
+        "a.yaml",
+        &format!("{}{}", header("a", "    x: 1\n"), sub("to-b", "b.yaml", "")),
+    );
+    project.write(
+        "b.yaml",
+        &format!("{}{}", header("b", "    x: 1\n"), sub("to-a", "a.yaml", "")),
+    );
+    let compile = project.baton(&["compile", "a.yaml"]);
+    assert_eq!(compile.code, 1, "{}\n{}", compile.stdout, compile.stderr);
+    assert!(
+        compile.stderr.contains("a.yaml -> b.yaml -> a.yaml"),
+        "{}",
+        compile.stderr
+    );
+    let run = project.baton(&["run", "a.yaml"]);
+    assert_ne!(run.code, 0, "a cycle never runs");
+    assert!(project.witness().is_empty());
+}
+
+#[test]
+fn a_child_failure_fails_the_parent_stage_with_the_childs_error() {
+    let project = Project::new();
+    project.write(
+        "top.yaml",
+        &format!(
+            "{}{}{}",
+            header("top", "    x: 1\n"),
+            sub("child", "flows/bad.yaml", ""),
+            stage("never", "true", "    depends_on: [child]\n"),
+        ),
+    );
+    project.write(
+        "flows/bad.yaml",
+        &format!(
+            "{}{}",
+            header("bad", "    x: 1\n"),
+            stage("boom", "echo kaboom >&2; exit 7", ""),
+        ),
+    );
+    let run = project.baton(&["run", "top.yaml", "--json"]);
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    let top = project.top_run();
+    let status = project.json(&["status", &top, "--json"]);
+    assert_eq!(status["status"], "failed");
+    let child = status["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|stage| stage["stage"] == "child")
+        .expect("child stage")
+        .clone();
+    assert_eq!(child["status"], "failed");
+    let error = child["error"].as_str().expect("error");
+    assert!(error.contains(&format!("{top}-child")), "{error}");
+    assert!(error.contains("exited with code 7"), "{error}");
+    assert!(error.contains("kaboom"), "{error}");
+    assert_eq!(child["sub_run"]["status"], "failed");
+    assert_eq!(count(&project.witness(), &top, "never"), 0);
+}
+
+/// The sub-workflow stage that runs `flows/<file>`, then a stage after it.
+fn parent_of_child(project: &Project, file: &str) {
+    project.write(
+        "top.yaml",
+        &format!(
+            "{}{}{}",
+            header("top", "    x: 1\n"),
+            sub("child", &format!("flows/{file}"), ""),
+            stage("after", "true", "    depends_on: [child]\n"),
+        ),
+    );
+}
+
+#[test]
+fn a_gate_in_the_child_is_decided_on_the_child_then_the_parent_resumes() {
+    let project = Project::new();
+    parent_of_child(&project, "gated.yaml");
+    project.write(
+        "flows/gated.yaml",
+        &format!(
+            "{}{}{}",
+            header("gated", "    x: 1\n"),
+            stage("review", "true", "    human_gate: true\n"),
+            stage("post", "true", "    depends_on: [review]\n"),
+        ),
+    );
+    let run = project.baton(&["run", "top.yaml"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let top = project.top_run();
+    let child = format!("{top}-child");
+    assert!(
+        run.stderr.contains(&format!(
+            "stopped at human gate 'review': decide it (`baton gate approve {child} review`"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(&format!("then `baton resume {top}`")),
+        "{}",
+        run.stderr
+    );
+    let approve = project.baton(&["gate", "approve", &child, "review"]);
+    assert_eq!(approve.code, 0, "{}", approve.stderr);
+    let resume = project.baton(&["resume", &top]);
+    assert_eq!(resume.code, 0, "{}", resume.stderr);
+    let witness = project.witness();
+    assert_eq!(count(&witness, &child, "review"), 1, "{witness:?}");
+    assert_eq!(count(&witness, &child, "post"), 1, "{witness:?}");
+    assert_eq!(count(&witness, &top, "after"), 1, "{witness:?}");
+}
+
+#[test]
+fn cancelling_the_parent_cancels_the_child() {
+    let project = Project::new();
+    parent_of_child(&project, "slow.yaml");
+    project.write(
+        "flows/slow.yaml",
+        &format!(
+            "{}{}",
+            header("slow", "    x: 1\n"),
+            stage("wait", "sleep 120", ""),
+        ),
+    );
+    let mut first = project.spawn(&["run", "top.yaml"]);
+    let start = Instant::now();
+    while !project.witness().iter().any(|line| line.ends_with(" wait")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the child never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let top = project.top_run();
+    let cancel = project.baton(&["cancel", &top]);
+    assert_eq!(cancel.code, 0, "{}", cancel.stderr);
+    let status = first.wait().expect("the driver exits");
+    assert_eq!(status.code(), Some(2));
+    let child = format!("{top}-child");
+    assert_eq!(
+        project.json(&["status", &top, "--json"])["status"],
+        "cancelled"
+    );
+    assert_eq!(
+        project.json(&["status", &child, "--json"])["status"],
+        "cancelled"
+    );
+    assert_eq!(processes_of(&child), 0);
+    assert_eq!(count(&project.witness(), &top, "after"), 0);
+}
