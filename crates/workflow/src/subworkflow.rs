@@ -223,4 +223,65 @@ mod tests {
             vec!["stage 'x' references missing sub-workflow file: gone.yaml".to_owned()]
         );
     }
+
+    #[test]
+    fn sub_workflow_params_are_read_in_order_and_checked() {
+        let params = "    sub_workflow_params:\n      topic: \"{topic} more\"\n      count: 3\n";
+        let loader = MemoryLoader::new()
+            .with(
+                "a.yaml",
+                &workflow("a", &format!("{}{params}", sub("call", "b.yaml"))),
+            )
+            .with(
+                "b.yaml",
+                &workflow(
+                    "b",
+                    "  - name: leaf\n    kind: execute\n    description: leaf\n    executor: inline\n    script: \"true\"\n",
+                ),
+            );
+        let loaded = crate::load("a.yaml", &loader).expect("loads");
+        let read: Vec<(&str, &str)> = loaded.workflow.stages[0]
+            .sub_workflow_params
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.value.as_str()))
+            .collect();
+        assert_eq!(read, vec![("topic", "{topic} more"), ("count", "3")]);
+
+        let on_other_kind = MemoryLoader::new().with(
+            "c.yaml",
+            &workflow(
+                "c",
+                &format!(
+                    "  - name: leaf\n    kind: execute\n    description: leaf\n    executor: inline\n    script: \"true\"\n{params}"
+                ),
+            ),
+        );
+        let failure = crate::load("c.yaml", &on_other_kind).expect_err("refused");
+        assert_eq!(failure.errors[0].code, "schema::sub-workflow");
+        assert_eq!(
+            failure.errors[0]
+                .location
+                .as_ref()
+                .expect("located")
+                .span
+                .line,
+            12
+        );
+
+        let nested = MemoryLoader::new().with(
+            "d.yaml",
+            &workflow(
+                "d",
+                &format!(
+                    "{}    sub_workflow_params:\n      topic: [a, b]\n",
+                    sub("call", "d.yaml")
+                ),
+            ),
+        );
+        let failure = crate::load("d.yaml", &nested).expect_err("refused");
+        assert_eq!(
+            failure.errors[0].message,
+            "stage 'call' sub_workflow_params 'topic' must be a single value, got list"
+        );
+    }
 }
