@@ -242,22 +242,22 @@ async fn created(stage: &PlanStage, attempt: &Attempt) -> Result<String> {
     let (loaded, plan) = create::compile(&attempt.project_dir, &path, &compile_options)?;
     let workspace = child_workspace(&attempt.workspace, stage.name());
     let now = clock::now_ms();
-    // Written as JSON rather than through `RunOptions` so that the parent
-    // link rides along without a migration; the child runs on the parent's
-    // concurrency bound.
-    let parent_options: serde_json::Value = attempt
+    // The parent's options (its concurrency bound, its driver), with the
+    // git base recorded afresh for the child's own isolated stages, and the
+    // parent link as extra fields: the options column takes them without a
+    // migration, and `RunOptions` ignores them when the child is resumed.
+    let parent_options = attempt
         .store
         .run(&attempt.run_id)
         .await
         .ok()
-        .and_then(|run| serde_json::from_str(&run.options).ok())
-        .unwrap_or_default();
-    let options = json!({
-        "project_dir": attempt.project_dir,
-        "max_parallel": parent_options.get("max_parallel").and_then(serde_json::Value::as_u64).unwrap_or(1),
-        "parent_run": attempt.run_id,
-        "parent_stage": stage.name(),
-    });
+        .and_then(|run| serde_json::from_str::<create::RunOptions>(&run.options).ok())
+        .ok_or_else(|| Error::Store(baton_store::Error::NoSuchRun(attempt.run_id.clone())))?;
+    let mut options =
+        crate::worktree::record_base(&parent_options, &attempt.project_dir, &plan).await;
+    options["project_dir"] = json!(attempt.project_dir);
+    options["parent_run"] = json!(attempt.run_id);
+    options["parent_stage"] = json!(stage.name());
     let created = attempt
         .store
         .create_run(&NewRun {
