@@ -4,6 +4,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::exit_code;
 
+pub(crate) mod driver;
 pub(crate) mod queue;
 
 /// baton runs multi-step AI-agent work on software projects: workflows of
@@ -52,6 +53,36 @@ pub(crate) enum Command {
         after_help = "Examples:\n  baton run examples/quickstart/workflow.yaml\n  baton run wf.yaml --params pr_number=42 --max-parallel 8\n  baton run wf.yaml --dry-run      # show the plan, run nothing\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow, 2 the run failed or is incomplete, 4 store unavailable."
     )]
     Run(RunArgs),
+
+    /// Driver protocol: hand out the ready stages of a run driven externally.
+    ///
+    /// Lists every stage whose dependencies are done and whose earlier gates
+    /// are approved (no --max-parallel bound), with its rendered prompt and
+    /// dispatch file, and records each as started; stages handed out before
+    /// and not completed are listed again. Inline `script:` stages are run by
+    /// baton itself here. An empty list with status `awaiting_human` means a
+    /// gate waits for `baton gate approve`; `success` or `failed`: the run ended.
+    #[command(
+        after_help = "Examples:\n  baton run wf.yaml --driver external          # prints the run id, spawns nothing\n  baton next RUN --json                        # [{stage, prompt, dispatch_file, worktree}]\n  baton complete RUN draft                     # verify draft's outputs and record them\n  baton fail RUN draft --error \"agent gave up\"\n\nExit codes: 0 listed, 1 no such run, 2 the workflow changed or a stage cannot be driven this way, 3 refused (not an external run; the run is held by a live process), 4 store unavailable."
+    )]
+    Next(driver::NextArgs),
+
+    /// Driver protocol: verify a handed-out stage's outputs and record its result.
+    ///
+    /// The same checks as baton's own executor: every declared output exists,
+    /// was written after `baton next` handed the stage out, and passes its
+    /// output checks. Refuses a stage not handed out, not ready, or already
+    /// completed.
+    #[command(
+        after_help = "Examples:\n  baton complete RUN draft\n  baton complete RUN draft --json\n\nExit codes: 0 recorded as succeeded, 1 no such run or stage, 2 verification failed (recorded as a failure), 3 refused (out of order), 4 store unavailable."
+    )]
+    Complete(driver::CompleteArgs),
+
+    /// Driver protocol: record a handed-out stage as failed.
+    #[command(
+        after_help = "Examples:\n  baton fail RUN draft --error \"the agent hit its turn limit\"\n\nExit codes: 0 recorded, 1 no such run or stage, 3 refused (out of order), 4 store unavailable."
+    )]
+    Fail(driver::FailArgs),
 
     /// List recorded runs, oldest first.
     Runs(FormatOnly),
@@ -257,6 +288,10 @@ pub(crate) struct RunArgs {
     /// instead of working them in this process too.
     #[arg(long)]
     pub(crate) no_local_worker: bool,
+    /// `external`: only create the run and print its id; an external
+    /// orchestrator drives it with `baton next` / `complete` / `fail`.
+    #[arg(long, value_enum, default_value_t = driver::DriverArg::Builtin)]
+    pub(crate) driver: driver::DriverArg,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

@@ -7,10 +7,10 @@ use baton_store::{Error as StoreError, Lease, Store, Transition};
 use crate::{Error, Result, clock, owner, reconcile};
 
 /// A short lease for a one-off change.
-const TTL_MS: i64 = 10_000;
+pub(crate) const TTL_MS: i64 = 10_000;
 
 /// Takes the lease for a quick change: free, expired, or held by a dead process.
-async fn take(store: &Store, run_id: &str) -> Result<Lease> {
+pub(crate) async fn take(store: &Store, run_id: &str) -> Result<Lease> {
     let me = owner::me();
     match store
         .acquire(run_id, &me, clock::now_ms(), TTL_MS, None)

@@ -208,6 +208,7 @@ async fn drive_owned(
     let run_options: RunOptions = serde_json::from_str(&run.options).unwrap_or(RunOptions {
         project_dir: PathBuf::from("."),
         max_parallel: 4,
+        driver: crate::external::DriverMode::Builtin,
     });
     let params: IndexMap<String, String> = serde_json::from_str(&run.params).unwrap_or_default();
     let compile_options = baton_workflow::compile::Options {

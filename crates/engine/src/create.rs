@@ -37,6 +37,13 @@ pub struct RunOptions {
     pub project_dir: PathBuf,
     /// Concurrency bound.
     pub max_parallel: usize,
+    /// Who executes the stages; recorded here (rather than in a column of
+    /// its own) so that older runs read as built-in without a migration.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::external::DriverMode::is_builtin"
+    )]
+    pub driver: crate::external::DriverMode,
 }
 
 /// A workflow file and the digest it had when the run started.
@@ -103,6 +110,21 @@ pub fn compile(
 ///
 /// An invalid workflow, a store error, or a workspace that cannot be created.
 pub async fn create_run(store: &Store, request: &RunRequest) -> Result<Created> {
+    create_run_as(store, request, crate::external::DriverMode::Builtin).await
+}
+
+/// [`create_run`] for a run executed by `driver`: with
+/// [`DriverMode::External`](crate::external::DriverMode) an external
+/// orchestrator drives it through `next` / `complete` / `fail`.
+///
+/// # Errors
+///
+/// As [`create_run`].
+pub async fn create_run_as(
+    store: &Store,
+    request: &RunRequest,
+    driver: crate::external::DriverMode,
+) -> Result<Created> {
     let options = baton_workflow::compile::Options {
         work_dir: Some(
             request
@@ -125,6 +147,7 @@ pub async fn create_run(store: &Store, request: &RunRequest) -> Result<Created> 
     let run_options = RunOptions {
         project_dir: request.project_dir.clone(),
         max_parallel: request.max_parallel.max(1),
+        driver,
     };
     store
         .create_run(&NewRun {

@@ -19,6 +19,7 @@ mod coordinator;
 pub mod create;
 mod endpoint;
 mod envelopes;
+pub mod external;
 pub mod gate;
 pub mod loader;
 mod owner;
@@ -38,7 +39,7 @@ use std::path::PathBuf;
 
 pub use control::{cancel, invalidate};
 pub use coordinator::{DriveOptions, Outcome, Progress, drive};
-pub use create::{Created, RunRequest, create_run};
+pub use create::{Created, RunRequest, create_run, create_run_as};
 pub use stage::Limits;
 pub use subrun::{child_run_id, child_workspace};
 pub use work::unit_stage_name;
@@ -77,6 +78,10 @@ pub enum Error {
         /// The name asked for.
         stage: String,
     },
+    /// A driver-protocol call that the run's state does not allow (a
+    /// completion out of order, a stage the protocol cannot drive).
+    #[error("{0}")]
+    Refused(String),
     /// A live baton process drives the run.
     #[error(
         "run {run_id} is being driven by {owner} (alive); wait for it, or `baton cancel {run_id}`"

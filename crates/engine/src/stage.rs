@@ -514,8 +514,9 @@ impl RepositoryGuard {
     }
 }
 
-/// What identifies one version of a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What identifies one version of a file. Serializable: the driver
+/// protocol keeps a stage's snapshot on disk between `next` and `complete`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Fingerprint {
     inode: u64,
     size: u64,

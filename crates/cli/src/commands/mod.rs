@@ -3,6 +3,7 @@
 pub(crate) mod agents;
 pub(crate) mod compile;
 mod cost;
+pub(crate) mod driver;
 pub(crate) mod gate;
 pub(crate) mod graph;
 pub(crate) mod lint;

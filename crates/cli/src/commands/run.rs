@@ -42,7 +42,7 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
+pub(crate) fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
     match error {
         baton_engine::Error::Invalid(failure) => {
             report::emit(
@@ -197,6 +197,10 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
         max_parallel: args.max_parallel,
         project_dir: super::current_dir(),
     };
+    if args.driver == crate::args::driver::DriverArg::External {
+        // Needs no agent profiles: baton spawns nothing for this run.
+        return super::driver::create(&request, format);
+    }
     let drive = match drive_options(false, args.wait_gates, !args.no_local_worker) {
         Ok(drive) => drive,
         Err(code) => return code,
@@ -225,6 +229,9 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
 /// `baton resume`.
 pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     let format = args.format.format();
+    if let Some(code) = super::driver::resume_hint(&args.run, format) {
+        return code;
+    }
     let options = match drive_options(args.accept_changes, args.wait_gates, !args.no_local_worker) {
         Ok(options) => options,
         Err(code) => return code,
@@ -256,6 +263,16 @@ pub(crate) fn rerun(args: &RerunArgs) -> u8 {
         match baton_engine::invalidate(&store, &args.run, &args.stage).await {
             Ok(reset) => output::stderr_line(&format!("rerunning {}", reset.join(", "))),
             Err(error) => return engine_error(&error, format == Format::Json),
+        }
+        if let Ok(run) = store.run(&args.run).await
+            && baton_engine::external::is_external(&run)
+        {
+            // Its orchestrator runs the stages again: baton spawns nothing.
+            output::stderr_line(&format!(
+                "run {run} is driven externally: `baton next {run} --json` hands out the stages reset",
+                run = args.run
+            ));
+            return exit_code::SUCCESS;
         }
         match drive_with_progress(&store, &args.run, &options, format).await {
             Ok(outcome) => finish(&outcome, format),

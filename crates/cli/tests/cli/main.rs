@@ -6,6 +6,7 @@ mod compat;
 mod compat_runs;
 mod crash;
 mod diagnostics;
+mod driver;
 mod examples;
 mod fan_out;
 mod gates;

@@ -1,0 +1,229 @@
+//! The driver protocol: `baton run --driver external`, `baton next`,
+//! `baton complete`, `baton fail`, and `baton resume` on such a run.
+//! Each call is a short process; the engine's `external` module holds the
+//! rules.
+
+use baton_engine::RunRequest;
+use baton_engine::external::{self, DriverMode, Standing};
+use serde_json::json;
+
+use super::run::{block_on, engine_error, open_store};
+use crate::args::Format;
+use crate::args::driver::{CompleteArgs, FailArgs, NextArgs};
+use crate::{exit_code, output};
+
+/// An engine error as an exit code: a refusal is exit 3, the rest as for
+/// the commands that drive runs.
+fn refused_or(error: &baton_engine::Error, as_json: bool) -> u8 {
+    match error {
+        baton_engine::Error::Refused(message) => {
+            output::stderr_line(&format!("error: {message}"));
+            exit_code::REFUSED
+        }
+        baton_engine::Error::Store(baton_store::Error::NoSuchRun(_))
+        | baton_engine::Error::NoSuchStage { .. } => {
+            output::stderr_line(&format!("error: {}", super::run::chain(error)));
+            exit_code::INVALID_WORKFLOW
+        }
+        baton_engine::Error::Owned { .. } => {
+            output::stderr_line(&format!("error: {}", super::run::chain(error)));
+            exit_code::REFUSED
+        }
+        other => engine_error(other, as_json),
+    }
+}
+
+/// `baton run FILE --driver external`: records the run and prints its id.
+pub(crate) fn create(request: &RunRequest, format: Format) -> u8 {
+    block_on(async {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        match baton_engine::create_run_as(&store, request, DriverMode::External).await {
+            Ok(created) => {
+                if format == Format::Json {
+                    output::stdout(&output::json(&json!({
+                        "run_id": created.run_id,
+                        "workspace": created.workspace,
+                        "driver": "external",
+                        "status": "pending",
+                    })));
+                } else {
+                    output::stdout(&format!("{}\n", created.run_id));
+                }
+                output::stderr_line(&format!(
+                    "run {id} — workspace {}\nbaton runs nothing for it: `baton next {id} --json` lists the stages to work on, `baton complete {id} STAGE` records each",
+                    created.workspace.display(),
+                    id = created.run_id,
+                ));
+                exit_code::SUCCESS
+            }
+            Err(error) => engine_error(&error, format == Format::Json),
+        }
+    })
+}
+
+/// What to tell the orchestrator once nothing is handed out.
+fn hint(standing: &Standing) {
+    let run = &standing.run_id;
+    match standing.status.as_str() {
+        "awaiting_human" => {
+            let gate = standing.gate.clone().unwrap_or_default();
+            output::stderr_line(&format!(
+                "run {run} waits at human gate '{gate}': `baton gate show {run} {gate}`, then `baton gate approve {run} {gate}` (or reject); `baton next {run}` goes on after the approval"
+            ));
+        }
+        "success" => output::stderr_line(&format!("run {run} succeeded")),
+        "running" if standing.ready.is_empty() => {
+            output::stderr_line(&format!("run {run}: nothing to hand out now"))
+        }
+        "running" => {}
+        status => output::stderr_line(&format!(
+            "run {run} ended {status}{}",
+            standing
+                .error
+                .as_ref()
+                .map(|error| format!(": {error}"))
+                .unwrap_or_default()
+        )),
+    }
+}
+
+/// `baton next`.
+pub(crate) fn next(args: &NextArgs) -> u8 {
+    let format = args.format.format();
+    block_on(async {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        match external::next(&store, &args.run).await {
+            Ok(standing) => {
+                for (stage, status) in &standing.scripts {
+                    output::stderr_line(&format!("ran inline script '{stage}': {status}"));
+                }
+                if format == Format::Json {
+                    output::stdout(&output::json(&standing.ready));
+                } else {
+                    for ready in &standing.ready {
+                        output::stdout(&format!(
+                            "{}\t{}\n",
+                            ready.stage,
+                            ready.dispatch_file.display()
+                        ));
+                    }
+                }
+                hint(&standing);
+                exit_code::SUCCESS
+            }
+            Err(error) => refused_or(&error, format == Format::Json),
+        }
+    })
+}
+
+/// `baton complete`.
+pub(crate) fn complete(args: &CompleteArgs) -> u8 {
+    let format = args.format.format();
+    block_on(async {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        match external::complete(&store, &args.run, &args.stage).await {
+            Ok(completion) => {
+                if format == Format::Json {
+                    output::stdout(&output::json(&json!({
+                        "stage": completion.stage,
+                        "success": completion.success,
+                        "error": completion.error,
+                        "run_status": completion.run.status,
+                        "gate": completion.run.gate,
+                    })));
+                }
+                if completion.success {
+                    output::stderr_line(&format!("stage '{}' completed", completion.stage));
+                    hint(&completion.run);
+                    exit_code::SUCCESS
+                } else {
+                    output::stderr_line(&format!(
+                        "error: stage '{}' failed verification: {}",
+                        completion.stage,
+                        completion.error.unwrap_or_default()
+                    ));
+                    hint(&completion.run);
+                    exit_code::RUN_FAILED
+                }
+            }
+            Err(error) => refused_or(&error, format == Format::Json),
+        }
+    })
+}
+
+/// `baton fail`.
+pub(crate) fn fail(args: &FailArgs) -> u8 {
+    let format = args.format.format();
+    block_on(async {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        match external::fail(&store, &args.run, &args.stage, &args.error).await {
+            Ok(standing) => {
+                if format == Format::Json {
+                    output::stdout(&output::json(&json!({
+                        "stage": args.stage,
+                        "run_status": standing.status,
+                        "error": standing.error,
+                    })));
+                }
+                output::stderr_line(&format!("stage '{}' recorded as failed", args.stage));
+                hint(&standing);
+                exit_code::SUCCESS
+            }
+            Err(error) => refused_or(&error, format == Format::Json),
+        }
+    })
+}
+
+/// `baton resume` on a run driven externally: says what `next` would hand
+/// out and exits, spawning nothing. `None` for any other run (or one that
+/// cannot be read, so that resume reports it as usual).
+pub(crate) fn resume_hint(run_id: &str, format: Format) -> Option<u8> {
+    block_on(async {
+        let store = open_store().await.ok()?;
+        let run = store.run(run_id).await.ok()?;
+        if !external::is_external(&run) {
+            return None;
+        }
+        let code = match external::preview(&store, run_id).await {
+            Ok(standing) => {
+                let names: Vec<&str> = standing
+                    .ready
+                    .iter()
+                    .map(|ready| ready.stage.as_str())
+                    .collect();
+                if format == Format::Json {
+                    output::stdout(&output::json(&json!({
+                        "run_id": standing.run_id,
+                        "status": standing.status,
+                        "driver": "external",
+                        "ready": names,
+                    })));
+                }
+                output::stderr_line(&format!(
+                    "run {run_id} is driven externally; baton runs nothing for it. {}`baton next {run_id} --json` hands out the ready stages",
+                    if names.is_empty() {
+                        String::new()
+                    } else {
+                        format!("Ready or handed out: {}. ", names.join(", "))
+                    }
+                ));
+                hint(&standing);
+                exit_code::SUCCESS
+            }
+            Err(error) => refused_or(&error, format == Format::Json),
+        };
+        Some(code)
+    })
+}

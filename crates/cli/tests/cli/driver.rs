@@ -1,0 +1,373 @@
+//! The driver protocol end to end: a harness plays the external
+//! orchestrator (`baton run --driver external`, then `baton next` → its own
+//! agents → `baton complete` / `baton fail`, gates approved with
+//! `baton gate approve`). Its "agents" are the stand-in agent, run by the
+//! harness with the prompt `next` handed out, in the run's workspace.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use baton_test_support::compat_dir;
+use serde_json::Value;
+
+use crate::project::{HEADER, Project};
+
+fn fake_agent() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent")
+}
+
+/// Runs the stand-in agent as an orchestrator's agent would run: the prompt
+/// on stdin, in the workspace, with `directive` (if any) in its environment.
+fn agent(workspace: &Path, prompt: &str, directive: Option<&str>) -> i32 {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the harness spawns its own agents, as an orchestrator does"
+    )]
+    let mut command = Command::new(fake_agent());
+    command
+        .current_dir(workspace)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(directive) = directive {
+        command.env("BATON_FAKE_AGENT", directive);
+    }
+    let mut child = command.spawn().expect("the stand-in agent starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(prompt.as_bytes())
+        .expect("prompt written");
+    child
+        .wait()
+        .expect("the stand-in agent ends")
+        .code()
+        .unwrap_or(-1)
+}
+
+/// Creates an externally driven run of `file`; returns its id and workspace.
+fn create(project: &Project, file: &str) -> (String, PathBuf) {
+    let created = project.json(&["run", file, "--driver", "external", "--json"]);
+    assert_eq!(created["driver"], "external", "{created}");
+    (
+        created["run_id"].as_str().expect("run id").to_owned(),
+        PathBuf::from(created["workspace"].as_str().expect("workspace")),
+    )
+}
+
+/// What a harness saw while driving a run to its end.
+struct Driven {
+    status: String,
+    gates: Vec<String>,
+    handed: Vec<String>,
+}
+
+/// Loops `next` → agents → `complete` until the run ends, approving every
+/// gate it stops at; `directive` picks the stand-in's behaviour by the
+/// role named in each dispatch file and the name handed out.
+fn drive(project: &Project, id: &str, directive: &dyn Fn(&str, &str) -> Option<String>) -> Driven {
+    let mut driven = Driven {
+        status: String::new(),
+        gates: Vec::new(),
+        handed: Vec::new(),
+    };
+    for _ in 0..100 {
+        let next = project.baton(&["next", id, "--json"]);
+        assert_eq!(next.code, 0, "next: {}", next.stderr);
+        let ready: Vec<Value> = serde_json::from_str(&next.stdout).expect("next prints JSON");
+        if ready.is_empty() {
+            let status = project.json(&["status", id, "--json"]);
+            let run_status = status["status"].as_str().expect("status").to_owned();
+            if run_status == "awaiting_human" {
+                let gates = project.json(&["gate", "list", id, "--json"]);
+                let gate = gates
+                    .as_array()
+                    .expect("gates")
+                    .iter()
+                    .find(|gate| gate["status"] == "awaiting")
+                    .and_then(|gate| gate["stage"].as_str())
+                    .expect("an awaiting gate")
+                    .to_owned();
+                // Nothing past the gate is handed out before the approval.
+                let again = project.json(&["next", id, "--json"]);
+                assert_eq!(again, Value::Array(Vec::new()), "held at {gate}");
+                let approve = project.baton(&["gate", "approve", id, &gate]);
+                assert_eq!(approve.code, 0, "{}", approve.stderr);
+                driven.gates.push(gate);
+                continue;
+            }
+            driven.status = run_status;
+            return driven;
+        }
+        for item in ready {
+            let stage = item["stage"].as_str().expect("stage").to_owned();
+            assert!(item["worktree"].is_null(), "{item}");
+            let dispatch_file = PathBuf::from(item["dispatch_file"].as_str().expect("file"));
+            let dispatch: Value =
+                serde_json::from_str(&std::fs::read_to_string(&dispatch_file).expect("dispatch"))
+                    .expect("dispatch JSON");
+            assert_eq!(dispatch["prompt"], item["prompt"], "{stage}");
+            let workspace = PathBuf::from(dispatch["workspace_dir"].as_str().expect("workspace"));
+            let role = dispatch["agent_type"].as_str().unwrap_or_default();
+            let prompt = item["prompt"].as_str().expect("prompt");
+            assert_eq!(
+                agent(&workspace, prompt, directive(role, &stage).as_deref()),
+                0,
+                "{stage}"
+            );
+            let complete = project.baton(&["complete", id, &stage]);
+            assert_eq!(complete.code, 0, "complete {stage}: {}", complete.stderr);
+            driven.handed.push(stage);
+        }
+    }
+    panic!("run {id} did not end in 100 rounds");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("readable") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn an_orchestrator_drives_a_compat_workflow_through_its_gate_and_validators() {
+    let Some(corpus) = compat_dir() else { return };
+    let project = Project::new();
+    copy_tree(&corpus.join("workflows"), &project.path().join("workflows"));
+    // No baton.toml: baton spawns no agents for such a run.
+    let (id, workspace) = create(&project, "workflows/code/ci-debug.yaml");
+    assert!(workspace.join("manifest.json").is_file());
+    // A resume spawns nothing and says what is ready.
+    let resume = project.baton(&["resume", &id]);
+    assert_eq!(resume.code, 0, "{}", resume.stderr);
+    assert!(
+        resume.stderr.contains("driven externally"),
+        "{}",
+        resume.stderr
+    );
+    assert!(
+        resume.stderr.contains("fetch-failures"),
+        "{}",
+        resume.stderr
+    );
+
+    let driven = drive(&project, &id, &|_, _| None);
+    assert_eq!(driven.status, "success", "{:?}", driven.handed);
+    assert_eq!(driven.gates, ["human-gate"]);
+    // The validators ran as units handed out under their labels.
+    assert!(
+        driven
+            .handed
+            .iter()
+            .any(|stage| stage == "verify[v1:unit:1]"),
+        "{:?}",
+        driven.handed
+    );
+    let status = project.json(&["status", &id, "--json"]);
+    for stage in status["stages"].as_array().expect("stages") {
+        assert!(
+            stage["status"] == "success" || stage["status"] == "skipped",
+            "{stage}"
+        );
+    }
+    // Every handed-out stage has its dispatch file, and the finished run
+    // hands out nothing more.
+    assert!(workspace.join("dispatch/000-fetch-failures.json").is_file());
+    assert_eq!(
+        project.json(&["next", &id, "--json"]),
+        Value::Array(Vec::new())
+    );
+}
+
+#[test]
+fn a_correction_cycle_runs_through_the_protocol() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}  - name: report\n    kind: propose\n    description: Write the report.\n    agent: {{role: writer}}\n    writes_to: [report.json]\n    validation: {{strategy: cross_unit}}\n  - name: publish\n    kind: execute\n    description: d\n    executor: inline\n    depends_on: [report]\n    script: |\n      cp outputs/report.json outputs/final.json\n    writes_to: [final.json]\n"
+        ),
+    );
+    let (id, workspace) = create(&project, "wf.yaml");
+    let driven = drive(&project, &id, &|role, stage| {
+        if role == "validator" {
+            Some("findings critical-until 1".to_owned())
+        } else if stage.contains(":correct") {
+            Some("correct".to_owned())
+        } else {
+            None
+        }
+    });
+    assert_eq!(driven.status, "success", "{:?}", driven.handed);
+    assert_eq!(
+        driven.handed,
+        [
+            "report",
+            "report[v1:cross]",
+            "report[c1:correct]",
+            "report[v2:cross]"
+        ]
+    );
+    let applied: Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace.join("validation/corrections-applied.json"))
+            .expect("corrections log"),
+    )
+    .expect("JSON");
+    assert_eq!(applied.as_array().map(Vec::len), Some(1), "{applied}");
+    // The inline script after it was run by baton itself.
+    assert!(workspace.join("outputs/final.json").is_file());
+}
+
+/// A two-stage agent workflow: `a`, then `b` depending on it.
+fn two_stages(project: &Project) -> (String, PathBuf) {
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}  - name: a\n    kind: propose\n    description: d\n    agent: {{role: writer}}\n    writes_to: [a.json]\n  - name: b\n    kind: propose\n    description: d\n    agent: {{role: writer}}\n    depends_on: [a]\n    writes_to: [b.json]\n"
+        ),
+    );
+    create(project, "wf.yaml")
+}
+
+#[test]
+fn out_of_order_completions_are_refused() {
+    let project = Project::new();
+    let (id, workspace) = two_stages(&project);
+
+    // Before `next` handed it out.
+    let early = project.baton(&["complete", &id, "a"]);
+    assert_eq!(early.code, 3, "{}", early.stderr);
+    assert!(
+        early.stderr.contains("was not handed out"),
+        "{}",
+        early.stderr
+    );
+    // A stage whose dependency is not done.
+    let blocked = project.baton(&["complete", &id, "b"]);
+    assert_eq!(blocked.code, 3, "{}", blocked.stderr);
+    assert!(
+        blocked.stderr.contains("depends on 'a'"),
+        "{}",
+        blocked.stderr
+    );
+    // No such stage.
+    assert_eq!(project.baton(&["complete", &id, "zz"]).code, 1);
+
+    let ready = project.json(&["next", &id, "--json"]);
+    assert_eq!(ready.as_array().map(Vec::len), Some(1), "{ready}");
+    assert_eq!(ready[0]["stage"], "a");
+    // `next` again lists the stage handed out and not completed.
+    assert_eq!(project.json(&["next", &id, "--json"])[0]["stage"], "a");
+
+    // Nothing written: verification fails like the built-in executor's.
+    std::fs::write(workspace.join("outputs/a.json"), "{}").expect("write");
+    let ok = project.baton(&["complete", &id, "a"]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    let twice = project.baton(&["complete", &id, "a"]);
+    assert_eq!(twice.code, 3, "{}", twice.stderr);
+    assert!(
+        twice.stderr.contains("already completed"),
+        "{}",
+        twice.stderr
+    );
+
+    // An output left from before `next` does not count as written.
+    std::fs::write(workspace.join("outputs/b.json"), "{}").expect("write");
+    assert_eq!(project.json(&["next", &id, "--json"])[0]["stage"], "b");
+    let stale = project.baton(&["complete", &id, "b"]);
+    assert_eq!(stale.code, 2, "{}", stale.stderr);
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "failed", "{status}");
+}
+
+#[test]
+fn fail_ends_the_run_failed_for_a_required_stage() {
+    let project = Project::new();
+    let (id, _) = two_stages(&project);
+    // Not handed out yet: refused.
+    assert_eq!(
+        project
+            .baton(&["fail", &id, "a", "--error", "agent gave up"])
+            .code,
+        3
+    );
+    assert_eq!(project.json(&["next", &id, "--json"])[0]["stage"], "a");
+    let fail = project.baton(&["fail", &id, "a", "--error", "agent gave up"]);
+    assert_eq!(fail.code, 0, "{}", fail.stderr);
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "failed", "{status}");
+    assert!(
+        status["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("agent gave up")),
+        "{status}"
+    );
+    assert_eq!(
+        project.json(&["next", &id, "--json"]),
+        Value::Array(Vec::new())
+    );
+}
+
+#[test]
+fn a_run_driven_by_baton_refuses_the_protocol() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!("{HEADER}{}", crate::project::stage("s", "true", "")),
+    );
+    let run = project.json(&["run", "wf.yaml", "--json"]);
+    let id = run["run_id"].as_str().expect("id");
+    let next = project.baton(&["next", id, "--json"]);
+    assert_eq!(next.code, 3, "{}", next.stderr);
+    assert!(next.stderr.contains("not externally"), "{}", next.stderr);
+}
+
+#[test]
+fn parallel_completions_are_all_recorded() {
+    let project = Project::new();
+    let stages: String = (1..=4)
+        .map(|n| {
+            format!(
+                "  - name: s{n}\n    kind: propose\n    description: d\n    agent: {{role: writer}}\n    writes_to: [s{n}.json]\n"
+            )
+        })
+        .collect();
+    project.write("wf.yaml", &format!("{HEADER}{stages}"));
+    let (id, workspace) = create(&project, "wf.yaml");
+    let ready = project.json(&["next", &id, "--json"]);
+    assert_eq!(ready.as_array().map(Vec::len), Some(4), "{ready}");
+    for n in 1..=4 {
+        std::fs::write(workspace.join(format!("outputs/s{n}.json")), "{}").expect("write");
+    }
+    // Parallel agents report at once: every call waits its turn for the
+    // run's lease instead of failing.
+    let codes: Vec<i32> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (1..=4)
+            .map(|n| {
+                let (project, id) = (&project, &id);
+                scope.spawn(move || {
+                    let stage = format!("s{n}");
+                    let run = project.baton(&["complete", id, &stage]);
+                    assert_eq!(run.code, 0, "{stage}: {}", run.stderr);
+                    run.code
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("thread"))
+            .collect()
+    });
+    assert_eq!(codes, [0, 0, 0, 0]);
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "success", "{status}");
+}
