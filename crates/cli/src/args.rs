@@ -6,6 +6,7 @@ use crate::exit_code;
 
 pub(crate) mod driver;
 pub(crate) mod queue;
+pub(crate) mod worktree;
 
 /// baton runs multi-step AI-agent work on software projects: workflows of
 /// stages compiled to a DAG and carried out by deterministic code.
@@ -139,6 +140,10 @@ pub(crate) enum Command {
     /// The job queue: list, show, enqueue, retry, requeue dead jobs, purge.
     #[command(subcommand)]
     Queue(queue::QueueCommand),
+
+    /// The worktrees and branches of isolated stages: list them, prune those of finished runs.
+    #[command(subcommand)]
+    Worktree(worktree::WorktreeCommand),
 
     /// List the workflows and fragments under a directory.
     #[command(

@@ -55,6 +55,7 @@ pub fn main() -> ExitCode {
         Command::Logs(args) => commands::status::logs(&args),
         Command::Worker(args) => commands::queue::worker(&args),
         Command::Queue(command) => commands::queue::run(&command),
+        Command::Worktree(command) => commands::worktree::run(&command),
     };
     ExitCode::from(code)
 }

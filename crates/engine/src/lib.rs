@@ -43,6 +43,7 @@ pub use create::{Created, RunRequest, create_run, create_run_as};
 pub use stage::Limits;
 pub use subrun::{child_run_id, child_workspace};
 pub use work::unit_stage_name;
+pub use worktree::{AdminError, Pruned, WorktreeEntry, list_worktrees, prune_worktrees};
 
 /// Engine errors.
 #[derive(Debug, thiserror::Error)]

@@ -22,6 +22,15 @@ use crate::create::{RunOptions, sha256_hex};
 use crate::stage::Attempt;
 use crate::workspace::{self, output_path};
 
+mod admin;
+
+pub use admin::{AdminError, Pruned, WorktreeEntry, list_worktrees, prune_worktrees};
+
+/// Where a project's worktrees live: `<project>/.baton/worktrees/<run>/`.
+fn worktrees_dir(project_dir: &Path) -> PathBuf {
+    project_dir.join(".baton").join("worktrees")
+}
+
 /// Where a run started in git, recorded in the run's options as `git`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct GitBase {
@@ -153,11 +162,7 @@ impl Worktree {
         if let Some(item) = item {
             branch = format!("{branch}/{}", ref_component(item));
         }
-        let root = attempt
-            .project_dir
-            .join(".baton")
-            .join("worktrees")
-            .join(ref_component(&attempt.run_id));
+        let root = worktrees_dir(&attempt.project_dir).join(ref_component(&attempt.run_id));
         let path = root.join(ref_component(stage.name()));
         let start_file = root.join(format!("{}.start", ref_component(stage.name())));
         let _lock = REPOSITORY.lock().await;
@@ -174,9 +179,20 @@ impl Worktree {
         .map_err(git_error("cannot read the branch"))?
         .success;
         let start = if exists {
-            std::fs::read_to_string(&start_file)
-                .map(|text| text.trim().to_owned())
-                .map_err(|error| format!("cannot read {}: {error}", start_file.display()))?
+            match std::fs::read_to_string(&start_file) {
+                Ok(text) => text.trim().to_owned(),
+                // Pruned: where the branch left the target will do.
+                Err(_) => git::run(
+                    &repository,
+                    [
+                        "merge-base",
+                        &format!("refs/heads/{branch}"),
+                        &format!("refs/heads/{target}"),
+                    ],
+                )
+                .await
+                .map_err(git_error("cannot find where the branch started"))?,
+            }
         } else {
             // Branches start at the target's current tip, so a stage sees
             // the merged work of the stages before it.
@@ -196,18 +212,12 @@ impl Worktree {
                 .map_err(|error| format!("cannot write {}: {error}", start_file.display()))?;
             start
         };
-        if path.join(".git").exists() {
-            // A later attempt starts from the branch as committed: whatever
-            // an interrupted attempt left uncommitted is discarded.
-            for args in [
-                vec!["reset", "-q", "--hard", "HEAD"],
-                vec!["clean", "-q", "-fd"],
-            ] {
-                git::run(&path, args)
-                    .await
-                    .map_err(git_error("cannot reset the worktree"))?;
+        if !(path.join(".git").exists() && reset(&path).await) {
+            // No worktree, or one a crash left half made: (re)create it.
+            if path.exists() {
+                std::fs::remove_dir_all(&path)
+                    .map_err(|error| format!("cannot remove {}: {error}", path.display()))?;
             }
-        } else {
             let _ = git::output(&repository, ["worktree", "prune"]).await;
             let mut args: Vec<std::ffi::OsString> = vec!["worktree".into(), "add".into()];
             if exists {
@@ -338,7 +348,7 @@ async fn merge(
         let contained = git::output(repository, ["merge-base", "--is-ancestor", &tip, &old])
             .await
             .map_err(git_error("cannot compare branches"))?;
-        let new = if contained.success {
+        let new = if contained.success || changes_nothing(repository, &old, &tip).await? {
             old.clone()
         } else {
             merge_commit(repository, integration, &old, &tip, branch, target, message).await?
@@ -353,6 +363,19 @@ async fn merge(
     ))
 }
 
+/// Whether the branch's commits since it last joined the target change no
+/// file: a stage re-run after a crash that followed its merge may only add
+/// empty commits, and merging those would just duplicate the merge.
+async fn changes_nothing(repository: &Path, old: &str, tip: &str) -> Result<bool, String> {
+    let base = git::run(repository, ["merge-base", old, tip])
+        .await
+        .map_err(git_error("cannot compare branches"))?;
+    let diff = git::output(repository, ["diff-tree", "--quiet", &base, tip])
+        .await
+        .map_err(git_error("cannot compare branches"))?;
+    Ok(diff.success)
+}
+
 /// Makes the merge commit of `tip` onto `old` in the integration worktree.
 async fn merge_commit(
     repository: &Path,
@@ -365,6 +388,7 @@ async fn merge_commit(
 ) -> Result<String, String> {
     if integration.join(".git").exists() {
         // A crash may have left a merge in progress there.
+        remove_index_lock(integration).await;
         let _ = git::output(integration, ["merge", "--abort"]).await;
         git::run(integration, ["checkout", "-q", "--force", "--detach", old])
             .await
@@ -459,6 +483,37 @@ async fn advance(
     .await
     .map_err(git_error("cannot advance the branch"))?;
     Ok(updated.success)
+}
+
+/// Resets an existing worktree for a later attempt, which starts from the
+/// branch as committed: whatever an interrupted attempt left uncommitted is
+/// discarded. `false` when the worktree is unusable.
+async fn reset(path: &Path) -> bool {
+    remove_index_lock(path).await;
+    for args in [
+        vec!["reset", "-q", "--hard", "HEAD"],
+        vec!["clean", "-q", "-fd"],
+    ] {
+        if git::run(path, args).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Removes the index lock of one of this run's worktrees. Safe because
+/// only the run's driver uses them, and a driver starts only after the one
+/// before it (and every process it started) is gone: a lock there is a
+/// leftover of a killed git, which would otherwise block every retry.
+async fn remove_index_lock(worktree: &Path) {
+    if let Ok(git_dir) = git::run(
+        worktree,
+        ["rev-parse", "--path-format=absolute", "--git-dir"],
+    )
+    .await
+    {
+        let _ = std::fs::remove_file(PathBuf::from(git_dir).join("index.lock"));
+    }
 }
 
 /// A digest of the repository configuration an agent could use to make git

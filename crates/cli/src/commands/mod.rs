@@ -13,6 +13,7 @@ pub(crate) mod queue;
 pub(crate) mod run;
 pub(crate) mod status;
 mod subruns;
+pub(crate) mod worktree;
 
 use std::path::PathBuf;
 

@@ -312,3 +312,163 @@ fn a_detached_head_fails_isolated_stages_clearly() {
     let error = stage(&status, "s")["error"].as_str().unwrap_or_default();
     assert!(error.contains("detached"), "{error}");
 }
+
+#[test]
+fn fan_out_children_get_worktrees_of_their_own_and_list_and_prune_clean_up() {
+    let project = repository();
+    let dir = project.path();
+    project.write(
+        "items.json",
+        r#"{"items": [{"id": "a"}, {"id": "b"}, {"id": "c"}]}"#,
+    );
+    // Each child appends to a file of its own, named by its item, which it
+    // finds in its worktree's copy of the repository.
+    let stages = "  - name: src\n    kind: execute\n    description: d\n    executor: inline\n    script: |\n      cp \"$BATON_PROJECT_DIR/items.json\" outputs/src.json\n    writes_to: [src.json]\n  - name: fan\n    kind: execute\n    description: |\n      Edit {id}.txt.\n      FAKE-AGENT: write {id}.txt child {id}\n      FAKE-AGENT: write-listed\n      FAKE-AGENT: git-commit child\n    agent: {role: coder, access: read-write}\n    depends_on: [src]\n    reads_from: [src]\n    fan_out: {source: src, field: items, key: id, mode: agent, isolation: worktree}\n    writes_to: ['fan-{id}.md']\n";
+    let (code, status, id) = run(&project, stages);
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(
+        merges(dir),
+        3,
+        "{}",
+        git(dir, &["log", "--graph", "--oneline"])
+    );
+    let listed = project.json(&["worktree", "list", &id, "--json"]);
+    let branches: Vec<&str> = listed
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|entry| {
+            assert_eq!(entry["merged"], true, "{entry}");
+            assert_eq!(entry["target"], "main", "{entry}");
+            entry["branch"].as_str().expect("branch")
+        })
+        .collect();
+    for key in ["a", "b", "c"] {
+        assert!(
+            branches.contains(&format!("baton/{id}/fan/{key}").as_str()),
+            "{branches:?}"
+        );
+    }
+    // Each child saw the source's output under inputs/.
+    let worktree = dir.join(format!(".baton/worktrees/{id}/fan-a"));
+    assert!(worktree.join("inputs/outputs/src.json").is_file());
+    assert!(worktree.join("inputs/stages/000-src.json").is_file());
+    let pruned = project.json(&["worktree", "prune", &id, "--json"]);
+    assert_eq!(
+        pruned["deleted_branches"]
+            .as_array()
+            .expect("deleted")
+            .len(),
+        3,
+        "{pruned}"
+    );
+    assert!(!worktree.exists());
+    assert!(!dir.join(format!(".baton/worktrees/{id}")).exists());
+    assert!(git(dir, &["branch", "--list", "baton/*"]).is_empty());
+    assert_eq!(merges(dir), 3);
+    git(dir, &["fsck", "--strict"]);
+}
+
+#[test]
+fn prune_keeps_unmerged_branches() {
+    let project = repository();
+    let dir = project.path();
+    let stages: String = ["x", "y"]
+        .iter()
+        .map(|name| {
+            isolated(
+                name,
+                &[
+                    &format!("write a.txt {name} was here"),
+                    "write-listed",
+                    &format!("git-commit {name}"),
+                ],
+                "",
+            )
+        })
+        .collect();
+    let (_, status, id) = run(&project, &stages);
+    let loser = ["x", "y"]
+        .into_iter()
+        .find(|name| stage(&status, name)["status"] == "failed")
+        .expect("a conflict");
+    let pruned = project.json(&["worktree", "prune", &id, "--json"]);
+    assert_eq!(
+        pruned["deleted_branches"]
+            .as_array()
+            .expect("deleted")
+            .len(),
+        1
+    );
+    let kept = pruned["kept"].to_string();
+    assert!(kept.contains(&format!("baton/{id}/{loser}")), "{kept}");
+    git(
+        dir,
+        &["rev-parse", "--verify", &format!("baton/{id}/{loser}")],
+    );
+}
+
+#[test]
+fn kill_9_during_isolated_stages_and_merges_then_resume_merges_each_branch_once() {
+    use std::time::Duration;
+
+    for round in 0..8_u64 {
+        let project = repository();
+        let dir = project.path();
+        let stages: String = ["a", "b", "c"]
+            .iter()
+            .map(|name| {
+                isolated(
+                    &format!("edit_{name}"),
+                    &[
+                        &format!("write {name}.txt {name} changed"),
+                        "write-listed",
+                        &format!("git-commit edit {name}"),
+                    ],
+                    "",
+                )
+            })
+            .collect();
+        project.write("wf.yaml", &format!("{HEADER}{stages}"));
+        let mut child = project
+            .command(&["run", "wf.yaml", "--json"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("baton starts");
+        // Spread the kills over creation, agents and merges.
+        std::thread::sleep(Duration::from_millis(150 + round * 120));
+        let _ = child.kill();
+        let _ = child.wait();
+        let Some(id) = project.run_ids().pop() else {
+            continue;
+        };
+        let mut status = Value::Null;
+        for _ in 0..3 {
+            let _ = project.baton(&["resume", &id]);
+            status = project.json(&["status", &id, "--json"]);
+            if status["status"] == "success" {
+                break;
+            }
+        }
+        assert_eq!(status["status"], "success", "round {round}: {status}");
+        assert_eq!(
+            merges(dir),
+            3,
+            "round {round}: {}",
+            git(dir, &["log", "--graph", "--oneline"])
+        );
+        for name in ["a", "b", "c"] {
+            git(
+                dir,
+                &["rev-parse", "--verify", &format!("baton/{id}/edit_{name}")],
+            );
+            assert_eq!(
+                std::fs::read_to_string(dir.join(format!("{name}.txt"))).expect("read"),
+                format!("{name} changed\n"),
+                "round {round}"
+            );
+        }
+        git(dir, &["fsck", "--strict"]);
+    }
+}

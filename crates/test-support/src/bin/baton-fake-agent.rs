@@ -39,7 +39,7 @@
 //! | `grandchild <seconds>` | starts a child that sleeps that long holding stdout and stderr, and does not wait for it |
 //! | `setsid-grandchild <seconds>` | the same, in a new session (outside the process group) |
 //! | `print-json <shape>` | prints a final result in the shape of `claude` (stream-json lines), `codex` (JSONL events), `gemini` (one JSON object) or `opencode` (JSON events), with session id, tokens and cost where the CLI reports them |
-//! | `git-commit [message…]` | `git add -A` and `git commit` in the working directory (as a coding agent finishing its work) |
+//! | `git-commit [message…]` | `git add -A` and `git commit --allow-empty` in the working directory (as a coding agent finishing its work) |
 //! | `git-config <key> <value>` | `git config <key> <value>` in the working directory (a hostile agent setting, say, `core.fsmonitor`) |
 //! | `chmod-x <path>` | makes the file executable (mode 755), as for a hook script |
 //! | `dump-env` | prints the environment, sorted, one `NAME=value` per line |
@@ -358,6 +358,9 @@ impl State {
                     "user.email=fake-agent@localhost",
                     "commit",
                     "-q",
+                    // A re-run after a crash commits even when the first
+                    // attempt already committed the same change.
+                    "--allow-empty",
                     "-m",
                     if rest.is_empty() { "fake agent" } else { rest },
                 ])?;

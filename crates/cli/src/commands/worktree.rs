@@ -1,0 +1,99 @@
+//! `baton worktree list|prune`: the branches and worktrees of isolated
+//! stages (`isolation: worktree`).
+
+use super::run::{block_on, chain, open_store};
+use crate::args::Format;
+use crate::args::worktree::{WorktreeArgs, WorktreeCommand};
+use crate::{exit_code, output};
+
+/// Runs a `baton worktree` subcommand.
+pub(crate) fn run(command: &WorktreeCommand) -> u8 {
+    block_on(async {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        let project = super::current_dir();
+        match command {
+            WorktreeCommand::List(args) => {
+                match baton_engine::list_worktrees(&store, &project, args.run.as_deref()).await {
+                    Ok(entries) => {
+                        list(&entries, args);
+                        exit_code::SUCCESS
+                    }
+                    Err(error) => failed(&error),
+                }
+            }
+            WorktreeCommand::Prune(args) => {
+                match baton_engine::prune_worktrees(&store, &project, args.run.as_deref()).await {
+                    Ok(pruned) => {
+                        prune(&pruned, args);
+                        exit_code::SUCCESS
+                    }
+                    Err(error) => failed(&error),
+                }
+            }
+        }
+    })
+}
+
+fn failed(error: &baton_engine::AdminError) -> u8 {
+    output::stderr_line(&format!("error: {}", chain(error)));
+    match error {
+        baton_engine::AdminError::Store(_) => exit_code::STORE_UNAVAILABLE,
+        _ => exit_code::INVALID_WORKFLOW,
+    }
+}
+
+fn list(entries: &[baton_engine::WorktreeEntry], args: &WorktreeArgs) {
+    let text = match args.format.format() {
+        Format::Json => output::json(entries),
+        Format::Yaml => output::yaml(&entries),
+        Format::Table => {
+            if entries.is_empty() {
+                output::stderr_line("No baton branches here");
+            }
+            let rows: Vec<Vec<String>> = entries
+                .iter()
+                .map(|entry| {
+                    vec![
+                        entry.branch.clone(),
+                        if entry.merged { "merged" } else { "not merged" }.to_owned(),
+                        entry.target.clone().unwrap_or_else(|| "-".to_owned()),
+                        entry.run_status.clone().unwrap_or_else(|| "-".to_owned()),
+                        entry
+                            .worktree
+                            .as_ref()
+                            .map_or_else(|| "-".to_owned(), |path| path.display().to_string()),
+                    ]
+                })
+                .collect();
+            output::table(&["BRANCH", "MERGED", "TARGET", "RUN", "WORKTREE"], &rows)
+        }
+    };
+    output::stdout(&text);
+}
+
+fn prune(pruned: &baton_engine::Pruned, args: &WorktreeArgs) {
+    let text = match args.format.format() {
+        Format::Json => output::json(pruned),
+        Format::Yaml => output::yaml(pruned),
+        Format::Table => {
+            let mut lines = Vec::new();
+            for path in &pruned.removed_worktrees {
+                lines.push(format!("removed worktree {}", path.display()));
+            }
+            for branch in &pruned.deleted_branches {
+                lines.push(format!("deleted branch {branch}"));
+            }
+            for (branch, why) in &pruned.kept {
+                lines.push(format!("kept {branch}: {why}"));
+            }
+            if lines.is_empty() {
+                lines.push("nothing to prune".to_owned());
+            }
+            format!("{}\n", lines.join("\n"))
+        }
+    };
+    output::stdout(&text);
+}
