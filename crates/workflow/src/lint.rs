@@ -133,6 +133,12 @@ fn run(path: &str, loader: &dyn Loader, options: &compile::Options, report: &mut
     };
     report.dag_depth = plan.levels;
     report.warnings.extend(plan.warnings.iter().cloned());
+    // As compiling does: a missing or cyclic sub-workflow would only show
+    // up in the middle of a run.
+    if let Err(errors) = crate::subworkflow::check(&file.path, &loaded.workflow.stages, loader) {
+        report.errors.extend(errors);
+        return;
+    }
     rules(&loaded, report);
 }
 

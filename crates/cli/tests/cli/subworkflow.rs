@@ -319,6 +319,14 @@ fn a_cycle_between_two_files_is_a_compile_error_naming_both() {
         "{}",
         compile.stderr
     );
+    let lint = project.baton(&["lint", "a.yaml", "--format", "json"]);
+    assert_eq!(lint.code, 1, "{}\n{}", lint.stdout, lint.stderr);
+    assert!(
+        lint.stdout
+            .contains("sub-workflow cycle: a.yaml -> b.yaml -> a.yaml"),
+        "{}",
+        lint.stdout
+    );
     let run = project.baton(&["run", "a.yaml"]);
     assert_ne!(run.code, 0, "a cycle never runs");
     assert!(project.witness().is_empty());
