@@ -166,6 +166,7 @@ impl Worktree {
         let path = root.join(ref_component(stage.name()));
         let start_file = root.join(format!("{}.start", ref_component(stage.name())));
         let _lock = REPOSITORY.lock().await;
+        ignore_worktrees(&attempt.project_dir)?;
         let exists = git::output(
             &repository,
             [
@@ -231,7 +232,7 @@ impl Worktree {
                     start.clone().into(),
                 ]);
             }
-            git::run(&repository, args)
+            add_worktree(&repository, &args)
                 .await
                 .map_err(git_error(&format!(
                     "cannot create the worktree for {branch}"
@@ -483,6 +484,39 @@ async fn advance(
     .await
     .map_err(git_error("cannot advance the branch"))?;
     Ok(updated.success)
+}
+
+/// `git worktree add`, retried with backoff while another git (another
+/// baton process, the user) holds the repository's configuration or ref
+/// lock: giving up on contention would fail a stage for nothing.
+async fn add_worktree(
+    repository: &Path,
+    args: &[std::ffi::OsString],
+) -> Result<String, git::GitError> {
+    let mut delay = std::time::Duration::from_millis(50);
+    let mut tries = 0;
+    loop {
+        match git::run(repository, args).await {
+            Err(git::GitError::Failed { stderr, .. }) if tries < 6 && stderr.contains(".lock") => {
+                tries += 1;
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Keeps the worktrees out of the user's `git status` and `git add -A`
+/// (they sit inside the user's checkout): `.baton/worktrees/.gitignore`
+/// ignores everything there, itself included.
+fn ignore_worktrees(project_dir: &Path) -> Result<(), String> {
+    let ignore = worktrees_dir(project_dir).join(".gitignore");
+    if ignore.exists() {
+        return Ok(());
+    }
+    workspace::write_atomic(&ignore, b"*\n")
+        .map_err(|error| format!("cannot write {}: {error}", ignore.display()))
 }
 
 /// Resets an existing worktree for a later attempt, which starts from the

@@ -152,6 +152,9 @@ fn three_parallel_agents_editing_different_files_merge_cleanly() {
         git(dir, &["status", "--porcelain", "--untracked-files=no"]).is_empty(),
         "the checkout is clean"
     );
+    // The worktrees inside the checkout are invisible to the user's git.
+    let untracked = git(dir, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(!untracked.contains(".baton/worktrees"), "{untracked}");
     // Inputs and outputs were never committed; the outputs reached the
     // workspace.
     let tree = git(dir, &["ls-tree", "-r", "--name-only", "main"]);
