@@ -129,13 +129,61 @@ fn git_error(what: &str) -> impl Fn(git::GitError) -> String + '_ {
     move |error| format!("{what}: {error}")
 }
 
-impl Worktree {
-    /// Creates (or, for a later attempt, resets) the stage's worktree and
-    /// fills its `inputs/`.
-    pub(crate) async fn prepare(stage: &PlanStage, attempt: &Attempt) -> Result<Worktree, String> {
-        let run = attempt
+/// Which stage (or fan-out child) of which run is isolated, and where the
+/// run lives: what both the built-in executor and the driver protocol know.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Place<'a> {
+    /// The store, for the run's recorded git base.
+    pub(crate) store: &'a baton_store::Store,
+    /// The run.
+    pub(crate) run_id: &'a str,
+    /// The directory the run started in.
+    pub(crate) project_dir: &'a Path,
+    /// The run's workspace.
+    pub(crate) workspace: &'a Path,
+    /// The run's plan.
+    pub(crate) plan: &'a Plan,
+    /// The plan stage (a fan-out child's parent).
+    pub(crate) index: usize,
+    /// A fan-out child's file-name key (`BATON_ITEM_NAME`).
+    pub(crate) item: Option<&'a str>,
+}
+
+impl<'a> Place<'a> {
+    /// The place of an attempt of the built-in executor.
+    pub(crate) fn of(attempt: &'a Attempt) -> Place<'a> {
+        Place {
+            store: &attempt.store,
+            run_id: &attempt.run_id,
+            project_dir: &attempt.project_dir,
+            workspace: &attempt.workspace,
+            plan: &attempt.plan,
+            index: attempt.index,
+            item: attempt
+                .env
+                .iter()
+                .find(|(name, _)| name == "BATON_ITEM_NAME")
+                .map(|(_, value)| value.as_str()),
+        }
+    }
+}
+
+/// A worktree's names, before anything exists.
+struct Names {
+    repository: PathBuf,
+    target: String,
+    branch: String,
+    root: PathBuf,
+    path: PathBuf,
+    start_file: PathBuf,
+    config_file: PathBuf,
+}
+
+impl Names {
+    async fn of(stage: &PlanStage, place: &Place<'_>) -> Result<Names, String> {
+        let run = place
             .store
-            .run(&attempt.run_id)
+            .run(place.run_id)
             .await
             .map_err(|error| format!("cannot read the run: {error}"))?;
         let base = serde_json::from_str::<WithGit>(&run.options)
@@ -145,28 +193,53 @@ impl Worktree {
         let target = base.target.ok_or(
             "isolation: worktree needs a branch checked out when the run starts (HEAD was detached); baton merges back into that branch",
         )?;
-        let repository = git::top_level(&attempt.project_dir)
+        let repository = git::top_level(place.project_dir)
             .await
             .ok_or("isolation: worktree: the project is no longer in a git repository")?;
-        let parent = attempt.plan.stages[attempt.index].name();
-        let item = attempt
-            .env
-            .iter()
-            .find(|(name, _)| name == "BATON_ITEM_NAME")
-            .map(|(_, value)| value.as_str());
+        let parent = place.plan.stages[place.index].name();
         let mut branch = format!(
             "baton/{}/{}",
-            ref_component(&attempt.run_id),
+            ref_component(place.run_id),
             ref_component(parent)
         );
-        if let Some(item) = item {
+        if let Some(item) = place.item {
             branch = format!("{branch}/{}", ref_component(item));
         }
-        let root = worktrees_dir(&attempt.project_dir).join(ref_component(&attempt.run_id));
-        let path = root.join(ref_component(stage.name()));
-        let start_file = root.join(format!("{}.start", ref_component(stage.name())));
+        let root = worktrees_dir(place.project_dir).join(ref_component(place.run_id));
+        let name = ref_component(stage.name());
+        Ok(Names {
+            repository,
+            target,
+            branch,
+            path: root.join(&name),
+            start_file: root.join(format!("{name}.start")),
+            config_file: root.join(format!("{name}.config")),
+            root,
+        })
+    }
+}
+
+impl Worktree {
+    /// Creates (or, for a later attempt, resets) the stage's worktree and
+    /// fills its `inputs/`.
+    pub(crate) async fn prepare(stage: &PlanStage, attempt: &Attempt) -> Result<Worktree, String> {
+        Worktree::create(stage, &Place::of(attempt)).await
+    }
+
+    /// [`Worktree::prepare`] for any caller that knows the [`Place`] (the
+    /// driver protocol's `next`).
+    pub(crate) async fn create(stage: &PlanStage, place: &Place<'_>) -> Result<Worktree, String> {
+        let Names {
+            repository,
+            target,
+            branch,
+            root,
+            path,
+            start_file,
+            config_file,
+        } = Names::of(stage, place).await?;
         let _lock = REPOSITORY.lock().await;
-        ignore_worktrees(&attempt.project_dir)?;
+        ignore_worktrees(place.project_dir)?;
         let exists = git::output(
             &repository,
             [
@@ -180,20 +253,7 @@ impl Worktree {
         .map_err(git_error("cannot read the branch"))?
         .success;
         let start = if exists {
-            match std::fs::read_to_string(&start_file) {
-                Ok(text) => text.trim().to_owned(),
-                // Pruned: where the branch left the target will do.
-                Err(_) => git::run(
-                    &repository,
-                    [
-                        "merge-base",
-                        &format!("refs/heads/{branch}"),
-                        &format!("refs/heads/{target}"),
-                    ],
-                )
-                .await
-                .map_err(git_error("cannot find where the branch started"))?,
-            }
+            start_of(&repository, &start_file, &branch, &target).await?
         } else {
             // Branches start at the target's current tip, so a stage sees
             // the merged work of the stages before it.
@@ -239,8 +299,48 @@ impl Worktree {
                 )))?;
         }
         drop(_lock);
-        fill_inputs(stage, attempt, &path.join("inputs"))?;
+        fill_inputs(stage, place, &path.join("inputs"))?;
         let config = config_digest(&repository).await;
+        // Kept on disk for a `complete` in another process.
+        workspace::write_atomic(&config_file, config.as_bytes())
+            .map_err(|error| format!("cannot write {}: {error}", config_file.display()))?;
+        Ok(Worktree {
+            repository,
+            path,
+            branch,
+            start,
+            target,
+            root,
+            config,
+        })
+    }
+
+    /// The worktree [`Worktree::create`] made for the stage, as it is now
+    /// (the driver protocol's `complete`, in a later process): nothing is
+    /// reset or copied.
+    #[allow(
+        dead_code,
+        reason = "for the driver protocol's complete, which meets the worktree next made in another process"
+    )]
+    pub(crate) async fn find(stage: &PlanStage, place: &Place<'_>) -> Result<Worktree, String> {
+        let Names {
+            repository,
+            target,
+            branch,
+            root,
+            path,
+            start_file,
+            config_file,
+        } = Names::of(stage, place).await?;
+        if !path.join(".git").exists() {
+            return Err(format!(
+                "the worktree of {branch} is gone ({}); hand the stage out again",
+                path.display()
+            ));
+        }
+        let start = start_of(&repository, &start_file, &branch, &target).await?;
+        let config = std::fs::read_to_string(&config_file)
+            .map_err(|error| format!("cannot read {}: {error}", config_file.display()))?;
         Ok(Worktree {
             repository,
             path,
@@ -486,6 +586,29 @@ async fn advance(
     Ok(updated.success)
 }
 
+/// The commit an existing branch started at: as recorded, or, when
+/// `prune` removed the record, where the branch left the target.
+async fn start_of(
+    repository: &Path,
+    start_file: &Path,
+    branch: &str,
+    target: &str,
+) -> Result<String, String> {
+    if let Ok(text) = std::fs::read_to_string(start_file) {
+        return Ok(text.trim().to_owned());
+    }
+    git::run(
+        repository,
+        [
+            "merge-base",
+            &format!("refs/heads/{branch}"),
+            &format!("refs/heads/{target}"),
+        ],
+    )
+    .await
+    .map_err(git_error("cannot find where the branch started"))
+}
+
 /// `git worktree add`, retried with backoff while another git (another
 /// baton process, the user) holds the repository's configuration or ref
 /// lock: giving up on contention would fail a stage for nothing.
@@ -570,7 +693,7 @@ async fn config_digest(repository: &Path) -> String {
 
 /// Recreates `inputs/` with every declared output and result file of the
 /// stage's upstream stages (`depends_on` and `reads_from`).
-fn fill_inputs(stage: &PlanStage, attempt: &Attempt, inputs: &Path) -> Result<(), String> {
+fn fill_inputs(stage: &PlanStage, place: &Place<'_>, inputs: &Path) -> Result<(), String> {
     if inputs.exists() {
         std::fs::remove_dir_all(inputs)
             .map_err(|error| format!("cannot clear {}: {error}", inputs.display()))?;
@@ -589,17 +712,17 @@ fn fill_inputs(stage: &PlanStage, attempt: &Attempt, inputs: &Path) -> Result<()
         .collect();
     upstream.sort_unstable();
     upstream.dedup();
-    let stages_dir = attempt.workspace.join("stages");
+    let stages_dir = place.workspace.join("stages");
     let results: Vec<PathBuf> = std::fs::read_dir(&stages_dir)
         .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
         .unwrap_or_default();
     for index in upstream {
-        let Some(source) = attempt.plan.stages.get(index) else {
+        let Some(source) = place.plan.stages.get(index) else {
             continue;
         };
         for declared in &source.spec.writes_to {
             let relative = output_path(&declared.value);
-            copy(&attempt.workspace.join(&relative), &inputs.join(&relative))?;
+            copy(&place.workspace.join(&relative), &inputs.join(&relative))?;
         }
         // The stage's result file, and its fan-out children's.
         let stem = source.file_stem();

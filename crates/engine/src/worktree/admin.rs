@@ -218,10 +218,15 @@ async fn remove_integration_worktrees(
             git::run(repository, args).await?;
             pruned.removed_worktrees.push(integration);
         }
-        // What is left: the start records, and worktrees kept above.
+        // What is left: the start and configuration records, and worktrees
+        // kept above.
         if let Ok(files) = std::fs::read_dir(entry.path()) {
             for file in files.flatten() {
-                if file.path().extension().is_some_and(|ext| ext == "start") {
+                if file
+                    .path()
+                    .extension()
+                    .is_some_and(|ext| ext == "start" || ext == "config")
+                {
                     let _ = std::fs::remove_file(file.path());
                 }
             }
