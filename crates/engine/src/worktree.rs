@@ -23,6 +23,8 @@ use crate::stage::Attempt;
 use crate::workspace::{self, output_path};
 
 mod admin;
+mod inputs;
+mod merge;
 
 pub use admin::{AdminError, Pruned, WorktreeEntry, list_worktrees, prune_worktrees};
 
@@ -299,7 +301,7 @@ impl Worktree {
                 )))?;
         }
         drop(_lock);
-        fill_inputs(stage, place, &path.join("inputs"))?;
+        inputs::fill_inputs(stage, place, &path.join("inputs"))?;
         let config = config_digest(&repository).await;
         // Kept on disk for a `complete` in another process.
         workspace::write_atomic(&config_file, config.as_bytes())
@@ -379,7 +381,7 @@ impl Worktree {
     pub(crate) fn copy_back(&self, stage: &PlanStage, workspace_dir: &Path) -> Result<(), String> {
         for declared in &stage.spec.writes_to {
             let relative = output_path(&declared.value);
-            copy(&self.view().join(&relative), &workspace_dir.join(&relative))?;
+            inputs::copy(&self.view().join(&relative), &workspace_dir.join(&relative))?;
         }
         Ok(())
     }
@@ -411,7 +413,7 @@ impl Worktree {
             }
             return Ok(());
         }
-        merge(
+        merge::merge(
             &self.repository,
             &self.root.join("_integration"),
             &self.branch,
@@ -420,170 +422,6 @@ impl Worktree {
         )
         .await
     }
-}
-
-/// Merges `branch` into `target` in the integration worktree and advances
-/// the target, one merge at a time. Idempotent: a branch whose tip the
-/// target already contains is not merged again (a crash between the ref
-/// update and the record of success would otherwise duplicate the merge).
-async fn merge(
-    repository: &Path,
-    integration: &Path,
-    branch: &str,
-    target: &str,
-    message: &str,
-) -> Result<(), String> {
-    let _lock = REPOSITORY.lock().await;
-    let target_ref = format!("refs/heads/{target}");
-    // Retried when the target moves between reading and advancing it.
-    for _ in 0..5 {
-        let old = git::run(repository, ["rev-parse", "--verify", &target_ref])
-            .await
-            .map_err(git_error(&format!("cannot read branch {target}")))?;
-        let tip = git::run(
-            repository,
-            ["rev-parse", "--verify", &format!("refs/heads/{branch}")],
-        )
-        .await
-        .map_err(git_error(&format!("cannot read branch {branch}")))?;
-        let contained = git::output(repository, ["merge-base", "--is-ancestor", &tip, &old])
-            .await
-            .map_err(git_error("cannot compare branches"))?;
-        let new = if contained.success || changes_nothing(repository, &old, &tip).await? {
-            old.clone()
-        } else {
-            merge_commit(repository, integration, &old, &tip, branch, target, message).await?
-        };
-        match advance(repository, &target_ref, &new, &old).await? {
-            true => return Ok(()),
-            false => continue,
-        }
-    }
-    Err(format!(
-        "branch {target} kept moving while baton merged {branch}; resume to try again"
-    ))
-}
-
-/// Whether the branch's commits since it last joined the target change no
-/// file: a stage re-run after a crash that followed its merge may only add
-/// empty commits, and merging those would just duplicate the merge.
-async fn changes_nothing(repository: &Path, old: &str, tip: &str) -> Result<bool, String> {
-    let base = git::run(repository, ["merge-base", old, tip])
-        .await
-        .map_err(git_error("cannot compare branches"))?;
-    let diff = git::output(repository, ["diff-tree", "--quiet", &base, tip])
-        .await
-        .map_err(git_error("cannot compare branches"))?;
-    Ok(diff.success)
-}
-
-/// Makes the merge commit of `tip` onto `old` in the integration worktree.
-async fn merge_commit(
-    repository: &Path,
-    integration: &Path,
-    old: &str,
-    tip: &str,
-    branch: &str,
-    target: &str,
-    message: &str,
-) -> Result<String, String> {
-    if integration.join(".git").exists() {
-        // A crash may have left a merge in progress there.
-        remove_index_lock(integration).await;
-        let _ = git::output(integration, ["merge", "--abort"]).await;
-        git::run(integration, ["checkout", "-q", "--force", "--detach", old])
-            .await
-            .map_err(git_error("cannot reset the integration worktree"))?;
-        git::run(integration, ["clean", "-q", "-fd"])
-            .await
-            .map_err(git_error("cannot clean the integration worktree"))?;
-    } else {
-        let _ = git::output(repository, ["worktree", "prune"]).await;
-        let mut args: Vec<std::ffi::OsString> = vec!["worktree".into(), "add".into()];
-        args.extend([
-            "--detach".into(),
-            integration.as_os_str().to_owned(),
-            old.into(),
-        ]);
-        git::run(repository, args)
-            .await
-            .map_err(git_error("cannot create the integration worktree"))?;
-    }
-    // The tip is passed as a commit id, so nothing in a branch name can be
-    // read as an option; the message is baton's, not the agent's.
-    let merged = git::output(
-        integration,
-        ["merge", "--no-ff", "--no-edit", "-m", message, tip],
-    )
-    .await
-    .map_err(git_error("cannot merge"))?;
-    if !merged.success {
-        let conflicts = git::run(integration, ["diff", "--name-only", "--diff-filter=U"])
-            .await
-            .unwrap_or_default();
-        let _ = git::output(integration, ["merge", "--abort"]).await;
-        if conflicts.trim().is_empty() {
-            return Err(format!(
-                "merging {branch} into {target} failed: {}",
-                merged.stderr
-            ));
-        }
-        return Err(format!(
-            "merge conflict merging {branch} into {target} in {}; the branch is kept for inspection",
-            conflicts.lines().collect::<Vec<_>>().join(", ")
-        ));
-    }
-    git::run(integration, ["rev-parse", "--verify", "HEAD"])
-        .await
-        .map_err(git_error("cannot read the merge commit"))
-}
-
-/// Moves the target from `old` to `new`: a fast-forward of the user's
-/// checkout when it has the target checked out (and is clean), else a
-/// compare-and-swap of the ref. `false` when the target moved meanwhile.
-async fn advance(
-    repository: &Path,
-    target_ref: &str,
-    new: &str,
-    old: &str,
-) -> Result<bool, String> {
-    let checked_out = git::output(repository, ["symbolic-ref", "-q", "HEAD"])
-        .await
-        .map_err(git_error("cannot read the checkout's branch"))?;
-    if checked_out.success && checked_out.stdout == target_ref {
-        if new == old {
-            return Ok(true);
-        }
-        let status = git::run(
-            repository,
-            ["status", "--porcelain=v1", "--untracked-files=no"],
-        )
-        .await
-        .map_err(git_error("cannot read the checkout's status"))?;
-        if !status.trim().is_empty() {
-            // Moving the branch under uncommitted edits would make them
-            // look like reverts of the merged work.
-            return Err(format!(
-                "{} has {target_ref} checked out with uncommitted changes; commit or stash them and resume the run to merge",
-                repository.display()
-            ));
-        }
-        // The only git command baton runs in the user's checkout.
-        let merged = git::output(repository, ["merge", "-q", "--ff-only", new])
-            .await
-            .map_err(git_error("cannot fast-forward the checkout"))?;
-        return Ok(merged.success);
-    }
-    if new == old {
-        return Ok(true);
-    }
-    let updated = git::output(
-        repository,
-        ["update-ref", "-m", "baton: merge", target_ref, new, old],
-    )
-    .await
-    .map_err(git_error("cannot advance the branch"))?;
-    Ok(updated.success)
 }
 
 /// The commit an existing branch started at: as recorded, or, when
@@ -689,76 +527,6 @@ async fn config_digest(repository: &Path) -> String {
         bytes.push(0);
     }
     sha256_hex(&bytes)
-}
-
-/// Recreates `inputs/` with every declared output and result file of the
-/// stage's upstream stages (`depends_on` and `reads_from`).
-fn fill_inputs(stage: &PlanStage, place: &Place<'_>, inputs: &Path) -> Result<(), String> {
-    if inputs.exists() {
-        std::fs::remove_dir_all(inputs)
-            .map_err(|error| format!("cannot clear {}: {error}", inputs.display()))?;
-    }
-    std::fs::create_dir_all(inputs.join("stages"))
-        .map_err(|error| format!("cannot create {}: {error}", inputs.display()))?;
-    // Ignores everything in the directory, itself included, so an agent's
-    // `git add -A` never commits the inputs or its outputs.
-    workspace::write_atomic(&inputs.join(".gitignore"), b"*\n")
-        .map_err(|error| format!("cannot write inputs/.gitignore: {error}"))?;
-    let mut upstream: Vec<usize> = stage
-        .depends_on
-        .iter()
-        .chain(&stage.reads_from)
-        .copied()
-        .collect();
-    upstream.sort_unstable();
-    upstream.dedup();
-    let stages_dir = place.workspace.join("stages");
-    let results: Vec<PathBuf> = std::fs::read_dir(&stages_dir)
-        .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
-        .unwrap_or_default();
-    for index in upstream {
-        let Some(source) = place.plan.stages.get(index) else {
-            continue;
-        };
-        for declared in &source.spec.writes_to {
-            let relative = output_path(&declared.value);
-            copy(&place.workspace.join(&relative), &inputs.join(&relative))?;
-        }
-        // The stage's result file, and its fan-out children's.
-        let stem = source.file_stem();
-        for result in &results {
-            let name = result
-                .file_name()
-                .map(|name| name.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if name.starts_with(&stem) && name.ends_with(".json") {
-                copy(result, &inputs.join("stages").join(&name))?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Copies a regular file, or the regular files under a directory; symlinks
-/// are not followed and a missing source copies nothing.
-fn copy(from: &Path, to: &Path) -> Result<(), String> {
-    let Ok(metadata) = std::fs::symlink_metadata(from) else {
-        return Ok(());
-    };
-    if metadata.is_file() {
-        let bytes = std::fs::read(from)
-            .map_err(|error| format!("cannot read {}: {error}", from.display()))?;
-        return workspace::write_atomic(to, &bytes)
-            .map_err(|error| format!("cannot write {}: {error}", to.display()));
-    }
-    if metadata.is_dir() {
-        let entries = std::fs::read_dir(from)
-            .map_err(|error| format!("cannot read {}: {error}", from.display()))?;
-        for entry in entries.flatten() {
-            copy(&entry.path(), &to.join(entry.file_name()))?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
