@@ -463,3 +463,81 @@ fn cancelling_the_parent_cancels_the_child() {
     assert_eq!(processes_of(&child), 0);
     assert_eq!(count(&project.witness(), &top, "after"), 0);
 }
+
+/// Recorded attempts of a run's stage.
+fn attempts(project: &Project, run: &str, stage: &str) -> usize {
+    let status = project.json(&["status", run, "--json"]);
+    status["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|entry| entry["stage"] == stage)
+        .and_then(|entry| entry["attempts"].as_u64())
+        .and_then(|count| usize::try_from(count).ok())
+        .expect("attempts")
+}
+
+#[test]
+fn kills_at_random_moments_at_every_level_then_resume_end_like_an_undisturbed_run() {
+    let project = Project::new();
+    three_levels(&project, "sleep 0.2");
+    // A small xorshift seeded from the clock: every run of the test lands
+    // its kills elsewhere, and the seed is printed for a failure.
+    let mut seed = u64::from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .subsec_nanos(),
+    ) | 1;
+    let seed_shown = seed;
+    let mut below = |bound: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % bound
+    };
+    for _ in 0..12 {
+        let runs = project.json(&["runs", "--json"]);
+        let top = runs
+            .as_array()
+            .expect("runs")
+            .iter()
+            .find(|run| run["parent"].is_null())
+            .and_then(|run| run["run_id"].as_str())
+            .map(str::to_owned);
+        let mut driver = match &top {
+            None => project.spawn(&["run", "top.yaml"]),
+            Some(top) => project.spawn(&["resume", top]),
+        };
+        std::thread::sleep(Duration::from_millis(below(700)));
+        let _ = driver.kill();
+        let _ = driver.wait();
+    }
+    let top = project.top_run();
+    let resume = project.baton(&["resume", &top]);
+    assert_eq!(resume.code, 0, "seed {seed_shown}: {}", resume.stderr);
+    let mid = format!("{top}-mid");
+    let leaf = format!("{mid}-leaf");
+    assert_eq!(final_text(&project, &top), "hello from top via mid\n");
+    let witness = project.witness();
+    for (run, stage) in [
+        (&top, "first"),
+        (&top, "mid"),
+        (&mid, "prepare"),
+        (&mid, "leaf"),
+        (&leaf, "write"),
+        (&top, "after"),
+    ] {
+        let status = project.json(&["status", run, "--json"]);
+        assert_eq!(status["status"], "success", "seed {seed_shown}: {status}");
+        // Every execution was recorded as an attempt first: nothing that
+        // had succeeded ran again unrecorded.
+        if !stage.starts_with("mid") && stage != "leaf" {
+            assert!(
+                count(&witness, run, stage) <= attempts(&project, run, stage),
+                "seed {seed_shown}: {run} {stage}: {witness:?}"
+            );
+        }
+        assert_eq!(processes_of(run), 0, "seed {seed_shown}: {run}");
+    }
+}
