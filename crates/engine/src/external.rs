@@ -369,6 +369,7 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
         let now = clock::now_ms();
         let mut transitions = Vec::new();
         let mut to_run: Vec<Script> = Vec::new();
+        let mut envelopes: Vec<Envelope> = Vec::new();
         // Whether something changed that may make more work ready.
         let mut progressed = false;
 
@@ -487,6 +488,13 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
                 }
                 work::Step::Done { record } => {
                     transitions.extend(record);
+                    envelopes.push(Envelope {
+                        stage: stage.clone(),
+                        index,
+                        status: "success",
+                        started_at: rows[index].started_at,
+                        error: None,
+                    });
                     let artifacts = hash_outputs(workspace, own);
                     transitions.push(stage_finished(
                         index,
@@ -498,6 +506,13 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
                 }
                 work::Step::Fail { error, record } => {
                     transitions.extend(record);
+                    envelopes.push(Envelope {
+                        stage: stage.clone(),
+                        index,
+                        status: "failed",
+                        started_at: rows[index].started_at,
+                        error: Some(error.clone()),
+                    });
                     transitions.push(stage_finished(
                         index,
                         rows[index].attempts,
@@ -535,6 +550,17 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
             let attempt = rows[index].attempts + 1;
             progressed = true;
             if let Some(decided) = decide_when(stage, attempt, &opened.params, workspace, now)? {
+                let status = match &decided {
+                    Transition::StageSkipped { .. } => "skipped",
+                    _ => "failed",
+                };
+                envelopes.push(Envelope {
+                    stage: stage.clone(),
+                    index,
+                    status,
+                    started_at: Some(now),
+                    error: None,
+                });
                 transitions.push(decided);
                 continue;
             }
@@ -570,6 +596,7 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
             });
             store.apply(lease, &transitions).await?;
         }
+        write_envelopes(workspace, envelopes);
         for script in to_run {
             progressed = true;
             let (index, attempt, unit) = (script.index, script.attempt, script.unit.clone());
@@ -577,11 +604,16 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
                 Some(_) => script.stage.name().to_owned(),
                 None => plan.stages[index].name().to_owned(),
             };
+            let ran = script.stage.clone();
+            let started_at = Some(clock::now_ms());
             let finished = run_script(store, lease, opened, script).await?;
-            let status = if finished.success {
-                "success"
-            } else {
-                "failed"
+            let status = status_text(finished.success);
+            let envelope = Envelope {
+                stage: ran,
+                index,
+                status,
+                started_at,
+                error: finished.error.clone(),
             };
             scripts.push((name, status.to_owned()));
             let transition = match unit {
@@ -605,6 +637,7 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
                 },
             };
             store.apply(lease, &[transition]).await?;
+            write_envelopes(workspace, vec![envelope]);
         }
         if progressed {
             continue;
@@ -643,6 +676,39 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
         }
         return settle(store, lease, opened, handed, scripts).await;
     }
+}
+
+/// A stage's (or unit's) result envelope, `stages/NNN-name.json`, as the
+/// coordinator writes it, so the workspace looks the same however the run
+/// was driven. Written once the result is recorded.
+struct Envelope {
+    stage: PlanStage,
+    index: usize,
+    status: &'static str,
+    started_at: Option<i64>,
+    error: Option<String>,
+}
+
+fn write_envelopes(workspace: &Path, envelopes: Vec<Envelope>) {
+    if envelopes.is_empty() {
+        return;
+    }
+    // Dropping the writer writes everything queued.
+    let writer = crate::envelopes::EnvelopeWriter::start(workspace);
+    let now = clock::now_ms();
+    for envelope in envelopes {
+        writer.stage(
+            &envelope.stage,
+            envelope.index,
+            envelope.status,
+            (envelope.started_at, Some(now)),
+            envelope.error.into_iter().collect(),
+        );
+    }
+}
+
+fn status_text(success: bool) -> &'static str {
+    if success { "success" } else { "failed" }
 }
 
 fn stage_finished(
@@ -897,11 +963,13 @@ enum Target {
     Stage {
         index: usize,
         attempt: i64,
+        started_at: Option<i64>,
     },
     Unit {
         index: usize,
         key: String,
         materialized: Box<work::Materialized>,
+        started_at: Option<i64>,
     },
 }
 
@@ -960,6 +1028,7 @@ async fn handed_out(store: &Store, opened: &Opened, name: &str) -> Result<Target
                         index,
                         key: unit.key.clone(),
                         materialized: Box::new(materialized),
+                        started_at: unit.started_at,
                     })
                 }
                 "running" => Err(Error::Refused(format!(
@@ -995,6 +1064,7 @@ async fn handed_out(store: &Store, opened: &Opened, name: &str) -> Result<Target
         "running" => Ok(Target::Stage {
             index: stage.index,
             attempt: row.attempts,
+            started_at: row.started_at,
         }),
         "success" | "awaiting_human" => Err(Error::Refused(format!(
             "stage '{name}' is already completed"
@@ -1090,28 +1160,60 @@ async fn finish(
     let result = async {
         // Checked again under the lease: of two racing completions one is
         // recorded, the other refused.
-        let status = if success { "success" } else { "failed" }.to_owned();
-        let transition = match handed_out(store, opened, name).await? {
-            Target::Stage { index, attempt } => Transition::AttemptFinished {
-                index: as_i64(index),
+        let target = handed_out(store, opened, name).await?;
+        let status = status_text(success);
+        let envelope = Envelope {
+            stage: target.stage(&opened.plan).clone(),
+            index: 0,
+            status,
+            started_at: None,
+            error: error.clone(),
+        };
+        let (transition, envelope) = match target {
+            Target::Stage {
+                index,
                 attempt,
-                status,
-                at: clock::now_ms(),
-                exit_code: None,
-                error,
-                artifacts,
-            },
-            Target::Unit { index, key, .. } => Transition::UnitFinished {
-                index: as_i64(index),
+                started_at,
+            } => (
+                Transition::AttemptFinished {
+                    index: as_i64(index),
+                    attempt,
+                    status: status.to_owned(),
+                    at: clock::now_ms(),
+                    exit_code: None,
+                    error,
+                    artifacts,
+                },
+                Envelope {
+                    index,
+                    started_at,
+                    ..envelope
+                },
+            ),
+            Target::Unit {
+                index,
                 key,
-                status,
-                at: clock::now_ms(),
-                exit_code: None,
-                error,
-                artifacts,
-            },
+                started_at,
+                ..
+            } => (
+                Transition::UnitFinished {
+                    index: as_i64(index),
+                    key,
+                    status: status.to_owned(),
+                    at: clock::now_ms(),
+                    exit_code: None,
+                    error,
+                    artifacts,
+                },
+                Envelope {
+                    index,
+                    started_at,
+                    ..envelope
+                },
+            ),
         };
         store.apply(&lease, &[transition]).await?;
+        write_envelopes(&opened.workspace, vec![envelope]);
         settle(store, &lease, opened, Vec::new(), Vec::new()).await
     }
     .await;

@@ -186,6 +186,13 @@ fn an_orchestrator_drives_a_compat_workflow_through_its_gate_and_validators() {
     // Every handed-out stage has its dispatch file, and the finished run
     // hands out nothing more.
     assert!(workspace.join("dispatch/000-fetch-failures.json").is_file());
+    // Result envelopes as a run by baton writes them.
+    let envelope: Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace.join("stages/000-fetch-failures.json"))
+            .expect("envelope"),
+    )
+    .expect("JSON");
+    assert_eq!(envelope["status"], "success", "{envelope}");
     assert_eq!(
         project.json(&["next", &id, "--json"]),
         Value::Array(Vec::new())
