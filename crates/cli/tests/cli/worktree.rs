@@ -475,3 +475,115 @@ fn kill_9_during_isolated_stages_and_merges_then_resume_merges_each_branch_once(
         git(dir, &["fsck", "--strict"]);
     }
 }
+
+/// The states a kill -9 in the middle of a merge leaves, made on purpose:
+/// the integration worktree merging with a stale `index.lock`, and a
+/// stage re-run after its branch was already merged. The re-run succeeds
+/// and adds no merge commit.
+#[test]
+fn a_rerun_after_an_interrupted_merge_repairs_the_integration_worktree_and_merges_nothing_twice() {
+    let project = repository();
+    let dir = project.path();
+    let stages = isolated(
+        "edit",
+        &["write a.txt edited", "write-listed", "git-commit edit"],
+        "",
+    );
+    let (code, status, id) = run(&project, &stages);
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(merges(dir), 1);
+    // A merge left half done in the integration worktree, and git's lock.
+    let integration = dir.join(format!(".baton/worktrees/{id}/_integration"));
+    let side = dir.join("side");
+    git(dir, &["branch", "side", "HEAD~1"]);
+    git(
+        dir,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            side.to_str().expect("utf-8"),
+            "side",
+        ],
+    );
+    std::fs::write(side.join("a.txt"), "conflicting\n").expect("write");
+    git(
+        &side,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@l",
+            "commit",
+            "-q",
+            "-am",
+            "side",
+        ],
+    );
+    #[expect(clippy::disallowed_methods, reason = "a merge that must fail")]
+    let conflicted = Command::new("git")
+        .arg("-C")
+        .arg(&integration)
+        .args(["-c", "user.name=t", "-c", "user.email=t@l", "merge", "side"])
+        .output()
+        .expect("git runs");
+    assert!(!conflicted.status.success());
+    let git_dir = git(
+        &integration,
+        &["rev-parse", "--path-format=absolute", "--git-dir"],
+    );
+    assert!(Path::new(&git_dir).join("MERGE_HEAD").exists());
+    std::fs::write(Path::new(&git_dir).join("index.lock"), "").expect("lock");
+    // A re-run with nothing new on the branch merges nothing (and so does
+    // not even need the integration worktree).
+    let rerun = project.baton(&["rerun", &id, "edit"]);
+    assert_eq!(rerun.code, 0, "{}", rerun.stderr);
+    assert_eq!(
+        merges(dir),
+        1,
+        "{}",
+        git(dir, &["log", "--graph", "--oneline"])
+    );
+    // Work committed on the branch since: the re-run merges it, through the
+    // integration worktree the "crash" left merging and locked.
+    let worktree = dir.join(format!(".baton/worktrees/{id}/edit"));
+    std::fs::write(worktree.join("b.txt"), "more\n").expect("write");
+    git(
+        &worktree,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@l",
+            "commit",
+            "-q",
+            "-am",
+            "more",
+        ],
+    );
+    let rerun = project.baton(&["rerun", &id, "edit"]);
+    assert_eq!(rerun.code, 0, "{}", rerun.stderr);
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "success", "{status}");
+    assert_eq!(
+        merges(dir),
+        2,
+        "{}",
+        git(dir, &["log", "--graph", "--oneline"])
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("b.txt")).expect("read"),
+        "more\n"
+    );
+    assert!(!Path::new(&git_dir).join("MERGE_HEAD").exists());
+    git(
+        dir,
+        &[
+            "worktree",
+            "remove",
+            "--force",
+            side.to_str().expect("utf-8"),
+        ],
+    );
+    git(dir, &["fsck", "--strict"]);
+}
