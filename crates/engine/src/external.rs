@@ -395,16 +395,29 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
                 continue;
             }
             let own = units.get(&index).map(Vec::as_slice).unwrap_or_default();
-            let handed = own
+            let out = own
                 .iter()
-                .any(|unit| unit.status == "running" && !unit_is_script(opened, unit, now));
+                .filter(|unit| unit.status == "running" && !unit_is_script(opened, unit, now))
+                .count();
+            let handed = out > 0;
+            // `--max-parallel` is the orchestrator's business, but a
+            // fan-out's own `max_parallel` is part of the workflow: no more
+            // of its children are out at once.
+            let cap = stage
+                .spec
+                .fan_out
+                .as_ref()
+                .and_then(|fan_out| fan_out.max_parallel)
+                .map_or(usize::MAX, |cap| usize::try_from(cap).unwrap_or(usize::MAX));
             let waiting: Vec<&UnitRow> = own
                 .iter()
                 .filter(|unit| {
                     unit.status == "pending"
                         || (unit.status == "running" && unit_is_script(opened, unit, now))
                 })
+                .take(cap.saturating_sub(out))
                 .collect();
+            let held_back = own.iter().any(|unit| unit.status == "pending") && waiting.is_empty();
             if halting {
                 // As the coordinator does: no new units once the run halts;
                 // a stage with none out goes back to pending, its finished
@@ -461,7 +474,7 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
                 }
                 continue;
             }
-            if handed {
+            if handed || held_back {
                 continue;
             }
             // Every unit has finished: the stage's program takes its next

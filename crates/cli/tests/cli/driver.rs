@@ -439,3 +439,23 @@ fn every_compat_workflow_the_protocol_drives_runs_to_success() {
         "driven: {succeeded:?}, refused: {refused:?}"
     );
 }
+
+#[test]
+fn an_agent_fan_out_is_handed_out_item_by_item_within_its_max_parallel() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}  - name: src\n    kind: execute\n    description: d\n    executor: inline\n    script: |\n      printf '{{\"items\": [{{\"id\": \"a\"}}, {{\"id\": \"b\"}}, {{\"id\": \"c\"}}]}}' > outputs/src.json\n    writes_to: [src.json]\n  - name: fan\n    kind: validate\n    description: Review {{id}}.\n    agent: {{role: reviewer}}\n    depends_on: [src]\n    reads_from: [src]\n    fan_out: {{source: src, field: items, key: id, mode: agent, max_parallel: 2}}\n    writes_to: ['findings/{{id}}.json']\n"
+        ),
+    );
+    let (id, _) = create(&project, "wf.yaml");
+    // The script ran in `next`; two of the three children are out at once.
+    let first = project.json(&["next", &id, "--json"]);
+    assert_eq!(first.as_array().map(Vec::len), Some(2), "{first}");
+    let driven = drive(&project, &id, &|_, _| None);
+    assert_eq!(driven.status, "success", "{:?}", driven.handed);
+    let mut children = driven.handed.clone();
+    children.sort();
+    assert_eq!(children.len(), 3, "{children:?}");
+}
