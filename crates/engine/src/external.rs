@@ -1278,17 +1278,42 @@ pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
     ) {
         names.extend(ready);
     }
-    let ready = names
-        .into_iter()
-        .map(|index| {
-            let stage = &opened.plan.stages[index];
-            Ready {
+    let units = units_by_stage(store, run_id).await?;
+    let mut ready = Vec::new();
+    for index in names {
+        let stage = &opened.plan.stages[index];
+        let out: Vec<&UnitRow> = units
+            .get(&index)
+            .into_iter()
+            .flatten()
+            .filter(|unit| unit.status == "running")
+            .collect();
+        if out.is_empty() {
+            ready.push(Ready {
                 stage: stage.name().to_owned(),
                 prompt: String::new(),
                 dispatch_file: dispatch_path(&opened.workspace, stage),
                 worktree: None,
+            });
+            continue;
+        }
+        // A stage running as units: the units out are what is listed.
+        let context = work::Context {
+            plan: &opened.plan,
+            stage,
+            workspace: &opened.workspace,
+            now: clock::now_ms(),
+        };
+        for unit in out {
+            if let Ok(materialized) = work::materialize(&context, unit) {
+                ready.push(Ready {
+                    stage: unit.label.clone(),
+                    prompt: String::new(),
+                    dispatch_file: dispatch_path(&opened.workspace, &materialized.stage),
+                    worktree: None,
+                });
             }
-        })
-        .collect();
+        }
+    }
     standing(store, &opened, ready, Vec::new()).await
 }

@@ -453,6 +453,12 @@ fn an_agent_fan_out_is_handed_out_item_by_item_within_its_max_parallel() {
     // The script ran in `next`; two of the three children are out at once.
     let first = project.json(&["next", &id, "--json"]);
     assert_eq!(first.as_array().map(Vec::len), Some(2), "{first}");
+    // A resume names the children out, spawning nothing.
+    let resume = project.baton(&["resume", &id]);
+    assert_eq!(resume.code, 0, "{}", resume.stderr);
+    let child = first[0]["stage"].as_str().expect("label");
+    assert!(child.starts_with("fan["), "{child}");
+    assert!(resume.stderr.contains(child), "{}", resume.stderr);
     let driven = drive(&project, &id, &|_, _| None);
     assert_eq!(driven.status, "success", "{:?}", driven.handed);
     let mut children = driven.handed.clone();
