@@ -24,6 +24,7 @@ use crate::workspace::{self, output_path};
 
 mod admin;
 mod inputs;
+mod lock;
 mod merge;
 
 pub use admin::{AdminError, Pruned, WorktreeEntry, list_worktrees, prune_worktrees};
@@ -78,10 +79,6 @@ pub(crate) fn isolated(stage: &PlanStage) -> bool {
         && stage.spec.executor != Executor::WorkerQueue
         && stage.spec.agent.isolation == Isolation::Worktree
 }
-
-/// Serialises every git operation that changes the repository (worktree
-/// creation, merges, ref updates): concurrent ones race on git's lock files.
-static REPOSITORY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// One attempt's worktree.
 #[derive(Debug)]
@@ -240,7 +237,7 @@ impl Worktree {
             start_file,
             config_file,
         } = Names::of(stage, place).await?;
-        let _lock = REPOSITORY.lock().await;
+        let _lock = lock::lock(&repository).await?;
         ignore_worktrees(place.project_dir)?;
         let exists = git::output(
             &repository,

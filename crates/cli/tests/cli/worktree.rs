@@ -587,3 +587,59 @@ fn a_rerun_after_an_interrupted_merge_repairs_the_integration_worktree_and_merge
     );
     git(dir, &["fsck", "--strict"]);
 }
+
+#[test]
+fn two_baton_processes_merging_into_one_repository_lose_nothing() {
+    let project = repository();
+    let dir = project.path();
+    for (file, names) in [("one.yaml", ["a", "b"]), ("two.yaml", ["c", "d"])] {
+        let stages: String = names
+            .iter()
+            .map(|name| {
+                isolated(
+                    &format!("edit_{name}"),
+                    &[
+                        &format!("write {name}-new.txt {name}"),
+                        "write-listed",
+                        &format!("git-commit {name}"),
+                    ],
+                    "",
+                )
+            })
+            .collect();
+        project.write(file, &format!("{HEADER}{stages}"));
+    }
+    let children: Vec<_> = ["one.yaml", "two.yaml"]
+        .iter()
+        .map(|file| {
+            project
+                .command(&["run", file, "--json"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("baton starts")
+        })
+        .collect();
+    for mut child in children {
+        let code = crate::project::wait_bounded(
+            &mut child,
+            "baton run",
+            std::time::Duration::from_secs(120),
+        );
+        assert_eq!(code, 0);
+    }
+    assert_eq!(
+        merges(dir),
+        4,
+        "{}",
+        git(dir, &["log", "--graph", "--oneline"])
+    );
+    for name in ["a", "b", "c", "d"] {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(format!("{name}-new.txt"))).expect("merged"),
+            format!("{name}\n")
+        );
+    }
+    assert!(git(dir, &["status", "--porcelain", "--untracked-files=no"]).is_empty());
+    git(dir, &["fsck", "--strict"]);
+}

@@ -23,6 +23,9 @@ pub enum AdminError {
     /// A git command failed.
     #[error(transparent)]
     Git(#[from] git::GitError),
+    /// The repository's lock could not be taken.
+    #[error("{0}")]
+    Lock(String),
 }
 
 /// One branch an isolated stage made.
@@ -135,7 +138,9 @@ pub async fn prune_worktrees(
         .await
         .ok_or_else(|| AdminError::NotARepository(project_dir.to_path_buf()))?;
     let mut pruned = Pruned::default();
-    let _lock = super::REPOSITORY.lock().await;
+    let _lock = super::lock::lock(&repository)
+        .await
+        .map_err(AdminError::Lock)?;
     for entry in list_worktrees(store, project_dir, run).await? {
         if !entry.run_status.as_deref().is_some_and(finished) {
             pruned.kept.push((

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use baton_executor::git;
 
-use super::{REPOSITORY, git_error, remove_index_lock};
+use super::{git_error, lock, remove_index_lock};
 
 /// Merges `branch` into `target` in the integration worktree and advances
 /// the target, one merge at a time. Idempotent: a branch whose tip the
@@ -18,7 +18,7 @@ pub(super) async fn merge(
     target: &str,
     message: &str,
 ) -> Result<(), String> {
-    let _lock = REPOSITORY.lock().await;
+    let _lock = lock::lock(repository).await?;
     let target_ref = format!("refs/heads/{target}");
     // Retried when the target moves between reading and advancing it.
     for _ in 0..5 {
