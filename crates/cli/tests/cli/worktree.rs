@@ -643,3 +643,33 @@ fn two_baton_processes_merging_into_one_repository_lose_nothing() {
     assert!(git(dir, &["status", "--porcelain", "--untracked-files=no"]).is_empty());
     git(dir, &["fsck", "--strict"]);
 }
+
+#[test]
+fn a_dirty_checkout_of_the_target_is_never_moved_and_resume_merges_once_it_is_clean() {
+    let project = repository();
+    let dir = project.path();
+    project.write("a.txt", "the user's edit\n");
+    let stages = isolated(
+        "edit",
+        &["write b.txt edited", "write-listed", "git-commit edit"],
+        "",
+    );
+    let (code, status, id) = run(&project, &stages);
+    assert_ne!(code, 0, "{status}");
+    let error = stage(&status, "edit")["error"].as_str().unwrap_or_default();
+    assert!(error.contains("uncommitted changes"), "{error}");
+    assert_eq!(merges(dir), 0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.txt")).expect("read"),
+        "the user's edit\n"
+    );
+    git(dir, &["commit", "-q", "-am", "the user's edit"]);
+    let resumed = project.baton(&["resume", &id]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(merges(dir), 1);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("b.txt")).expect("read"),
+        "edited\n"
+    );
+    git(dir, &["fsck", "--strict"]);
+}
