@@ -107,6 +107,20 @@ async fn merge_commit(
             .await
             .unwrap_or_default();
         let _ = git::output(integration, ["merge", "--abort"]).await;
+        // A conflict is reported only from a clean state: no merge left in
+        // progress and HEAD back where it was.
+        let pending = git::output(integration, ["rev-parse", "-q", "--verify", "MERGE_HEAD"])
+            .await
+            .map_err(git_error("cannot check the integration worktree"))?;
+        let head = git::run(integration, ["rev-parse", "--verify", "HEAD"])
+            .await
+            .map_err(git_error("cannot check the integration worktree"))?;
+        if pending.success || head != old {
+            return Err(format!(
+                "merging {branch} into {target} failed and the integration worktree {} could not be reset; the next merge starts it afresh",
+                integration.display()
+            ));
+        }
         if conflicts.trim().is_empty() {
             return Err(format!(
                 "merging {branch} into {target} failed: {}",
