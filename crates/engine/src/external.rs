@@ -354,6 +354,23 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
     let workspace = &opened.workspace;
     let run_id = &opened.run.run_id;
     let mut scripts = Vec::new();
+    // A script recorded as running was left by a `next` that died while it
+    // ran (calls hold the lease one at a time). Its processes, marked with
+    // the run's id, must not keep writing while it runs again.
+    let rows = store.stages(run_id).await?;
+    let now = clock::now_ms();
+    let left_stage = plan
+        .stages
+        .iter()
+        .any(|stage| rows[stage.index].status == "running" && is_script(stage));
+    let left_unit = store
+        .units(run_id)
+        .await?
+        .iter()
+        .any(|unit| unit.status == "running" && unit_is_script(opened, unit, now));
+    if left_stage || left_unit {
+        crate::reconcile::kill_leftovers(run_id);
+    }
     loop {
         let rows = store.stages(run_id).await?;
         let states: Vec<State> = rows

@@ -465,3 +465,48 @@ fn an_agent_fan_out_is_handed_out_item_by_item_within_its_max_parallel() {
     children.sort();
     assert_eq!(children.len(), 3, "{children:?}");
 }
+
+#[test]
+fn a_script_left_running_by_a_killed_next_runs_again_alone() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{}",
+            crate::project::stage(
+                "slow",
+                "echo start >> \"$BATON_PROJECT_DIR/runs.log\"\nsleep 3\necho end >> \"$BATON_PROJECT_DIR/runs.log\"\necho done > outputs/slow.txt",
+                "    writes_to: [slow.txt]\n"
+            )
+        ),
+    );
+    let (id, _) = create(&project, "wf.yaml");
+    let log = project.path().join("runs.log");
+    let mut first = project
+        .command(&["next", &id, "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("next starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !log.is_file() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the script never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    first.kill().expect("kill -9 of next");
+    first.wait().expect("reaped");
+
+    let again = project.baton(&["next", &id, "--json"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    // The first script's process was killed, not left to finish beside the
+    // second: one end for two starts, even after the first would have ended.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(text.matches("start").count(), 2, "{text}");
+    assert_eq!(text.matches("end").count(), 1, "{text}");
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "success", "{status}");
+}
