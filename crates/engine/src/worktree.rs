@@ -99,6 +99,10 @@ pub(crate) struct Worktree {
     config: String,
 }
 
+/// The digest of the repository configuration when the run's first
+/// isolated stage started, in the run's directory of worktrees.
+const CONFIG_RECORD: &str = "config.digest";
+
 /// A git ref component from a name: only `[A-Za-z0-9._-]`, no leading dot,
 /// no `..`, no `.lock` ending (`git check-ref-format`).
 fn ref_component(name: &str) -> String {
@@ -212,7 +216,7 @@ impl Names {
             branch,
             path: root.join(&name),
             start_file: root.join(format!("{name}.start")),
-            config_file: root.join(format!("{name}.config")),
+            config_file: root.join(CONFIG_RECORD),
             root,
         })
     }
@@ -297,12 +301,20 @@ impl Worktree {
                     "cannot create the worktree for {branch}"
                 )))?;
         }
+        // The configuration as the run's first isolated stage found it:
+        // one agent's change then fails every later merge of the run, not
+        // only its own (a sibling's merge would otherwise run under it).
+        let config = match std::fs::read_to_string(&config_file) {
+            Ok(recorded) => recorded,
+            Err(_) => {
+                let config = config_digest(&repository).await;
+                workspace::write_atomic(&config_file, config.as_bytes())
+                    .map_err(|error| format!("cannot write {}: {error}", config_file.display()))?;
+                config
+            }
+        };
         drop(_lock);
         inputs::fill_inputs(stage, place, &path.join("inputs"))?;
-        let config = config_digest(&repository).await;
-        // Kept on disk for a `complete` in another process.
-        workspace::write_atomic(&config_file, config.as_bytes())
-            .map_err(|error| format!("cannot write {}: {error}", config_file.display()))?;
         Ok(Worktree {
             repository,
             path,
@@ -387,8 +399,9 @@ impl Worktree {
     pub(crate) async fn integrate(&self, stage: &PlanStage, run_id: &str) -> Result<(), String> {
         if config_digest(&self.repository).await != self.config {
             return Err(format!(
-                "the repository's git configuration changed while the agent ran; baton does not merge {} after that (inspect the configuration and the branch)",
-                self.branch
+                "the repository's git configuration changed since the run's first isolated stage started; baton does not merge {} after that (inspect .git/config and .git/info/attributes; if the change is yours, delete {} and resume)",
+                self.branch,
+                self.root.join(CONFIG_RECORD).display()
             ));
         }
         let commits = git::run(

@@ -673,3 +673,47 @@ fn a_dirty_checkout_of_the_target_is_never_moved_and_resume_merges_once_it_is_cl
     );
     git(dir, &["fsck", "--strict"]);
 }
+
+#[test]
+fn a_configuration_one_agent_sets_stops_its_siblings_merges_too() {
+    let project = repository();
+    let dir = project.path();
+    let marker = dir.join("driver-ran");
+    // `sneaky` sets a merge driver for every file; `honest` commits later,
+    // and its merge would run that driver if baton merged it.
+    let driver = format!("git-config merge.evil.driver touch {}", marker.display());
+    let attributes = format!(
+        "write-outside {} * merge=evil",
+        dir.join(".git/info/attributes").display()
+    );
+    let stages = format!(
+        "{}{}",
+        isolated(
+            "sneaky",
+            &["write-listed", "git-commit sneaky", &driver, &attributes],
+            "",
+        ),
+        isolated(
+            "honest",
+            &[
+                "sleep 1",
+                "write a.txt honest",
+                "write-listed",
+                "git-commit honest"
+            ],
+            "",
+        ),
+    );
+    let (code, status, _) = run(&project, &stages);
+    assert_ne!(code, 0, "{status}");
+    for name in ["sneaky", "honest"] {
+        let error = stage(&status, name)["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("git configuration changed"),
+            "{name}: {error}"
+        );
+    }
+    assert!(!marker.exists(), "baton ran the agent's merge driver");
+    assert_eq!(merges(dir), 0);
+    git(dir, &["fsck", "--strict"]);
+}

@@ -230,7 +230,7 @@ async fn remove_integration_worktrees(
                 if file
                     .path()
                     .extension()
-                    .is_some_and(|ext| ext == "start" || ext == "config")
+                    .is_some_and(|ext| ext == "start" || ext == "digest")
                 {
                     let _ = std::fs::remove_file(file.path());
                 }
