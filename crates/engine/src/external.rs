@@ -39,6 +39,7 @@ use tokio::sync::{mpsc, watch};
 use crate::create::{self, RunOptions, SourceDigest};
 use crate::schedule::{self, Next, State};
 use crate::stage::{self, Attempt, Fingerprint, Report, Snapshot};
+use crate::worktree::{Place, Worktree};
 use crate::{Error, Result, clock, gate, work, workspace};
 
 /// Who executes a run's stages.
@@ -241,13 +242,22 @@ fn dispatch_path(workspace: &Path, stage: &PlanStage) -> PathBuf {
         .join(format!("{}.json", stage.file_stem()))
 }
 
-/// Renders the stage's prompt and writes its dispatch and prompt files.
-fn hand_out(plan: &Plan, stage: &PlanStage, workspace: &Path) -> Result<Ready> {
+/// Renders the stage's prompt (for an isolated stage, the prompt of its
+/// worktree) and writes its dispatch and prompt files.
+fn hand_out(
+    plan: &Plan,
+    stage: &PlanStage,
+    workspace: &Path,
+    worktree: Option<&Worktree>,
+) -> Result<Ready> {
     let io = |source| Error::Workspace {
         path: workspace.to_path_buf(),
         source,
     };
-    let prompt = crate::prompt::render(plan, stage, workspace);
+    let prompt = match worktree {
+        Some(worktree) => worktree.prompt(plan, stage),
+        None => crate::prompt::render(plan, stage, workspace),
+    };
     let dispatch_file = dispatch_path(workspace, stage);
     workspace::write_json(
         &dispatch_file,
@@ -265,10 +275,53 @@ fn hand_out(plan: &Plan, stage: &PlanStage, workspace: &Path) -> Result<Ready> {
         stage: stage.name().to_owned(),
         prompt,
         dispatch_file,
-        // Hook for worktree isolation: an isolated stage will be handed the
-        // worktree baton created for it here.
-        worktree: None,
+        worktree: worktree.map(|worktree| worktree.path.clone()),
     })
+}
+
+/// Where an isolated stage (or fan-out child) of this run lives, for
+/// [`Worktree`].
+fn place<'a>(
+    store: &'a Store,
+    opened: &'a Opened,
+    index: usize,
+    env: &'a [(String, String)],
+) -> Place<'a> {
+    Place {
+        store,
+        run_id: &opened.run.run_id,
+        project_dir: &opened.options.project_dir,
+        workspace: &opened.workspace,
+        plan: &opened.plan,
+        index,
+        item: env
+            .iter()
+            .find(|(name, _)| name == "BATON_ITEM_NAME")
+            .map(|(_, value)| value.as_str()),
+    }
+}
+
+/// The worktree of an isolated stage being handed out: the one an earlier
+/// `next` made (the orchestrator's agent may be at work in it), else a new
+/// one with its `inputs/` filled.
+async fn worktree_for(
+    store: &Store,
+    opened: &Opened,
+    index: usize,
+    stage: &PlanStage,
+    env: &[(String, String)],
+) -> Result<Option<Worktree>> {
+    if !crate::worktree::isolated(stage) {
+        return Ok(None);
+    }
+    let place = place(store, opened, index, env);
+    if let Ok(found) = Worktree::find(stage, &place).await {
+        return Ok(Some(found));
+    }
+    Worktree::create(stage, &place)
+        .await
+        .map(Some)
+        .map_err(|error| Error::Refused(format!("stage '{}': {error}", stage.name())))
 }
 
 /// Lists the stages ready for the orchestrator, recording each as started.
@@ -682,7 +735,8 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
             .filter(|stage| rows[stage.index].status == "running")
         {
             if !work::is_composite(stage) {
-                handed.push(hand_out(plan, stage, workspace)?);
+                let worktree = worktree_for(store, opened, stage.index, stage, &[]).await?;
+                handed.push(hand_out(plan, stage, workspace, worktree.as_ref())?);
                 continue;
             }
             let context = work::Context {
@@ -698,7 +752,16 @@ async fn next_owned(store: &Store, lease: &mut Lease, opened: &Opened) -> Result
                 .filter(|unit| unit.status == "running")
             {
                 if let Ok(materialized) = work::materialize(&context, unit) {
-                    let mut ready = hand_out(plan, &materialized.stage, workspace)?;
+                    let worktree = worktree_for(
+                        store,
+                        opened,
+                        stage.index,
+                        &materialized.stage,
+                        &materialized.env,
+                    )
+                    .await?;
+                    let mut ready =
+                        hand_out(plan, &materialized.stage, workspace, worktree.as_ref())?;
                     ready.stage.clone_from(&unit.label);
                     handed.push(ready);
                 }
@@ -1144,7 +1207,40 @@ pub async fn complete(store: &Store, run_id: &str, name: &str) -> Result<Complet
         Target::Unit { materialized, .. } => materialized.defer_checks,
         Target::Stage { .. } => false,
     };
-    let verified = stage::verify(stage, &opened.workspace, &before, defer_checks);
+    // An isolated stage's outputs come back from its worktree first, and
+    // its branch is merged once they are verified, as the built-in
+    // executor does.
+    let (index, env) = match &target {
+        Target::Stage { index, .. } => (*index, &[][..]),
+        Target::Unit {
+            index,
+            materialized,
+            ..
+        } => (*index, materialized.env.as_slice()),
+    };
+    let worktree = if crate::worktree::isolated(stage) {
+        match Worktree::find(stage, &place(store, &opened, index, env)).await {
+            Ok(worktree) => Some(worktree),
+            Err(error) => {
+                return Err(Error::Refused(format!("stage '{name}': {error}")));
+            }
+        }
+    } else {
+        None
+    };
+    let copied = match &worktree {
+        Some(worktree) => worktree.copy_back(stage, &opened.workspace),
+        None => Ok(()),
+    };
+    let verified =
+        copied.and_then(|()| stage::verify(stage, &opened.workspace, &before, defer_checks));
+    let verified = match (verified, &worktree) {
+        (Ok(artifacts), Some(worktree)) => worktree
+            .integrate(stage, &opened.run.run_id)
+            .await
+            .map(|()| artifacts),
+        (verified, _) => verified,
+    };
     let (success, error, artifacts) = match verified {
         Ok(artifacts) => (true, None, artifacts),
         Err(error) => (false, Some(error), Vec::new()),

@@ -329,10 +329,6 @@ impl Worktree {
     /// The worktree [`Worktree::create`] made for the stage, as it is now
     /// (the driver protocol's `complete`, in a later process): nothing is
     /// reset or copied.
-    #[allow(
-        dead_code,
-        reason = "for the driver protocol's complete, which meets the worktree next made in another process"
-    )]
     pub(crate) async fn find(stage: &PlanStage, place: &Place<'_>) -> Result<Worktree, String> {
         let Names {
             repository,

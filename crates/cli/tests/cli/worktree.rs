@@ -717,3 +717,102 @@ fn a_configuration_one_agent_sets_stops_its_siblings_merges_too() {
     assert_eq!(merges(dir), 0);
     git(dir, &["fsck", "--strict"]);
 }
+
+/// The driver protocol hands an isolated stage out with its worktree; the
+/// orchestrator's agent works and commits there; `complete` copies the
+/// outputs back, verifies them and merges the branch, as the built-in
+/// executor does. A stage completed without a commit fails.
+#[test]
+fn the_driver_protocol_hands_out_worktrees_and_merges_on_complete() {
+    let project = repository();
+    let dir = project.path();
+    let stages = format!(
+        "{}{}",
+        isolated(
+            "edit",
+            &["write a.txt a changed", "write-listed", "git-commit edit a"],
+            ""
+        ),
+        isolated("lazy", &["write-listed"], "    depends_on: [edit]\n"),
+    );
+    project.write("wf.yaml", &format!("{HEADER}{stages}"));
+    let created = project.json(&["run", "wf.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("run id").to_owned();
+
+    let ready = project.json(&["next", &id, "--json"]);
+    let ready = ready.as_array().expect("ready stages");
+    assert_eq!(ready.len(), 1, "{ready:?}");
+    assert_eq!(ready[0]["stage"], "edit");
+    let worktree = Path::new(ready[0]["worktree"].as_str().expect("a worktree path"));
+    assert!(worktree.is_absolute() && worktree.join(".git").exists());
+    assert_eq!(
+        git(worktree, &["rev-parse", "--abbrev-ref", "HEAD"]),
+        format!("baton/{id}/edit")
+    );
+    // Listing again hands out the same worktree, without resetting it.
+    std::fs::write(worktree.join("scratch.txt"), "in progress\n").expect("write");
+    let again = project.json(&["next", &id, "--json"]);
+    assert_eq!(again[0]["worktree"], ready[0]["worktree"]);
+    assert!(
+        worktree.join("scratch.txt").exists(),
+        "the worktree was reset"
+    );
+    std::fs::remove_file(worktree.join("scratch.txt")).expect("remove");
+
+    // The orchestrator's agent: the stand-in, in the worktree, with the prompt.
+    let prompt = ready[0]["prompt"].as_str().expect("prompt");
+    assert!(prompt.contains("## Isolation"), "{prompt}");
+    run_agent(worktree, prompt);
+    let completed = project.baton(&["complete", &id, "edit", "--json"]);
+    assert_eq!(completed.code, 0, "{}", completed.stderr);
+    assert_eq!(
+        merges(dir),
+        1,
+        "{}",
+        git(dir, &["log", "--graph", "--oneline"])
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.txt")).expect("read"),
+        "a changed\n"
+    );
+
+    // The next stage's agent writes its output but commits nothing.
+    let ready = project.json(&["next", &id, "--json"]);
+    assert_eq!(ready[0]["stage"], "lazy", "{ready}");
+    let worktree = Path::new(ready[0]["worktree"].as_str().expect("a worktree path"));
+    run_agent(worktree, ready[0]["prompt"].as_str().expect("prompt"));
+    let completed = project.baton(&["complete", &id, "lazy", "--json"]);
+    assert_ne!(completed.code, 0, "{}", completed.stdout);
+    let status = project.json(&["status", &id, "--json"]);
+    let error = stage(&status, "lazy")["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&format!("no commits on branch baton/{id}/lazy")),
+        "{error}"
+    );
+    assert_eq!(merges(dir), 1);
+    git(dir, &["fsck", "--strict"]);
+}
+
+/// Runs the stand-in agent in `cwd` with `prompt` on stdin, as an
+/// orchestrator's agent would.
+fn run_agent(cwd: &Path, prompt: &str) {
+    use std::io::Write as _;
+    let fake = Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent");
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test plays the orchestrator, which spawns its own agents"
+    )]
+    let mut child = Command::new(fake)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the stand-in agent starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(prompt.as_bytes())
+        .expect("prompt written");
+    assert!(child.wait().expect("the agent ends").success());
+}
