@@ -1234,11 +1234,22 @@ pub async fn complete(store: &Store, run_id: &str, name: &str) -> Result<Complet
     };
     let verified =
         copied.and_then(|()| stage::verify(stage, &opened.workspace, &before, defer_checks));
+    // A merge begun is marked until its result is recorded, so that a
+    // `baton resume` after a crash in between finishes it.
+    let marker = merging_path(&opened.workspace, stage);
     let verified = match (verified, &worktree) {
-        (Ok(artifacts), Some(worktree)) => worktree
-            .integrate(stage, &opened.run.run_id)
-            .await
-            .map(|()| artifacts),
+        (Ok(artifacts), Some(worktree)) => {
+            workspace::write_atomic(&marker, name.as_bytes()).map_err(|source| {
+                Error::Workspace {
+                    path: marker.clone(),
+                    source,
+                }
+            })?;
+            worktree
+                .integrate(stage, &opened.run.run_id)
+                .await
+                .map(|()| artifacts)
+        }
         (verified, _) => verified,
     };
     let (success, error, artifacts) = match verified {
@@ -1246,12 +1257,60 @@ pub async fn complete(store: &Store, run_id: &str, name: &str) -> Result<Complet
         Err(error) => (false, Some(error), Vec::new()),
     };
     let run = finish(store, &opened, name, success, error.clone(), artifacts).await?;
+    let _ = std::fs::remove_file(&marker);
     Ok(Completion {
         stage: name.to_owned(),
         success,
         error,
         run,
     })
+}
+
+/// `dispatch/NNN-name.merging`: an isolated stage verified by `complete`
+/// whose merge and result are not recorded yet.
+fn merging_path(workspace: &Path, stage: &PlanStage) -> PathBuf {
+    workspace
+        .join("dispatch")
+        .join(format!("{}.merging", stage.file_stem()))
+}
+
+/// Finishes the merges `complete` began and did not record (baton died
+/// between verifying an isolated stage and recording its result): each such
+/// stage is completed again — its outputs are still the verified ones, and
+/// a branch already merged is not merged twice. Returns the completions.
+///
+/// # Errors
+///
+/// No such run, a run not driven externally, or the store failing.
+pub async fn finish_merges(store: &Store, run_id: &str) -> Result<Vec<Completion>> {
+    let opened = open(store, run_id).await?;
+    let Ok(entries) = std::fs::read_dir(opened.workspace.join("dispatch")) else {
+        return Ok(Vec::new());
+    };
+    let mut markers: Vec<PathBuf> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "merging")
+        })
+        .collect();
+    markers.sort();
+    let mut completed = Vec::new();
+    for marker in markers {
+        let Ok(name) = std::fs::read_to_string(&marker) else {
+            continue;
+        };
+        match complete(store, run_id, name.trim()).await {
+            Ok(completion) => completed.push(completion),
+            // Recorded after all, or no longer handed out: nothing pending.
+            Err(Error::Refused(_)) => {
+                let _ = std::fs::remove_file(&marker);
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    Ok(completed)
 }
 
 /// Records a handed-out stage (or unit) as failed with the orchestrator's

@@ -196,6 +196,19 @@ pub(crate) fn resume_hint(run_id: &str, format: Format) -> Option<u8> {
         if !external::is_external(&run) {
             return None;
         }
+        // Merges a crashed `complete` began are finished first.
+        match external::finish_merges(&store, run_id).await {
+            Ok(finished) => {
+                for completion in finished {
+                    output::stderr_line(&format!(
+                        "finished the interrupted completion of {}: {}",
+                        completion.stage,
+                        completion.error.as_deref().unwrap_or("verified and merged")
+                    ));
+                }
+            }
+            Err(error) => return Some(refused_or(&error, format == Format::Json)),
+        }
         let code = match external::preview(&store, run_id).await {
             Ok(standing) => {
                 let names: Vec<&str> = standing
