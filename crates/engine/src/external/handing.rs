@@ -1,0 +1,142 @@
+//! Handing a stage (or unit) out: its prompt, dispatch file and, for an
+//! isolated stage, its worktree; and what `next` needs to find the work.
+
+use super::*;
+
+/// Renders the stage's prompt (for an isolated stage, the prompt of its
+/// worktree) and writes its dispatch and prompt files.
+pub(super) fn hand_out(
+    plan: &Plan,
+    stage: &PlanStage,
+    workspace: &Path,
+    worktree: Option<&Worktree>,
+) -> Result<Ready> {
+    let io = |source| Error::Workspace {
+        path: workspace.to_path_buf(),
+        source,
+    };
+    let prompt = match worktree {
+        Some(worktree) => worktree.prompt(plan, stage),
+        None => crate::prompt::render(plan, stage, workspace),
+    };
+    let dispatch_file = dispatch_path(workspace, stage);
+    workspace::write_json(
+        &dispatch_file,
+        &crate::prompt::dispatch(plan, stage, workspace, &prompt),
+    )
+    .map_err(io)?;
+    workspace::write_atomic(
+        &workspace
+            .join("dispatch")
+            .join(format!("{}.prompt.md", stage.file_stem())),
+        prompt.as_bytes(),
+    )
+    .map_err(io)?;
+    Ok(Ready {
+        stage: stage.name().to_owned(),
+        prompt,
+        dispatch_file,
+        worktree: worktree.map(|worktree| worktree.path.clone()),
+    })
+}
+
+/// Where an isolated stage (or fan-out child) of this run lives, for
+/// [`Worktree`].
+pub(super) fn place<'a>(
+    store: &'a Store,
+    opened: &'a Opened,
+    index: usize,
+    env: &'a [(String, String)],
+) -> Place<'a> {
+    Place {
+        store,
+        run_id: &opened.run.run_id,
+        project_dir: &opened.options.project_dir,
+        workspace: &opened.workspace,
+        plan: &opened.plan,
+        index,
+        item: env
+            .iter()
+            .find(|(name, _)| name == "BATON_ITEM_NAME")
+            .map(|(_, value)| value.as_str()),
+    }
+}
+
+/// The worktree of an isolated stage being handed out: the one an earlier
+/// `next` made (the orchestrator's agent may be at work in it), else a new
+/// one with its `inputs/` filled.
+pub(super) async fn worktree_for(
+    store: &Store,
+    opened: &Opened,
+    index: usize,
+    stage: &PlanStage,
+    env: &[(String, String)],
+) -> Result<Option<Worktree>> {
+    if !crate::worktree::isolated(stage) {
+        return Ok(None);
+    }
+    let place = place(store, opened, index, env);
+    if let Ok(found) = Worktree::find(stage, &place).await {
+        return Ok(Some(found));
+    }
+    Worktree::create(stage, &place)
+        .await
+        .map(Some)
+        .map_err(|error| Error::Refused(format!("stage '{}': {error}", stage.name())))
+}
+
+/// A script baton runs itself during `next`: a stage, or a unit of one.
+pub(super) struct Script {
+    pub(super) index: usize,
+    pub(super) attempt: i64,
+    pub(super) stage: PlanStage,
+    pub(super) unit: Option<String>,
+    pub(super) values: Vec<(String, String)>,
+    pub(super) env: Vec<(String, String)>,
+    pub(super) defer_checks: bool,
+}
+
+/// The units of a run, by stage, in ordinal order.
+pub(super) async fn units_by_stage(
+    store: &Store,
+    run_id: &str,
+) -> Result<HashMap<usize, Vec<UnitRow>>> {
+    let mut by_stage: HashMap<usize, Vec<UnitRow>> = HashMap::new();
+    for unit in store.units(run_id).await? {
+        if let Ok(index) = usize::try_from(unit.index) {
+            by_stage.entry(index).or_default().push(unit);
+        }
+    }
+    for units in by_stage.values_mut() {
+        units.sort_by_key(|unit| unit.ordinal);
+    }
+    Ok(by_stage)
+}
+
+/// Whether a unit's materialized stage is a script (baton runs it).
+pub(super) fn unit_is_script(opened: &Opened, unit: &UnitRow, now: i64) -> bool {
+    let Ok(index) = usize::try_from(unit.index) else {
+        return false;
+    };
+    let context = work::Context {
+        plan: &opened.plan,
+        stage: &opened.plan.stages[index],
+        workspace: &opened.workspace,
+        now,
+    };
+    work::materialize(&context, unit).is_ok_and(|materialized| is_script(&materialized.stage))
+}
+
+/// Writes the fingerprints of `stage`'s declared outputs for `complete`.
+pub(super) fn write_before(stage: &PlanStage, workspace: &Path) -> Result<()> {
+    let before: Vec<(PathBuf, Fingerprint)> =
+        stage::snapshot(stage, workspace).into_iter().collect();
+    workspace::write_json(
+        &before_path(workspace, stage),
+        &serde_json::to_value(before).expect("plain data"),
+    )
+    .map_err(|source| Error::Workspace {
+        path: workspace.to_path_buf(),
+        source,
+    })
+}

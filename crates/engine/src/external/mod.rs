@@ -1,0 +1,256 @@
+//! The driver protocol: a run driven by an external orchestrator (for
+//! example a Claude Code skill that spawns its own agents) instead of by
+//! [`crate::drive`].
+//!
+//! The orchestrator loops `next` → run the agents → `complete` (or `fail`).
+//! baton keeps the same rules as its own executor: a stage is listed only
+//! once its dependencies are done and every earlier gate is approved, its
+//! start is recorded before it is handed out, and a completion is accepted
+//! only when the stage's declared outputs exist, were written after `next`
+//! handed the stage out, and pass their output checks.
+//!
+//! Every call is a short, separate process: it takes the run's lease for the
+//! change it makes (like `rerun` and `cancel`) and releases it. So that
+//! `complete` can tell that an output was written after `next`, `next`
+//! stores the fingerprints (inode, size, modification and change times) of
+//! the declared outputs as they were when it handed the stage out in
+//! `dispatch/NNN-name.before.json`, written before the start is recorded;
+//! `complete` compares the files with it exactly as the built-in executor
+//! compares them with the snapshot it holds in memory.
+//!
+//! Inline stages with a `script:` need no agent: `next` runs them itself,
+//! records their results and looks again, so the orchestrator only ever
+//! sees work for agents. Stages that run as units (fan-out children,
+//! validators, corrections) are handed out unit by unit; queue stages and
+//! sub-workflows are not driven through this protocol yet: `next` refuses
+//! them with an error.
+
+mod complete;
+mod handing;
+mod next;
+mod preview;
+mod record;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use baton_store::{Lease, RunRow, Store, Transition, UnitRow};
+use baton_workflow::Plan;
+use baton_workflow::plan::PlanStage;
+use baton_workflow::schema::{Executor, FanOutMode};
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, watch};
+
+use crate::create::{self, RunOptions, SourceDigest};
+use crate::schedule::{self, Next, State};
+use crate::stage::{self, Attempt, Fingerprint, Report, Snapshot};
+use crate::worktree::{Place, Worktree};
+use crate::{Error, Result, clock, gate, work, workspace};
+
+pub use complete::{complete, fail, finish_merges};
+use handing::*;
+pub use next::next;
+pub use preview::preview;
+use record::*;
+
+/// Who executes a run's stages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DriverMode {
+    /// baton's coordinator spawns every stage ([`crate::drive`]).
+    #[default]
+    Builtin,
+    /// An external orchestrator asks for work with `next` and reports it
+    /// with `complete` / `fail`; baton spawns no agents.
+    External,
+}
+
+impl DriverMode {
+    /// Whether this is the default (kept out of the recorded options).
+    #[must_use]
+    pub fn is_builtin(&self) -> bool {
+        *self == DriverMode::Builtin
+    }
+}
+
+/// One stage handed to the external orchestrator.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ready {
+    /// The stage's name.
+    pub stage: String,
+    /// The rendered prompt (the same text the built-in executor gives an agent).
+    pub prompt: String,
+    /// `dispatch/NNN-name.json` in the workspace (absolute).
+    pub dispatch_file: PathBuf,
+    /// The directory the agent must work in when the stage is isolated in
+    /// a git worktree; `null` while worktree isolation is not wired into
+    /// this protocol (the agent works in the workspace).
+    pub worktree: Option<PathBuf>,
+}
+
+/// Where a run stands after a protocol call.
+#[derive(Debug, Clone, Serialize)]
+pub struct Standing {
+    /// The run.
+    pub run_id: String,
+    /// The run's status: `running`, `awaiting_human`, `success`, `failed`,
+    /// `rejected` or `cancelled`.
+    pub status: String,
+    /// The gate waited on, if any.
+    pub gate: Option<String>,
+    /// Why the run failed, if it did.
+    pub error: Option<String>,
+    /// The stages to work on now (only from `next`).
+    pub ready: Vec<Ready>,
+    /// Inline scripts `next` ran itself: (stage, status).
+    pub scripts: Vec<(String, String)>,
+}
+
+/// What `complete` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Completion {
+    /// The stage.
+    pub stage: String,
+    /// Whether its outputs were accepted.
+    pub success: bool,
+    /// Why not.
+    pub error: Option<String>,
+    /// Where the run stands afterwards.
+    pub run: Standing,
+}
+
+/// Whether a recorded run is driven externally.
+#[must_use]
+pub fn is_external(run: &RunRow) -> bool {
+    serde_json::from_str::<RunOptions>(&run.options)
+        .is_ok_and(|options| options.driver == DriverMode::External)
+}
+
+/// A run opened for a protocol call: its plan and workspace.
+struct Opened {
+    run: RunRow,
+    options: RunOptions,
+    params: IndexMap<String, String>,
+    plan: Arc<Plan>,
+    workspace: PathBuf,
+}
+
+async fn open(store: &Store, run_id: &str) -> Result<Opened> {
+    let run = store.run(run_id).await?;
+    let options: RunOptions = serde_json::from_str(&run.options).map_err(|_| {
+        Error::Refused(format!(
+            "run {run_id} has unreadable options; it cannot be driven externally"
+        ))
+    })?;
+    if options.driver != DriverMode::External {
+        return Err(Error::Refused(format!(
+            "run {run_id} is driven by baton itself, not externally; use `baton resume {run_id}` (start runs for an external orchestrator with `baton run FILE --driver external`)"
+        )));
+    }
+    let params: IndexMap<String, String> = serde_json::from_str(&run.params).unwrap_or_default();
+    let compile_options = baton_workflow::compile::Options {
+        work_dir: None,
+        params: params
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+    };
+    let (loaded, plan) =
+        create::compile(&options.project_dir, &run.workflow_path, &compile_options)?;
+    // The same rule as a resume: the plan recorded with the run is the one
+    // driven; an edited workflow would hand out different stages.
+    let recorded: Vec<SourceDigest> = serde_json::from_str(&run.sources).unwrap_or_default();
+    let current = create::digests(&loaded);
+    if recorded != current {
+        let changed = current
+            .iter()
+            .filter(|digest| !recorded.contains(digest))
+            .map(|digest| digest.path.clone())
+            .collect();
+        return Err(Error::WorkflowChanged {
+            run_id: run_id.to_owned(),
+            changed,
+        });
+    }
+    let workspace = PathBuf::from(&run.workspace);
+    create::ensure_workspace(
+        &workspace,
+        run_id,
+        &plan,
+        &options.project_dir.join(&run.workflow_path),
+        run.created_at,
+    )?;
+    Ok(Opened {
+        run,
+        options,
+        params,
+        plan: Arc::new(plan),
+        workspace,
+    })
+}
+
+/// How long a protocol call waits for another one to release the run.
+const TAKE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Takes the run's lease for one call. An orchestrator completes stages
+/// from parallel agents at once, and each call holds the lease only for a
+/// moment: a call that finds it held by another live process waits for it
+/// (up to [`TAKE_PATIENCE`]) rather than failing.
+async fn take(store: &Store, run_id: &str) -> Result<Lease> {
+    let deadline = std::time::Instant::now() + TAKE_PATIENCE;
+    loop {
+        match crate::control::take(store, run_id).await {
+            Err(Error::Owned { .. }) if std::time::Instant::now() < deadline => {
+                let jitter = clock::entropy() % 50;
+                tokio::time::sleep(std::time::Duration::from_millis(50 + jitter)).await;
+            }
+            taken => return taken,
+        }
+    }
+}
+
+fn ended(status: &str) -> bool {
+    matches!(status, "success" | "failed" | "cancelled" | "rejected")
+}
+
+/// Why a stage cannot be driven through the protocol, if it cannot.
+fn unsupported(stage: &PlanStage) -> Option<&'static str> {
+    if stage.spec.sub_workflow.is_some() {
+        Some("a sub-workflow")
+    } else if stage.spec.executor == Executor::WorkerQueue {
+        Some("a worker_queue stage")
+    } else if stage
+        .spec
+        .fan_out
+        .as_ref()
+        .is_some_and(|fan_out| fan_out.mode == FanOutMode::WorkerQueue)
+    {
+        Some("a fan-out onto the worker queue")
+    } else {
+        None
+    }
+}
+
+fn is_script(stage: &PlanStage) -> bool {
+    stage.spec.executor == Executor::Inline && stage.spec.script.is_some()
+}
+
+fn as_i64(index: usize) -> i64 {
+    i64::try_from(index).unwrap_or(i64::MAX)
+}
+
+/// `dispatch/NNN-name.before.json`: the outputs' fingerprints when `next`
+/// handed the stage out.
+fn before_path(workspace: &Path, stage: &PlanStage) -> PathBuf {
+    workspace
+        .join("dispatch")
+        .join(format!("{}.before.json", stage.file_stem()))
+}
+
+fn dispatch_path(workspace: &Path, stage: &PlanStage) -> PathBuf {
+    workspace
+        .join("dispatch")
+        .join(format!("{}.json", stage.file_stem()))
+}

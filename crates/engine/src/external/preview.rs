@@ -1,0 +1,72 @@
+//! What `baton resume` shows for an externally driven run, changing nothing.
+
+use super::*;
+
+/// What `next` would list now, without recording anything: the stages
+/// handed out and not completed, and the stages ready to be handed out.
+///
+/// # Errors
+///
+/// No such run, a run not driven externally, the store failing.
+pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
+    let opened = open(store, run_id).await?;
+    let rows = store.stages(run_id).await?;
+    let states: Vec<State> = rows
+        .iter()
+        .map(|row| State::from_status(&row.status))
+        .collect();
+    let gates = gate::Gates::load(store, run_id, &opened.plan, &opened.workspace).await?;
+    let mut names: Vec<usize> = opened
+        .plan
+        .stages
+        .iter()
+        .filter(|stage| rows[stage.index].status == "running")
+        .map(|stage| stage.index)
+        .collect();
+    if let Next::Start(ready) = schedule::next(
+        &opened.plan,
+        &states,
+        |index| gates.approved(index),
+        usize::MAX,
+    ) {
+        names.extend(ready);
+    }
+    let units = units_by_stage(store, run_id).await?;
+    let mut ready = Vec::new();
+    for index in names {
+        let stage = &opened.plan.stages[index];
+        let out: Vec<&UnitRow> = units
+            .get(&index)
+            .into_iter()
+            .flatten()
+            .filter(|unit| unit.status == "running")
+            .collect();
+        if out.is_empty() {
+            ready.push(Ready {
+                stage: stage.name().to_owned(),
+                prompt: String::new(),
+                dispatch_file: dispatch_path(&opened.workspace, stage),
+                worktree: None,
+            });
+            continue;
+        }
+        // A stage running as units: the units out are what is listed.
+        let context = work::Context {
+            plan: &opened.plan,
+            stage,
+            workspace: &opened.workspace,
+            now: clock::now_ms(),
+        };
+        for unit in out {
+            if let Ok(materialized) = work::materialize(&context, unit) {
+                ready.push(Ready {
+                    stage: unit.label.clone(),
+                    prompt: String::new(),
+                    dispatch_file: dispatch_path(&opened.workspace, &materialized.stage),
+                    worktree: None,
+                });
+            }
+        }
+    }
+    standing(store, &opened, ready, Vec::new()).await
+}

@@ -1,0 +1,283 @@
+//! Recording results as a run baton drives would: envelopes, stage ends,
+//! scripts run during `next`, the run's settled status.
+
+use super::*;
+
+/// A stage's (or unit's) result envelope, `stages/NNN-name.json`, as the
+/// coordinator writes it, so the workspace looks the same however the run
+/// was driven. Written once the result is recorded.
+pub(super) struct Envelope {
+    pub(super) stage: PlanStage,
+    pub(super) index: usize,
+    pub(super) status: &'static str,
+    pub(super) started_at: Option<i64>,
+    pub(super) error: Option<String>,
+}
+
+pub(super) fn write_envelopes(workspace: &Path, envelopes: Vec<Envelope>) {
+    if envelopes.is_empty() {
+        return;
+    }
+    // Dropping the writer writes everything queued.
+    let writer = crate::envelopes::EnvelopeWriter::start(workspace);
+    let now = clock::now_ms();
+    for envelope in envelopes {
+        writer.stage(
+            &envelope.stage,
+            envelope.index,
+            envelope.status,
+            (envelope.started_at, Some(now)),
+            envelope.error.into_iter().collect(),
+        );
+    }
+}
+
+pub(super) fn status_text(success: bool) -> &'static str {
+    if success { "success" } else { "failed" }
+}
+
+pub(super) fn stage_finished(
+    index: usize,
+    attempt: i64,
+    success: bool,
+    error: Option<String>,
+    artifacts: Vec<(String, String, i64)>,
+) -> Transition {
+    Transition::AttemptFinished {
+        index: as_i64(index),
+        attempt,
+        status: if success { "success" } else { "failed" }.to_owned(),
+        at: clock::now_ms(),
+        exit_code: None,
+        error,
+        artifacts,
+    }
+}
+
+/// (path, sha256, bytes) of the outputs a composite stage's units recorded,
+/// as they are now (a later unit may have changed an earlier one's), as the
+/// coordinator records them.
+pub(super) fn hash_outputs(workspace: &Path, units: &[UnitRow]) -> Vec<(String, String, i64)> {
+    let mut paths: Vec<String> = units
+        .iter()
+        .filter_map(|unit| serde_json::from_str::<Vec<(String, String, i64)>>(&unit.artifacts).ok())
+        .flatten()
+        .map(|(path, _, _)| path)
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let bytes = std::fs::read(workspace.join(&path)).ok()?;
+            let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
+            Some((path, create::sha256_hex(&bytes), size))
+        })
+        .collect()
+}
+
+/// A `when` that is false skips the stage, one naming an unknown parameter
+/// fails it; `None` when the stage runs.
+pub(super) fn decide_when(
+    stage: &PlanStage,
+    attempt: i64,
+    params: &IndexMap<String, String>,
+    workspace: &Path,
+    now: i64,
+) -> Result<Option<Transition>> {
+    let Some(when) = &stage.when else {
+        return Ok(None);
+    };
+    if let Some(unknown) = when
+        .placeholders()
+        .into_iter()
+        .find(|name| !params.contains_key(*name))
+    {
+        return Ok(Some(Transition::AttemptFinished {
+            index: as_i64(stage.index),
+            attempt,
+            status: "failed".to_owned(),
+            at: now,
+            exit_code: None,
+            error: Some(format!(
+                "'when' refers to '{{{unknown}}}', which has no value; pass --params {unknown}=…"
+            )),
+            artifacts: Vec::new(),
+        }));
+    }
+    if when.evaluate(|name| params.get(name).map(String::as_str)) {
+        return Ok(None);
+    }
+    stage::write_skip_sentinels(stage, workspace).map_err(|source| Error::Workspace {
+        path: workspace.to_path_buf(),
+        source,
+    })?;
+    let expression = stage
+        .spec
+        .when
+        .as_ref()
+        .map(|when| when.value.trim())
+        .unwrap_or_default();
+    Ok(Some(Transition::StageSkipped {
+        index: as_i64(stage.index),
+        at: now,
+        note: format!("skipped: when {expression}"),
+    }))
+}
+
+/// Runs an inline script through the executor, renewing the lease while
+/// it runs.
+pub(super) async fn run_script(
+    store: &Store,
+    lease: &mut Lease,
+    opened: &Opened,
+    script: Script,
+) -> Result<stage::Finished> {
+    let index = script.index;
+    let mut params: stage::Params = opened
+        .params
+        .iter()
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    params.extend(script.values);
+    let attempt = Attempt {
+        run_id: opened.run.run_id.clone(),
+        index,
+        attempt: script.attempt,
+        workspace: opened.workspace.clone(),
+        project_dir: opened.options.project_dir.clone(),
+        params,
+        limits: stage::Limits::default(),
+        plan: Arc::clone(&opened.plan),
+        agents: None,
+        unit: script.unit,
+        env: script.env,
+        defer_checks: script.defer_checks,
+        store: store.clone(),
+    };
+    let (_cancel, cancelled) = watch::channel(false);
+    let (sender, mut reports) = mpsc::unbounded_channel();
+    let task = tokio::spawn(stage::run(script.stage, attempt, cancelled, sender));
+    let ttl = crate::control::TTL_MS;
+    let mut renew = tokio::time::interval(std::time::Duration::from_millis(
+        u64::try_from(ttl / 3).unwrap_or(3_000),
+    ));
+    renew.tick().await;
+    let finished = loop {
+        tokio::select! {
+            report = reports.recv() => match report {
+                Some(Report::Finished(finished)) => break finished,
+                Some(Report::Started { .. }) => {}
+                None => break stage::Finished {
+                    index,
+                    unit: None,
+                    attempt: 0,
+                    success: false,
+                    exit_code: None,
+                    error: Some("the script's attempt ended without a result".to_owned()),
+                    artifacts: Vec::new(),
+                    cancelled: false,
+                    usage: None,
+                },
+            },
+            _ = renew.tick() => {
+                store.renew(lease, clock::now_ms(), ttl).await?;
+            }
+        }
+    };
+    let _ = task.await;
+    Ok(finished)
+}
+
+/// Records the run's status as the stages now make it and says where it
+/// stands.
+pub(super) async fn settle(
+    store: &Store,
+    lease: &Lease,
+    opened: &Opened,
+    ready: Vec<Ready>,
+    scripts: Vec<(String, String)>,
+) -> Result<Standing> {
+    let plan = &opened.plan;
+    let run_id = &opened.run.run_id;
+    let rows = store.stages(run_id).await?;
+    let states: Vec<State> = rows
+        .iter()
+        .map(|row| State::from_status(&row.status))
+        .collect();
+    let gates = gate::Gates::load(store, run_id, plan, &opened.workspace).await?;
+    let (status, error) = if let Some((index, comment, by)) = gates.rejected() {
+        (
+            "rejected",
+            Some(gate::rejection_error(
+                plan.stages[index].name(),
+                &by,
+                &comment,
+            )),
+        )
+    } else {
+        match schedule::next(plan, &states, |index| gates.approved(index), usize::MAX) {
+            Next::Succeeded => ("success", None),
+            Next::Failed(index) => (
+                "failed",
+                Some(format!(
+                    "required stage '{}' failed: {}",
+                    plan.stages[index].name(),
+                    rows[index].error.clone().unwrap_or_default()
+                )),
+            ),
+            Next::AwaitingGate(_) => ("awaiting_human", None),
+            Next::Start(_) | Next::Wait => ("running", None),
+        }
+    };
+    let current = store.run(run_id).await?;
+    if current.status != status {
+        store
+            .apply(
+                lease,
+                &[Transition::RunStatus {
+                    status: status.to_owned(),
+                    at: clock::now_ms(),
+                    error: error.clone(),
+                }],
+            )
+            .await?;
+    }
+    let mut standing = standing(store, opened, ready, scripts).await?;
+    standing.status = status.to_owned();
+    standing.error = error;
+    Ok(standing)
+}
+
+/// Where the run stands as recorded, without changing it.
+pub(super) async fn standing(
+    store: &Store,
+    opened: &Opened,
+    ready: Vec<Ready>,
+    scripts: Vec<(String, String)>,
+) -> Result<Standing> {
+    let run = store.run(&opened.run.run_id).await?;
+    let rows = store.stages(&run.run_id).await?;
+    let gates = gate::Gates::load(store, &run.run_id, &opened.plan, &opened.workspace).await?;
+    // The earliest gate that succeeded and is not yet approved.
+    let gate = opened
+        .plan
+        .stages
+        .iter()
+        .filter(|stage| {
+            stage.spec.human_gate
+                && rows[stage.index].status == "success"
+                && !gates.approved(stage.index)
+        })
+        .min_by_key(|stage| stage.group)
+        .map(|stage| stage.name().to_owned())
+        .filter(|_| run.status == "awaiting_human");
+    Ok(Standing {
+        run_id: run.run_id,
+        status: run.status,
+        gate,
+        error: run.error,
+        ready,
+        scripts,
+    })
+}
