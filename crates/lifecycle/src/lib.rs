@@ -1,0 +1,15 @@
+//! The task lifecycle and governance rules of baton, as pure decisions.
+//!
+//! * [`phase`] decides a task's phase from the artifacts in its folder
+//!   (product.md B), counting an artifact only when it is non-empty and
+//!   newer than the artifacts it depends on.
+//! * [`verdict`] reads `VERDICT.md` and names the follow-up tasks a verdict
+//!   calls for.
+//!
+//! This crate does no I/O: it never reads files, the clock or the
+//! environment, and starts no threads. Callers (the engine and the CLI)
+//! gather the facts — file sizes and times, ledger events — and act on the
+//! decisions returned here.
+
+pub mod phase;
+pub mod verdict;
