@@ -5,11 +5,15 @@
 //!   newer than the artifacts it depends on.
 //! * [`verdict`] reads `VERDICT.md` and names the follow-up tasks a verdict
 //!   calls for.
+//! * [`governance`] is the governance state machine (product.md C): one
+//!   transition function, [`governance::apply`], that either moves to a new
+//!   state with actions or refuses with a reason.
 //!
 //! This crate does no I/O: it never reads files, the clock or the
 //! environment, and starts no threads. Callers (the engine and the CLI)
 //! gather the facts — file sizes and times, ledger events — and act on the
 //! decisions returned here.
 
+pub mod governance;
 pub mod phase;
 pub mod verdict;

@@ -1,0 +1,597 @@
+//! The governance state machine of product.md C: the stages of one piece of
+//! agent work, the evidence each transition needs, and the rules that keep
+//! an agent from approving its own work, closing on stale tests, skipping
+//! the re-review of a repair or retrying a failing patch a third time.
+//!
+//! [`apply`] is the whole machine: a state and an event in, a new state and
+//! actions out, or a [`Refusal`] with a reason a person can read. Event
+//! order is the only clock: "after" means later in the ledger.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A stage of agent work; exactly one is current at any time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stage {
+    /// Clarifying what is asked.
+    Clarify,
+    /// Reading repository context.
+    Read,
+    /// Planning, including how the work will be validated.
+    Plan,
+    /// Editing files.
+    Edit,
+    /// Running validation.
+    Test,
+    /// Review by someone other than the owner.
+    Review,
+    /// Repairing a finding.
+    Repair,
+    /// Re-reviewing a repaired finding.
+    ReReview,
+    /// Releasing the work.
+    Release,
+    /// Handing the work to its next owner.
+    Handoff,
+    /// Done; terminal.
+    Closed,
+}
+
+/// The legal transitions: from a stage, the stages an event may move to.
+pub const TRANSITIONS: &[(Stage, &[Stage])] = {
+    use Stage::*;
+    &[
+        (Clarify, &[Clarify, Read]),
+        (Read, &[Read, Clarify, Plan]),
+        (Plan, &[Plan, Read, Edit, Test]),
+        (Edit, &[Edit, Read, Test, Repair]),
+        (Test, &[Test, Read, Edit, Review, Repair, ReReview]),
+        (Review, &[Review, Read, Repair, Release]),
+        (Repair, &[Repair, Read, Edit, Test, ReReview]),
+        (ReReview, &[ReReview, Read, Repair, Test, Review, Release]),
+        (Release, &[Handoff, Closed]),
+        (Handoff, &[Closed]),
+        (Closed, &[]),
+    ]
+};
+
+/// Who acted: an agent profile, its model when configured, and a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The agent profile.
+    pub profile: String,
+    /// The model, when configured.
+    pub model: Option<String>,
+    /// The session.
+    pub session: String,
+}
+
+impl Identity {
+    /// Whether `other` is not independent of `self`: the same profile, or
+    /// the same model when both name one. Sessions do not matter — a new
+    /// session of the same agent is not a second opinion.
+    pub fn same_owner(&self, other: &Identity) -> bool {
+        self.profile == other.profile
+            || matches!((&self.model, &other.model), (Some(a), Some(b)) if a == b)
+    }
+}
+
+/// What closure must state (product.md C).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closure {
+    /// What the evidence proves.
+    pub proven: String,
+    /// What it does not.
+    pub not_proven: String,
+    /// The risk that remains.
+    pub residual_risk: String,
+    /// Who owns what comes next.
+    pub next_owner: String,
+}
+
+/// An event of the ledger, with its evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The request has been clarified.
+    Clarified,
+    /// A file was inspected.
+    Inspected {
+        /// The file.
+        path: String,
+    },
+    /// A plan with a validation intent.
+    Planned {
+        /// How the work will be validated.
+        validation_intent: String,
+    },
+    /// A file was edited.
+    Edited {
+        /// The file.
+        path: String,
+        /// Its content hash after the edit.
+        hash: String,
+    },
+    /// A validation command ran.
+    Validated {
+        /// The command.
+        command: String,
+        /// Its exit code; 0 passes.
+        exit_code: i32,
+        /// The paths it covers (a file or a directory prefix); empty covers
+        /// every path.
+        covered: Vec<String>,
+    },
+    /// A review, with its findings.
+    Reviewed {
+        /// The reviewer.
+        reviewer: Identity,
+        /// The findings; each gets the next finding number.
+        findings: Vec<String>,
+    },
+    /// A finding was repaired.
+    Repaired {
+        /// The finding's number (0-based, in order of review).
+        finding: usize,
+    },
+    /// A targeted re-review of a repaired finding.
+    ReReviewed {
+        /// The reviewer.
+        reviewer: Identity,
+        /// The finding's number.
+        finding: usize,
+        /// Whether the repair resolves it.
+        resolved: bool,
+    },
+    /// New evidence about a path, or a changed route: lifts the block on a
+    /// path that failed the same way twice.
+    NewEvidence {
+        /// The path.
+        path: String,
+        /// What is new.
+        note: String,
+    },
+    /// The work is released.
+    Released,
+    /// The work is handed to its next owner.
+    HandedOff {
+        /// The next owner.
+        next_owner: String,
+    },
+    /// The work is closed.
+    Closed(Closure),
+}
+
+/// What the caller should do after a transition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// An edit made earlier passing validation of this path stale.
+    ValidationStale {
+        /// The edited path.
+        path: String,
+    },
+    /// A repaired finding now needs a targeted re-review.
+    ReReviewRequired {
+        /// The finding's number.
+        finding: usize,
+    },
+    /// A path has failed the same way twice; a third attempt is blocked
+    /// until new evidence is recorded.
+    AttemptsExhausted {
+        /// The path.
+        path: String,
+    },
+    /// The work is closed with this statement.
+    Closed(Closure),
+}
+
+/// Why a transition was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalKind {
+    /// The event's stage does not follow the current one.
+    IllegalTransition,
+    /// Evidence the transition needs is missing.
+    MissingEvidence,
+    /// The reviewer is the owner.
+    SelfReview,
+    /// Validation ran before the last edit, failed, or does not cover it.
+    StaleValidation,
+    /// Findings are open or await re-review.
+    OpenFindings,
+    /// The finding does not exist or is not in a state for this event.
+    UnknownFinding,
+    /// A third attempt on a path that failed the same way twice.
+    ThirdAttempt,
+}
+
+/// A refused transition: a value, not an error; the engine decides how to
+/// surface it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Refusal {
+    /// The rule that refused.
+    pub kind: RefusalKind,
+    /// A sentence saying why.
+    pub reason: String,
+}
+
+/// A finding's life: open, repaired and awaiting re-review, or resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FindingStatus {
+    /// Not repaired yet (or a re-review rejected the repair).
+    Open,
+    /// Repaired, awaiting a re-review.
+    Repaired,
+    /// A re-review accepted the repair.
+    Resolved,
+}
+
+/// The state of one piece of work, folded from its ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct State {
+    stage: Stage,
+    owner: Identity,
+    /// Position in the ledger; "after" means a larger number.
+    seq: u64,
+    clarified: bool,
+    inspected: BTreeSet<String>,
+    validation_intent: Option<String>,
+    /// Each path's last edit.
+    last_edit: BTreeMap<String, u64>,
+    /// Paths edited since the last validation: the current attempt.
+    attempt: BTreeSet<String>,
+    validations: Vec<Validation>,
+    /// (path, command, exit code) → how often an attempt on the path failed
+    /// that way.
+    failures: BTreeMap<(String, String, i32), u32>,
+    independent_review: bool,
+    findings: Vec<(String, FindingStatus)>,
+}
+
+impl State {
+    /// A new piece of work owned by `owner`, at Clarify.
+    pub fn new(owner: Identity) -> Self {
+        Self {
+            stage: Stage::Clarify,
+            owner,
+            seq: 0,
+            clarified: false,
+            inspected: BTreeSet::new(),
+            validation_intent: None,
+            last_edit: BTreeMap::new(),
+            attempt: BTreeSet::new(),
+            validations: Vec::new(),
+            failures: BTreeMap::new(),
+            independent_review: false,
+            findings: Vec::new(),
+        }
+    }
+
+    /// The current stage.
+    pub fn stage(&self) -> Stage {
+        self.stage
+    }
+
+    /// The findings so far, with their status.
+    pub fn findings(&self) -> &[(String, FindingStatus)] {
+        &self.findings
+    }
+
+    /// `Ok` when every edited path's latest validation since its last edit
+    /// covers it and passed, and at least one validation passed; otherwise
+    /// the reason.
+    pub fn validation_fresh(&self) -> Result<(), String> {
+        if !self.validations.iter().any(|v| v.exit_code == 0) {
+            return Err("no validation has passed".to_owned());
+        }
+        for (path, &edited) in &self.last_edit {
+            let latest = self
+                .validations
+                .iter()
+                .rev()
+                .find(|v| v.seq > edited && v.covers(path));
+            match latest {
+                None => return Err(format!("{path} was edited after its last validation")),
+                Some(v) if v.exit_code != 0 => {
+                    return Err(format!(
+                        "the latest validation of {path} (`{}`) failed with exit code {}",
+                        v.command, v.exit_code
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// `Ok` when the work may be released or closed, else the refusal.
+    fn ready_to_close(&self) -> Result<(), Refusal> {
+        if let Some((n, (text, _))) = self
+            .findings
+            .iter()
+            .enumerate()
+            .find(|(_, (_, status))| *status != FindingStatus::Resolved)
+        {
+            return Err(refuse(
+                RefusalKind::OpenFindings,
+                format!("finding {n} ({text}) is not repaired and re-reviewed."),
+            ));
+        }
+        if !self.independent_review {
+            return Err(refuse(
+                RefusalKind::MissingEvidence,
+                "the work has not been reviewed by anyone other than its owner.",
+            ));
+        }
+        self.validation_fresh().map_err(|why| {
+            refuse(
+                RefusalKind::StaleValidation,
+                format!("validation cannot support closure: {why}."),
+            )
+        })
+    }
+}
+
+/// Applies one event. On success returns the new state and what the caller
+/// should do; on refusal the state is unchanged (the caller keeps its copy).
+pub fn apply(state: &State, event: &Event) -> Result<(State, Vec<Action>), Refusal> {
+    let target = target(event);
+    if !legal(state.stage, target) {
+        return Err(refuse(
+            RefusalKind::IllegalTransition,
+            format!("{:?} cannot follow {:?}.", target, state.stage),
+        ));
+    }
+    let mut next = state.clone();
+    next.seq += 1;
+    next.stage = target;
+    let mut actions = Vec::new();
+    match event {
+        Event::Clarified => next.clarified = true,
+        Event::Inspected { path } => {
+            next.inspected.insert(path.clone());
+        }
+        Event::Planned { validation_intent } => {
+            if validation_intent.trim().is_empty() {
+                return Err(refuse(
+                    RefusalKind::MissingEvidence,
+                    "a plan must say how the work will be validated.",
+                ));
+            }
+            next.validation_intent = Some(validation_intent.clone());
+        }
+        Event::Edited { path, .. } => edit(&mut next, path, &mut actions)?,
+        Event::Validated {
+            command,
+            exit_code,
+            covered,
+        } => validate(&mut next, command, *exit_code, covered, &mut actions),
+        Event::Reviewed { reviewer, findings } => {
+            independent(&state.owner, reviewer)?;
+            next.independent_review = true;
+            next.findings
+                .extend(findings.iter().map(|f| (f.clone(), FindingStatus::Open)));
+        }
+        Event::Repaired { finding } => {
+            set_finding(
+                &mut next,
+                *finding,
+                FindingStatus::Open,
+                FindingStatus::Repaired,
+            )?;
+            actions.push(Action::ReReviewRequired { finding: *finding });
+        }
+        Event::ReReviewed {
+            reviewer,
+            finding,
+            resolved,
+        } => {
+            independent(&state.owner, reviewer)?;
+            let to = if *resolved {
+                FindingStatus::Resolved
+            } else {
+                FindingStatus::Open
+            };
+            set_finding(&mut next, *finding, FindingStatus::Repaired, to)?;
+        }
+        Event::NewEvidence { path, note } => {
+            if note.trim().is_empty() {
+                return Err(refuse(
+                    RefusalKind::MissingEvidence,
+                    "new evidence must say what is new.",
+                ));
+            }
+            next.failures.retain(|(failed, _, _), _| failed != path);
+        }
+        Event::Released => next.ready_to_close()?,
+        Event::HandedOff { next_owner } => {
+            if next_owner.trim().is_empty() {
+                return Err(refuse(
+                    RefusalKind::MissingEvidence,
+                    "a handoff must name the next owner.",
+                ));
+            }
+        }
+        Event::Closed(closure) => {
+            next.ready_to_close()?;
+            let fields = [
+                ("what is proven", &closure.proven),
+                ("what is not proven", &closure.not_proven),
+                ("the residual risk", &closure.residual_risk),
+                ("the next owner", &closure.next_owner),
+            ];
+            if let Some((name, _)) = fields.iter().find(|(_, value)| value.trim().is_empty()) {
+                return Err(refuse(
+                    RefusalKind::MissingEvidence,
+                    format!("closure must state {name}."),
+                ));
+            }
+            actions.push(Action::Closed(closure.clone()));
+        }
+    }
+    Ok((next, actions))
+}
+
+/// Whether `to` may follow `from`.
+pub fn legal(from: Stage, to: Stage) -> bool {
+    TRANSITIONS
+        .iter()
+        .any(|(stage, next)| *stage == from && next.contains(&to))
+}
+
+/// The stage an event moves to. New evidence is reading.
+pub fn target(event: &Event) -> Stage {
+    match event {
+        Event::Clarified => Stage::Clarify,
+        Event::Inspected { .. } | Event::NewEvidence { .. } => Stage::Read,
+        Event::Planned { .. } => Stage::Plan,
+        Event::Edited { .. } => Stage::Edit,
+        Event::Validated { .. } => Stage::Test,
+        Event::Reviewed { .. } => Stage::Review,
+        Event::Repaired { .. } => Stage::Repair,
+        Event::ReReviewed { .. } => Stage::ReReview,
+        Event::Released => Stage::Release,
+        Event::HandedOff { .. } => Stage::Handoff,
+        Event::Closed(_) => Stage::Closed,
+    }
+}
+
+/// One recorded validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Validation {
+    seq: u64,
+    command: String,
+    exit_code: i32,
+    covered: Vec<String>,
+}
+
+impl Validation {
+    fn covers(&self, path: &str) -> bool {
+        self.covered.is_empty()
+            || self.covered.iter().any(|c| {
+                let c = c.trim_end_matches('/');
+                c == "." || c.is_empty() || path == c || path.starts_with(&format!("{c}/"))
+            })
+    }
+}
+
+fn refuse(kind: RefusalKind, reason: impl Into<String>) -> Refusal {
+    Refusal {
+        kind,
+        reason: reason.into(),
+    }
+}
+
+fn edit(next: &mut State, path: &str, actions: &mut Vec<Action>) -> Result<(), Refusal> {
+    let missing = if !next.clarified {
+        Some("the request has not been clarified")
+    } else if next.inspected.is_empty() {
+        Some("no context has been inspected")
+    } else if next.validation_intent.is_none() {
+        Some("no plan says how the edit will be validated")
+    } else {
+        None
+    };
+    if let Some(missing) = missing {
+        return Err(refuse(
+            RefusalKind::MissingEvidence,
+            format!("editing {path} needs evidence first: {missing}."),
+        ));
+    }
+    if let Some(((_, command, code), _)) = next
+        .failures
+        .iter()
+        .find(|((failed, _, _), count)| failed == path && **count >= 2)
+    {
+        return Err(refuse(
+            RefusalKind::ThirdAttempt,
+            format!(
+                "{path} failed `{command}` with exit code {code} twice; record new evidence or a changed route before a third attempt."
+            ),
+        ));
+    }
+    let was_fresh = next.validations.iter().rev().any(|v| {
+        v.exit_code == 0 && v.covers(path) && next.last_edit.get(path).is_none_or(|&e| v.seq > e)
+    });
+    if was_fresh {
+        actions.push(Action::ValidationStale {
+            path: path.to_owned(),
+        });
+    }
+    next.last_edit.insert(path.to_owned(), next.seq);
+    next.attempt.insert(path.to_owned());
+    Ok(())
+}
+
+fn validate(
+    next: &mut State,
+    command: &str,
+    exit_code: i32,
+    covered: &[String],
+    actions: &mut Vec<Action>,
+) {
+    let validation = Validation {
+        seq: next.seq,
+        command: command.to_owned(),
+        exit_code,
+        covered: covered.to_vec(),
+    };
+    // The paths of the current attempt that this run judged; an attempt
+    // ends when its paths are validated.
+    let judged: Vec<String> = next
+        .attempt
+        .iter()
+        .filter(|path| validation.covers(path))
+        .cloned()
+        .collect();
+    for path in judged {
+        next.attempt.remove(&path);
+        if exit_code != 0 {
+            let count = next
+                .failures
+                .entry((path.clone(), command.to_owned(), exit_code))
+                .or_insert(0);
+            *count += 1;
+            if *count == 2 {
+                actions.push(Action::AttemptsExhausted { path });
+            }
+        }
+    }
+    next.validations.push(validation);
+}
+
+fn independent(owner: &Identity, reviewer: &Identity) -> Result<(), Refusal> {
+    if owner.same_owner(reviewer) {
+        return Err(refuse(
+            RefusalKind::SelfReview,
+            format!(
+                "the reviewer ({}) is not independent of the owner ({}): the profile, or the configured model, is the same.",
+                reviewer.profile, owner.profile
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn set_finding(
+    next: &mut State,
+    finding: usize,
+    from: FindingStatus,
+    to: FindingStatus,
+) -> Result<(), Refusal> {
+    match next.findings.get_mut(finding) {
+        Some((_, status)) if *status == from => {
+            *status = to;
+            Ok(())
+        }
+        Some((text, status)) => Err(refuse(
+            RefusalKind::UnknownFinding,
+            format!("finding {finding} ({text}) is {status:?}, not {from:?}."),
+        )),
+        None => Err(refuse(
+            RefusalKind::UnknownFinding,
+            format!("there is no finding {finding}."),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests;
