@@ -75,6 +75,24 @@ impl Project {
         command
     }
 
+    /// `baton ARGS` started in the background, its output discarded.
+    pub(crate) fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("baton starts")
+    }
+
+    /// The lines test workflows appended to `witness.txt` in the project.
+    pub(crate) fn witness(&self) -> Vec<String> {
+        std::fs::read_to_string(self.path().join("witness.txt"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// The ids of the recorded runs, oldest first.
     pub(crate) fn run_ids(&self) -> Vec<String> {
         self.json(&["runs", "--json"])

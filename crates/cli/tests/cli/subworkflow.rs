@@ -4,84 +4,27 @@
 //! child's failure failing the parent stage. Inline scripts only.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use crate::project::Project;
 
-use crate::baton;
-
-/// A scratch project with a store of its own.
-struct Project {
-    dir: tempfile::TempDir,
+/// A scratch project with a `flows/` directory for child workflows.
+fn project() -> Project {
+    let project = Project::new();
+    std::fs::create_dir_all(project.path().join("flows")).expect("mkdir");
+    project
 }
 
-impl Project {
-    fn new() -> Project {
-        let project = Project {
-            dir: tempfile::tempdir().expect("temp dir"),
-        };
-        std::fs::create_dir_all(project.path().join("flows")).expect("mkdir");
-        project
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn write(&self, name: &str, text: &str) {
-        std::fs::write(self.path().join(name), text).expect("write");
-    }
-
-    fn baton(&self, args: &[&str]) -> baton_test_support::Run {
-        baton(self.path(), args)
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let run = self.baton(args);
-        serde_json::from_str(&run.stdout).unwrap_or_else(|error| {
-            panic!(
-                "{args:?}: {error}\nstdout: {}\nstderr: {}",
-                run.stdout, run.stderr
-            )
-        })
-    }
-
-    /// Lines `<run id> <stage>` the scripts appended.
-    fn witness(&self) -> Vec<String> {
-        std::fs::read_to_string(self.path().join("witness.txt"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-
-    fn spawn(&self, args: &[&str]) -> Child {
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "tests run baton in the background to kill it"
-        )]
-        Command::new(env!("CARGO_BIN_EXE_baton"))
-            .args(args)
-            .current_dir(self.path())
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("baton starts")
-    }
-
-    /// The top-level run (the one without a parent).
-    fn top_run(&self) -> String {
-        let runs = self.json(&["runs", "--json"]);
-        runs.as_array()
-            .expect("runs")
-            .iter()
-            .find(|run| run["parent"].is_null())
-            .and_then(|run| run["run_id"].as_str())
-            .expect("a top-level run")
-            .to_owned()
-    }
+/// The top-level run (the one without a parent).
+fn top_run(project: &Project) -> String {
+    let runs = project.json(&["runs", "--json"]);
+    runs.as_array()
+        .expect("runs")
+        .iter()
+        .find(|run| run["parent"].is_null())
+        .and_then(|run| run["run_id"].as_str())
+        .expect("a top-level run")
+        .to_owned()
 }
 
 fn header(name: &str, params: &str) -> String {
@@ -169,11 +112,11 @@ fn final_text(project: &Project, run: &str) -> String {
 
 #[test]
 fn three_levels_run_to_the_end_and_pass_params_down() {
-    let project = Project::new();
+    let project = project();
     three_levels(&project, "true");
     let run = project.baton(&["run", "top.yaml", "--json"]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    let top = project.top_run();
+    let top = top_run(&project);
     let mid = format!("{top}-mid");
     let leaf = format!("{mid}-leaf");
 
@@ -235,7 +178,7 @@ fn three_levels_run_to_the_end_and_pass_params_down() {
 
 #[test]
 fn kill_minus_nine_in_the_deepest_child_then_resume_finishes_everything_once() {
-    let project = Project::new();
+    let project = project();
     // The leaf waits for a file the test writes after the kill, so the kill
     // lands while the deepest child runs.
     three_levels(
@@ -259,7 +202,7 @@ fn kill_minus_nine_in_the_deepest_child_then_resume_finishes_everything_once() {
     first.wait().expect("reaped");
     project.write("go", "");
 
-    let top = project.top_run();
+    let top = top_run(&project);
     let resume = project.baton(&["resume", &top, "--json"]);
     assert_eq!(resume.code, 0, "{}\n{}", resume.stdout, resume.stderr);
     let mid = format!("{top}-mid");
@@ -303,7 +246,7 @@ fn processes_of(run_id: &str) -> usize {
 
 #[test]
 fn a_cycle_between_two_files_is_a_compile_error_naming_both() {
-    let project = Project::new();
+    let project = project();
     project.write(
         "a.yaml",
         &format!("{}{}", header("a", "    x: 1\n"), sub("to-b", "b.yaml", "")),
@@ -334,7 +277,7 @@ fn a_cycle_between_two_files_is_a_compile_error_naming_both() {
 
 #[test]
 fn a_child_failure_fails_the_parent_stage_with_the_childs_error() {
-    let project = Project::new();
+    let project = project();
     project.write(
         "top.yaml",
         &format!(
@@ -354,7 +297,7 @@ fn a_child_failure_fails_the_parent_stage_with_the_childs_error() {
     );
     let run = project.baton(&["run", "top.yaml", "--json"]);
     assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
-    let top = project.top_run();
+    let top = top_run(&project);
     let status = project.json(&["status", &top, "--json"]);
     assert_eq!(status["status"], "failed");
     let child = status["stages"]
@@ -388,7 +331,7 @@ fn parent_of_child(project: &Project, file: &str) {
 
 #[test]
 fn a_gate_in_the_child_is_decided_on_the_child_then_the_parent_resumes() {
-    let project = Project::new();
+    let project = project();
     parent_of_child(&project, "gated.yaml");
     project.write(
         "flows/gated.yaml",
@@ -401,7 +344,7 @@ fn a_gate_in_the_child_is_decided_on_the_child_then_the_parent_resumes() {
     );
     let run = project.baton(&["run", "top.yaml"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    let top = project.top_run();
+    let top = top_run(&project);
     let child = format!("{top}-child");
     assert!(
         run.stderr.contains(&format!(
@@ -427,7 +370,7 @@ fn a_gate_in_the_child_is_decided_on_the_child_then_the_parent_resumes() {
 
 #[test]
 fn cancelling_the_parent_cancels_the_child() {
-    let project = Project::new();
+    let project = project();
     parent_of_child(&project, "slow.yaml");
     project.write(
         "flows/slow.yaml",
@@ -446,7 +389,7 @@ fn cancelling_the_parent_cancels_the_child() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let top = project.top_run();
+    let top = top_run(&project);
     let cancel = project.baton(&["cancel", &top]);
     assert_eq!(cancel.code, 0, "{}", cancel.stderr);
     let status = first.wait().expect("the driver exits");
@@ -479,7 +422,7 @@ fn attempts(project: &Project, run: &str, stage: &str) -> usize {
 
 #[test]
 fn kills_at_random_moments_at_every_level_then_resume_end_like_an_undisturbed_run() {
-    let project = Project::new();
+    let project = project();
     three_levels(&project, "sleep 0.2");
     // A small xorshift seeded from the clock: every run of the test lands
     // its kills elsewhere, and the seed is printed for a failure.
@@ -513,7 +456,7 @@ fn kills_at_random_moments_at_every_level_then_resume_end_like_an_undisturbed_ru
         let _ = driver.kill();
         let _ = driver.wait();
     }
-    let top = project.top_run();
+    let top = top_run(&project);
     let resume = project.baton(&["resume", &top]);
     assert_eq!(resume.code, 0, "seed {seed_shown}: {}", resume.stderr);
     let mid = format!("{top}-mid");
