@@ -1,13 +1,19 @@
 //! The worker loop: claim jobs in batches, run them, heartbeat their
 //! leases, report their outcomes fenced by epoch, stop gracefully.
 //!
-//! One coordinating loop owns every lease; jobs run as tasks that only
-//! report back. Outcomes that arrive together are recorded together with
-//! the next claim in one transaction ([`Store::settle`]), so a busy worker
-//! costs the store one commit per round, not two per job.
+//! One coordinating loop claims jobs and records their outcomes; jobs run
+//! as tasks that only report back. Outcomes that arrive together are
+//! recorded together with the next claim in one transaction
+//! ([`Store::settle`]), so a busy worker costs the store one commit per
+//! round, not two per job.
+//!
+//! Leases are renewed by a task of their own: a renewal must never wait
+//! behind a claim, a sweep or a lock wait of the loop, or a busy machine
+//! lets a healthy worker's leases expire and its jobs run twice.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -109,6 +115,14 @@ struct Running {
     cancel: watch::Sender<bool>,
 }
 
+/// The jobs this worker runs, by id: shared by the loop, which adds and
+/// removes them, and the heartbeat task, which renews their leases.
+type Held = Arc<Mutex<HashMap<i64, Running>>>;
+
+fn lock(held: &Held) -> std::sync::MutexGuard<'_, HashMap<i64, Running>> {
+    held.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Works `options.queue` until `stop` holds `true` (then finishes or
 /// releases its jobs) or, with `options.once`, until nothing is left.
 ///
@@ -126,16 +140,20 @@ pub async fn work(
     let options = Arc::new(options.clone());
     let mut report = WorkerReport::default();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Completion>();
-    let mut running: HashMap<i64, Running> = HashMap::new();
+    let running: Held = Arc::default();
+    let lost = Arc::new(AtomicU64::new(0));
+    let heartbeats = Heartbeats(tokio::spawn(renew_leases(
+        store.clone(),
+        Arc::clone(&options),
+        Arc::clone(&running),
+        Arc::clone(&lost),
+    )));
     let releasing: Arc<Mutex<HashSet<i64>>> = Arc::default();
     let mut pending: Vec<Completion> = Vec::new();
     let mut stopping = *stop.borrow();
     let mut grace_deadline: Option<Instant> = None;
     let mut claim_after = Instant::now();
     let mut idle = false;
-    let mut last_renewed = Instant::now();
-    let mut heartbeat = tokio::time::interval(options.heartbeat);
-    heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut sweep = tokio::time::interval(options.sweep);
     sweep.set_missed_tick_behavior(MissedTickBehavior::Delay);
 
@@ -143,7 +161,7 @@ pub async fn work(
         let free = if stopping {
             0
         } else {
-            options.concurrency.saturating_sub(running.len())
+            options.concurrency.saturating_sub(lock(&running).len())
         };
         let want_claim = free > 0 && Instant::now() >= claim_after;
         if !pending.is_empty() || want_claim {
@@ -166,7 +184,7 @@ pub async fn work(
                     for job in claimed {
                         report.claimed += 1;
                         let (cancel, cancelled) = watch::channel(false);
-                        running.insert(
+                        lock(&running).insert(
                             job.id,
                             Running {
                                 epoch: job.lease_epoch,
@@ -184,44 +202,22 @@ pub async fn work(
                 }
             }
         }
-        if running.is_empty() && pending.is_empty() && (stopping || (options.once && idle)) {
+        let nothing_runs = lock(&running).is_empty();
+        if nothing_runs && pending.is_empty() && (stopping || (options.once && idle)) {
+            drop(heartbeats);
+            report.lost = lost.load(Ordering::Relaxed);
             return Ok(report);
         }
 
         let wake_for_claim = free > 0 && !stopping;
         tokio::select! {
             Some(completion) = done_rx.recv() => {
+                let mut running = lock(&running);
                 running.remove(&completion.id);
                 pending.push(completion);
                 while let Ok(more) = done_rx.try_recv() {
                     running.remove(&more.id);
                     pending.push(more);
-                }
-            }
-            _ = heartbeat.tick() => {
-                let held: Vec<(i64, i64)> =
-                    running.iter().map(|(id, job)| (*id, job.epoch)).collect();
-                match store.heartbeat(&options.owner, &held, millis(options.lease)).await {
-                    Ok(lost) => {
-                        last_renewed = Instant::now();
-                        for (id, _) in lost {
-                            if let Some(job) = running.get(&id) {
-                                report.lost += 1;
-                                let _ = job.cancel.send(true);
-                            }
-                        }
-                    }
-                    Err(_) if last_renewed.elapsed() > options.lease => {
-                        // Unrenewed past the lease: the jobs may run elsewhere
-                        // by now, so this copy stops.
-                        for job in running.values() {
-                            if !*job.cancel.borrow() {
-                                report.lost += 1;
-                                let _ = job.cancel.send(true);
-                            }
-                        }
-                    }
-                    Err(_) => {}
                 }
             }
             _ = sweep.tick() => {
@@ -239,14 +235,74 @@ pub async fn work(
                     grace_deadline = Some(Instant::now() + options.grace);
                 }
             }
-            _ = sleep_until_option(grace_deadline), if stopping && !running.is_empty() => {
+            _ = sleep_until_option(grace_deadline), if stopping && !nothing_runs => {
                 grace_deadline = None;
                 let mut releasing = releasing.lock().unwrap_or_else(|p| p.into_inner());
-                for (id, job) in &running {
+                for (id, job) in lock(&running).iter() {
                     releasing.insert(*id);
                     let _ = job.cancel.send(true);
                 }
             }
+        }
+    }
+}
+
+/// Aborts the heartbeat task when the loop ends, however it ends.
+struct Heartbeats(tokio::task::JoinHandle<()>);
+
+impl Drop for Heartbeats {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Renews the leases of the jobs in `running` every `options.heartbeat`,
+/// and stops the jobs whose lease is lost: taken over after it expired, or
+/// unrenewed for longer than a lease while the store was unreachable (they
+/// may run elsewhere by now). `lost` counts them.
+async fn renew_leases(
+    store: Store,
+    options: Arc<WorkerOptions>,
+    running: Held,
+    lost: Arc<AtomicU64>,
+) {
+    let mut heartbeat = tokio::time::interval(options.heartbeat);
+    heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut last_renewed = Instant::now();
+    loop {
+        heartbeat.tick().await;
+        let held: Vec<(i64, i64)> = lock(&running)
+            .iter()
+            .map(|(id, job)| (*id, job.epoch))
+            .collect();
+        if held.is_empty() {
+            last_renewed = Instant::now();
+            continue;
+        }
+        let stop = |job: &Running| {
+            if !*job.cancel.borrow() {
+                lost.fetch_add(1, Ordering::Relaxed);
+                let _ = job.cancel.send(true);
+            }
+        };
+        match store
+            .heartbeat(&options.owner, &held, millis(options.lease))
+            .await
+        {
+            Ok(gone) => {
+                last_renewed = Instant::now();
+                let running = lock(&running);
+                for (id, epoch) in gone {
+                    // A job that finished meanwhile is not lost.
+                    if let Some(job) = running.get(&id).filter(|job| job.epoch == epoch) {
+                        stop(job);
+                    }
+                }
+            }
+            Err(_) if last_renewed.elapsed() > options.lease => {
+                lock(&running).values().for_each(stop);
+            }
+            Err(_) => {}
         }
     }
 }

@@ -9,7 +9,7 @@
 use sqlx::Row;
 
 use super::{JOB_COLUMNS, JobRow, job_row};
-use crate::backend::{Inner, in_transaction, query_error};
+use crate::backend::{Inner, in_transaction, on_pool, query_error};
 use crate::{Error, Result, Store};
 
 /// Deferrals allowed before a job is dead: the reference lets a job defer
@@ -267,7 +267,9 @@ impl Store {
                 "UPDATE jobs SET lease_until = {{now}} + $1 \
                  WHERE lease_owner = $2 AND status = 'running' AND id IN ({ids}) RETURNING id, lease_epoch"
             ));
-            let rows = in_transaction!(self, |tx| {
+            // One statement, no explicit transaction: a renewal is a single
+            // round trip, so a busy database delays it least.
+            let rows = on_pool!(self, |pool| {
                 let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(lease_ms)
                     .bind(owner);
@@ -275,7 +277,7 @@ impl Store {
                     query = query.bind(*id);
                 }
                 query
-                    .fetch_all(&mut *tx)
+                    .fetch_all(pool)
                     .await
                     .map_err(query_error("renew job leases"))?
                     .iter()
