@@ -19,6 +19,7 @@
 
 mod backend;
 mod gates;
+mod ledger;
 mod migrate;
 mod model;
 pub mod queue;
@@ -27,6 +28,7 @@ mod usage;
 
 pub use backend::Store;
 pub use gates::{ArtifactEdit, GateDecided, GateDecisionRow, NewGateDecision};
+pub use ledger::{LedgerEventRow, LedgerScope, NewLedgerEvent};
 pub use model::{
     ArtifactRow, AttemptRow, EventRow, FindingRow, Lease, LeaseHolder, NewRun, NewUnit, RunRow,
     StageRow, Transition, UnitRow,
@@ -94,6 +96,17 @@ pub enum Error {
         found: i64,
         /// The newest version this baton knows.
         known: i64,
+    },
+    /// A ledger append that expected the scope to end at one event found
+    /// more: someone appended in between.
+    #[error("the ledger of {scope} moved: expected {expected} events, found {found}")]
+    LedgerMoved {
+        /// The scope (kind and key).
+        scope: String,
+        /// How many events the caller had read.
+        expected: i64,
+        /// How many the scope holds.
+        found: i64,
     },
 }
 

@@ -15,12 +15,14 @@ const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0002_units_gates_findings.sql"),
     include_str!("../migrations/sqlite/0003_jobs.sql"),
     include_str!("../migrations/sqlite/0004_usage.sql"),
+    include_str!("../migrations/sqlite/0005_governance.sql"),
 ];
 const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0001_runs.sql"),
     include_str!("../migrations/postgres/0002_units_gates_findings.sql"),
     include_str!("../migrations/postgres/0003_jobs.sql"),
     include_str!("../migrations/postgres/0004_usage.sql"),
+    include_str!("../migrations/postgres/0005_governance.sql"),
 ];
 
 /// An arbitrary constant naming baton's advisory lock.

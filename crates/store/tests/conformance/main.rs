@@ -12,6 +12,7 @@ mod concurrency;
 mod gates;
 mod harness;
 mod lease;
+mod ledger;
 mod queue;
 mod runs;
 mod schema;
@@ -98,6 +99,11 @@ conformance! {
         concurrent_edits_one_wins,
         concurrent_decisions_record_exactly_one,
         rejected_run_is_terminal,
+    ],
+    ledger: [
+        appends_are_numbered_per_scope,
+        expected_append_refuses_when_the_scope_moved,
+        concurrent_appends_never_collide,
     ],
     queue: [
         enqueue_is_idempotent,
