@@ -303,7 +303,7 @@ impl State {
     }
 
     /// `Ok` when the work may be released or closed, else the refusal.
-    fn ready_to_close(&self) -> Result<(), Refusal> {
+    pub fn ready_to_close(&self) -> Result<(), Refusal> {
         if let Some((n, (text, _))) = self
             .findings
             .iter()
@@ -456,15 +456,20 @@ pub fn target(event: &Event) -> Stage {
 
 /// One recorded validation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Validation {
-    seq: u64,
-    command: String,
-    exit_code: i32,
-    covered: Vec<String>,
+pub struct Validation {
+    /// Its position in the ledger.
+    pub seq: u64,
+    /// The command.
+    pub command: String,
+    /// Its exit code.
+    pub exit_code: i32,
+    /// The paths it covers; empty covers every path.
+    pub covered: Vec<String>,
 }
 
 impl Validation {
-    fn covers(&self, path: &str) -> bool {
+    /// Whether it covers `path` (a file, or a directory prefix).
+    pub fn covers(&self, path: &str) -> bool {
         self.covered.is_empty()
             || self.covered.iter().any(|c| {
                 let c = c.trim_end_matches('/');
@@ -508,6 +513,12 @@ fn edit(next: &mut State, path: &str, actions: &mut Vec<Action>) -> Result<(), R
             ),
         ));
     }
+    record_edit(next, path, actions);
+    Ok(())
+}
+
+/// An edit's effect, once its rules are checked (or, when observing, broken).
+fn record_edit(next: &mut State, path: &str, actions: &mut Vec<Action>) {
     let was_fresh = next.validations.iter().rev().any(|v| {
         v.exit_code == 0 && v.covers(path) && next.last_edit.get(path).is_none_or(|&e| v.seq > e)
     });
@@ -518,7 +529,6 @@ fn edit(next: &mut State, path: &str, actions: &mut Vec<Action>) -> Result<(), R
     }
     next.last_edit.insert(path.to_owned(), next.seq);
     next.attempt.insert(path.to_owned());
-    Ok(())
 }
 
 fn validate(
@@ -592,6 +602,9 @@ fn set_finding(
         )),
     }
 }
+
+mod observe;
+pub use observe::{Observed, next_stages, observe};
 
 #[cfg(test)]
 mod tests;

@@ -484,3 +484,93 @@ fn a_refusal_leaves_the_state_unchanged_and_repeats_are_harmless() {
     let (state, _) = run(&with(events, [Event::Released]));
     assert_eq!(state.stage(), Stage::Release);
 }
+
+/// Folds facts through `observe` and returns the state and every violation.
+fn observed(events: &[Event]) -> (State, Vec<RefusalKind>) {
+    let mut state = State::new(owner());
+    let mut violations = Vec::new();
+    for event in events {
+        let outcome = observe(&state, event);
+        violations.extend(outcome.violation.map(|v| v.kind));
+        state = outcome.state;
+    }
+    (state, violations)
+}
+
+#[test]
+fn observing_records_facts_and_names_the_broken_rules() {
+    // (events, expected violations, validation fresh afterwards)
+    let cases: Vec<(Vec<Event>, Vec<RefusalKind>, bool)> = vec![
+        // An unprepared edit is still an edit: it counts for freshness.
+        (vec![edit("a")], vec![RefusalKind::IllegalTransition], false),
+        (
+            vec![edit("a"), test(0, &[])],
+            vec![RefusalKind::IllegalTransition],
+            true,
+        ),
+        // An edit after the test makes it stale, legal or not.
+        (
+            vec![edit("a"), test(0, &[]), edit("a")],
+            vec![RefusalKind::IllegalTransition, RefusalKind::MissingEvidence],
+            false,
+        ),
+        // A failing test is not fresh validation.
+        (with(prepared(), [edit("a"), test(1, &[])]), vec![], false),
+        // A legal ledger breaks nothing.
+        (with(prepared(), [edit("a"), test(0, &["a"])]), vec![], true),
+    ];
+    for (events, violations, fresh) in cases {
+        let (state, found) = observed(&events);
+        assert_eq!(found, violations, "{events:?}");
+        assert_eq!(state.validation_fresh().is_ok(), fresh, "{events:?}");
+        assert_eq!(state.seq(), events.len() as u64);
+    }
+}
+
+#[test]
+fn observing_grants_nothing_a_broken_rule_would_have() {
+    let events = with(
+        prepared(),
+        [
+            edit("a"),
+            test(0, &[]),
+            // A self-review: findings count, the review does not.
+            Event::Reviewed {
+                reviewer: owner(),
+                findings: vec!["leak".to_owned()],
+            },
+            Event::Repaired { finding: 0 },
+            // A re-review by the owner resolves nothing.
+            Event::ReReviewed {
+                reviewer: owner(),
+                finding: 0,
+                resolved: true,
+            },
+        ],
+    );
+    let (state, found) = observed(&events);
+    assert_eq!(found, [RefusalKind::SelfReview, RefusalKind::SelfReview]);
+    assert!(!state.independently_reviewed());
+    assert_eq!(state.findings()[0].1, FindingStatus::Repaired);
+    assert_eq!(
+        state.ready_to_close().unwrap_err().kind,
+        RefusalKind::OpenFindings
+    );
+    assert_eq!(state.stage(), Stage::ReReview);
+    assert_eq!(next_stages(Stage::Release), [Stage::Handoff, Stage::Closed]);
+    assert!(next_stages(Stage::Closed).is_empty());
+}
+
+#[test]
+fn observing_a_third_attempt_reports_it_and_lists_the_blocked_path() {
+    let events = with(
+        prepared(),
+        [edit("a"), test(1, &[]), edit("a"), test(1, &[]), edit("a")],
+    );
+    let (state, found) = observed(&events);
+    assert_eq!(found, [RefusalKind::ThirdAttempt]);
+    assert_eq!(
+        state.blocked_paths(),
+        [("a".to_owned(), "cargo test".to_owned(), 1)]
+    );
+}
