@@ -5,6 +5,9 @@
 //!   newer than the artifacts it depends on.
 //! * [`verdict`] reads `VERDICT.md` and names the follow-up tasks a verdict
 //!   calls for.
+//! * [`next`] says which phases a task still has to run and what its
+//!   verdict decides in manual and autopilot mode; [`decomposition`] reads
+//!   `DECOMPOSITION.md`.
 //! * [`governance`] is the governance state machine (product.md C): one
 //!   transition function, [`governance::apply`], that either moves to a new
 //!   state with actions or refuses with a reason.
@@ -14,6 +17,8 @@
 //! gather the facts — file sizes and times, ledger events — and act on the
 //! decisions returned here.
 
+pub mod decomposition;
 pub mod governance;
+pub mod next;
 pub mod phase;
 pub mod verdict;

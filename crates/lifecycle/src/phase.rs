@@ -43,6 +43,44 @@ impl Phase {
     pub fn name(self) -> &'static str {
         row(self).name
     }
+
+    /// The artifact the phase writes (`None` for New).
+    pub fn artifact(self) -> Option<&'static str> {
+        row(self).artifact
+    }
+
+    /// A lowercase name for stage names and the command line.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Phase::New => "new",
+            Phase::Research => "research",
+            Phase::Decomposition => "decomposition",
+            Phase::Design => "design",
+            Phase::TestDesign => "test-design",
+            Phase::Implementation => "implementation",
+            Phase::BugFind => "bug-find",
+            Phase::Adversarial => "adversarial",
+            Phase::DocReview => "doc-review",
+            Phase::Referee => "referee",
+        }
+    }
+
+    /// The agent role that carries the phase out; `baton.toml` maps roles
+    /// to agent profiles (`[agents.<role>]`, else `[agents.default]`).
+    pub fn role(self) -> &'static str {
+        match self {
+            Phase::New => "none",
+            Phase::Research => "researcher",
+            Phase::Decomposition => "decomposer",
+            Phase::Design => "designer",
+            Phase::TestDesign => "test-designer",
+            Phase::Implementation => "implementer",
+            Phase::BugFind => "bug-finder",
+            Phase::Adversarial => "adversary",
+            Phase::DocReview => "doc-reviewer",
+            Phase::Referee => "referee",
+        }
+    }
 }
 
 /// One row of the phase table.
@@ -161,6 +199,9 @@ pub struct Status {
     /// Why: the phase's evidence and every artifact that was present but did
     /// not count.
     pub why: String,
+    /// Every artifact that counts, in table order (a decomposed task keeps
+    /// its `DECOMPOSITION.md` counted after it moves on).
+    pub counted: Vec<&'static str>,
 }
 
 /// Decides the phase of a task folder from its files (name → info).
@@ -207,6 +248,11 @@ pub fn detect(files: &BTreeMap<String, FileInfo>) -> Status {
         signal,
         next_phase: current.next,
         why,
+        counted: TABLE
+            .iter()
+            .filter_map(|row| row.artifact)
+            .filter(|name| counted.contains_key(name))
+            .collect(),
     }
 }
 
