@@ -186,22 +186,50 @@ fn schema(value: &Value, schema_path: &Path, shown: &str) -> (bool, String) {
     }
 }
 
+/// Checks `value` against `schema` (the subset above, plus `type` as a list
+/// of names and `additionalProperties: false`) and returns every error,
+/// each with its JSON pointer.
+pub fn check_schema(value: &Value, schema: &Value) -> Vec<String> {
+    let mut errors = Vec::new();
+    validate(value, schema, "", &mut errors);
+    errors
+}
+
+fn type_matches(expected: &str, value: &Value) -> bool {
+    match expected {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        _ => true,
+    }
+}
+
 fn validate(value: &Value, schema: &Value, path: &str, errors: &mut Vec<String>) {
     let at = if path.is_empty() { "/" } else { path };
-    if let Some(expected) = schema.get("type").and_then(Value::as_str) {
-        let matches = match expected {
-            "object" => value.is_object(),
-            "array" => value.is_array(),
-            "string" => value.is_string(),
-            "number" => value.is_number(),
-            "integer" => value.is_i64() || value.is_u64(),
-            "boolean" => value.is_boolean(),
-            "null" => value.is_null(),
-            _ => true,
-        };
-        if !matches {
-            errors.push(format!("{at}: expected {expected}, got {}", kind(value)));
-            return;
+    let expected: Vec<&str> = match schema.get("type") {
+        Some(Value::String(one)) => vec![one.as_str()],
+        Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if !expected.is_empty() && !expected.iter().any(|e| type_matches(e, value)) {
+        errors.push(format!(
+            "{at}: expected {}, got {}",
+            expected.join(" or "),
+            kind(value)
+        ));
+        return;
+    }
+    if let (Some(Value::Bool(false)), Some(map), Some(properties)) = (
+        schema.get("additionalProperties"),
+        value.as_object(),
+        schema.get("properties").and_then(Value::as_object),
+    ) {
+        for key in map.keys().filter(|key| !properties.contains_key(*key)) {
+            errors.push(format!("{at}: unexpected property '{key}'"));
         }
     }
     if let Some(options) = schema.get("enum").and_then(Value::as_array)

@@ -21,6 +21,7 @@ mod endpoint;
 mod envelopes;
 pub mod external;
 pub mod gate;
+pub mod governance;
 pub mod loader;
 mod owner;
 pub mod prompt;
