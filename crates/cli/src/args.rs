@@ -6,6 +6,7 @@ use crate::exit_code;
 
 pub(crate) mod driver;
 pub(crate) mod queue;
+pub(crate) mod task;
 pub(crate) mod worktree;
 
 /// baton runs multi-step AI-agent work on software projects: workflows of
@@ -144,6 +145,19 @@ pub(crate) enum Command {
     /// The worktrees and branches of isolated stages: list them, prune those of finished runs.
     #[command(subcommand)]
     Worktree(worktree::WorktreeCommand),
+
+    /// Tasks: artifact-driven phases from SPEC.md to VERDICT.md (docs/tasks.md).
+    ///
+    /// A task is a folder tasks/<name>/; its phase is read from the
+    /// artifacts it holds (SPEC.md, IMPLEMENTATION.md, BUG_REPORT.md, …,
+    /// VERDICT.md), each counted only when non-empty and newer than what
+    /// it depends on. `task run` runs the remaining phases with agents and
+    /// acts on the verdict.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  baton task new \"Add user auth\"      # tasks/add-user-auth/\n  baton task status add-user-auth\n  baton task next add-user-auth        # the next phase and its prompt\n  baton task run add-user-auth         # phases to the verdict; fix tasks on FAIL\n  baton task list --archived\n\nGuide: docs/tasks.md"
+    )]
+    Task(task::TaskCommand),
 
     /// List the workflows and fragments under a directory.
     #[command(

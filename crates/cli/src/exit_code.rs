@@ -15,6 +15,11 @@ pub(crate) const RUN_FAILED: u8 = 2;
 pub(crate) const REFUSED: u8 = 3;
 /// The store (SQLite file or PostgreSQL) cannot be opened or reached.
 pub(crate) const STORE_UNAVAILABLE: u8 = 4;
+/// `task run`: the verdict needs a person (autopilot paused, or nothing
+/// listed to follow up); nothing was created.
+pub(crate) const TASK_DECIDE: u8 = 5;
+/// `task run`: the task waits for its sub-tasks to reach their verdicts.
+pub(crate) const TASK_WAITING: u8 = 6;
 
 /// The text `--help` shows.
 pub(crate) const HELP: &str = "\
@@ -25,4 +30,6 @@ Exit codes:
        for run and resume: the run failed, was rejected at a gate, or is incomplete
   3    gate: someone else decided on the gate or changed its output first
   4    the store is unavailable (database locked, unreachable, read-only)
+  5    task run: a person must decide on the verdict (autopilot paused)
+  6    task run: the task waits for its sub-tasks
   101  internal error in baton";

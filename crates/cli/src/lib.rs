@@ -13,6 +13,7 @@ mod output;
 mod progress;
 mod report;
 mod settings;
+mod tasks;
 
 use std::process::ExitCode;
 
@@ -56,6 +57,7 @@ pub fn main() -> ExitCode {
         Command::Worker(args) => commands::queue::worker(&args),
         Command::Queue(command) => commands::queue::run(&command),
         Command::Worktree(command) => commands::worktree::run(&command),
+        Command::Task(command) => commands::task::run(&command),
     };
     ExitCode::from(code)
 }

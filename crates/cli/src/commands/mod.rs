@@ -13,6 +13,8 @@ pub(crate) mod queue;
 pub(crate) mod run;
 pub(crate) mod status;
 mod subruns;
+pub(crate) mod task;
+mod task_run;
 pub(crate) mod worktree;
 
 use std::path::PathBuf;

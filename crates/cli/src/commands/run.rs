@@ -80,7 +80,7 @@ const LOCAL_WORKER_CONCURRENCY: usize = 8;
 /// How often the local worker looks for jobs while the queue is empty.
 const LOCAL_WORKER_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
-fn drive_options(
+pub(crate) fn drive_options(
     accept_changes: bool,
     wait_gates: bool,
     local_worker: bool,
@@ -109,7 +109,7 @@ fn drive_options(
 
 /// Drives the run, showing its progress on stderr (live on a terminal,
 /// plain lines otherwise); the display is closed before the result prints.
-async fn drive_with_progress(
+pub(crate) async fn drive_with_progress(
     store: &Store,
     run_id: &str,
     options: &DriveOptions,

@@ -27,6 +27,7 @@
 //! | directive | effect |
 //! |---|---|
 //! | `write <path> <content…>` | writes the content and a newline to `path` (relative to the working directory), creating parent directories |
+//! | `write-lines <path> <content…>` | the same, with each `\n` in the content written as a line break (a multi-line file such as a `VERDICT.md` from one directive line) |
 //! | `write-outside <absolute path> [content…]` | the same for an absolute path, to test containment |
 //! | `write-listed` | writes the files listed under `## Files to write` (see below) |
 //! | `stdout <text…>` / `stderr <text…>` | prints a line |
@@ -289,6 +290,13 @@ impl State {
             "write" => {
                 let (path, content) = split_path(rest)?;
                 write_file(Path::new(path), &format!("{content}\n"))?;
+            }
+            "write-lines" => {
+                let (path, content) = split_path(rest)?;
+                write_file(
+                    Path::new(path),
+                    &format!("{}\n", content.replace("\\n", "\n")),
+                )?;
             }
             "write-outside" => {
                 let (path, content) = split_path(rest)?;

@@ -1,0 +1,306 @@
+//! `baton task new|list|status|next|archive`; `task run` is in `task_run.rs`.
+
+use baton_lifecycle::next;
+use baton_lifecycle::phase::{Phase, Status};
+use baton_lifecycle::verdict::kebab;
+use serde_json::{Value, json};
+
+use crate::args::Format;
+use crate::args::task::{ListArgs, NameArgs, NewArgs, StatusArgs, TaskCommand};
+use crate::tasks::{self, Record, Tasks, follow, workflow};
+use crate::{exit_code, output};
+
+/// Dispatches `baton task …`.
+pub(crate) fn run(command: &TaskCommand) -> u8 {
+    match command {
+        TaskCommand::New(args) => new(args),
+        TaskCommand::List(args) => list(args),
+        TaskCommand::Status(args) => status(args),
+        TaskCommand::Next(args) => next_phase(args),
+        TaskCommand::Run(args) => super::task_run::run(args),
+        TaskCommand::Archive(args) => archive(args),
+    }
+}
+
+/// Prints a task error and returns its exit code.
+pub(crate) fn fail(error: &tasks::Error) -> u8 {
+    output::stderr_line(&format!("error: {error}"));
+    match error {
+        tasks::Error::BadName(_) => exit_code::USAGE,
+        _ => exit_code::INVALID_WORKFLOW,
+    }
+}
+
+fn project() -> Tasks {
+    Tasks::new(&super::current_dir())
+}
+
+fn new(args: &NewArgs) -> u8 {
+    let tasks = project();
+    let base = kebab(&args.description);
+    if base.is_empty() {
+        output::stderr_line(
+            "error: the description has no letters or digits to name the task folder with",
+        );
+        return exit_code::USAGE;
+    }
+    let name = baton_lifecycle::verdict::unique_name(&base, |name| tasks.taken(name));
+    let record = Record {
+        description: args.description.clone(),
+        created_at: tasks::now_utc(),
+        decompose: args.decompose,
+        design: args.design || args.test_plan,
+        test_plan: args.test_plan,
+        ..Record::default()
+    };
+    if let Err(error) = follow::create_task(&tasks, &name, &record) {
+        return fail(&error);
+    }
+    if args.format.format() == Format::Json {
+        output::stdout(&output::json(&json!({
+            "task": name,
+            "path": format!("{}/{name}", tasks::TASKS_DIR),
+        })));
+    } else {
+        output::stdout(&format!("{}/{name}\n", tasks::TASKS_DIR));
+        output::stderr_line(&format!(
+            "created task {name}; `baton task run {name}` runs its phases"
+        ));
+    }
+    exit_code::SUCCESS
+}
+
+/// What `task status` says about one task: the detected phase and what the
+/// runner would do next.
+pub(crate) fn describe(tasks: &Tasks, name: &str) -> Result<Value, tasks::Error> {
+    let dir = tasks.active(name)?;
+    let record = tasks::read_record(&dir)?;
+    let status = tasks::status(&dir)?;
+    let redo = tasks::redo_research(&dir, &record)?;
+    let next_phase = next_step(&status, &record, redo);
+    let mut why = status.why.clone();
+    why.push_str(&format!("; the table's next: {}", status.next_phase));
+    if redo {
+        why.push_str("; SPEC.md is still the copy this tie-break started with");
+    }
+    Ok(json!({
+        "task": name,
+        "phase": status.phase.name(),
+        "signal": status.signal,
+        "next_phase": next_phase,
+        "why": why,
+    }))
+}
+
+/// The next thing `task run` does, by name: a phase, waiting for
+/// sub-tasks, or acting on the verdict.
+fn next_step(status: &Status, record: &Record, redo: bool) -> String {
+    if status.counted.contains(&"DECOMPOSITION.md") && status.phase == Phase::Decomposition {
+        return "sub-tasks (then Implementation)".to_owned();
+    }
+    match next::phases(status, record.optional(), redo).first() {
+        Some(phase) => phase.name().to_owned(),
+        None => "verdict: complete, or follow-up tasks".to_owned(),
+    }
+}
+
+fn list(args: &ListArgs) -> u8 {
+    let tasks = project();
+    let names = match tasks.names(args.archived) {
+        Ok(names) => names,
+        Err(error) => return fail(&error),
+    };
+    let root = if args.archived {
+        tasks.archive_root()
+    } else {
+        tasks.root()
+    };
+    let mut rows = Vec::new();
+    for name in &names {
+        let dir = root.join(name);
+        let phase =
+            tasks::status(&dir).map_or_else(|_| "?".to_owned(), |s| s.phase.name().to_owned());
+        let record = tasks::read_record(&dir).unwrap_or_default();
+        rows.push(json!({
+            "task": name,
+            "phase": phase,
+            "kind": record.kind,
+            "description": record.description,
+            "archived": args.archived,
+        }));
+    }
+    match args.format.format() {
+        Format::Json => output::write_json(&rows),
+        Format::Yaml => output::stdout(&output::yaml(&rows)),
+        Format::Table => {
+            let table: Vec<Vec<String>> = rows
+                .iter()
+                .map(|row| {
+                    ["task", "phase", "kind", "description"]
+                        .iter()
+                        .map(|key| row[key].as_str().unwrap_or_default().to_owned())
+                        .collect()
+                })
+                .collect();
+            output::stdout(&output::table(
+                &["TASK", "PHASE", "KIND", "DESCRIPTION"],
+                &table,
+            ));
+        }
+    }
+    exit_code::SUCCESS
+}
+
+fn status(args: &StatusArgs) -> u8 {
+    let tasks = project();
+    let names = match &args.name {
+        Some(name) => vec![name.clone()],
+        None => match tasks.names(false) {
+            Ok(names) => names,
+            Err(error) => return fail(&error),
+        },
+    };
+    let mut values = Vec::new();
+    for name in &names {
+        match describe(&tasks, name) {
+            Ok(value) => values.push(value),
+            Err(error) => return fail(&error),
+        }
+    }
+    let single = args.name.is_some();
+    match args.format.format() {
+        Format::Json if single => output::write_json(&values[0]),
+        Format::Json => output::write_json(&values),
+        Format::Yaml => output::stdout(&output::yaml(&values)),
+        Format::Table => {
+            let mut text = String::new();
+            for value in &values {
+                let signal: Vec<&str> = value["signal"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                text.push_str(&format!(
+                    "{}\n  phase:  {}\n  signal: {}\n  next:   {}\n  why:    {}\n",
+                    value["task"].as_str().unwrap_or_default(),
+                    value["phase"].as_str().unwrap_or_default(),
+                    if signal.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        signal.join(" + ")
+                    },
+                    value["next_phase"].as_str().unwrap_or_default(),
+                    value["why"].as_str().unwrap_or_default(),
+                ));
+            }
+            output::stdout(&text);
+        }
+    }
+    exit_code::SUCCESS
+}
+
+fn next_phase(args: &NameArgs) -> u8 {
+    let tasks = project();
+    let project_dir = super::current_dir();
+    let result = (|| {
+        let dir = tasks.active(&args.name)?;
+        let record = tasks::read_record(&dir)?;
+        let status = tasks::status(&dir)?;
+        let redo = tasks::redo_research(&dir, &record)?;
+        let phases = next::phases(&status, record.optional(), redo);
+        Ok::<_, tasks::Error>((status, record, phases))
+    })();
+    let (status, record, phases) = match result {
+        Ok(found) => found,
+        Err(error) => return fail(&error),
+    };
+    let Some(&phase) = phases.first() else {
+        let value = json!({"task": args.name, "phase": status.phase.name(), "next_phase": null, "role": null, "artifact": null, "prompt": null});
+        if args.format.format() == Format::Json {
+            output::write_json(&value);
+        } else {
+            output::stdout(&format!(
+                "{} is at {}: no phase left; `baton task run {}` acts on the verdict\n",
+                args.name,
+                status.phase.name(),
+                args.name
+            ));
+        }
+        return exit_code::SUCCESS;
+    };
+    let prompt = match prompt_for(&project_dir, &args.name, &record, phase) {
+        Ok(prompt) => prompt,
+        Err(message) => {
+            output::stderr_line(&format!("error: {message}"));
+            return exit_code::INVALID_WORKFLOW;
+        }
+    };
+    if args.format.format() == Format::Json {
+        output::write_json(&json!({
+            "task": args.name,
+            "phase": status.phase.name(),
+            "next_phase": phase.name(),
+            "role": phase.role(),
+            "artifact": phase.artifact(),
+            "prompt": prompt,
+        }));
+    } else {
+        output::stdout(&format!(
+            "next phase: {} (role {}, writes {})\n\n{prompt}",
+            phase.name(),
+            phase.role(),
+            phase.artifact().unwrap_or_default()
+        ));
+    }
+    exit_code::SUCCESS
+}
+
+/// The prompt the phase's agent would get, rendered by the engine from the
+/// one-stage workflow of that phase. The workspace shown is where the next
+/// run's would be; its run id is not known before the run is created.
+fn prompt_for(
+    project: &std::path::Path,
+    task: &str,
+    record: &Record,
+    phase: Phase,
+) -> Result<String, String> {
+    let value = workflow::workflow(task, record, &[phase], project);
+    let text = serde_saphyr::to_string(&value).map_err(|error| error.to_string())?;
+    let loader = baton_workflow::loader::MemoryLoader::new().with("task.yaml", &text);
+    let loaded = baton_workflow::load("task.yaml", &loader)
+        .map_err(|failure| format!("the task workflow does not load: {:?}", failure.errors))?;
+    let plan = baton_workflow::compile(
+        &loaded,
+        &baton_workflow::compile::Options::default(),
+        &loader,
+    )
+    .map_err(|failure| format!("the task workflow does not compile: {:?}", failure.errors))?;
+    let workspace = project.join(workflow::state_dir(task)).join("<next run>");
+    Ok(baton_engine::prompt::render(
+        &plan,
+        &plan.stages[0],
+        &workspace,
+    ))
+}
+
+fn archive(args: &NameArgs) -> u8 {
+    let tasks = project();
+    match tasks.archive(&args.name) {
+        Ok(target) => {
+            if args.format.format() == Format::Json {
+                output::write_json(
+                    &json!({"task": args.name, "archived_as": format!("{}/{}/{target}", tasks::TASKS_DIR, tasks::ARCHIVE_DIR)}),
+                );
+            } else {
+                output::stdout(&format!(
+                    "{}/{}/{target}\n",
+                    tasks::TASKS_DIR,
+                    tasks::ARCHIVE_DIR
+                ));
+            }
+            exit_code::SUCCESS
+        }
+        Err(error) => fail(&error),
+    }
+}

@@ -1,0 +1,343 @@
+//! `baton task run`: runs a task's remaining phases as a built-in workflow
+//! on the engine, then acts on its verdict (docs/tasks.md).
+//!
+//! Each round reads the task folder again: a recorded run that has not
+//! succeeded is driven (resumed) first; a decomposed task waits for its
+//! sub-tasks; otherwise the phases still to run become a new run. With no
+//! phase left the verdict decides, needing no agent profile at all.
+
+use std::path::Path;
+
+use baton_engine::RunRequest;
+use baton_lifecycle::next::{self, Mode};
+use baton_lifecycle::phase::Phase;
+use baton_lifecycle::verdict::{self, Verdict};
+use baton_store::Store;
+use serde_json::json;
+
+use super::run::{block_on, drive_options, drive_with_progress, engine_error, open_store};
+use super::task::fail;
+use crate::args::Format;
+use crate::args::task::RunArgs;
+use crate::tasks::follow::{self, Planned};
+use crate::tasks::{self, Handled, Record, SubRef, Tasks, workflow};
+use crate::{exit_code, output};
+
+/// More rounds than any task needs (a run per round, at most one per
+/// phase group); a bound so a phase whose artifact never counts cannot
+/// loop.
+const MAX_ROUNDS: usize = 12;
+
+/// How a `task run` ended.
+enum End {
+    /// The verdict was acted on: follow-ups created, the task archived if
+    /// it passed.
+    Done {
+        created: Vec<String>,
+        archived_as: Option<String>,
+    },
+    /// A person must decide; nothing was created.
+    Decide { reason: String },
+    /// The task waits for these sub-tasks.
+    Waiting { subs: Vec<String> },
+    /// A sub-task that did not pass: its parent's verdict names the work.
+    ForParent { parent: String },
+}
+
+/// A failure already reported (an exit code), or a task error to report.
+enum Failure {
+    Code(u8),
+    Task(tasks::Error),
+}
+
+impl From<tasks::Error> for Failure {
+    fn from(error: tasks::Error) -> Failure {
+        Failure::Task(error)
+    }
+}
+
+/// `baton task run`.
+pub(crate) fn run(args: &RunArgs) -> u8 {
+    let project = super::current_dir();
+    let tasks = Tasks::new(&project);
+    let mode = if args.autopilot {
+        Mode::Autopilot
+    } else {
+        Mode::Manual
+    };
+    let format = args.format.format();
+    block_on(async {
+        let mut store = None;
+        match drive_task(&tasks, &args.name, mode, format, &mut store).await {
+            Ok(end) => report(&args.name, &end, format),
+            Err(Failure::Code(code)) => code,
+            Err(Failure::Task(error)) => fail(&error),
+        }
+    })
+}
+
+async fn store_of(store: &mut Option<Store>) -> Result<&Store, Failure> {
+    if store.is_none() {
+        *store = Some(open_store().await.map_err(Failure::Code)?);
+    }
+    Ok(store.as_ref().expect("opened above"))
+}
+
+async fn drive_task(
+    tasks: &Tasks,
+    name: &str,
+    mode: Mode,
+    format: Format,
+    store: &mut Option<Store>,
+) -> Result<End, Failure> {
+    let dir = tasks.active(name)?;
+    let mut last: Option<Phase> = None;
+    for _ in 0..MAX_ROUNDS {
+        let mut record = tasks::read_record(&dir)?;
+        if let Some(run_id) = record.run_id.clone() {
+            resume(name, &run_id, format, store).await?;
+            record.run_id = None;
+            tasks::write_record(&dir, &record)?;
+            continue;
+        }
+        let status = tasks::status(&dir)?;
+        if status.counted.contains(&"DECOMPOSITION.md") {
+            let subs = follow::ensure_sub_tasks(tasks, name, &dir)?;
+            let waiting = unsettled(tasks, &subs)?;
+            if !waiting.is_empty() {
+                return Ok(End::Waiting { subs: waiting });
+            }
+        }
+        let redo = tasks::redo_research(&dir, &record)?;
+        let phases = next::phases(&status, record.optional(), redo);
+        let Some(&first) = phases.first() else {
+            return decide(tasks, name, &dir, &record, mode);
+        };
+        if last == Some(first) {
+            // The phase's run succeeded, yet its artifact does not count.
+            return Err(Failure::Task(tasks::Error::Content {
+                path: dir.join(first.artifact().unwrap_or_default()),
+                message: format!(
+                    "the {} phase ran but its artifact does not count: {}",
+                    first.name(),
+                    status.why
+                ),
+            }));
+        }
+        last = Some(first);
+        let project = &tasks.project;
+        let value = workflow::workflow(name, &record, &phases, project);
+        let path = workflow::write(project, name, &value)?;
+        let request = RunRequest {
+            workflow_path: path,
+            params: Vec::new(),
+            base_dir: Some(workflow::state_dir(name)),
+            max_parallel: 1,
+            project_dir: project.clone(),
+        };
+        let created = baton_engine::create_run(store_of(store).await?, &request)
+            .await
+            .map_err(|error| Failure::Code(engine_error(&error, format == Format::Json)))?;
+        // Recorded before anything runs: a `task run` killed from here on
+        // resumes this run instead of starting another.
+        record.run_id = Some(created.run_id.clone());
+        tasks::write_record(&dir, &record)?;
+        let phases: Vec<&str> = phases.iter().map(|phase| phase.name()).collect();
+        output::stderr_line(&format!(
+            "task {name}: run {} — {}",
+            created.run_id,
+            phases.join(" → ")
+        ));
+    }
+    Err(Failure::Task(tasks::Error::Content {
+        path: dir,
+        message: format!("the task did not settle after {MAX_ROUNDS} runs"),
+    }))
+}
+
+/// Drives a recorded run to its end; anything but success is reported.
+async fn resume(
+    name: &str,
+    run_id: &str,
+    format: Format,
+    store: &mut Option<Store>,
+) -> Result<(), Failure> {
+    let store = store_of(store).await?;
+    let as_json = format == Format::Json;
+    let run = store
+        .run(run_id)
+        .await
+        .map_err(|error| Failure::Code(engine_error(&error.into(), as_json)))?;
+    if run.status == "success" {
+        return Ok(());
+    }
+    workflow::link_outputs(Path::new(&run.workspace), name)?;
+    let options = drive_options(false, false, false).map_err(Failure::Code)?;
+    // Progress goes to stderr; stdout keeps the task's result.
+    let outcome = drive_with_progress(store, run_id, &options, Format::Json)
+        .await
+        .map_err(|error| Failure::Code(engine_error(&error, as_json)))?;
+    if outcome.status == "success" {
+        return Ok(());
+    }
+    output::stderr_line(&format!(
+        "error: task {name}: run {run_id} ended {}{}",
+        outcome.status,
+        outcome
+            .error
+            .as_ref()
+            .map(|error| format!(" ({error})"))
+            .unwrap_or_default()
+    ));
+    output::stderr_line(&format!(
+        "hint: `baton logs {run_id}` shows the agents' output; `baton task run {name}` resumes the run"
+    ));
+    Err(Failure::Code(exit_code::RUN_FAILED))
+}
+
+/// The sub-tasks without a verdict that counts (an archived sub-task passed).
+fn unsettled(tasks: &Tasks, subs: &[SubRef]) -> Result<Vec<String>, Failure> {
+    let mut waiting = Vec::new();
+    for sub in subs {
+        if tasks.archive_root().join(&sub.name).is_dir() {
+            continue;
+        }
+        let dir = tasks.root().join(&sub.name);
+        if !dir.is_dir() || tasks::status(&dir)?.phase != Phase::Referee {
+            waiting.push(sub.name.clone());
+        }
+    }
+    Ok(waiting)
+}
+
+/// Reads a `VERDICT.md`; an unreadable one is an error naming the file.
+fn read_verdict(dir: &Path) -> Result<(Verdict, String), Failure> {
+    let path = dir.join("VERDICT.md");
+    let text = std::fs::read_to_string(&path).map_err(tasks::io(&path))?;
+    let verdict = verdict::parse(&text).map_err(|error| tasks::Error::Content {
+        path: path.clone(),
+        message: error.to_string(),
+    })?;
+    Ok((verdict, text))
+}
+
+/// Acts on the verdict of a task at Referee.
+fn decide(
+    tasks: &Tasks,
+    name: &str,
+    dir: &Path,
+    record: &Record,
+    mode: Mode,
+) -> Result<End, Failure> {
+    let (own, mut digest_input) = read_verdict(dir)?;
+    let mut subs: Vec<(String, Verdict)> = Vec::new();
+    for sub in &record.sub_tasks {
+        let sub_dir = tasks
+            .anywhere(&sub.name)
+            .ok_or_else(|| tasks::Error::NotFound(sub.name.clone()))?;
+        let (verdict, text) = read_verdict(&sub_dir)?;
+        digest_input.push_str(&text);
+        subs.push((sub.short.clone(), verdict));
+    }
+    let pairs: Vec<(&str, &Verdict)> = subs.iter().map(|(n, v)| (n.as_str(), v)).collect();
+    let is_sub = record.parent.is_some();
+    let decision = next::decide(name, &own, &pairs, mode, is_sub, |n| tasks.taken(n));
+    // A verdict already acted on keeps the names chosen then (they are
+    // taken now, and would otherwise get new suffixes), in either mode.
+    let sha = baton_engine::create::sha256_hex(digest_input.as_bytes());
+    let handled = record
+        .handled
+        .as_ref()
+        .filter(|handled| handled.verdicts_sha256 == sha);
+    if let (Some(reason), None) = (decision.pause, handled) {
+        return Ok(End::Decide { reason });
+    }
+    if is_sub && !decision.archive {
+        return Ok(End::ForParent {
+            parent: record.parent.clone().unwrap_or_default(),
+        });
+    }
+    let planned: Vec<Planned> = match handled {
+        Some(handled) => handled.follow_ups.clone(),
+        None => {
+            let planned: Vec<Planned> = decision
+                .create
+                .iter()
+                .map(|follow| Planned::of(name, follow, &record.sub_tasks))
+                .collect();
+            let mut record = record.clone();
+            record.handled = Some(Handled {
+                verdicts_sha256: sha,
+                follow_ups: planned.clone(),
+            });
+            tasks::write_record(dir, &record)?;
+            planned
+        }
+    };
+    for follow_up in &planned {
+        follow::create_follow_up(tasks, name, follow_up)?;
+    }
+    let archived_as = if decision.archive {
+        Some(tasks.archive(name)?)
+    } else {
+        None
+    };
+    Ok(End::Done {
+        created: planned.into_iter().map(|p| p.name).collect(),
+        archived_as,
+    })
+}
+
+fn report(name: &str, end: &End, format: Format) -> u8 {
+    let (value, text, code) = match end {
+        End::Done {
+            created,
+            archived_as,
+        } => {
+            let mut text = String::new();
+            for task in created {
+                text.push_str(&format!("created tasks/{task}\n"));
+            }
+            if let Some(to) = archived_as {
+                text.push_str(&format!("{name} passed: archived as tasks/archive/{to}\n"));
+            } else if !created.is_empty() {
+                text.push_str(&format!(
+                    "`baton task run <name>` runs each; {name} stays active with its verdict\n"
+                ));
+            }
+            (
+                json!({"task": name, "outcome": if archived_as.is_some() { "archived" } else { "follow-ups" }, "created": created, "archived_as": archived_as}),
+                text,
+                exit_code::SUCCESS,
+            )
+        }
+        End::Decide { reason } => (
+            json!({"task": name, "outcome": "decide", "reason": reason, "created": []}),
+            format!(
+                "task {name} paused: {reason}\nhint: read tasks/{name}/VERDICT.md; `baton task run {name}` without --autopilot creates the follow-up tasks\n"
+            ),
+            exit_code::TASK_DECIDE,
+        ),
+        End::Waiting { subs } => (
+            json!({"task": name, "outcome": "waiting", "waiting_for": subs}),
+            format!(
+                "task {name} waits for its sub-tasks: {}\nhint: `baton task run <sub-task>` for each, then `baton task run {name}` again\n",
+                subs.join(", ")
+            ),
+            exit_code::TASK_WAITING,
+        ),
+        End::ForParent { parent } => (
+            json!({"task": name, "outcome": "for-parent", "parent": parent}),
+            format!(
+                "task {name} did not pass; it is a sub-task of {parent}, whose verdict creates its follow-ups (`baton task run {parent}`)\n"
+            ),
+            exit_code::SUCCESS,
+        ),
+    };
+    if format == Format::Json {
+        output::write_json(&value);
+    } else {
+        output::stdout(&text);
+    }
+    code
+}
