@@ -9,6 +9,8 @@ pub(crate) mod queue;
 pub(crate) mod task;
 pub(crate) mod worktree;
 
+pub(crate) mod state;
+
 /// baton runs multi-step AI-agent work on software projects: workflows of
 /// stages compiled to a DAG and carried out by deterministic code.
 #[derive(Debug, Parser)]
@@ -127,6 +129,27 @@ pub(crate) enum Command {
         after_help = "Examples:\n  baton gate list                          # every gate waiting or decided\n  baton gate show RUN review               # the gate's outputs, items numbered\n  baton gate drop RUN review 3             # remove item 3 of its list\n  baton gate edit RUN review 2 priority=high\n  baton gate add RUN review \"Also check the migration\"\n  baton gate approve RUN review --comment \"looks right\"\n  baton resume RUN                         # continue after the approval\n  baton gate reject RUN review --comment \"wrong scope\"   # the run ends rejected\n\nExit codes: 0 done, 1 no such run, 2 usage error or the gate cannot be acted on (not a gate, not run yet, no such item), 3 someone decided or changed the gate first, 4 store unavailable."
     )]
     Gate(GateCommand),
+
+    /// The governance ledger of a run, task or agent session: stage, rules, evidence (docs/governance.md).
+    ///
+    /// Each scope has an append-only ledger of events with their evidence:
+    /// files inspected, edits with content hashes, validation commands with
+    /// exit codes and covered paths, reviews with the reviewer's identity,
+    /// findings, repairs and re-reviews, closure. Folded in order, it gives
+    /// the current stage, what may follow, whether validation is fresh after
+    /// the last edit, and every rule broken.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  baton state list\n  baton state show --session 3f2c…\n  baton state check --run RUN            # exit 3 listing violated rules\n  baton state record --task t edited src/lib.rs\n  baton state summary --task t --json    # the workflow_state_summary object\n\nExit codes: 0 done, 2 usage error, 3 refused or rules violated, 4 store unavailable."
+    )]
+    State(state::StateCommand),
+
+    /// Agent CLI hooks that feed the governance ledger (docs/hooks.md).
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  baton hook install claude-code\n  baton hook claude-code PostToolUse < payload.json\n  baton hook claude-code Stop < payload.json   # exit 2 with the reason when blocked"
+    )]
+    Hook(state::HookCommand),
 
     /// Work queue jobs: claim, run, heartbeat, report; stop gracefully on SIGTERM.
     ///

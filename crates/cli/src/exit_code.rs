@@ -11,8 +11,13 @@ pub(crate) const USAGE: u8 = 2;
 
 /// `run`/`resume`: the run failed or is incomplete (the reference's code).
 pub(crate) const RUN_FAILED: u8 = 2;
-/// `gate`: someone decided on the gate, or changed its output, first.
+/// `gate`: someone decided on the gate, or changed its output, first;
+/// `state record`: a governance rule refused the event; `state check`: rules
+/// are violated.
 pub(crate) const REFUSED: u8 = 3;
+/// `hook claude-code`: the hook blocks (Claude Code reads exit code 2 as
+/// "blocked" and feeds stderr back to the agent).
+pub(crate) const HOOK_BLOCKS: u8 = 2;
 /// The store (SQLite file or PostgreSQL) cannot be opened or reached.
 pub(crate) const STORE_UNAVAILABLE: u8 = 4;
 /// `task run`: the verdict needs a person (autopilot paused, or nothing
@@ -28,7 +33,8 @@ Exit codes:
   1    invalid workflow: a parse, validation or compile error
   2    usage error: unknown flag, missing argument, malformed --params;
        for run and resume: the run failed, was rejected at a gate, or is incomplete
-  3    gate: someone else decided on the gate or changed its output first
+  3    gate: someone else decided on the gate or changed its output first;
+       state: a governance rule refused the event, or rules are violated
   4    the store is unavailable (database locked, unreachable, read-only)
   5    task run: a person must decide on the verdict (autopilot paused)
   6    task run: the task waits for its sub-tasks

@@ -52,6 +52,8 @@ pub fn main() -> ExitCode {
         Command::Runs(args) => commands::status::runs(&args),
         Command::Agents(args::AgentsCommand::Check(args)) => commands::agents::check(&args),
         Command::Gate(command) => commands::gate::run(&command),
+        Command::State(command) => commands::state::run(&command),
+        Command::Hook(command) => commands::hook::run(&command),
         Command::Status(args) => commands::status::status(&args),
         Command::Logs(args) => commands::status::logs(&args),
         Command::Worker(args) => commands::queue::worker(&args),

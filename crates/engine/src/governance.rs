@@ -16,6 +16,23 @@ pub use codec::{Entry, Who};
 pub use fold::{Freshness, Recorded, Report, Violation, decode, fold, owner, rule_name};
 pub use summary::summary;
 
+/// A stage's name in reports and JSON (`re_review`, `handoff`, …).
+pub fn stage_name(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Clarify => "clarify",
+        Stage::Read => "read",
+        Stage::Plan => "plan",
+        Stage::Edit => "edit",
+        Stage::Test => "test",
+        Stage::Review => "review",
+        Stage::Repair => "repair",
+        Stage::ReReview => "re_review",
+        Stage::Release => "release",
+        Stage::Handoff => "handoff",
+        Stage::Closed => "closed",
+    }
+}
+
 /// What a ledger belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScopeKind {

@@ -43,7 +43,7 @@ mod schema;
 mod usage;
 
 pub use check::{CheckResult, VERSION_TIMEOUT, check, check_with};
-pub use config::{Agent, AgentChoice, Config, Price};
+pub use config::{Agent, AgentChoice, Config, Governance, Price, SelfReview};
 pub use render::{AgentRequest, OptionValue, ProcessCommand, command_line, unsupported_options};
 pub use schema::{Capability, Hooks, Kind, Limits, Profile, Prompt, PromptVia, Success};
 pub use usage::{Usage, parse_usage};

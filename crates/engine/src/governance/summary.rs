@@ -11,8 +11,8 @@ fn who(identity: &Identity) -> Value {
     json!({"profile": identity.profile, "model": identity.model, "session": identity.session})
 }
 
-fn stage(stage: Stage) -> String {
-    format!("{stage:?}").to_lowercase()
+fn stage(stage: Stage) -> &'static str {
+    super::stage_name(stage)
 }
 
 /// The summary of `report` for `scope`.

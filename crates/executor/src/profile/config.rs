@@ -26,6 +26,34 @@ pub struct Config {
     /// `[pricing]`: USD per million tokens by model, for CLIs that report
     /// tokens but not dollars.
     pub pricing: BTreeMap<String, Price>,
+    /// `[governance]`: the rules of product.md C that a project may tune.
+    pub governance: Governance,
+}
+
+/// The `[governance]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Governance {
+    /// `self_review = "allow"` lets a validator run under the identity that
+    /// produced what it validates (recorded as a waiver); the default,
+    /// `"refuse"`, stops the run.
+    #[serde(default)]
+    pub self_review: SelfReview,
+    /// Commands (prefixes) a hooked agent session counts as validation;
+    /// `None` keeps the defaults.
+    #[serde(default)]
+    pub test_commands: Option<Vec<String>>,
+}
+
+/// Whether a validator may share the producer's identity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SelfReview {
+    /// Refused: the run stops with a message naming the setting.
+    #[default]
+    Refuse,
+    /// Allowed, and recorded as a waiver in the run's ledger.
+    Allow,
 }
 
 /// One `[agents.<role>]` entry.
@@ -136,10 +164,18 @@ impl Config {
                 source,
             })?,
         };
+        let governance = match document.get("governance") {
+            None => Governance::default(),
+            Some(value) => value.clone().try_into().map_err(|source| Error::Invalid {
+                name: "governance".to_owned(),
+                source,
+            })?,
+        };
         Ok(Config {
             profiles,
             agents,
             pricing,
+            governance,
         })
     }
 

@@ -1,0 +1,386 @@
+//! `baton state show|check|record|summary|list`: a thin adapter over
+//! `baton_engine::governance`.
+
+use baton_engine::governance::{
+    self, Entry, FindingStatus, Identity, Recording, Report, Scope, ScopeKind, Who,
+};
+use serde_json::{Value, json};
+
+use super::run::{block_on, chain, open_store};
+use crate::args::Format;
+use crate::args::state::{RecordArgs, RecordEvent, ReviewerArgs, ScopeArgs, StateCommand};
+use crate::{exit_code, output};
+
+/// Runs a `baton state` subcommand.
+pub(crate) fn run(command: &StateCommand) -> u8 {
+    block_on(async {
+        match command {
+            StateCommand::Show(args) => {
+                with_report(&args.scope, |scope, report| {
+                    show(scope, report, args.format.format())
+                })
+                .await
+            }
+            StateCommand::Check(args) => {
+                with_report(&args.scope, |_, report| check(report, args.format.format())).await
+            }
+            StateCommand::Summary(args) => {
+                with_report(&args.scope, |scope, report| {
+                    summary(scope, report, args.format.format())
+                })
+                .await
+            }
+            StateCommand::Record(args) => record(args).await,
+            StateCommand::List(args) => list(args.format.format()).await,
+        }
+    })
+}
+
+/// The scope named by the flags.
+pub(crate) fn scope(args: &ScopeArgs) -> Scope {
+    let (kind, key) = match (&args.run, &args.task, &args.session) {
+        (Some(run), _, _) => (ScopeKind::Run, run),
+        (_, Some(task), _) => (ScopeKind::Task, task),
+        (_, _, Some(session)) => (ScopeKind::Session, session),
+        // clap's required group guarantees one.
+        _ => unreachable!("one scope flag is required"),
+    };
+    Scope {
+        kind,
+        key: key.clone(),
+    }
+}
+
+/// The user running baton, as an identity for records without `--as`.
+fn person(scope: &Scope) -> Identity {
+    let user = ["USER", "LOGNAME"]
+        .into_iter()
+        .find_map(|name| std::env::var(name).ok().filter(|user| !user.is_empty()))
+        .unwrap_or_else(|| "unknown".to_owned());
+    Identity {
+        profile: format!("person:{user}"),
+        model: None,
+        session: default_session(scope),
+    }
+}
+
+fn default_session(scope: &Scope) -> String {
+    match scope.kind {
+        ScopeKind::Session => scope.key.clone(),
+        _ => "cli".to_owned(),
+    }
+}
+
+async fn with_report(args: &ScopeArgs, then: impl FnOnce(&Scope, &Report) -> u8) -> u8 {
+    let scope = scope(args);
+    let store = match open_store().await {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    match governance::load(&store, &scope, &person(&scope)).await {
+        Ok(report) => then(&scope, &report),
+        Err(error) => failure(&error),
+    }
+}
+
+pub(crate) fn failure(error: &governance::Error) -> u8 {
+    output::stderr_line(&format!("error: {}", chain(error)));
+    match error {
+        governance::Error::Store(_) => exit_code::STORE_UNAVAILABLE,
+        governance::Error::Corrupt(_) => exit_code::USAGE,
+    }
+}
+
+fn stage_name(stage: governance::Stage) -> &'static str {
+    governance::stage_name(stage)
+}
+
+fn show(scope: &Scope, report: &Report, format: Format) -> u8 {
+    let findings: Vec<Value> = report
+        .state
+        .findings()
+        .iter()
+        .enumerate()
+        .map(|(n, (text, status))| json!({"finding": n, "text": text, "status": format!("{status:?}").to_lowercase()}))
+        .collect();
+    let events: Vec<Value> = report
+        .entries
+        .iter()
+        .map(|r| {
+            let (kind, payload) = r.entry.encode();
+            json!({
+                "seq": r.seq, "kind": kind,
+                "payload": serde_json::from_str::<Value>(&payload).unwrap_or(Value::Null),
+                "profile": r.identity.profile, "model": r.identity.model,
+                "session": r.identity.session, "recorded_at": r.recorded_at,
+            })
+        })
+        .collect();
+    let value = json!({
+        "scope": {"kind": scope.kind.as_str(), "key": scope.key},
+        "stage": stage_name(report.stage()),
+        "next_stages": report.next_stages().iter().map(|s| stage_name(*s)).collect::<Vec<_>>(),
+        "validation_fresh": report.freshness.stale.is_none(),
+        "stale_reason": report.freshness.stale,
+        "findings": findings,
+        "violations": report.violations.iter().map(|v| json!({"seq": v.seq, "rule": v.rule, "reason": v.reason})).collect::<Vec<_>>(),
+        "waivers": report.waivers.iter().map(|(rule, reason, seq)| json!({"seq": seq, "rule": rule, "reason": reason})).collect::<Vec<_>>(),
+        "blocked_paths": report.state.blocked_paths().into_iter().map(|(p, c, e)| json!({"path": p, "command": c, "exit_code": e})).collect::<Vec<_>>(),
+        "events": events,
+    });
+    if format != Format::Table {
+        print_value(&value, format);
+        return exit_code::SUCCESS;
+    }
+    let mut text = format!(
+        "{} {}: stage {} (next: {})\n",
+        scope.kind.as_str(),
+        scope.key,
+        stage_name(report.stage()),
+        value["next_stages"]
+            .as_array()
+            .map(|s| s
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", "))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "none, closed".to_owned())
+    );
+    text.push_str(&match (&report.freshness.stale, report.freshness.edits) {
+        (Some(why), _) => format!("validation: stale — {why}\n"),
+        (None, true) => "validation: fresh\n".to_owned(),
+        (None, false) => "validation: nothing edited\n".to_owned(),
+    });
+    for (n, (finding, status)) in report.state.findings().iter().enumerate() {
+        let status = match status {
+            FindingStatus::Open => "open",
+            FindingStatus::Repaired => "repaired, awaiting re-review",
+            FindingStatus::Resolved => "resolved",
+        };
+        text.push_str(&format!("finding {n}: {finding} ({status})\n"));
+    }
+    for (rule, reason, seq) in &report.waivers {
+        text.push_str(&format!("waived at event {seq}: {rule} — {reason}\n"));
+    }
+    for v in &report.violations {
+        text.push_str(&format!(
+            "broken at event {}: {} — {}\n",
+            v.seq, v.rule, v.reason
+        ));
+    }
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(|e| {
+            vec![
+                e["seq"].to_string(),
+                e["kind"].as_str().unwrap_or_default().to_owned(),
+                e["profile"].as_str().unwrap_or_default().to_owned(),
+                e["payload"].to_string(),
+            ]
+        })
+        .collect();
+    text.push_str(&output::table(&["SEQ", "EVENT", "BY", "EVIDENCE"], &rows));
+    output::stdout(&text);
+    exit_code::SUCCESS
+}
+
+fn print_value(value: &Value, format: Format) {
+    match format {
+        Format::Yaml => output::stdout(&output::yaml(value)),
+        _ => output::write_json(value),
+    }
+}
+
+fn check(report: &Report, format: Format) -> u8 {
+    let violated = report.check();
+    if format != Format::Table {
+        print_value(
+            &json!({
+                "ok": violated.is_empty(),
+                "violations": violated.iter().map(|(rule, why)| json!({"rule": rule, "reason": why})).collect::<Vec<_>>(),
+            }),
+            format,
+        );
+    } else if violated.is_empty() {
+        output::stdout("ok: no rule violated\n");
+    } else {
+        for (rule, why) in &violated {
+            output::stderr_line(&format!("violated: {rule}: {why}"));
+        }
+    }
+    if violated.is_empty() {
+        exit_code::SUCCESS
+    } else {
+        exit_code::REFUSED
+    }
+}
+
+fn summary(scope: &Scope, report: &Report, format: Format) -> u8 {
+    let value = governance::summary(scope, report);
+    if format == Format::Table {
+        // One line per field: the object is for scripts, this for a glance.
+        let mut text = String::new();
+        if let Some(map) = value.as_object() {
+            for (key, field) in map {
+                text.push_str(&format!("{key}: {field}\n"));
+            }
+        }
+        output::stdout(&text);
+    } else {
+        print_value(&value, format);
+    }
+    exit_code::SUCCESS
+}
+
+fn reviewer(args: &ReviewerArgs) -> Who {
+    Who {
+        profile: args.reviewer.clone(),
+        model: args.reviewer_model.clone(),
+        session: args.reviewer_session.clone(),
+    }
+}
+
+/// The entry `record` appends, or an error message (a file to hash).
+fn entry(event: &RecordEvent) -> Result<Entry, String> {
+    Ok(match event {
+        RecordEvent::Clarified { note } => Entry::Clarified { note: note.clone() },
+        RecordEvent::Inspected { path } => Entry::Inspected { path: path.clone() },
+        RecordEvent::Planned { intent } => Entry::Planned {
+            validation_intent: intent.clone(),
+        },
+        RecordEvent::Edited { path, hash } => Entry::Edited {
+            path: path.clone(),
+            hash: match hash {
+                Some(hash) => hash.clone(),
+                None => std::fs::read(path)
+                    .map(|bytes| baton_engine::create::sha256_hex(&bytes))
+                    .map_err(|error| {
+                        format!("cannot hash {path}: {error}\nhint: pass --hash HASH for a file that is gone")
+                    })?,
+            },
+        },
+        RecordEvent::Validated {
+            command,
+            exit_code,
+            covered,
+        } => Entry::Validated {
+            command: command.clone(),
+            exit_code: *exit_code,
+            covered: covered.clone(),
+        },
+        RecordEvent::Reviewed { reviewer: who, findings } => Entry::Reviewed {
+            reviewer: reviewer(who),
+            findings: findings.clone(),
+        },
+        RecordEvent::Repaired { finding } => Entry::Repaired { finding: *finding },
+        RecordEvent::ReReviewed {
+            finding,
+            reviewer: who,
+            resolved,
+            ..
+        } => Entry::ReReviewed {
+            reviewer: reviewer(who),
+            finding: *finding,
+            resolved: *resolved,
+        },
+        RecordEvent::NewEvidence { path, note } => Entry::NewEvidence {
+            path: path.clone(),
+            note: note.clone(),
+        },
+        RecordEvent::Released => Entry::Released {},
+        RecordEvent::HandedOff { next_owner } => Entry::HandedOff {
+            next_owner: next_owner.clone(),
+        },
+        RecordEvent::Closed {
+            proven,
+            not_proven,
+            residual_risk,
+            next_owner,
+        } => Entry::Closed {
+            proven: proven.clone(),
+            not_proven: not_proven.clone(),
+            residual_risk: residual_risk.clone(),
+            next_owner: next_owner.clone(),
+        },
+    })
+}
+
+async fn record(args: &RecordArgs) -> u8 {
+    let scope = scope(&args.scope);
+    let entry = match entry(&args.event) {
+        Ok(entry) => entry,
+        Err(why) => {
+            output::stderr_line(&format!("error: {why}"));
+            return exit_code::USAGE;
+        }
+    };
+    let mut identity = person(&scope);
+    if let Some(profile) = &args.as_profile {
+        identity.profile = profile.clone();
+    }
+    identity.model = args.model.clone();
+    if let Some(session) = &args.actor_session {
+        identity.session = session.clone();
+    }
+    let store = match open_store().await {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    let now = baton_engine::clock::now_ms();
+    let json = args.format.format() != Format::Table;
+    match governance::record(&store, &scope, &entry, &identity, now).await {
+        Ok(Recording::Appended(seq)) => {
+            let (kind, _) = entry.encode();
+            if json {
+                output::write_json(&json!({"recorded": true, "seq": seq, "kind": kind}));
+            } else {
+                output::stdout(&format!(
+                    "recorded {kind} as event {seq} of {} {}\n",
+                    scope.kind.as_str(),
+                    scope.key
+                ));
+            }
+            exit_code::SUCCESS
+        }
+        Ok(Recording::Refused(refusal)) => {
+            let rule = governance::rule_name(refusal.kind);
+            if json {
+                output::write_json(
+                    &json!({"recorded": false, "rule": rule, "reason": refusal.reason}),
+                );
+            }
+            output::stderr_line(&format!("refused ({rule}): {}", refusal.reason));
+            output::stderr_line(
+                "nothing was recorded; `baton state show` shows the current stage and what may follow",
+            );
+            exit_code::REFUSED
+        }
+        Err(error) => failure(&error),
+    }
+}
+
+async fn list(format: Format) -> u8 {
+    let store = match open_store().await {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    let scopes = match store.ledger_scopes().await {
+        Ok(scopes) => scopes,
+        Err(error) => return failure(&error.into()),
+    };
+    if format == Format::Table {
+        let rows: Vec<Vec<String>> = scopes
+            .iter()
+            .map(|s| vec![s.kind.clone(), s.key.clone(), s.events.to_string()])
+            .collect();
+        output::stdout(&output::table(&["KIND", "KEY", "EVENTS"], &rows));
+    } else {
+        let value: Vec<Value> = scopes
+            .iter()
+            .map(|s| json!({"kind": s.kind, "key": s.key, "events": s.events, "created_at": s.created_at, "updated_at": s.updated_at}))
+            .collect();
+        print_value(&Value::Array(value), format);
+    }
+    exit_code::SUCCESS
+}
