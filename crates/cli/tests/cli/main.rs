@@ -20,6 +20,7 @@ mod queue_postgres;
 mod run;
 mod store_lock;
 mod subworkflow;
+mod tasks;
 mod usage;
 mod validation;
 mod worktree;

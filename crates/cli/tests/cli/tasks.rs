@@ -1,0 +1,463 @@
+//! `baton task …` end to end: real task folders, the real engine and store,
+//! and the stand-in agent playing every phase role.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use crate::project::{Project, wait_for};
+
+/// A referee's verdict, as one `write-lines` directive.
+const PASS: &str = "PASS";
+const FAIL: &str = "# Verdict\\nFAIL\\n## Findings\\n- Null deref: crashes on empty input\\n- off by one somewhere\\n## Remaining Issues\\n- none";
+
+/// `baton.toml` with the stand-in agent for every role, and for each
+/// `(role, directives)` a profile of its own running those directives.
+fn config(roles: &[(&str, &str)]) -> String {
+    let fake = Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent");
+    let profile = |name: &str, env: &str| {
+        format!(
+            "[profiles.{name}]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\nlimits = {{ wall = \"20s\", kill_grace = \"1s\" }}\n{env}\n",
+            fake.display()
+        )
+    };
+    let mut text = format!(
+        "[agents.default]\nprofile = \"fake\"\n\n{}",
+        profile("fake", "")
+    );
+    for (role, directives) in roles {
+        let escaped = directives.replace('\\', "\\\\").replace('"', "\\\"");
+        text.push_str(&format!("[agents.{role}]\nprofile = \"{role}\"\n\n"));
+        text.push_str(&profile(
+            role,
+            &format!("env = {{ BATON_FAKE_AGENT = \"{escaped}\" }}"),
+        ));
+    }
+    text
+}
+
+/// A referee writing `verdict`.
+fn referee(verdict: &str) -> (&'static str, String) {
+    (
+        "referee",
+        format!("write-lines outputs/VERDICT.md {verdict}"),
+    )
+}
+
+fn project_with(roles: &[(&str, &str)]) -> Project {
+    let project = Project::new();
+    project.write("baton.toml", &config(roles));
+    project
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+fn names(project: &Project, archived: bool) -> Vec<String> {
+    let mut args = vec!["task", "list", "--json"];
+    if archived {
+        args.push("--archived");
+    }
+    project
+        .json(&args)
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|task| task["task"].as_str().expect("name").to_owned())
+        .collect()
+}
+
+fn task_dir(project: &Project, name: &str) -> PathBuf {
+    project.path().join("tasks").join(name)
+}
+
+#[test]
+fn a_task_runs_from_new_to_pass_and_is_archived() {
+    let (role, directive) = referee(PASS);
+    let project = project_with(&[(role, &directive)]);
+    let created = project.json(&["task", "new", "Add user auth", "--json"]);
+    assert_eq!(created["task"], "add-user-auth");
+    let run = project.baton(&["task", "run", "add-user-auth", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let result: Value = serde_json::from_str(&run.stdout).expect("json");
+    assert_eq!(result["outcome"], "archived", "{result}");
+    assert!(names(&project, false).is_empty());
+    assert_eq!(names(&project, true), ["add-user-auth"]);
+    let archived = project.path().join("tasks/archive/add-user-auth");
+    for artifact in [
+        "SPEC.md",
+        "IMPLEMENTATION.md",
+        "BUG_REPORT.md",
+        "ADVERSARIAL_BUG_REPORT.md",
+        "DOC_REVIEW.md",
+    ] {
+        assert!(
+            !read(&archived.join(artifact)).trim().is_empty(),
+            "{artifact}"
+        );
+    }
+    assert_eq!(read(&archived.join("VERDICT.md")), "PASS\n");
+    // The phases ran as one recorded run of the engine, in table order.
+    let runs = project.run_ids();
+    assert_eq!(runs.len(), 1);
+    let status = project.json(&["status", &runs[0], "--json"]);
+    let stages: Vec<&str> = status["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .map(|stage| stage["stage"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        stages,
+        [
+            "research",
+            "implementation",
+            "bug-find",
+            "adversarial",
+            "doc-review",
+            "referee"
+        ]
+    );
+    // An archived task is not run again.
+    let again = project.baton(&["task", "run", "add-user-auth"]);
+    assert_eq!(again.code, 1);
+    assert!(again.stderr.contains("is archived"), "{}", again.stderr);
+}
+
+#[test]
+fn a_fail_creates_fix_tasks_that_start_at_implementation_with_the_reports() {
+    let (role, directive) = referee(FAIL);
+    let project = project_with(&[(role, &directive)]);
+    project.baton(&["task", "new", "Parse input"]);
+    let run = project.baton(&["task", "run", "parse-input", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let result: Value = serde_json::from_str(&run.stdout).expect("json");
+    assert_eq!(result["outcome"], "follow-ups");
+    let expected = ["parse-input-fix-null-deref", "parse-input-fix-issue-2"];
+    assert_eq!(result["created"], serde_json::json!(expected));
+    let origin = task_dir(&project, "parse-input");
+    for fix in expected {
+        let dir = task_dir(&project, fix);
+        for copied in ["SPEC.md", "BUG_REPORT.md", "ADVERSARIAL_BUG_REPORT.md"] {
+            assert_eq!(
+                read(&dir.join(copied)),
+                read(&origin.join(copied)),
+                "{fix}/{copied}"
+            );
+        }
+        assert_eq!(read(&dir.join("IMPLEMENTATION.md")), "", "{fix}");
+        assert!(!dir.join("VERDICT.md").exists());
+        let status = project.json(&["task", "status", fix, "--json"]);
+        assert_eq!(status["next_phase"], "Implementation", "{status}");
+    }
+    let record: Value =
+        serde_json::from_str(&read(&task_dir(&project, expected[0]).join("task.json")))
+            .expect("json");
+    assert_eq!(record["kind"], "fix");
+    assert_eq!(record["source"], "Null deref: crashes on empty input");
+    // The failed task stays active; a second run creates nothing twice.
+    let again = project.json(&["task", "run", "parse-input", "--json"]);
+    assert_eq!(again["created"], serde_json::json!(expected));
+    let mut active = names(&project, false);
+    active.sort();
+    assert_eq!(active.len(), 3, "{active:?}");
+
+    // The fix task skips Research: its run starts at implementation, the
+    // implementer is told to read the old reports, and the copied spec stays.
+    let spec = read(&task_dir(&project, expected[0]).join("SPEC.md"));
+    let next = project.json(&["task", "next", expected[0], "--json"]);
+    assert_eq!(next["role"], "implementer");
+    let prompt = next["prompt"].as_str().expect("prompt");
+    assert!(
+        prompt.contains("BUG_REPORT.md and ADVERSARIAL_BUG_REPORT.md"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("Null deref: crashes on empty input"),
+        "{prompt}"
+    );
+    let fix = project.baton(&["task", "run", expected[0]]);
+    assert_eq!(fix.code, 0, "{}", fix.stderr);
+    assert!(
+        fix.stderr.contains("Implementation → Bug find"),
+        "{}",
+        fix.stderr
+    );
+    assert!(!fix.stderr.contains("Research"), "{}", fix.stderr);
+    assert_eq!(read(&task_dir(&project, expected[0]).join("SPEC.md")), spec);
+}
+
+#[test]
+fn autopilot_pauses_at_a_fail_and_creates_nothing() {
+    let (role, directive) = referee(FAIL);
+    let project = project_with(&[(role, &directive)]);
+    project.baton(&["task", "new", "Parse input"]);
+    let run = project.baton(&["task", "run", "parse-input", "--autopilot", "--json"]);
+    assert_eq!(run.code, 5, "{}\n{}", run.stdout, run.stderr);
+    let result: Value = serde_json::from_str(&run.stdout).expect("json");
+    assert_eq!(result["outcome"], "decide");
+    assert!(
+        result["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("a person must decide"),
+        "{result}"
+    );
+    assert_eq!(names(&project, false), ["parse-input"]);
+    // The text form says so too, and a verdict present is not dispatched
+    // again: no profile is needed to decide (the config is gone).
+    std::fs::remove_file(project.path().join("baton.toml")).expect("remove");
+    let text = project.baton(&["task", "run", "parse-input", "--autopilot"]);
+    assert_eq!(text.code, 5);
+    assert!(text.stdout.contains("paused"), "{}", text.stdout);
+    assert_eq!(project.run_ids().len(), 1);
+    // Manual mode then creates the fix tasks without running anything.
+    let manual = project.baton(&["task", "run", "parse-input"]);
+    assert_eq!(manual.code, 0, "{}", manual.stderr);
+    assert_eq!(names(&project, false).len(), 3);
+    assert_eq!(project.run_ids().len(), 1);
+}
+
+#[test]
+fn a_killed_task_run_resumes_its_run() {
+    let (role, directive) = referee(PASS);
+    let project = project_with(&[(role, &directive), ("implementer", "hang")]);
+    project.baton(&["task", "new", "Slow one"]);
+    let mut child = project.spawn(&["task", "run", "slow-one"]);
+    let spec = task_dir(&project, "slow-one").join("SPEC.md");
+    wait_for("research to finish", Duration::from_secs(20), || {
+        spec.is_file()
+    });
+    // Kill baton while the implementer runs (its dispatch file is written
+    // before it starts).
+    let state = project.path().join(".baton/tasks/slow-one");
+    wait_for("the implementer to start", Duration::from_secs(20), || {
+        std::fs::read_dir(&state).is_ok_and(|entries| {
+            entries.filter_map(Result::ok).any(|entry| {
+                entry
+                    .path()
+                    .join("dispatch/001-implementation.json")
+                    .is_file()
+            })
+        })
+    });
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let record: Value =
+        serde_json::from_str(&read(&task_dir(&project, "slow-one").join("task.json")))
+            .expect("json");
+    let run_id = record["run_id"]
+        .as_str()
+        .expect("the run is recorded")
+        .to_owned();
+    project.write("baton.toml", &config(&[(role, &directive)]));
+    let resumed = project.baton(&["task", "run", "slow-one", "--json"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    // The same run finished; research was not run again.
+    assert_eq!(project.run_ids(), std::slice::from_ref(&run_id));
+    let status = project.json(&["status", &run_id, "--json"]);
+    assert_eq!(status["status"], "success");
+    let research = status["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|stage| stage["stage"] == "research")
+        .expect("research")
+        .clone();
+    assert_eq!(research["attempts"], 1, "{research}");
+    assert_eq!(names(&project, true), ["slow-one"]);
+}
+
+/// Writes artifacts one second apart (oldest first), by hand.
+fn write_aged(dir: &Path, files: &[(&str, &str)]) {
+    std::fs::create_dir_all(dir).expect("dir");
+    let start = SystemTime::now() - Duration::from_secs(100);
+    for (n, (name, text)) in files.iter().enumerate() {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write");
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .expect("open");
+        file.set_modified(start + Duration::from_secs(n as u64))
+            .expect("set the time");
+    }
+}
+
+#[test]
+fn status_json_shapes_and_stale_artifacts() {
+    let project = Project::new();
+    project.baton(&["task", "new", "First"]);
+    project.baton(&["task", "new", "Second"]);
+    // A bug report older than the implementation does not count.
+    write_aged(
+        &task_dir(&project, "first"),
+        &[
+            ("SPEC.md", "s"),
+            ("BUG_REPORT.md", "b"),
+            ("IMPLEMENTATION.md", "i"),
+        ],
+    );
+    let one = project.json(&["task", "status", "first", "--format", "json"]);
+    let keys: Vec<&String> = one.as_object().expect("an object").keys().collect();
+    assert_eq!(keys, ["task", "phase", "signal", "next_phase", "why"]);
+    assert_eq!(one["phase"], "Implementation");
+    assert_eq!(one["signal"], serde_json::json!(["IMPLEMENTATION.md"]));
+    assert_eq!(one["next_phase"], "Bug find");
+    let why = one["why"].as_str().expect("why");
+    assert!(
+        why.contains("BUG_REPORT.md does not count: it is not newer than IMPLEMENTATION.md"),
+        "{why}"
+    );
+    let all = project.json(&["task", "status", "--json"]);
+    let all = all.as_array().expect("a list for every active task");
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[1]["task"], "second");
+    assert_eq!(all[1]["phase"], "New");
+    assert_eq!(all[1]["next_phase"], "Research");
+    // An empty artifact does not count either.
+    write_aged(&task_dir(&project, "second"), &[("SPEC.md", "  \n")]);
+    let second = project.json(&["task", "status", "second", "--json"]);
+    assert_eq!(second["phase"], "New");
+    // Unknown tasks and names that would leave tasks/ are errors.
+    let missing = project.baton(&["task", "status", "nope"]);
+    assert_eq!(missing.code, 1);
+    assert!(
+        missing.stderr.contains("no active task 'nope'"),
+        "{}",
+        missing.stderr
+    );
+    let escape = project.baton(&["task", "run", "../x"]);
+    assert_eq!(escape.code, 2);
+    assert!(
+        escape.stderr.contains("is not a task name"),
+        "{}",
+        escape.stderr
+    );
+}
+
+#[test]
+fn names_collide_into_suffixes_and_archived_names_stay_taken() {
+    let project = Project::new();
+    for expected in ["add-user-auth", "add-user-auth-2", "add-user-auth-3"] {
+        let created = project.json(&["task", "new", "Add user auth!", "--json"]);
+        assert_eq!(created["task"], expected);
+    }
+    let archived = project.baton(&["task", "archive", "add-user-auth"]);
+    assert_eq!(archived.code, 0, "{}", archived.stderr);
+    assert_eq!(archived.stdout.trim(), "tasks/archive/add-user-auth");
+    let next = project.json(&["task", "new", "add user AUTH", "--json"]);
+    assert_eq!(next["task"], "add-user-auth-4");
+    assert_eq!(names(&project, true), ["add-user-auth"]);
+    // "archive" is the archive's folder, never a task.
+    assert_eq!(
+        project.json(&["task", "new", "Archive", "--json"])["task"],
+        "archive-2"
+    );
+    let empty = project.baton(&["task", "new", "!!!"]);
+    assert_eq!(empty.code, 2);
+}
+
+#[test]
+fn an_unreadable_verdict_is_an_error_naming_the_file() {
+    let project = Project::new();
+    project.baton(&["task", "new", "Odd verdict"]);
+    write_aged(
+        &task_dir(&project, "odd-verdict"),
+        &[
+            ("SPEC.md", "s"),
+            ("IMPLEMENTATION.md", "i"),
+            ("BUG_REPORT.md", "b"),
+            ("ADVERSARIAL_BUG_REPORT.md", "a"),
+            ("DOC_REVIEW.md", "d"),
+            ("VERDICT.md", "Looks fine to me, mostly.\n"),
+        ],
+    );
+    let run = project.baton(&["task", "run", "odd-verdict"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .contains("VERDICT.md: read the verdict: no line says PASS, FAIL or NEEDS_REVIEW"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(names(&project, false), ["odd-verdict"]);
+}
+
+#[test]
+fn a_decomposed_task_waits_for_its_sub_tasks_and_its_verdict_considers_theirs() {
+    let decomposition = "write-lines outputs/DECOMPOSITION.md # Sub-tasks\\n- Reader: parse rows\\n- Writer: emit rows";
+    let (role, pass) = referee(PASS);
+    let (_, fail) = referee(FAIL);
+    let project = project_with(&[(role, &pass), ("decomposer", decomposition)]);
+    project.baton(&["task", "new", "Importer", "--decompose"]);
+    let parent = project.baton(&["task", "run", "importer", "--json"]);
+    assert_eq!(parent.code, 6, "{}\n{}", parent.stdout, parent.stderr);
+    let result: Value = serde_json::from_str(&parent.stdout).expect("json");
+    assert_eq!(
+        result["waiting_for"],
+        serde_json::json!(["importer-reader", "importer-writer"])
+    );
+    let reader = task_dir(&project, "importer-reader");
+    assert_eq!(
+        read(&reader.join("PARENT_SPEC.md")),
+        read(&task_dir(&project, "importer").join("SPEC.md"))
+    );
+    assert_eq!(
+        project.json(&["task", "status", "importer-reader", "--json"])["phase"],
+        "New"
+    );
+
+    // The reader passes (archived); the writer fails, and its failure is
+    // left to the parent's verdict.
+    assert_eq!(project.baton(&["task", "run", "importer-reader"]).code, 0);
+    project.write("baton.toml", &config(&[(role, &fail)]));
+    let writer = project.json(&["task", "run", "importer-writer", "--json"]);
+    assert_eq!(writer["outcome"], "for-parent", "{writer}");
+    assert!(!task_dir(&project, "importer-writer-fix-null-deref").exists());
+
+    // The parent continues at Implementation and, though its own verdict
+    // passes, a failed sub-task keeps it active with {parent}-fix-{sub}.
+    project.write("baton.toml", &config(&[(role, &pass)]));
+    let parent = project.baton(&["task", "run", "importer", "--json"]);
+    assert_eq!(parent.code, 0, "{}", parent.stderr);
+    assert!(
+        parent.stderr.contains("Implementation → Bug find"),
+        "{}",
+        parent.stderr
+    );
+    let result: Value = serde_json::from_str(&parent.stdout).expect("json");
+    assert_eq!(
+        result["created"],
+        serde_json::json!(["importer-fix-writer"]),
+        "{result}"
+    );
+    let fix = task_dir(&project, "importer-fix-writer");
+    assert_eq!(
+        read(&fix.join("BUG_REPORT.md")),
+        read(&task_dir(&project, "importer-writer").join("BUG_REPORT.md"))
+    );
+    assert_eq!(read(&fix.join("IMPLEMENTATION.md")), "");
+    assert!(names(&project, false).contains(&"importer".to_owned()));
+    assert_eq!(names(&project, true), ["importer-reader"]);
+}
+
+#[test]
+fn a_bad_decomposition_is_an_error_naming_the_file() {
+    let project = project_with(&[(
+        "decomposer",
+        "write-lines outputs/DECOMPOSITION.md just prose",
+    )]);
+    project.baton(&["task", "new", "Importer", "--decompose"]);
+    let run = project.baton(&["task", "run", "importer"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("DECOMPOSITION.md: read the decomposition: it lists no sub-tasks"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(names(&project, false), ["importer"]);
+}
