@@ -38,7 +38,8 @@ pub(crate) enum TaskCommand {
     /// At the verdict, manual mode (the default) creates the fix, review
     /// and tie-break tasks and archives a task that passed; --autopilot
     /// creates nothing and stops for a person unless the verdict is a clean
-    /// PASS.
+    /// PASS. A decomposed task waits for its sub-tasks: manual mode leaves
+    /// them to you, autopilot runs them first.
     #[command(
         after_help = "Examples:\n  baton task run add-user-auth\n  baton task run add-user-auth --autopilot\n  baton task run add-user-auth --json\n\nExit codes: 0 done (verdict acted on, or phases run), 1 no such task or an unreadable VERDICT.md / DECOMPOSITION.md, 2 a phase failed (run it again to resume), 4 store unavailable, 5 a person must decide on the verdict, 6 waiting for sub-tasks."
     )]
@@ -99,7 +100,8 @@ pub(crate) struct NameArgs {
 pub(crate) struct RunArgs {
     /// The task's folder name.
     pub(crate) name: String,
-    /// Create no follow-up tasks: stop for a person at any verdict but a clean PASS.
+    /// Create no follow-up tasks: stop for a person at any verdict but a
+    /// clean PASS. Sub-tasks of a decomposition are run too, then the parent.
     #[arg(long)]
     pub(crate) autopilot: bool,
     #[command(flatten)]

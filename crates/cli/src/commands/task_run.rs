@@ -97,6 +97,9 @@ async fn drive_task(
         if let Some(run_id) = record.run_id.clone() {
             resume(name, &run_id, format, store).await?;
             record.run_id = None;
+            // A tie-break's Research ran in it (a run starts there while
+            // the spec is the copy), even if it wrote the same text.
+            record.spec_copy_sha256 = None;
             tasks::write_record(&dir, &record)?;
             continue;
         }
@@ -104,8 +107,25 @@ async fn drive_task(
         if status.counted.contains(&"DECOMPOSITION.md") {
             let subs = follow::ensure_sub_tasks(tasks, name, &dir)?;
             let waiting = unsettled(tasks, &subs)?;
-            if !waiting.is_empty() {
+            if !waiting.is_empty() && mode == Mode::Manual {
                 return Ok(End::Waiting { subs: waiting });
+            }
+            if !waiting.is_empty() {
+                // Autopilot runs the sub-tasks itself, then the parent
+                // continues; their verdicts are weighed at the parent's.
+                for sub in &waiting {
+                    output::stderr_line(&format!("task {name}: autopilot runs sub-task {sub}"));
+                    match Box::pin(drive_task(tasks, sub, mode, format, store)).await? {
+                        End::Done { .. } | End::ForParent { .. } => {}
+                        End::Decide { reason } => {
+                            return Ok(End::Decide {
+                                reason: format!("sub-task {sub}: {reason}"),
+                            });
+                        }
+                        End::Waiting { subs } => return Ok(End::Waiting { subs }),
+                    }
+                }
+                continue;
             }
         }
         let redo = tasks::redo_research(&dir, &record)?;

@@ -21,6 +21,7 @@ mod run;
 mod store_lock;
 mod subworkflow;
 mod tasks;
+mod tasks_sub;
 mod usage;
 mod validation;
 mod worktree;

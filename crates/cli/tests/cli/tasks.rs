@@ -9,12 +9,12 @@ use serde_json::Value;
 use crate::project::{Project, wait_for};
 
 /// A referee's verdict, as one `write-lines` directive.
-const PASS: &str = "PASS";
-const FAIL: &str = "# Verdict\\nFAIL\\n## Findings\\n- Null deref: crashes on empty input\\n- off by one somewhere\\n## Remaining Issues\\n- none";
+pub(crate) const PASS: &str = "PASS";
+pub(crate) const FAIL: &str = "# Verdict\\nFAIL\\n## Findings\\n- Null deref: crashes on empty input\\n- off by one somewhere\\n## Remaining Issues\\n- none";
 
 /// `baton.toml` with the stand-in agent for every role, and for each
 /// `(role, directives)` a profile of its own running those directives.
-fn config(roles: &[(&str, &str)]) -> String {
+pub(crate) fn config(roles: &[(&str, &str)]) -> String {
     let fake = Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent");
     let profile = |name: &str, env: &str| {
         format!(
@@ -38,24 +38,24 @@ fn config(roles: &[(&str, &str)]) -> String {
 }
 
 /// A referee writing `verdict`.
-fn referee(verdict: &str) -> (&'static str, String) {
+pub(crate) fn referee(verdict: &str) -> (&'static str, String) {
     (
         "referee",
         format!("write-lines outputs/VERDICT.md {verdict}"),
     )
 }
 
-fn project_with(roles: &[(&str, &str)]) -> Project {
+pub(crate) fn project_with(roles: &[(&str, &str)]) -> Project {
     let project = Project::new();
     project.write("baton.toml", &config(roles));
     project
 }
 
-fn read(path: &Path) -> String {
+pub(crate) fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
-fn names(project: &Project, archived: bool) -> Vec<String> {
+pub(crate) fn names(project: &Project, archived: bool) -> Vec<String> {
     let mut args = vec!["task", "list", "--json"];
     if archived {
         args.push("--archived");
@@ -69,7 +69,7 @@ fn names(project: &Project, archived: bool) -> Vec<String> {
         .collect()
 }
 
-fn task_dir(project: &Project, name: &str) -> PathBuf {
+pub(crate) fn task_dir(project: &Project, name: &str) -> PathBuf {
     project.path().join("tasks").join(name)
 }
 
@@ -384,80 +384,4 @@ fn an_unreadable_verdict_is_an_error_naming_the_file() {
         run.stderr
     );
     assert_eq!(names(&project, false), ["odd-verdict"]);
-}
-
-#[test]
-fn a_decomposed_task_waits_for_its_sub_tasks_and_its_verdict_considers_theirs() {
-    let decomposition = "write-lines outputs/DECOMPOSITION.md # Sub-tasks\\n- Reader: parse rows\\n- Writer: emit rows";
-    let (role, pass) = referee(PASS);
-    let (_, fail) = referee(FAIL);
-    let project = project_with(&[(role, &pass), ("decomposer", decomposition)]);
-    project.baton(&["task", "new", "Importer", "--decompose"]);
-    let parent = project.baton(&["task", "run", "importer", "--json"]);
-    assert_eq!(parent.code, 6, "{}\n{}", parent.stdout, parent.stderr);
-    let result: Value = serde_json::from_str(&parent.stdout).expect("json");
-    assert_eq!(
-        result["waiting_for"],
-        serde_json::json!(["importer-reader", "importer-writer"])
-    );
-    let reader = task_dir(&project, "importer-reader");
-    assert_eq!(
-        read(&reader.join("PARENT_SPEC.md")),
-        read(&task_dir(&project, "importer").join("SPEC.md"))
-    );
-    assert_eq!(
-        project.json(&["task", "status", "importer-reader", "--json"])["phase"],
-        "New"
-    );
-
-    // The reader passes (archived); the writer fails, and its failure is
-    // left to the parent's verdict.
-    assert_eq!(project.baton(&["task", "run", "importer-reader"]).code, 0);
-    project.write("baton.toml", &config(&[(role, &fail)]));
-    let writer = project.json(&["task", "run", "importer-writer", "--json"]);
-    assert_eq!(writer["outcome"], "for-parent", "{writer}");
-    assert!(!task_dir(&project, "importer-writer-fix-null-deref").exists());
-
-    // The parent continues at Implementation and, though its own verdict
-    // passes, a failed sub-task keeps it active with {parent}-fix-{sub}.
-    project.write("baton.toml", &config(&[(role, &pass)]));
-    let parent = project.baton(&["task", "run", "importer", "--json"]);
-    assert_eq!(parent.code, 0, "{}", parent.stderr);
-    assert!(
-        parent.stderr.contains("Implementation → Bug find"),
-        "{}",
-        parent.stderr
-    );
-    let result: Value = serde_json::from_str(&parent.stdout).expect("json");
-    assert_eq!(
-        result["created"],
-        serde_json::json!(["importer-fix-writer"]),
-        "{result}"
-    );
-    let fix = task_dir(&project, "importer-fix-writer");
-    assert_eq!(
-        read(&fix.join("BUG_REPORT.md")),
-        read(&task_dir(&project, "importer-writer").join("BUG_REPORT.md"))
-    );
-    assert_eq!(read(&fix.join("IMPLEMENTATION.md")), "");
-    assert!(names(&project, false).contains(&"importer".to_owned()));
-    assert_eq!(names(&project, true), ["importer-reader"]);
-}
-
-#[test]
-fn a_bad_decomposition_is_an_error_naming_the_file() {
-    let project = project_with(&[(
-        "decomposer",
-        "write-lines outputs/DECOMPOSITION.md just prose",
-    )]);
-    project.baton(&["task", "new", "Importer", "--decompose"]);
-    let run = project.baton(&["task", "run", "importer"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("DECOMPOSITION.md: read the decomposition: it lists no sub-tasks"),
-        "{}",
-        run.stderr
-    );
-    assert_eq!(names(&project, false), ["importer"]);
 }

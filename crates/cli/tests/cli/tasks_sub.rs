@@ -1,0 +1,146 @@
+//! `baton task …` with sub-tasks (decomposition in manual and autopilot
+//! mode) and tie-break tasks.
+
+use serde_json::Value;
+
+use crate::tasks::{FAIL, PASS, config, names, project_with, read, referee, task_dir};
+
+#[test]
+fn a_decomposed_task_waits_for_its_sub_tasks_and_its_verdict_considers_theirs() {
+    let decomposition = "write-lines outputs/DECOMPOSITION.md # Sub-tasks\\n- Reader: parse rows\\n- Writer: emit rows";
+    let (role, pass) = referee(PASS);
+    let (_, fail) = referee(FAIL);
+    let project = project_with(&[(role, &pass), ("decomposer", decomposition)]);
+    project.baton(&["task", "new", "Importer", "--decompose"]);
+    let parent = project.baton(&["task", "run", "importer", "--json"]);
+    assert_eq!(parent.code, 6, "{}\n{}", parent.stdout, parent.stderr);
+    let result: Value = serde_json::from_str(&parent.stdout).expect("json");
+    assert_eq!(
+        result["waiting_for"],
+        serde_json::json!(["importer-reader", "importer-writer"])
+    );
+    let reader = task_dir(&project, "importer-reader");
+    assert_eq!(
+        read(&reader.join("PARENT_SPEC.md")),
+        read(&task_dir(&project, "importer").join("SPEC.md"))
+    );
+    assert_eq!(
+        project.json(&["task", "status", "importer-reader", "--json"])["phase"],
+        "New"
+    );
+
+    // The reader passes (archived); the writer fails, and its failure is
+    // left to the parent's verdict.
+    assert_eq!(project.baton(&["task", "run", "importer-reader"]).code, 0);
+    project.write("baton.toml", &config(&[(role, &fail)]));
+    let writer = project.json(&["task", "run", "importer-writer", "--json"]);
+    assert_eq!(writer["outcome"], "for-parent", "{writer}");
+    assert!(!task_dir(&project, "importer-writer-fix-null-deref").exists());
+
+    // The parent continues at Implementation and, though its own verdict
+    // passes, a failed sub-task keeps it active with {parent}-fix-{sub}.
+    project.write("baton.toml", &config(&[(role, &pass)]));
+    let parent = project.baton(&["task", "run", "importer", "--json"]);
+    assert_eq!(parent.code, 0, "{}", parent.stderr);
+    assert!(
+        parent.stderr.contains("Implementation → Bug find"),
+        "{}",
+        parent.stderr
+    );
+    let result: Value = serde_json::from_str(&parent.stdout).expect("json");
+    assert_eq!(
+        result["created"],
+        serde_json::json!(["importer-fix-writer"]),
+        "{result}"
+    );
+    let fix = task_dir(&project, "importer-fix-writer");
+    assert_eq!(
+        read(&fix.join("BUG_REPORT.md")),
+        read(&task_dir(&project, "importer-writer").join("BUG_REPORT.md"))
+    );
+    assert_eq!(read(&fix.join("IMPLEMENTATION.md")), "");
+    assert!(names(&project, false).contains(&"importer".to_owned()));
+    assert_eq!(names(&project, true), ["importer-reader"]);
+}
+
+#[test]
+fn a_bad_decomposition_is_an_error_naming_the_file() {
+    let project = project_with(&[(
+        "decomposer",
+        "write-lines outputs/DECOMPOSITION.md just prose",
+    )]);
+    project.baton(&["task", "new", "Importer", "--decompose"]);
+    let run = project.baton(&["task", "run", "importer"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("DECOMPOSITION.md: read the decomposition: it lists no sub-tasks"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(names(&project, false), ["importer"]);
+}
+
+#[test]
+fn autopilot_runs_the_sub_tasks_then_the_parent() {
+    let decomposition =
+        "write-lines outputs/DECOMPOSITION.md - Reader: parse rows\\n- Writer: emit rows";
+    let (role, pass) = referee(PASS);
+    let project = project_with(&[(role, &pass), ("decomposer", decomposition)]);
+    project.baton(&["task", "new", "Importer", "--decompose"]);
+    let run = project.baton(&["task", "run", "importer", "--autopilot", "--json"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let result: Value = serde_json::from_str(&run.stdout).expect("json");
+    assert_eq!(result["outcome"], "archived", "{result}");
+    assert!(names(&project, false).is_empty());
+    let mut archived = names(&project, true);
+    archived.sort();
+    assert_eq!(archived, ["importer", "importer-reader", "importer-writer"]);
+    // Each sub-task ran every phase in a run of its own.
+    assert_eq!(project.run_ids().len(), 4);
+}
+
+#[test]
+fn a_tie_break_task_starts_at_research() {
+    let verdict =
+        "NEEDS_REVIEW\\n## Tasks for Review / Tie-Breaks\\n- API shape: reviewers disagree";
+    let (role, review) = referee(verdict);
+    let project = project_with(&[(role, &review)]);
+    project.baton(&["task", "new", "Api"]);
+    let run = project.json(&["task", "run", "api", "--json"]);
+    assert_eq!(
+        run["created"],
+        serde_json::json!(["api-tiebreak-api-shape"]),
+        "{run}"
+    );
+    let tie = task_dir(&project, "api-tiebreak-api-shape");
+    assert_eq!(
+        read(&tie.join("SPEC.md")),
+        read(&task_dir(&project, "api").join("SPEC.md"))
+    );
+    assert_eq!(read(&tie.join("IMPLEMENTATION.md")), "");
+    // SPEC.md counts, yet Research runs again: the question is settled there.
+    let status = project.json(&["task", "status", "api-tiebreak-api-shape", "--json"]);
+    assert_eq!(status["phase"], "Research");
+    assert_eq!(status["next_phase"], "Research", "{status}");
+    let next = project.json(&["task", "next", "api-tiebreak-api-shape", "--json"]);
+    assert!(
+        next["prompt"]
+            .as_str()
+            .expect("prompt")
+            .contains("API shape: reviewers disagree"),
+        "{next}"
+    );
+    let (role, pass) = referee(PASS);
+    project.write("baton.toml", &config(&[(role, &pass)]));
+    let run = project.baton(&["task", "run", "api-tiebreak-api-shape"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Research → Implementation"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(names(&project, true), ["api-tiebreak-api-shape"]);
+    // The original task's NEEDS_REVIEW keeps it active.
+    assert_eq!(names(&project, false), ["api"]);
+}
