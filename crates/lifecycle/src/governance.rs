@@ -279,9 +279,7 @@ impl State {
     /// covers it and passed, and at least one validation passed; otherwise
     /// the reason.
     pub fn validation_fresh(&self) -> Result<(), String> {
-        if !self.validations.iter().any(|v| v.exit_code == 0) {
-            return Err("no validation has passed".to_owned());
-        }
+        // Per path first: the reason names the file and the failing command.
         for (path, &edited) in &self.last_edit {
             let latest = self
                 .validations
@@ -298,6 +296,9 @@ impl State {
                 }
                 Some(_) => {}
             }
+        }
+        if !self.validations.iter().any(|v| v.exit_code == 0) {
+            return Err("no validation has passed".to_owned());
         }
         Ok(())
     }
