@@ -41,7 +41,7 @@ pub(crate) enum TaskCommand {
     /// PASS. A decomposed task waits for its sub-tasks: manual mode leaves
     /// them to you, autopilot runs them first.
     #[command(
-        after_help = "Examples:\n  baton task run add-user-auth\n  baton task run add-user-auth --autopilot\n  baton task run add-user-auth --json\n\nExit codes: 0 done (verdict acted on, or phases run), 1 no such task or an unreadable VERDICT.md / DECOMPOSITION.md, 2 a phase failed (run it again to resume), 4 store unavailable, 5 a person must decide on the verdict, 6 waiting for sub-tasks."
+        after_help = "Examples:\n  baton task run add-user-auth\n  baton task run add-user-auth --autopilot\n  baton task run add-user-auth --json\n\nExit codes: 0 done (verdict acted on, or phases run), 1 no such task or an unreadable VERDICT.md / DECOMPOSITION.md, 2 a phase failed (run it again to resume), 3 another task run works on the task, 4 store unavailable, 5 a person must decide on the verdict, 6 waiting for sub-tasks."
     )]
     Run(RunArgs),
     /// Move a task to tasks/archive/ (it is never deleted).

@@ -27,6 +27,7 @@ pub(crate) fn fail(error: &tasks::Error) -> u8 {
     output::stderr_line(&format!("error: {error}"));
     match error {
         tasks::Error::BadName(_) => exit_code::USAGE,
+        tasks::Error::Busy(_) => exit_code::REFUSED,
         _ => exit_code::INVALID_WORKFLOW,
     }
 }

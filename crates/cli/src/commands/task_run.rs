@@ -91,6 +91,7 @@ async fn drive_task(
     store: &mut Option<Store>,
 ) -> Result<End, Failure> {
     let dir = tasks.active(name)?;
+    let _lock = tasks::lock(&tasks.project, name)?;
     let mut last: Option<Phase> = None;
     for _ in 0..MAX_ROUNDS {
         let mut record = tasks::read_record(&dir)?;

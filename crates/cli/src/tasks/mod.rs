@@ -35,6 +35,9 @@ pub(crate) enum Error {
     /// The task is archived.
     #[error("task '{0}' is archived (tasks/archive/{0}); archived tasks are not run")]
     Archived(String),
+    /// Another `task run` works on the task.
+    #[error("another `baton task run {0}` is running; wait for it to finish")]
+    Busy(String),
     /// A file could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {
@@ -335,4 +338,25 @@ pub(crate) fn redo_research(dir: &Path, record: &Record) -> Result<bool> {
 /// The current time as the store writes it.
 pub(crate) fn now_utc() -> String {
     baton_engine::workspace::utc(baton_engine::clock::now_ms())
+}
+
+/// Holds `.baton/tasks/<name>/lock` while a `task run` works on the task:
+/// two at once would create two runs writing the same artifacts. The
+/// kernel releases the lock when the holder dies, so a killed `task run`
+/// never leaves the task locked.
+pub(crate) fn lock(project: &Path, name: &str) -> Result<std::fs::File> {
+    let dir = project.join(workflow::state_dir(name));
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let path = dir.join("lock");
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(&path))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Busy(name.to_owned())),
+        Err(std::fs::TryLockError::Error(error)) => Err(io(&path)(error)),
+    }
 }

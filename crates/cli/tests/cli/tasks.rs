@@ -243,6 +243,10 @@ fn a_killed_task_run_resumes_its_run() {
             })
         })
     });
+    // A second `task run` meanwhile is refused: one run per task.
+    let second = project.baton(&["task", "run", "slow-one"]);
+    assert_eq!(second.code, 3, "{}", second.stderr);
+    assert!(second.stderr.contains("is running"), "{}", second.stderr);
     child.kill().expect("kill -9");
     let _ = child.wait();
     let record: Value =
