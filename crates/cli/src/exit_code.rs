@@ -34,7 +34,8 @@ Exit codes:
   2    usage error: unknown flag, missing argument, malformed --params;
        for run and resume: the run failed, was rejected at a gate, or is incomplete
   3    gate: someone else decided on the gate or changed its output first;
-       state: a governance rule refused the event, or rules are violated
+       state: a governance rule refused the event, or rules are violated;
+       task run: another task run works on the same task
   4    the store is unavailable (database locked, unreachable, read-only)
   5    task run: a person must decide on the verdict (autopilot paused)
   6    task run: the task waits for its sub-tasks
