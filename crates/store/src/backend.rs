@@ -777,6 +777,17 @@ macro_rules! apply_one {
             Transition::Event { at, kind, detail } => {
                 log_event!($events, *at, kind.as_str(), detail.clone());
             }
+            Transition::LedgerAppended(event) => {
+                let seq: i64 = sqlx::query(crate::ledger::NUMBER)
+                    .bind(&event.scope_kind).bind(&event.scope_key).bind(event.recorded_at)
+                    .fetch_one(&mut *$tx).await.and_then(|row| row.try_get(0))
+                    .map_err(query_error("number a ledger event"))?;
+                sqlx::query(crate::ledger::INSERT)
+                    .bind(&event.scope_kind).bind(&event.scope_key).bind(seq).bind(&event.kind)
+                    .bind(&event.payload).bind(&event.profile).bind(&event.model).bind(&event.session)
+                    .bind(event.recorded_at)
+                    .execute(&mut *$tx).await.map_err(query_error("append a ledger event"))?;
+            }
         }
     };
 }

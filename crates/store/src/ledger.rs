@@ -14,6 +14,18 @@ use sqlx::Row;
 use crate::backend::{Inner, in_transaction, on_pool, query_error};
 use crate::{Error, Result, Store};
 
+/// Bumps a scope's counter (creating it at 1) and returns the new number.
+pub(crate) const NUMBER: &str = "INSERT INTO ledger_scopes (scope_kind, scope_key, last_seq, created_at, updated_at) \
+     VALUES ($1, $2, 1, $3, $3) \
+     ON CONFLICT (scope_kind, scope_key) DO UPDATE \
+     SET last_seq = ledger_scopes.last_seq + 1, updated_at = excluded.updated_at \
+     RETURNING last_seq";
+
+/// Writes one event under the number [`NUMBER`] returned.
+pub(crate) const INSERT: &str = "INSERT INTO ledger_events \
+     (scope_kind, scope_key, seq, kind, payload, profile, model, session, recorded_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+
 /// An event to append.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewLedgerEvent {
@@ -88,11 +100,7 @@ impl Store {
     ) -> Result<i64> {
         in_transaction!(self, |tx| {
             let seq: i64 = sqlx::query(
-                "INSERT INTO ledger_scopes (scope_kind, scope_key, last_seq, created_at, updated_at) \
-                 VALUES ($1, $2, 1, $3, $3) \
-                 ON CONFLICT (scope_kind, scope_key) DO UPDATE \
-                 SET last_seq = ledger_scopes.last_seq + 1, updated_at = excluded.updated_at \
-                 RETURNING last_seq",
+                NUMBER,
             )
             .bind(&event.scope_kind)
             .bind(&event.scope_key)
@@ -112,8 +120,7 @@ impl Store {
                 });
             }
             sqlx::query(
-                "INSERT INTO ledger_events (scope_kind, scope_key, seq, kind, payload, profile, model, session, recorded_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                INSERT,
             )
             .bind(&event.scope_kind)
             .bind(&event.scope_key)

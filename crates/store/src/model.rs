@@ -165,6 +165,9 @@ pub struct LeaseHolder {
 /// One state change, applied under a lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transition {
+    /// An event appended to a governance ledger in the same transaction as
+    /// the results it describes, numbered like [`crate::Store::append_ledger`].
+    LedgerAppended(crate::NewLedgerEvent),
     /// A new attempt of a stage starts.
     AttemptStarted {
         /// Stage index.

@@ -141,3 +141,50 @@ pub(crate) async fn concurrent_appends_never_collide(fresh: Fresh) {
     assert_eq!(events.len(), WRITERS * EACH);
     assert_eq!(store.ledger_scopes().await.unwrap()[0].events, total);
 }
+
+pub(crate) async fn ledger_events_ride_in_a_fenced_batch(fresh: Fresh) {
+    use baton_store::Transition;
+
+    use crate::harness::new_run;
+
+    let store = fresh.open().await;
+    store
+        .create_run(&new_run("r1", 1000, &["a"]))
+        .await
+        .unwrap();
+    let stale = store
+        .acquire("r1", "first", 1000, 60_000, None)
+        .await
+        .unwrap();
+    let lease = store
+        .acquire("r1", "second", 100_000, 60_000, None)
+        .await
+        .unwrap();
+    let batch = [
+        Transition::LedgerAppended(event("run", "r1", "edited", 1)),
+        Transition::LedgerAppended(event("run", "r1", "validated", 2)),
+    ];
+    // A driver that lost its lease writes no ledger event either.
+    assert!(store.apply(&stale, &batch).await.is_err());
+    assert!(store.ledger_events("run", "r1").await.unwrap().is_empty());
+    store.apply(&lease, &batch).await.unwrap();
+    store
+        .append_ledger(&event("run", "r1", "reviewed", 3), None)
+        .await
+        .unwrap();
+    let kinds: Vec<(i64, String)> = store
+        .ledger_events("run", "r1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.seq, e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (1, "edited".to_owned()),
+            (2, "validated".to_owned()),
+            (3, "reviewed".to_owned())
+        ]
+    );
+}

@@ -104,6 +104,7 @@ conformance! {
         appends_are_numbered_per_scope,
         expected_append_refuses_when_the_scope_moved,
         concurrent_appends_never_collide,
+        ledger_events_ride_in_a_fenced_batch,
     ],
     queue: [
         enqueue_is_idempotent,
