@@ -78,7 +78,7 @@ pub(crate) fn describe(tasks: &Tasks, name: &str) -> Result<Value, tasks::Error>
     let record = tasks::read_record(&dir)?;
     let status = tasks::status(&dir)?;
     let redo = tasks::redo_research(&dir, &record)?;
-    let next_phase = next_step(&status, &record, redo);
+    let next_phase = next_step(tasks, &status, &record, redo)?;
     let mut why = status.why.clone();
     why.push_str(&format!("; the table's next: {}", status.next_phase));
     if redo {
@@ -95,14 +95,27 @@ pub(crate) fn describe(tasks: &Tasks, name: &str) -> Result<Value, tasks::Error>
 
 /// The next thing `task run` does, by name: a phase, waiting for
 /// sub-tasks, or acting on the verdict.
-fn next_step(status: &Status, record: &Record, redo: bool) -> String {
-    if status.counted.contains(&"DECOMPOSITION.md") && status.phase == Phase::Decomposition {
-        return "sub-tasks (then Implementation)".to_owned();
+fn next_step(
+    tasks: &Tasks,
+    status: &Status,
+    record: &Record,
+    redo: bool,
+) -> Result<String, tasks::Error> {
+    if status.counted.contains(&"DECOMPOSITION.md") {
+        if record.sub_tasks.is_empty() {
+            return Ok("create the sub-tasks listed in DECOMPOSITION.md".to_owned());
+        }
+        let waiting = tasks::unsettled(tasks, &record.sub_tasks)?;
+        if !waiting.is_empty() {
+            return Ok(format!("wait for sub-tasks: {}", waiting.join(", ")));
+        }
     }
-    match next::phases(status, record.optional(), redo).first() {
-        Some(phase) => phase.name().to_owned(),
-        None => "verdict: complete, or follow-up tasks".to_owned(),
-    }
+    Ok(
+        match next::phases(status, record.optional(), redo).first() {
+            Some(phase) => phase.name().to_owned(),
+            None => "verdict: complete, or follow-up tasks".to_owned(),
+        },
+    )
 }
 
 fn list(args: &ListArgs) -> u8 {

@@ -20,7 +20,7 @@ use super::task::fail;
 use crate::args::Format;
 use crate::args::task::RunArgs;
 use crate::tasks::follow::{self, Planned};
-use crate::tasks::{self, Handled, Record, SubRef, Tasks, workflow};
+use crate::tasks::{self, Handled, Record, Tasks, workflow};
 use crate::{exit_code, output};
 
 /// More rounds than any task needs (a run per round, at most one per
@@ -107,7 +107,7 @@ async fn drive_task(
         let status = tasks::status(&dir)?;
         if status.counted.contains(&"DECOMPOSITION.md") {
             let subs = follow::ensure_sub_tasks(tasks, name, &dir)?;
-            let waiting = unsettled(tasks, &subs)?;
+            let waiting = tasks::unsettled(tasks, &subs)?;
             if !waiting.is_empty() && mode == Mode::Manual {
                 return Ok(End::Waiting { subs: waiting });
             }
@@ -214,21 +214,6 @@ async fn resume(
         "hint: `baton logs {run_id}` shows the agents' output; `baton task run {name}` resumes the run"
     ));
     Err(Failure::Code(exit_code::RUN_FAILED))
-}
-
-/// The sub-tasks without a verdict that counts (an archived sub-task passed).
-fn unsettled(tasks: &Tasks, subs: &[SubRef]) -> Result<Vec<String>, Failure> {
-    let mut waiting = Vec::new();
-    for sub in subs {
-        if tasks.archive_root().join(&sub.name).is_dir() {
-            continue;
-        }
-        let dir = tasks.root().join(&sub.name);
-        if !dir.is_dir() || tasks::status(&dir)?.phase != Phase::Referee {
-            waiting.push(sub.name.clone());
-        }
-    }
-    Ok(waiting)
 }
 
 /// Reads a `VERDICT.md`; an unreadable one is an error naming the file.

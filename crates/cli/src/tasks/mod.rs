@@ -360,3 +360,18 @@ pub(crate) fn lock(project: &Path, name: &str) -> Result<std::fs::File> {
         Err(std::fs::TryLockError::Error(error)) => Err(io(&path)(error)),
     }
 }
+
+/// The sub-tasks without a verdict that counts (an archived sub-task passed).
+pub(crate) fn unsettled(tasks: &Tasks, subs: &[SubRef]) -> Result<Vec<String>> {
+    let mut waiting = Vec::new();
+    for sub in subs {
+        if tasks.archive_root().join(&sub.name).is_dir() {
+            continue;
+        }
+        let dir = tasks.root().join(&sub.name);
+        if !dir.is_dir() || status(&dir)?.phase != phase::Phase::Referee {
+            waiting.push(sub.name.clone());
+        }
+    }
+    Ok(waiting)
+}

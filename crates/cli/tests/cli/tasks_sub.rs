@@ -31,6 +31,11 @@ fn a_decomposed_task_waits_for_its_sub_tasks_and_its_verdict_considers_theirs() 
 
     // The reader passes (archived); the writer fails, and its failure is
     // left to the parent's verdict.
+    let waiting = project.json(&["task", "status", "importer", "--json"]);
+    assert_eq!(
+        waiting["next_phase"],
+        "wait for sub-tasks: importer-reader, importer-writer"
+    );
     assert_eq!(project.baton(&["task", "run", "importer-reader"]).code, 0);
     project.write("baton.toml", &config(&[(role, &fail)]));
     let writer = project.json(&["task", "run", "importer-writer", "--json"]);
@@ -40,6 +45,8 @@ fn a_decomposed_task_waits_for_its_sub_tasks_and_its_verdict_considers_theirs() 
     // The parent continues at Implementation and, though its own verdict
     // passes, a failed sub-task keeps it active with {parent}-fix-{sub}.
     project.write("baton.toml", &config(&[(role, &pass)]));
+    let ready = project.json(&["task", "status", "importer", "--json"]);
+    assert_eq!(ready["next_phase"], "Implementation", "{ready}");
     let parent = project.baton(&["task", "run", "importer", "--json"]);
     assert_eq!(parent.code, 0, "{}", parent.stderr);
     assert!(
