@@ -300,6 +300,11 @@ fn prompt_for(
 
 fn archive(args: &NameArgs) -> u8 {
     let tasks = project();
+    // Not while a `task run` works on it.
+    let lock = tasks::check_name(&args.name).and_then(|()| tasks::lock(&tasks.project, &args.name));
+    if let Err(error) = lock {
+        return fail(&error);
+    }
     match tasks.archive(&args.name) {
         Ok(target) => {
             if args.format.format() == Format::Json {

@@ -185,10 +185,18 @@ async fn resume(
 ) -> Result<(), Failure> {
     let store = store_of(store).await?;
     let as_json = format == Format::Json;
-    let run = store
-        .run(run_id)
-        .await
-        .map_err(|error| Failure::Code(engine_error(&error.into(), as_json)))?;
+    let run = match store.run(run_id).await {
+        Ok(run) => run,
+        // A store emptied or replaced since: the phases are read from the
+        // task folder again and run anew.
+        Err(baton_store::Error::NoSuchRun(_)) => {
+            output::stderr_line(&format!(
+                "task {name}: run {run_id} is not in the store; starting a new run"
+            ));
+            return Ok(());
+        }
+        Err(error) => return Err(Failure::Code(engine_error(&error.into(), as_json))),
+    };
     if run.status == "success" {
         return Ok(());
     }

@@ -1,5 +1,5 @@
 //! `baton task …` with sub-tasks (decomposition in manual and autopilot
-//! mode) and tie-break tasks.
+//! mode), tie-break tasks, and a task whose recorded run is gone.
 
 use serde_json::Value;
 
@@ -150,4 +150,19 @@ fn a_tie_break_task_starts_at_research() {
     assert_eq!(names(&project, true), ["api-tiebreak-api-shape"]);
     // The original task's NEEDS_REVIEW keeps it active.
     assert_eq!(names(&project, false), ["api"]);
+}
+
+#[test]
+fn a_recorded_run_missing_from_the_store_is_replaced() {
+    let (role, pass) = referee(PASS);
+    let project = project_with(&[(role, &pass)]);
+    project.baton(&["task", "new", "Lost run"]);
+    let record = task_dir(&project, "lost-run").join("task.json");
+    let mut value: Value = serde_json::from_str(&read(&record)).expect("json");
+    value["run_id"] = "task-lost-run-gone".into();
+    std::fs::write(&record, value.to_string()).expect("write");
+    let run = project.baton(&["task", "run", "lost-run"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("is not in the store"), "{}", run.stderr);
+    assert_eq!(names(&project, true), ["lost-run"]);
 }
