@@ -10,7 +10,7 @@ use crate::project::{Project, wait_for};
 
 /// A referee's verdict, as one `write-lines` directive.
 pub(crate) const PASS: &str = "PASS";
-pub(crate) const FAIL: &str = "# Verdict\\nFAIL\\n## Findings\\n- Null deref: crashes on empty input\\n- off by one somewhere\\n## Remaining Issues\\n- none";
+pub(crate) const FAIL: &str = "# Verdict\\nFAIL\\n## Findings\\n- Null deref: crashes on empty input\\n- off by one somewhere\\n## Remaining Issues\\n- Docs: the README is stale\\n- none";
 
 /// `baton.toml` with the stand-in agent for every role, and for each
 /// `(role, directives)` a profile of its own running those directives.
@@ -127,7 +127,7 @@ fn a_task_runs_from_new_to_pass_and_is_archived() {
 }
 
 #[test]
-fn a_fail_creates_fix_tasks_that_start_at_implementation_with_the_reports() {
+fn a_fail_creates_fix_and_review_tasks_that_start_at_implementation_with_the_reports() {
     let (role, directive) = referee(FAIL);
     let project = project_with(&[(role, &directive)]);
     project.baton(&["task", "new", "Parse input"]);
@@ -135,7 +135,11 @@ fn a_fail_creates_fix_tasks_that_start_at_implementation_with_the_reports() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let result: Value = serde_json::from_str(&run.stdout).expect("json");
     assert_eq!(result["outcome"], "follow-ups");
-    let expected = ["parse-input-fix-null-deref", "parse-input-fix-issue-2"];
+    let expected = [
+        "parse-input-fix-null-deref",
+        "parse-input-fix-issue-2",
+        "parse-input-review-docs",
+    ];
     assert_eq!(result["created"], serde_json::json!(expected));
     let origin = task_dir(&project, "parse-input");
     for fix in expected {
@@ -157,12 +161,16 @@ fn a_fail_creates_fix_tasks_that_start_at_implementation_with_the_reports() {
             .expect("json");
     assert_eq!(record["kind"], "fix");
     assert_eq!(record["source"], "Null deref: crashes on empty input");
+    let review: Value =
+        serde_json::from_str(&read(&task_dir(&project, expected[2]).join("task.json")))
+            .expect("json");
+    assert_eq!(review["kind"], "review");
     // The failed task stays active; a second run creates nothing twice.
     let again = project.json(&["task", "run", "parse-input", "--json"]);
     assert_eq!(again["created"], serde_json::json!(expected));
     let mut active = names(&project, false);
     active.sort();
-    assert_eq!(active.len(), 3, "{active:?}");
+    assert_eq!(active.len(), 4, "{active:?}");
 
     // The fix task skips Research: its run starts at implementation, the
     // implementer is told to read the old reports, and the copied spec stays.
@@ -216,7 +224,7 @@ fn autopilot_pauses_at_a_fail_and_creates_nothing() {
     // Manual mode then creates the fix tasks without running anything.
     let manual = project.baton(&["task", "run", "parse-input"]);
     assert_eq!(manual.code, 0, "{}", manual.stderr);
-    assert_eq!(names(&project, false).len(), 3);
+    assert_eq!(names(&project, false).len(), 4);
     assert_eq!(project.run_ids().len(), 1);
 }
 
