@@ -146,6 +146,11 @@ fn list(args: &ListArgs) -> u8 {
     match args.format.format() {
         Format::Json => output::write_json(&rows),
         Format::Yaml => output::stdout(&output::yaml(&rows)),
+        Format::Table if rows.is_empty() => output::stderr_line(if args.archived {
+            "no archived tasks in tasks/archive/"
+        } else {
+            "no active tasks in tasks/; `baton task new \"<description>\"` creates one"
+        }),
         Format::Table => {
             let table: Vec<Vec<String>> = rows
                 .iter()
@@ -186,6 +191,9 @@ fn status(args: &StatusArgs) -> u8 {
         Format::Json if single => output::write_json(&values[0]),
         Format::Json => output::write_json(&values),
         Format::Yaml => output::stdout(&output::yaml(&values)),
+        Format::Table if values.is_empty() => output::stderr_line(
+            "no active tasks in tasks/; `baton task new \"<description>\"` creates one",
+        ),
         Format::Table => {
             let mut text = String::new();
             for value in &values {
