@@ -202,8 +202,9 @@ async fn resume(
     }
     workflow::link_outputs(Path::new(&run.workspace), name)?;
     let options = drive_options(false, false, false).map_err(Failure::Code)?;
-    // Progress goes to stderr; stdout keeps the task's result.
-    let outcome = drive_with_progress(store, run_id, &options, Format::Json)
+    // Progress goes to stderr (live on a terminal, plain lines otherwise);
+    // stdout keeps the task's result.
+    let outcome = drive_with_progress(store, run_id, &options, format)
         .await
         .map_err(|error| Failure::Code(engine_error(&error, as_json)))?;
     if outcome.status == "success" {
