@@ -239,6 +239,21 @@ async fn drive_owned(
         );
         return Err(Error::WorkflowChanged { run_id, changed });
     }
+    // Governance: a validator may not run under its producer's identity
+    // (refused before anything runs), and the run's ledger is extended in
+    // the same commits as the results it records.
+    let waived =
+        crate::governance::preflight(&plan, options.agents.as_deref()).map_err(Error::Refused)?;
+    let recorded_ledger = store.ledger_events("run", &run_id).await?;
+    let (mut ledger, opening) = crate::governance::RunLedger::open(
+        &run_id,
+        &plan,
+        &run.workflow_path,
+        options.agents.clone(),
+        &crate::governance::decode(&recorded_ledger).unwrap_or_default(),
+        &waived,
+        clock::now_ms(),
+    );
     let workspace_dir = PathBuf::from(&run.workspace);
     create::ensure_workspace(
         &workspace_dir,
@@ -313,6 +328,7 @@ async fn drive_owned(
         at: now,
         error: None,
     });
+    transitions.extend(opening);
     store.apply(lease, &transitions).await?;
 
     let stages = store.stages(&run_id).await?;
@@ -570,6 +586,7 @@ async fn drive_owned(
             }
             if started || !launches.is_empty() {
                 // Starts are recorded before any process exists.
+                with_ledger(&mut ledger, &plan, &composites, &mut pending);
                 store.apply(lease, &std::mem::take(&mut pending)).await?;
                 announce(&plan, &envelopes, &mut announced, progress);
                 for index in composite_starts {
@@ -689,6 +706,7 @@ async fn drive_owned(
                         at: clock::now_ms(),
                         error: None,
                     });
+                    with_ledger(&mut ledger, &plan, &composites, &mut pending);
                     store.apply(lease, &std::mem::take(&mut pending)).await?;
                     announce(&plan, &envelopes, &mut announced, progress);
                     progress(Progress::Note(format!(
@@ -764,6 +782,7 @@ async fn drive_owned(
         // Nothing can start: record the results that arrived before waiting,
         // so a result is never held back while other stages run.
         if !announced.is_empty() || !pending.is_empty() {
+            with_ledger(&mut ledger, &plan, &composites, &mut pending);
             store.apply(lease, &std::mem::take(&mut pending)).await?;
             announce(&plan, &envelopes, &mut announced, progress);
         }
@@ -873,6 +892,7 @@ async fn drive_owned(
         at: clock::now_ms(),
         error: outcome.error.clone(),
     });
+    with_ledger(&mut ledger, &plan, &composites, &mut pending);
     store.apply(lease, &pending).await?;
     announce(&plan, &envelopes, &mut announced, progress);
     if let Some(worker) = local_worker {
@@ -963,6 +983,23 @@ fn announce(
             error: result.error,
         });
     }
+}
+
+/// Adds the ledger events of the results in `pending` to it, so they are
+/// committed together.
+fn with_ledger(
+    ledger: &mut crate::governance::RunLedger,
+    plan: &Plan,
+    composites: &BTreeMap<usize, Composite>,
+    pending: &mut Vec<Transition>,
+) {
+    let kind_of = |index: i64, key: &str| {
+        let composite = composites.get(&usize::try_from(index).ok()?)?;
+        let unit = composite.units.iter().find(|unit| unit.key == key)?;
+        Some(unit.kind.clone())
+    };
+    let events = ledger.derive(plan, pending, kind_of, clock::now_ms());
+    pending.extend(events);
 }
 
 /// Starts waiting units of running composite stages while slots are free:

@@ -6,6 +6,7 @@
 
 mod codec;
 mod fold;
+mod runs;
 mod summary;
 
 use baton_lifecycle::governance::{Refusal, apply};
@@ -14,6 +15,8 @@ use baton_store::{NewLedgerEvent, Store};
 pub use baton_lifecycle::governance::{Closure, FindingStatus, Identity, RefusalKind, Stage};
 pub use codec::{Entry, Who};
 pub use fold::{Freshness, Recorded, Report, Violation, decode, fold, owner, rule_name};
+pub(crate) use runs::RunLedger;
+pub use runs::{SelfReviewConflict, preflight, self_reviews};
 pub use summary::summary;
 
 /// A stage's name in reports and JSON (`re_review`, `handoff`, …).

@@ -99,16 +99,14 @@ impl Store {
         expected_last: Option<i64>,
     ) -> Result<i64> {
         in_transaction!(self, |tx| {
-            let seq: i64 = sqlx::query(
-                NUMBER,
-            )
-            .bind(&event.scope_kind)
-            .bind(&event.scope_key)
-            .bind(event.recorded_at)
-            .fetch_one(&mut *tx)
-            .await
-            .and_then(|row| row.try_get(0))
-            .map_err(query_error("number a ledger event"))?;
+            let seq: i64 = sqlx::query(NUMBER)
+                .bind(&event.scope_kind)
+                .bind(&event.scope_key)
+                .bind(event.recorded_at)
+                .fetch_one(&mut *tx)
+                .await
+                .and_then(|row| row.try_get(0))
+                .map_err(query_error("number a ledger event"))?;
             if let Some(expected) = expected_last
                 && seq != expected + 1
             {
@@ -119,21 +117,19 @@ impl Store {
                     found: seq - 1,
                 });
             }
-            sqlx::query(
-                INSERT,
-            )
-            .bind(&event.scope_kind)
-            .bind(&event.scope_key)
-            .bind(seq)
-            .bind(&event.kind)
-            .bind(&event.payload)
-            .bind(&event.profile)
-            .bind(&event.model)
-            .bind(&event.session)
-            .bind(event.recorded_at)
-            .execute(&mut *tx)
-            .await
-            .map_err(query_error("append a ledger event"))?;
+            sqlx::query(INSERT)
+                .bind(&event.scope_kind)
+                .bind(&event.scope_key)
+                .bind(seq)
+                .bind(&event.kind)
+                .bind(&event.payload)
+                .bind(&event.profile)
+                .bind(&event.model)
+                .bind(&event.session)
+                .bind(event.recorded_at)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("append a ledger event"))?;
             Ok::<i64, Error>(seq)
         })
     }

@@ -20,6 +20,7 @@ mod queue;
 mod queue_postgres;
 mod run;
 mod state;
+mod state_runs;
 mod store_lock;
 mod subworkflow;
 mod tasks;
