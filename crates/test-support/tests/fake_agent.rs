@@ -135,6 +135,20 @@ fn directives_from_the_environment_run_before_the_prompts() {
 }
 
 #[test]
+fn write_lines_turns_backslash_n_into_line_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = with_stdin(
+        agent(dir.path()),
+        "FAKE-AGENT: write-lines out/VERDICT.md FAIL\\n## Findings\\n- a: b\n",
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        read(dir.path().join("out/VERDICT.md")),
+        "FAIL\n## Findings\n- a: b\n"
+    );
+}
+
+#[test]
 fn write_outside_needs_an_absolute_path() {
     let dir = tempfile::tempdir().unwrap();
     let outside = dir.path().join("outside/escape.txt");
