@@ -249,11 +249,12 @@ impl Tasks {
     }
 }
 
-/// Names are what `kebab` makes: they never climb out of `tasks/`.
+/// Names are what `kebab` makes: they never climb out of `tasks/`, and fit
+/// in one file name (255 bytes).
 pub(crate) fn check_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name != ARCHIVE_DIR
-        && name.len() <= 200
+        && name.len() <= 255
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
