@@ -112,10 +112,12 @@ pub fn decide(
         },
         Mode::Manual => {
             let pause = (!passed && wanted.is_empty()).then(|| {
-                format!(
-                    "the verdict is {} but lists nothing to follow up: a person must decide",
-                    word(verdict.kind)
-                )
+                let whose = if verdict.kind == Kind::Pass {
+                    "a sub-task's verdict is not PASS".to_owned()
+                } else {
+                    format!("the verdict is {}", word(verdict.kind))
+                };
+                format!("{whose} but lists nothing to follow up: a person must decide")
             });
             Decision {
                 archive: passed,

@@ -232,6 +232,15 @@ fn sub_task_verdicts() {
     let d = decide("auth", &pass, &subs, Autopilot, false, free);
     assert!(!d.archive && d.create.is_empty());
     assert!(d.pause.expect("pauses").contains("sub-task did not pass"));
+    // A sub-task that needs review but lists nothing: a person decides.
+    let bare = verdict("NEEDS_REVIEW\n");
+    let d = decide("auth", &pass, &[("login", &bare)], Manual, false, free);
+    assert!(!d.archive && d.create.is_empty());
+    let reason = d.pause.expect("pauses");
+    assert!(
+        reason.starts_with("a sub-task's verdict is not PASS"),
+        "{reason}"
+    );
     // A sub-task's own verdict creates nothing: its parent's names the work.
     for mode in [Manual, Autopilot] {
         let d = decide("auth-login", &fail, &[], mode, true, free);
