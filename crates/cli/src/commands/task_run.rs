@@ -15,7 +15,9 @@ use baton_lifecycle::verdict::{self, Verdict};
 use baton_store::Store;
 use serde_json::json;
 
-use super::run::{block_on, drive_options, drive_with_progress, engine_error, open_store};
+mod resume;
+
+use super::run::{block_on, engine_error, open_store};
 use super::task::fail;
 use crate::args::Format;
 use crate::args::task::RunArgs;
@@ -45,7 +47,7 @@ enum End {
 }
 
 /// A failure already reported (an exit code), or a task error to report.
-enum Failure {
+pub(super) enum Failure {
     Code(u8),
     Task(tasks::Error),
 }
@@ -96,7 +98,7 @@ async fn drive_task(
     for _ in 0..MAX_ROUNDS {
         let mut record = tasks::read_record(&dir)?;
         if let Some(run_id) = record.run_id.clone() {
-            resume(name, &run_id, format, store).await?;
+            resume::resume(name, &dir, &run_id, format, store_of(store).await?).await?;
             record.run_id = None;
             // A tie-break's Research ran in it (a run starts there while
             // the spec is the copy), even if it wrote the same text.
@@ -174,55 +176,6 @@ async fn drive_task(
         path: dir,
         message: format!("the task did not settle after {MAX_ROUNDS} runs"),
     }))
-}
-
-/// Drives a recorded run to its end; anything but success is reported.
-async fn resume(
-    name: &str,
-    run_id: &str,
-    format: Format,
-    store: &mut Option<Store>,
-) -> Result<(), Failure> {
-    let store = store_of(store).await?;
-    let as_json = format == Format::Json;
-    let run = match store.run(run_id).await {
-        Ok(run) => run,
-        // A store emptied or replaced since: the phases are read from the
-        // task folder again and run anew.
-        Err(baton_store::Error::NoSuchRun(_)) => {
-            output::stderr_line(&format!(
-                "task {name}: run {run_id} is not in the store; starting a new run"
-            ));
-            return Ok(());
-        }
-        Err(error) => return Err(Failure::Code(engine_error(&error.into(), as_json))),
-    };
-    if run.status == "success" {
-        return Ok(());
-    }
-    workflow::link_outputs(Path::new(&run.workspace), name)?;
-    let options = drive_options(false, false, false).map_err(Failure::Code)?;
-    // Progress goes to stderr (live on a terminal, plain lines otherwise);
-    // stdout keeps the task's result.
-    let outcome = drive_with_progress(store, run_id, &options, format)
-        .await
-        .map_err(|error| Failure::Code(engine_error(&error, as_json)))?;
-    if outcome.status == "success" {
-        return Ok(());
-    }
-    output::stderr_line(&format!(
-        "error: task {name}: run {run_id} ended {}{}",
-        outcome.status,
-        outcome
-            .error
-            .as_ref()
-            .map(|error| format!(" ({error})"))
-            .unwrap_or_default()
-    ));
-    output::stderr_line(&format!(
-        "hint: `baton logs {run_id}` shows the agents' output; `baton task run {name}` resumes the run"
-    ));
-    Err(Failure::Code(exit_code::RUN_FAILED))
 }
 
 /// Reads a `VERDICT.md`; an unreadable one is an error naming the file.

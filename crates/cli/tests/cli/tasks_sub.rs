@@ -1,5 +1,8 @@
 //! `baton task …` with sub-tasks (decomposition in manual and autopilot
-//! mode), tie-break tasks, and a task whose recorded run is gone.
+//! mode), tie-break tasks, and a task whose recorded run is gone or whose
+//! folder was edited under it.
+
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -165,4 +168,86 @@ fn a_recorded_run_missing_from_the_store_is_replaced() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stderr.contains("is not in the store"), "{}", run.stderr);
     assert_eq!(names(&project, true), ["lost-run"]);
+}
+
+#[test]
+fn an_artifact_edited_after_its_phase_ended_is_kept_and_a_new_run_starts() {
+    let (role, pass) = referee(PASS);
+    let project = project_with(&[(role, &pass), ("implementer", "exit 3")]);
+    project.baton(&["task", "new", "Edited"]);
+    let failed = project.baton(&["task", "run", "edited"]);
+    assert_eq!(failed.code, 2, "{}", failed.stderr);
+    assert!(
+        failed.stderr.contains("`baton task run edited` resumes"),
+        "{}",
+        failed.stderr
+    );
+    let first = project.run_ids();
+    // A person rewrites the spec and writes the implementation by hand.
+    std::thread::sleep(Duration::from_millis(20));
+    let dir = task_dir(&project, "edited");
+    std::fs::write(dir.join("SPEC.md"), "the spec, by hand\n").expect("write");
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(dir.join("IMPLEMENTATION.md"), "done by hand\n").expect("write");
+    project.write("baton.toml", &config(&[(role, &pass)]));
+    let run = project.baton(&["task", "run", "edited"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("SPEC.md was edited after run"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("Bug find → Adversarial"),
+        "{}",
+        run.stderr
+    );
+    let archived = project.path().join("tasks/archive/edited");
+    assert_eq!(read(&archived.join("SPEC.md")), "the spec, by hand\n");
+    assert_eq!(read(&archived.join("IMPLEMENTATION.md")), "done by hand\n");
+    let runs = project.run_ids();
+    assert_eq!(runs.len(), 2);
+    // The first run was left as it ended: its implementer ran once.
+    let status = project.json(&["status", &first[0], "--json"]);
+    assert_eq!(status["status"], "failed");
+    assert_eq!(status["stages"][1]["attempts"], 1, "{status}");
+}
+
+#[test]
+fn an_edit_under_a_killed_run_cancels_it() {
+    let (role, pass) = referee(PASS);
+    let project = project_with(&[(role, &pass), ("implementer", "hang")]);
+    project.baton(&["task", "new", "Edited"]);
+    let mut child = project.spawn(&["task", "run", "edited"]);
+    let state = project.path().join(".baton/tasks/edited");
+    crate::project::wait_for("the implementer to start", Duration::from_secs(20), || {
+        std::fs::read_dir(&state).is_ok_and(|entries| {
+            entries.filter_map(Result::ok).any(|entry| {
+                entry
+                    .path()
+                    .join("dispatch/001-implementation.json")
+                    .is_file()
+            })
+        })
+    });
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let first = project.run_ids();
+    std::fs::write(task_dir(&project, "edited").join("SPEC.md"), "by hand\n").expect("write");
+    project.write("baton.toml", &config(&[(role, &pass)]));
+    let run = project.baton(&["task", "run", "edited"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("that run is cancelled"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        project.json(&["status", &first[0], "--json"])["status"],
+        "cancelled"
+    );
+    assert_eq!(
+        read(&project.path().join("tasks/archive/edited/SPEC.md")),
+        "by hand\n"
+    );
 }
