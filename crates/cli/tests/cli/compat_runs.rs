@@ -66,7 +66,7 @@ fn every_compat_workflow_runs_to_its_end_or_first_gate_with_the_stand_in_agent()
     std::fs::write(
         scratch.path().join("baton.toml"),
         format!(
-            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\n",
+            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\n{JUDGES}",
             fake_agent().display()
         ),
     )
@@ -166,13 +166,17 @@ fn run_through_gates(dir: &Path, file: &str, items: usize) -> (String, usize) {
     (id, gates)
 }
 
+/// Validators run the stand-in agent under a profile of their own: a
+/// validator may not share the identity of the stage it judges.
+const JUDGES: &str = "\n[agents.validator]\nprofile = \"judge\"\n\n[agents.challenger]\nprofile = \"judge\"\n\n[agents.evidence]\nprofile = \"judge\"\n\n[profiles.judge]\nextends = \"fake\"\n";
+
 /// Writes a `baton.toml` in `dir` whose every role runs the stand-in agent,
 /// generating `items` items for every fan-out source.
 fn fake_agents(dir: &Path, items: usize) {
     std::fs::write(
         dir.join("baton.toml"),
         format!(
-            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\nenv = {{ BATON_FAKE_ITEMS = \"{items}\" }}\n",
+            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\nenv = {{ BATON_FAKE_ITEMS = \"{items}\" }}\n{JUDGES}",
             fake_agent().display()
         ),
     )

@@ -1,0 +1,400 @@
+//! A run's ledger as the coordinator extends it, batch by batch (see
+//! `runs.rs` for what is recorded and under which identity).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use baton_executor::profile::Config;
+use baton_lifecycle::governance::{FindingStatus, Identity, State, observe};
+use baton_store::{FindingRow, NewLedgerEvent, Transition};
+use baton_workflow::Plan;
+use baton_workflow::plan::PlanStage;
+use baton_workflow::schema::Strategy;
+
+use super::super::{Entry, Recorded, ScopeKind, Who};
+use super::{ENGINE, SelfReviewConflict, resolve, stage_identity, validated, validator_roles};
+use crate::work;
+
+/// The run's ledger as the coordinator extends it: the state folded so
+/// far, the files each stage edited, and the findings each validating
+/// stage's last cycle left.
+pub(crate) struct RunLedger {
+    run_id: String,
+    state: State,
+    /// Stage name → files it edited (workspace-relative).
+    edited: BTreeMap<String, BTreeSet<String>>,
+    /// Stage index → (finding number, id) of its last cycle's blocking findings.
+    cycle_findings: BTreeMap<i64, Vec<(usize, String)>>,
+    config: Option<std::sync::Arc<Config>>,
+}
+
+impl RunLedger {
+    /// The ledger of `run_id` as recorded (`entries`), and the transitions
+    /// that open it when it is empty (what the run is, read, and how it is
+    /// validated) or record allowed self-reviews not yet waived.
+    pub(crate) fn open(
+        run_id: &str,
+        plan: &Plan,
+        workflow_path: &str,
+        config: Option<std::sync::Arc<Config>>,
+        entries: &[Recorded],
+        waived: &[SelfReviewConflict],
+        now: i64,
+    ) -> (RunLedger, Vec<Transition>) {
+        let engine = Identity {
+            profile: ENGINE.to_owned(),
+            model: None,
+            session: run_id.to_owned(),
+        };
+        let owner = super::super::owner(entries, &engine);
+        let mut ledger = RunLedger {
+            run_id: run_id.to_owned(),
+            state: State::new(owner),
+            edited: BTreeMap::new(),
+            cycle_findings: BTreeMap::new(),
+            config,
+        };
+        for recorded in entries {
+            if let Entry::Edited { path, .. } = &recorded.entry
+                && let Some((_, stage)) = recorded.identity.session.split_once('/')
+            {
+                ledger
+                    .edited
+                    .entry(stage.to_owned())
+                    .or_default()
+                    .insert(path.clone());
+            }
+            ledger.fold(&recorded.entry);
+        }
+        let mut out = Vec::new();
+        if entries.is_empty() {
+            let intent = plan
+                .stages
+                .iter()
+                .filter_map(|s| {
+                    s.spec
+                        .validation
+                        .as_ref()
+                        .map(|v| format!("{} ({:?})", s.name(), v.strategy))
+                })
+                .collect::<Vec<_>>();
+            let intent = if intent.is_empty() {
+                "each stage's declared outputs and output checks; no stage has validation"
+                    .to_owned()
+            } else {
+                format!("validation of {}", intent.join(", "))
+            };
+            for entry in [
+                Entry::Clarified {
+                    note: Some(format!("workflow {workflow_path}")),
+                },
+                Entry::Inspected {
+                    path: workflow_path.to_owned(),
+                },
+                Entry::Planned {
+                    validation_intent: intent,
+                },
+            ] {
+                out.push(ledger.record(entry, &engine, now));
+            }
+        }
+        for conflict in waived {
+            let reason = format!(
+                "[governance] self_review = \"allow\": stage `{}` validates `{}` under the same profile `{}`",
+                conflict.stage, conflict.producer, conflict.identity.profile
+            );
+            let already = entries.iter().any(
+                |r| matches!(&r.entry, Entry::Waived { reason: known, .. } if *known == reason),
+            );
+            if !already {
+                out.push(ledger.record(
+                    Entry::Waived {
+                        rule: "self_review".to_owned(),
+                        reason,
+                    },
+                    &engine,
+                    now,
+                ));
+            }
+        }
+        (ledger, out)
+    }
+
+    fn fold(&mut self, entry: &Entry) {
+        if let Some(event) = entry.event() {
+            self.state = observe(&self.state, &event).state;
+        }
+    }
+
+    fn record(&mut self, entry: Entry, who: &Identity, now: i64) -> Transition {
+        self.fold(&entry);
+        let (kind, payload) = entry.encode();
+        Transition::LedgerAppended(NewLedgerEvent {
+            scope_kind: ScopeKind::Run.as_str().to_owned(),
+            scope_key: self.run_id.clone(),
+            kind,
+            payload,
+            profile: who.profile.clone(),
+            model: who.model.clone(),
+            session: who.session.clone(),
+            recorded_at: now,
+        })
+    }
+
+    fn edits(
+        &mut self,
+        stage: &PlanStage,
+        who: &Identity,
+        artifacts: &[(String, String, i64)],
+        now: i64,
+        out: &mut Vec<Transition>,
+    ) {
+        for (path, hash, _) in artifacts {
+            self.edited
+                .entry(stage.name().to_owned())
+                .or_default()
+                .insert(path.clone());
+            out.push(self.record(
+                Entry::Edited {
+                    path: path.clone(),
+                    hash: hash.clone(),
+                },
+                who,
+                now,
+            ));
+        }
+    }
+
+    /// The ledger entries for a batch about to be committed, in its order.
+    /// `kind_of(index, key)` names a unit's kind.
+    pub(crate) fn derive(
+        &mut self,
+        plan: &Plan,
+        batch: &[Transition],
+        kind_of: impl Fn(i64, &str) -> Option<String>,
+        now: i64,
+    ) -> Vec<Transition> {
+        let mut out = Vec::new();
+        let config = self.config.clone();
+        for transition in batch {
+            match transition {
+                Transition::AttemptFinished {
+                    index,
+                    status,
+                    artifacts,
+                    ..
+                } if status == "success" => {
+                    let Some(stage) = stage_at(plan, *index) else {
+                        continue;
+                    };
+                    // A composite stage's outputs were recorded unit by unit.
+                    if !work::is_composite(stage) {
+                        let who = stage_identity(&self.run_id, stage, config.as_deref());
+                        self.edits(stage, &who, artifacts, now, &mut out);
+                    }
+                }
+                Transition::UnitFinished {
+                    index,
+                    key,
+                    status,
+                    artifacts,
+                    ..
+                } if status == "success" => {
+                    let Some(stage) = stage_at(plan, *index) else {
+                        continue;
+                    };
+                    let kind = kind_of(*index, key).unwrap_or_else(|| kind_from_key(key));
+                    let who = stage_identity(&self.run_id, stage, config.as_deref());
+                    match kind.as_str() {
+                        work::MAIN | work::ITEM => {
+                            self.edits(stage, &who, artifacts, now, &mut out)
+                        }
+                        work::validation::CORRECTION | work::validation::CHECK_CORRECTION => {
+                            let open: Vec<usize> = self
+                                .cycle_findings
+                                .get(index)
+                                .map(|f| f.iter().map(|(n, _)| *n).collect())
+                                .unwrap_or_default();
+                            for finding in open {
+                                if self
+                                    .state
+                                    .findings()
+                                    .get(finding)
+                                    .is_some_and(|(_, s)| *s == FindingStatus::Open)
+                                {
+                                    out.push(self.record(Entry::Repaired { finding }, &who, now));
+                                }
+                            }
+                            self.edits(stage, &who, artifacts, now, &mut out);
+                        }
+                        _ => {}
+                    }
+                }
+                Transition::ArtifactsRecorded {
+                    index, artifacts, ..
+                } => {
+                    // Another stage's correction changed this stage's files.
+                    let Some(stage) = stage_at(plan, *index) else {
+                        continue;
+                    };
+                    let who = stage_identity(&self.run_id, stage, config.as_deref());
+                    self.edits(stage, &who, artifacts, now, &mut out);
+                }
+                Transition::FindingsRecorded {
+                    index,
+                    cycle,
+                    findings,
+                } => {
+                    let Some(stage) = stage_at(plan, *index) else {
+                        continue;
+                    };
+                    self.cycle(plan, stage, *index, *cycle, findings, now, &mut out);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// One validation cycle: a validation of the validated stages' files,
+    /// the re-review of what the last correction repaired, and the new
+    /// blocking findings as a review.
+    #[expect(clippy::too_many_arguments, reason = "one cycle's facts")]
+    fn cycle(
+        &mut self,
+        plan: &Plan,
+        stage: &PlanStage,
+        index: i64,
+        cycle: i64,
+        findings: &[FindingRow],
+        now: i64,
+        out: &mut Vec<Transition>,
+    ) {
+        let strategy = stage
+            .spec
+            .validation
+            .as_ref()
+            .map_or(Strategy::Unit, |v| v.strategy);
+        let role = *validator_roles(strategy)
+            .last()
+            .unwrap_or(&work::validation::VALIDATOR);
+        let session = format!("{}/{}", self.run_id, stage.name());
+        let judge = self
+            .config
+            .as_deref()
+            .and_then(|config| resolve(config, role, None, session.clone()))
+            .unwrap_or(Identity {
+                profile: role.to_owned(),
+                model: None,
+                session,
+            });
+        let blocking: Vec<&FindingRow> = findings
+            .iter()
+            .filter(|f| f.status == "FAIL" && f.severity == "critical")
+            .collect();
+        // The validated stages' files, and the validating stage's own (its
+        // report, its corrections' logs): the cycle judged them all.
+        let mut judged = validated(plan, stage);
+        if !judged.iter().any(|s| s.index == stage.index) {
+            judged.push(stage);
+        }
+        let covered: Vec<String> = judged
+            .iter()
+            .flat_map(|s| self.edited.get(s.name()).cloned().unwrap_or_default())
+            .collect();
+        out.push(self.record(
+            Entry::Validated {
+                command: format!(
+                    "validation of {} ({strategy:?}), cycle {cycle}",
+                    stage.name()
+                ),
+                exit_code: i32::from(!blocking.is_empty()),
+                covered: if covered.is_empty() {
+                    vec![format!("{}/", stage.name())]
+                } else {
+                    covered
+                },
+            },
+            &judge,
+            now,
+        ));
+        let reviewer = Who::from(&judge);
+        let previous = self.cycle_findings.remove(&index).unwrap_or_default();
+        for (finding, id) in &previous {
+            if self
+                .state
+                .findings()
+                .get(*finding)
+                .is_some_and(|(_, s)| *s == FindingStatus::Repaired)
+            {
+                let resolved = !blocking.iter().any(|f| f.id == *id);
+                out.push(self.record(
+                    Entry::ReReviewed {
+                        reviewer: reviewer.clone(),
+                        finding: *finding,
+                        resolved,
+                    },
+                    &judge,
+                    now,
+                ));
+            }
+        }
+        let first = self.state.findings().len();
+        let texts: Vec<String> = blocking
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} ({}): {}",
+                    f.id,
+                    stage.name(),
+                    if f.actual.is_empty() {
+                        &f.claim
+                    } else {
+                        &f.actual
+                    }
+                )
+            })
+            .collect();
+        out.push(self.record(
+            Entry::Reviewed {
+                reviewer,
+                findings: texts,
+            },
+            &judge,
+            now,
+        ));
+        self.cycle_findings.insert(
+            index,
+            blocking
+                .iter()
+                .enumerate()
+                .map(|(n, f)| (first + n, f.id.clone()))
+                .collect(),
+        );
+    }
+}
+
+/// A unit's kind from its key, for a unit whose stage has already ended
+/// (the key formats of `work`).
+fn kind_from_key(key: &str) -> String {
+    let numbered = |prefix: char| {
+        key.strip_prefix(prefix)
+            .and_then(|rest| rest.split_once(':'))
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    if key == work::MAIN {
+        work::MAIN
+    } else if numbered('v') {
+        work::validation::VALIDATOR
+    } else if numbered('c') {
+        work::validation::CORRECTION
+    } else {
+        work::ITEM
+    }
+    .to_owned()
+}
+
+fn stage_at(plan: &Plan, index: i64) -> Option<&PlanStage> {
+    usize::try_from(index)
+        .ok()
+        .and_then(|index| plan.stages.get(index))
+}
