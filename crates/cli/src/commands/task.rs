@@ -231,19 +231,21 @@ fn next_phase(args: &NameArgs) -> u8 {
         let status = tasks::status(&dir)?;
         let redo = tasks::redo_research(&dir, &record)?;
         let phases = next::phases(&status, record.optional(), redo);
-        Ok::<_, tasks::Error>((status, record, phases))
+        let step = next_step(&tasks, &status, &record, redo)?;
+        Ok::<_, tasks::Error>((status, record, phases, step))
     })();
-    let (status, record, phases) = match result {
+    let (status, record, phases, step) = match result {
         Ok(found) => found,
         Err(error) => return fail(&error),
     };
-    let Some(&phase) = phases.first() else {
-        let value = json!({"task": args.name, "phase": status.phase.name(), "next_phase": null, "role": null, "artifact": null, "prompt": null});
+    // No agent runs next: sub-tasks to wait for, or a verdict to act on.
+    let Some(&phase) = phases.first().filter(|phase| phase.name() == step) else {
+        let value = json!({"task": args.name, "phase": status.phase.name(), "next_phase": null, "step": step, "role": null, "artifact": null, "prompt": null});
         if args.format.format() == Format::Json {
             output::write_json(&value);
         } else {
             output::stdout(&format!(
-                "{} is at {}: no phase left; `baton task run {}` acts on the verdict\n",
+                "{} is at {}: no agent runs next; next: {step} (`baton task run {}`)\n",
                 args.name,
                 status.phase.name(),
                 args.name

@@ -39,6 +39,9 @@ fn a_decomposed_task_waits_for_its_sub_tasks_and_its_verdict_considers_theirs() 
         waiting["next_phase"],
         "wait for sub-tasks: importer-reader, importer-writer"
     );
+    let next = project.json(&["task", "next", "importer", "--json"]);
+    assert_eq!(next["next_phase"], Value::Null, "{next}");
+    assert_eq!(next["step"], waiting["next_phase"]);
     assert_eq!(project.baton(&["task", "run", "importer-reader"]).code, 0);
     project.write("baton.toml", &config(&[(role, &fail)]));
     let writer = project.json(&["task", "run", "importer-writer", "--json"]);
