@@ -165,6 +165,9 @@ async fn drive_task(
         // resumes this run instead of starting another.
         record.run_id = Some(created.run_id.clone());
         tasks::write_record(&dir, &record)?;
+        if phases.contains(&Phase::Referee) {
+            note_self_review(name, project);
+        }
         let phases: Vec<&str> = phases.iter().map(|phase| phase.name()).collect();
         output::stderr_line(&format!(
             "task {name}: run {} — {}",
@@ -176,6 +179,31 @@ async fn drive_task(
         path: dir,
         message: format!("the task did not settle after {MAX_ROUNDS} runs"),
     }))
+}
+
+/// Says so when the referee would judge under the implementer's identity
+/// (profile and model): the verdict is then the implementer's own review.
+/// A note, not a refusal: one profile for every role is a valid set-up.
+fn note_self_review(name: &str, project: &Path) {
+    let Ok(config) = crate::settings::agent_config(project) else {
+        return;
+    };
+    let identity = |role: &str| {
+        config.agent(role).ok().map(|agent| {
+            (
+                agent.profile_name.to_owned(),
+                agent.model.map(str::to_owned),
+            )
+        })
+    };
+    if let Some(same) = identity(Phase::Implementation.role())
+        && identity(Phase::Referee.role()).as_ref() == Some(&same)
+    {
+        output::stderr_line(&format!(
+            "note: task {name}: the referee runs under the implementer's agent profile `{}`; [agents.referee] in baton.toml with another profile makes the verdict independent",
+            same.0
+        ));
+    }
 }
 
 /// Reads a `VERDICT.md`; an unreadable one is an error naming the file.

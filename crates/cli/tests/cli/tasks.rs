@@ -81,6 +81,7 @@ fn a_task_runs_from_new_to_pass_and_is_archived() {
     assert_eq!(created["task"], "add-user-auth");
     let run = project.baton(&["task", "run", "add-user-auth", "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stderr.contains("note:"), "{}", run.stderr);
     let result: Value = serde_json::from_str(&run.stdout).expect("json");
     assert_eq!(result["outcome"], "archived", "{result}");
     assert!(names(&project, false).is_empty());
@@ -396,4 +397,26 @@ fn an_unreadable_verdict_is_an_error_naming_the_file() {
         run.stderr
     );
     assert_eq!(names(&project, false), ["odd-verdict"]);
+}
+
+#[test]
+fn one_profile_for_every_role_gets_a_note_and_a_prose_verdict_an_error() {
+    // The stand-in agent writes one line of prose for VERDICT.md too.
+    let project = project_with(&[]);
+    project.baton(&["task", "new", "Prose"]);
+    let run = project.baton(&["task", "run", "prose"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "note: task prose: the referee runs under the implementer's agent profile `fake`"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("prose/VERDICT.md: read the verdict: no line says"),
+        "{}",
+        run.stderr
+    );
 }
