@@ -24,6 +24,7 @@ mod state_runs;
 mod store_lock;
 mod subworkflow;
 mod tasks;
+mod tasks_status;
 mod tasks_sub;
 mod usage;
 mod validation;
