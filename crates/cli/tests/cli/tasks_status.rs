@@ -1,5 +1,6 @@
 //! `baton task …` on task folders without agents: status and its JSON,
-//! stale and empty artifacts, names and suffixes, unreadable verdicts.
+//! stale and empty artifacts, names and suffixes, unreadable verdicts and
+//! records.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -121,4 +122,27 @@ fn an_unreadable_verdict_is_an_error_naming_the_file() {
         run.stderr
     );
     assert_eq!(names(&project, false), ["odd-verdict"]);
+}
+
+#[test]
+fn a_damaged_record_is_an_error_naming_it() {
+    let project = Project::new();
+    project.baton(&["task", "new", "Damaged"]);
+    std::fs::write(task_dir(&project, "damaged").join("task.json"), "{not json").expect("write");
+    for args in [
+        &["task", "status", "damaged"][..],
+        &["task", "run", "damaged"],
+    ] {
+        let run = project.baton(args);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("damaged/task.json: not a task record"),
+            "{}",
+            run.stderr
+        );
+    }
+    // A folder made by hand, without a record, is a task.
+    std::fs::create_dir_all(task_dir(&project, "by-hand")).expect("dir");
+    let status = project.json(&["task", "status", "by-hand", "--json"]);
+    assert_eq!(status["phase"], "New");
 }
