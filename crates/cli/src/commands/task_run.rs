@@ -98,11 +98,14 @@ async fn drive_task(
     for _ in 0..MAX_ROUNDS {
         let mut record = tasks::read_record(&dir)?;
         if let Some(run_id) = record.run_id.clone() {
-            resume::resume(name, &dir, &run_id, format, store_of(store).await?).await?;
+            let finished =
+                resume::resume(name, &dir, &run_id, format, store_of(store).await?).await?;
             record.run_id = None;
-            // A tie-break's Research ran in it (a run starts there while
-            // the spec is the copy), even if it wrote the same text.
-            record.spec_copy_sha256 = None;
+            if finished {
+                // A tie-break's Research ran in it (a run starts there
+                // while the spec is the copy), even if it wrote the same text.
+                record.spec_copy_sha256 = None;
+            }
             tasks::write_record(&dir, &record)?;
             continue;
         }

@@ -12,14 +12,15 @@ use crate::commands::run::{drive_options, drive_with_progress, engine_error};
 use crate::tasks::workflow;
 use crate::{exit_code, output};
 
-/// Drives a recorded run to its end; anything but success is reported.
+/// Drives a recorded run to its end: `true` once it succeeded, `false`
+/// when it was set aside for a new run; anything else is reported.
 pub(super) async fn resume(
     name: &str,
     dir: &Path,
     run_id: &str,
     format: Format,
     store: &Store,
-) -> Result<(), Failure> {
+) -> Result<bool, Failure> {
     let as_json = format == Format::Json;
     let run = match store.run(run_id).await {
         Ok(run) => run,
@@ -29,12 +30,12 @@ pub(super) async fn resume(
             output::stderr_line(&format!(
                 "task {name}: run {run_id} is not in the store; starting a new run"
             ));
-            return Ok(());
+            return Ok(false);
         }
         Err(error) => return Err(Failure::Code(engine_error(&error.into(), as_json))),
     };
     if run.status == "success" {
-        return Ok(());
+        return Ok(true);
     }
     if let Some(artifact) = edited_after_run(store, run_id, dir).await? {
         // The engine would run that phase again over the edit: the folder
@@ -53,7 +54,7 @@ pub(super) async fn resume(
                 "that run is cancelled and "
             }
         ));
-        return Ok(());
+        return Ok(false);
     }
     workflow::link_outputs(Path::new(&run.workspace), name)?;
     let options = drive_options(false, false, false).map_err(Failure::Code)?;
@@ -63,7 +64,7 @@ pub(super) async fn resume(
         .await
         .map_err(|error| Failure::Code(engine_error(&error, as_json)))?;
     if outcome.status == "success" {
-        return Ok(());
+        return Ok(true);
     }
     output::stderr_line(&format!(
         "error: task {name}: run {run_id} ended {}{}",
