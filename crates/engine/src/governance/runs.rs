@@ -171,3 +171,82 @@ pub fn preflight(plan: &Plan, config: Option<&Config>) -> Result<Vec<SelfReviewC
         _ => Ok(conflicts),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use baton_workflow::MemoryLoader;
+
+    use super::*;
+
+    fn plan(stages: &str) -> Plan {
+        let yaml = format!(
+            "name: t\nversion: '1'\ndescription: d\ntrigger: {{source: manual}}\nstages:\n{stages}"
+        );
+        let loader = MemoryLoader::new().with("w.yaml", &yaml);
+        let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
+        baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles")
+    }
+
+    fn config(agents: &str) -> Config {
+        let profiles = "[profiles.a]\nprogram = \"a\"\n[profiles.b]\nprogram = \"b\"\n";
+        Config::from_toml(&format!("{profiles}{agents}")).expect("config")
+    }
+
+    const AGENT: &str = "  - {name: draft, kind: propose, description: d, agent: {role: writer}, writes_to: [d.md], validation: {strategy: VALIDATION}}\n";
+    const SCRIPT: &str = "  - {name: draft, kind: execute, description: d, executor: inline, script: 'true', writes_to: [d.md], validation: {strategy: unit}}\n";
+
+    /// (stages, baton.toml agents, conflicting roles)
+    #[test]
+    fn self_reviews_by_profile_and_model() {
+        let unit = AGENT.replace("VALIDATION", "unit");
+        let adversarial = AGENT.replace("VALIDATION", "adversarial");
+        let cases: &[(&str, &str, &[&str])] = &[
+            // One profile for everything: the validator is the writer.
+            (&unit, "[agents.default]\nprofile = \"a\"\n", &["validator"]),
+            // A profile of its own: independent.
+            (
+                &unit,
+                "[agents.default]\nprofile = \"a\"\n[agents.validator]\nprofile = \"b\"\n",
+                &[],
+            ),
+            // Another profile on the same model is not a second opinion.
+            (
+                &unit,
+                "[agents.writer]\nprofile = \"a\"\nmodel = \"m\"\n[agents.validator]\nprofile = \"b\"\nmodel = \"m\"\n",
+                &["validator"],
+            ),
+            // Adversarial: challengers and evidence gatherers both judge.
+            (
+                &adversarial,
+                "[agents.default]\nprofile = \"a\"\n[agents.evidence]\nprofile = \"b\"\n",
+                &["challenger"],
+            ),
+            // A script has no agent identity to share.
+            (SCRIPT, "[agents.default]\nprofile = \"a\"\n", &[]),
+            // A role without a profile fails on its own when it runs.
+            (&unit, "[agents.validator]\nprofile = \"a\"\n", &[]),
+        ];
+        for (stages, agents, expected) in cases {
+            let found: Vec<String> = self_reviews(&plan(stages), &config(agents))
+                .into_iter()
+                .map(|c| c.roles.1)
+                .collect();
+            assert_eq!(found, *expected, "{agents}");
+        }
+        let refused = preflight(
+            &plan(&unit),
+            Some(&config("[agents.default]\nprofile = \"a\"\n")),
+        );
+        let message = refused.expect_err("refused by default");
+        assert!(
+            message.contains("roles `writer` and `validator` both resolve to profile `a`"),
+            "{message}"
+        );
+        let allowed =
+            config("[agents.default]\nprofile = \"a\"\n[governance]\nself_review = \"allow\"\n");
+        assert_eq!(
+            preflight(&plan(&unit), Some(&allowed)).map(|c| c.len()),
+            Ok(1)
+        );
+    }
+}

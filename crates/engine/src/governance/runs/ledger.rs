@@ -398,3 +398,24 @@ fn stage_at(plan: &Plan, index: i64) -> Option<&PlanStage> {
         .ok()
         .and_then(|index| plan.stages.get(index))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::kind_from_key;
+
+    #[test]
+    fn unit_kinds_are_read_back_from_their_keys() {
+        for (key, kind) in [
+            ("main", "main"),
+            ("v1:cross", "validator"),
+            ("v12:unit:3", "validator"),
+            ("c2:correct", "correction"),
+            ("c1:correct-outputs", "correction"),
+            ("item-7", "item"),
+            ("v:x", "item"),
+            ("cats", "item"),
+        ] {
+            assert_eq!(kind_from_key(key), kind, "{key}");
+        }
+    }
+}
