@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::project::{HEADER, Project, run_id};
+use crate::project::{HEADER, Project, run_id, stage};
 
 fn fake_agent() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent")
@@ -185,4 +185,59 @@ fn a_run_records_outputs_cycles_repairs_and_re_reviews() {
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(summary["mode_selected"]["mode"], "workflow_run");
     assert_eq!(summary["owner_review_map"]["independently_reviewed"], true);
+}
+
+#[test]
+fn output_checks_validate_a_stage_and_runs_are_ordered_by_their_dag() {
+    let project = Project::new();
+    let stages = format!(
+        "{}{}",
+        stage(
+            "a",
+            "echo '{\"items\": []}' > outputs/a.json",
+            "    writes_to: [outputs/a.json]\n    validates_output:\n      - path: outputs/a.json\n        checks: [is_json]\n"
+        ),
+        stage(
+            "b",
+            "echo b > outputs/b.txt",
+            "    depends_on: [a]\n    writes_to: [outputs/b.txt]\n"
+        )
+    );
+    project.write("wf.yaml", &format!("{HEADER}{stages}"));
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let id = run_id(&run);
+    let shown = ledger(&project, &id);
+    assert_eq!(
+        kinds(&shown),
+        [
+            "clarified",
+            "inspected",
+            "planned",
+            "edited",
+            "validated",
+            "edited"
+        ],
+        "{shown:#}"
+    );
+    let events = shown["events"].as_array().expect("events");
+    assert_eq!(events[3]["profile"], "script");
+    assert_eq!(events[4]["payload"]["command"], "output checks of a");
+    assert_eq!(events[4]["payload"]["covered"][0], "outputs/a.json");
+    // b's output has no check: nothing validated it, and check says so
+    // (the stage table's order between stages is not a violation in a run).
+    let check = project.baton(&["state", "check", "--run", &id]);
+    assert_eq!(check.code, 3, "{}", check.stdout);
+    assert!(
+        check.stderr.contains(
+            "violated: stale_validation: outputs/b.txt was edited after its last validation"
+        ),
+        "{}",
+        check.stderr
+    );
+    assert!(
+        !check.stderr.contains("illegal_transition"),
+        "{}",
+        check.stderr
+    );
 }

@@ -140,7 +140,7 @@ impl Entry {
         let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
         let kind = value
             .as_object_mut()
-            .and_then(|map| map.remove("kind"))
+            .and_then(|map| map.shift_remove("kind"))
             .and_then(|kind| kind.as_str().map(str::to_owned))
             .unwrap_or_default();
         (kind, value.to_string())

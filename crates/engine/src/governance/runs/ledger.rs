@@ -186,10 +186,34 @@ impl RunLedger {
                     let Some(stage) = stage_at(plan, *index) else {
                         continue;
                     };
+                    let who = stage_identity(&self.run_id, stage, config.as_deref());
                     // A composite stage's outputs were recorded unit by unit.
                     if !work::is_composite(stage) {
-                        let who = stage_identity(&self.run_id, stage, config.as_deref());
                         self.edits(stage, &who, artifacts, now, &mut out);
+                    }
+                    // A success means its output checks passed: a validation
+                    // of its files, by baton.
+                    if !stage.spec.validates_output.is_empty() {
+                        let covered: Vec<String> = self
+                            .edited
+                            .get(stage.name())
+                            .map(|paths| paths.iter().cloned().collect())
+                            .unwrap_or_default();
+                        let engine = Identity {
+                            profile: ENGINE.to_owned(),
+                            model: None,
+                            session: who.session.clone(),
+                        };
+                        let entry = Entry::Validated {
+                            command: format!("output checks of {}", stage.name()),
+                            exit_code: 0,
+                            covered: if covered.is_empty() {
+                                vec![format!("{}/", stage.name())]
+                            } else {
+                                covered
+                            },
+                        };
+                        out.push(self.record(entry, &engine, now));
                     }
                 }
                 Transition::UnitFinished {
