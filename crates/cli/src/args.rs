@@ -140,7 +140,7 @@ pub(crate) enum Command {
     /// the last edit, and every rule broken.
     #[command(
         subcommand,
-        after_help = "Examples:\n  baton state list\n  baton state show --session 3f2c…\n  baton state check --run RUN            # exit 3 listing violated rules\n  baton state record --task t edited src/lib.rs\n  baton state summary --task t --json    # the workflow_state_summary object\n\nExit codes: 0 done, 2 usage error, 3 refused or rules violated, 4 store unavailable."
+        after_help = "Examples:\n  baton state list\n  baton state show --session 3f2c…\n  baton state check --run RUN            # exit 3 listing violated rules\n  baton state record --task t edited src/lib.rs\n  baton state summary --task t --json    # the workflow_state_summary object\n\nExit codes: 0 done, 1 no such run, 2 usage error, 3 refused or rules violated, 4 store unavailable."
     )]
     State(state::StateCommand),
 

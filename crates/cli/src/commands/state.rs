@@ -77,9 +77,28 @@ async fn with_report(args: &ScopeArgs, then: impl FnOnce(&Scope, &Report) -> u8)
         Ok(store) => store,
         Err(code) => return code,
     };
+    if let Err(code) = run_exists(&store, &scope).await {
+        return code;
+    }
     match governance::load(&store, &scope, &person(&scope)).await {
         Ok(report) => then(&scope, &report),
         Err(error) => failure(&error),
+    }
+}
+
+/// A run scope must name a recorded run (tasks and sessions need no record).
+async fn run_exists(store: &baton_store::Store, scope: &Scope) -> Result<(), u8> {
+    if scope.kind != ScopeKind::Run {
+        return Ok(());
+    }
+    match store.run(&scope.key).await {
+        Ok(_) => Ok(()),
+        Err(baton_store::Error::NoSuchRun(_)) => {
+            output::stderr_line(&format!("error: no run with id {}", scope.key));
+            output::stderr_line("hint: `baton runs` lists the recorded runs");
+            Err(exit_code::INVALID_WORKFLOW)
+        }
+        Err(error) => Err(failure(&error.into())),
     }
 }
 
@@ -327,6 +346,9 @@ async fn record(args: &RecordArgs) -> u8 {
         Ok(store) => store,
         Err(code) => return code,
     };
+    if let Err(code) = run_exists(&store, &scope).await {
+        return code;
+    }
     let now = baton_engine::clock::now_ms();
     let json = args.format.format() != Format::Table;
     match governance::record(&store, &scope, &entry, &identity, now).await {

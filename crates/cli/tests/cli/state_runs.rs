@@ -240,4 +240,12 @@ fn output_checks_validate_a_stage_and_runs_are_ordered_by_their_dag() {
         "{}",
         check.stderr
     );
+    // A run scope names a recorded run.
+    let unknown = project.baton(&["state", "show", "--run", "nope"]);
+    assert_eq!(unknown.code, 1);
+    assert!(
+        unknown.stderr.contains("no run with id nope"),
+        "{}",
+        unknown.stderr
+    );
 }
