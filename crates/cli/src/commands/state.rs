@@ -1,15 +1,15 @@
 //! `baton state show|check|record|summary|list`: a thin adapter over
 //! `baton_engine::governance`.
 
-use baton_engine::governance::{
-    self, Entry, FindingStatus, Identity, Recording, Report, Scope, ScopeKind, Who,
-};
+use baton_engine::governance::{self, FindingStatus, Identity, Report, Scope, ScopeKind};
 use serde_json::{Value, json};
 
 use super::run::{block_on, chain, open_store};
 use crate::args::Format;
-use crate::args::state::{RecordArgs, RecordEvent, ReviewerArgs, ScopeArgs, StateCommand};
+use crate::args::state::{ScopeArgs, StateCommand};
 use crate::{exit_code, output};
+
+mod record;
 
 /// Runs a `baton state` subcommand.
 pub(crate) fn run(command: &StateCommand) -> u8 {
@@ -30,7 +30,7 @@ pub(crate) fn run(command: &StateCommand) -> u8 {
                 })
                 .await
             }
-            StateCommand::Record(args) => record(args).await,
+            StateCommand::Record(args) => record::record(args).await,
             StateCommand::List(args) => list(args.format.format()).await,
         }
     })
@@ -52,7 +52,7 @@ pub(crate) fn scope(args: &ScopeArgs) -> Scope {
 }
 
 /// The user running baton, as an identity for records without `--as`.
-fn person(scope: &Scope) -> Identity {
+pub(super) fn person(scope: &Scope) -> Identity {
     let user = ["USER", "LOGNAME"]
         .into_iter()
         .find_map(|name| std::env::var(name).ok().filter(|user| !user.is_empty()))
@@ -87,7 +87,7 @@ async fn with_report(args: &ScopeArgs, then: impl FnOnce(&Scope, &Report) -> u8)
 }
 
 /// A run scope must name a recorded run (tasks and sessions need no record).
-async fn run_exists(store: &baton_store::Store, scope: &Scope) -> Result<(), u8> {
+pub(super) async fn run_exists(store: &baton_store::Store, scope: &Scope) -> Result<(), u8> {
     if scope.kind != ScopeKind::Run {
         return Ok(());
     }
@@ -250,136 +250,6 @@ fn summary(scope: &Scope, report: &Report, format: Format) -> u8 {
         print_value(&value, format);
     }
     exit_code::SUCCESS
-}
-
-fn reviewer(args: &ReviewerArgs) -> Who {
-    Who {
-        profile: args.reviewer.clone(),
-        model: args.reviewer_model.clone(),
-        session: args.reviewer_session.clone(),
-    }
-}
-
-/// The entry `record` appends, or an error message (a file to hash).
-fn entry(event: &RecordEvent) -> Result<Entry, String> {
-    Ok(match event {
-        RecordEvent::Clarified { note } => Entry::Clarified { note: note.clone() },
-        RecordEvent::Inspected { path } => Entry::Inspected { path: path.clone() },
-        RecordEvent::Planned { intent } => Entry::Planned {
-            validation_intent: intent.clone(),
-        },
-        RecordEvent::Edited { path, hash } => Entry::Edited {
-            path: path.clone(),
-            hash: match hash {
-                Some(hash) => hash.clone(),
-                None => std::fs::read(path)
-                    .map(|bytes| baton_engine::create::sha256_hex(&bytes))
-                    .map_err(|error| {
-                        format!("cannot hash {path}: {error}\nhint: pass --hash HASH for a file that is gone")
-                    })?,
-            },
-        },
-        RecordEvent::Validated {
-            command,
-            exit_code,
-            covered,
-        } => Entry::Validated {
-            command: command.clone(),
-            exit_code: *exit_code,
-            covered: covered.clone(),
-        },
-        RecordEvent::Reviewed { reviewer: who, findings } => Entry::Reviewed {
-            reviewer: reviewer(who),
-            findings: findings.clone(),
-        },
-        RecordEvent::Repaired { finding } => Entry::Repaired { finding: *finding },
-        RecordEvent::ReReviewed {
-            finding,
-            reviewer: who,
-            resolved,
-            ..
-        } => Entry::ReReviewed {
-            reviewer: reviewer(who),
-            finding: *finding,
-            resolved: *resolved,
-        },
-        RecordEvent::NewEvidence { path, note } => Entry::NewEvidence {
-            path: path.clone(),
-            note: note.clone(),
-        },
-        RecordEvent::Released => Entry::Released {},
-        RecordEvent::HandedOff { next_owner } => Entry::HandedOff {
-            next_owner: next_owner.clone(),
-        },
-        RecordEvent::Closed {
-            proven,
-            not_proven,
-            residual_risk,
-            next_owner,
-        } => Entry::Closed {
-            proven: proven.clone(),
-            not_proven: not_proven.clone(),
-            residual_risk: residual_risk.clone(),
-            next_owner: next_owner.clone(),
-        },
-    })
-}
-
-async fn record(args: &RecordArgs) -> u8 {
-    let scope = scope(&args.scope);
-    let entry = match entry(&args.event) {
-        Ok(entry) => entry,
-        Err(why) => {
-            output::stderr_line(&format!("error: {why}"));
-            return exit_code::USAGE;
-        }
-    };
-    let mut identity = person(&scope);
-    if let Some(profile) = &args.as_profile {
-        identity.profile = profile.clone();
-    }
-    identity.model = args.model.clone();
-    if let Some(session) = &args.actor_session {
-        identity.session = session.clone();
-    }
-    let store = match open_store().await {
-        Ok(store) => store,
-        Err(code) => return code,
-    };
-    if let Err(code) = run_exists(&store, &scope).await {
-        return code;
-    }
-    let now = baton_engine::clock::now_ms();
-    let json = args.format.format() != Format::Table;
-    match governance::record(&store, &scope, &entry, &identity, now).await {
-        Ok(Recording::Appended(seq)) => {
-            let (kind, _) = entry.encode();
-            if json {
-                output::write_json(&json!({"recorded": true, "seq": seq, "kind": kind}));
-            } else {
-                output::stdout(&format!(
-                    "recorded {kind} as event {seq} of {} {}\n",
-                    scope.kind.as_str(),
-                    scope.key
-                ));
-            }
-            exit_code::SUCCESS
-        }
-        Ok(Recording::Refused(refusal)) => {
-            let rule = governance::rule_name(refusal.kind);
-            if json {
-                output::write_json(
-                    &json!({"recorded": false, "rule": rule, "reason": refusal.reason}),
-                );
-            }
-            output::stderr_line(&format!("refused ({rule}): {}", refusal.reason));
-            output::stderr_line(
-                "nothing was recorded; `baton state show` shows the current stage and what may follow",
-            );
-            exit_code::REFUSED
-        }
-        Err(error) => failure(&error),
-    }
 }
 
 async fn list(format: Format) -> u8 {

@@ -19,6 +19,7 @@ use baton_workflow::schema::{Executor, Kind, Strategy};
 
 use crate::work;
 
+mod cycle;
 mod ledger;
 pub(crate) use ledger::RunLedger;
 

@@ -5,26 +5,25 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use baton_executor::profile::Config;
 use baton_lifecycle::governance::{FindingStatus, Identity, State, observe};
-use baton_store::{FindingRow, NewLedgerEvent, Transition};
+use baton_store::{NewLedgerEvent, Transition};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
-use baton_workflow::schema::Strategy;
 
-use super::super::{Entry, Recorded, ScopeKind, Who};
-use super::{ENGINE, SelfReviewConflict, resolve, stage_identity, validated, validator_roles};
+use super::super::{Entry, Recorded, ScopeKind};
+use super::{ENGINE, SelfReviewConflict, stage_identity};
 use crate::work;
 
 /// The run's ledger as the coordinator extends it: the state folded so
 /// far, the files each stage edited, and the findings each validating
 /// stage's last cycle left.
 pub(crate) struct RunLedger {
-    run_id: String,
-    state: State,
+    pub(super) run_id: String,
+    pub(super) state: State,
     /// Stage name → files it edited (workspace-relative).
-    edited: BTreeMap<String, BTreeSet<String>>,
+    pub(super) edited: BTreeMap<String, BTreeSet<String>>,
     /// Stage index → (finding number, id) of its last cycle's blocking findings.
-    cycle_findings: BTreeMap<i64, Vec<(usize, String)>>,
-    config: Option<std::sync::Arc<Config>>,
+    pub(super) cycle_findings: BTreeMap<i64, Vec<(usize, String)>>,
+    pub(super) config: Option<std::sync::Arc<Config>>,
 }
 
 impl RunLedger {
@@ -125,7 +124,7 @@ impl RunLedger {
         }
     }
 
-    fn record(&mut self, entry: Entry, who: &Identity, now: i64) -> Transition {
+    pub(super) fn record(&mut self, entry: Entry, who: &Identity, now: i64) -> Transition {
         self.fold(&entry);
         let (kind, payload) = entry.encode();
         Transition::LedgerAppended(NewLedgerEvent {
@@ -278,123 +277,6 @@ impl RunLedger {
         }
         out
     }
-
-    /// One validation cycle: a validation of the validated stages' files,
-    /// the re-review of what the last correction repaired, and the new
-    /// blocking findings as a review.
-    #[expect(clippy::too_many_arguments, reason = "one cycle's facts")]
-    fn cycle(
-        &mut self,
-        plan: &Plan,
-        stage: &PlanStage,
-        index: i64,
-        cycle: i64,
-        findings: &[FindingRow],
-        now: i64,
-        out: &mut Vec<Transition>,
-    ) {
-        let strategy = stage
-            .spec
-            .validation
-            .as_ref()
-            .map_or(Strategy::Unit, |v| v.strategy);
-        let role = *validator_roles(strategy)
-            .last()
-            .unwrap_or(&work::validation::VALIDATOR);
-        let session = format!("{}/{}", self.run_id, stage.name());
-        let judge = self
-            .config
-            .as_deref()
-            .and_then(|config| resolve(config, role, None, session.clone()))
-            .unwrap_or(Identity {
-                profile: role.to_owned(),
-                model: None,
-                session,
-            });
-        let blocking: Vec<&FindingRow> = findings
-            .iter()
-            .filter(|f| f.status == "FAIL" && f.severity == "critical")
-            .collect();
-        // The validated stages' files, and the validating stage's own (its
-        // report, its corrections' logs): the cycle judged them all.
-        let mut judged = validated(plan, stage);
-        if !judged.iter().any(|s| s.index == stage.index) {
-            judged.push(stage);
-        }
-        let covered: Vec<String> = judged
-            .iter()
-            .flat_map(|s| self.edited.get(s.name()).cloned().unwrap_or_default())
-            .collect();
-        out.push(self.record(
-            Entry::Validated {
-                command: format!(
-                    "validation of {} ({strategy:?}), cycle {cycle}",
-                    stage.name()
-                ),
-                exit_code: i32::from(!blocking.is_empty()),
-                covered: if covered.is_empty() {
-                    vec![format!("{}/", stage.name())]
-                } else {
-                    covered
-                },
-            },
-            &judge,
-            now,
-        ));
-        let reviewer = Who::from(&judge);
-        let previous = self.cycle_findings.remove(&index).unwrap_or_default();
-        for (finding, id) in &previous {
-            if self
-                .state
-                .findings()
-                .get(*finding)
-                .is_some_and(|(_, s)| *s == FindingStatus::Repaired)
-            {
-                let resolved = !blocking.iter().any(|f| f.id == *id);
-                out.push(self.record(
-                    Entry::ReReviewed {
-                        reviewer: reviewer.clone(),
-                        finding: *finding,
-                        resolved,
-                    },
-                    &judge,
-                    now,
-                ));
-            }
-        }
-        let first = self.state.findings().len();
-        let texts: Vec<String> = blocking
-            .iter()
-            .map(|f| {
-                format!(
-                    "{} ({}): {}",
-                    f.id,
-                    stage.name(),
-                    if f.actual.is_empty() {
-                        &f.claim
-                    } else {
-                        &f.actual
-                    }
-                )
-            })
-            .collect();
-        out.push(self.record(
-            Entry::Reviewed {
-                reviewer,
-                findings: texts,
-            },
-            &judge,
-            now,
-        ));
-        self.cycle_findings.insert(
-            index,
-            blocking
-                .iter()
-                .enumerate()
-                .map(|(n, f)| (first + n, f.id.clone()))
-                .collect(),
-        );
-    }
 }
 
 /// A unit's kind from its key, for a unit whose stage has already ended
@@ -417,7 +299,7 @@ fn kind_from_key(key: &str) -> String {
     .to_owned()
 }
 
-fn stage_at(plan: &Plan, index: i64) -> Option<&PlanStage> {
+pub(super) fn stage_at(plan: &Plan, index: i64) -> Option<&PlanStage> {
     usize::try_from(index)
         .ok()
         .and_then(|index| plan.stages.get(index))
