@@ -367,7 +367,9 @@ fn correction_crash(database_url: Option<String>, backend: &str) {
     };
     let witness = dir.path().join("agents-witness.txt");
     std::fs::write(dir.path().join("baton.toml"), correction_agents(&witness)).expect("write");
-    let name = format!("correction-crash-{backend}");
+    // Unique: a PostgreSQL database outlives the test, and a run of the
+    // same name left by an earlier test run must not be taken for this one.
+    let name = format!("correction-crash-{backend}-{}", std::process::id());
     std::fs::write(dir.path().join("wf.yaml"), correction_workflow(&name)).expect("write");
 
     // Run, and kill -9 baton while the correction unit runs.
