@@ -115,14 +115,16 @@ pub async fn drive(
     options: &DriveOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Outcome> {
-    let run = store.run(run_id).await?;
-    if matches!(run.status.as_str(), "success" | "cancelled" | "rejected") {
-        return Ok(Outcome {
-            run_id: run_id.to_owned(),
-            status: run.status,
-            gate: None,
-            error: run.error,
-        });
+    {
+        let run = store.run(run_id).await?;
+        if matches!(run.status.as_str(), "success" | "cancelled" | "rejected") {
+            return Ok(Outcome {
+                run_id: run_id.to_owned(),
+                status: run.status,
+                gate: None,
+                error: run.error,
+            });
+        }
     }
     let mut lease = acquire(store, run_id, options).await?;
     let result = drive_owned(store, &mut lease, options, progress).await;
@@ -254,6 +256,7 @@ async fn drive_owned(
         &waived,
         clock::now_ms(),
     );
+    drop(loaded);
     let workspace_dir = PathBuf::from(&run.workspace);
     create::ensure_workspace(
         &workspace_dir,
@@ -262,6 +265,9 @@ async fn drive_owned(
         &run_options.project_dir.join(&run.workflow_path),
         run.created_at,
     )?;
+    // The row carries the plan's JSON, which a large run does not need to
+    // keep: the compiled plan is what drives it.
+    drop(run);
     let max_parallel = options
         .max_parallel
         .unwrap_or(run_options.max_parallel)
@@ -780,8 +786,14 @@ async fn drive_owned(
             };
         }
         // Nothing can start: record the results that arrived before waiting,
-        // so a result is never held back while other stages run.
-        if !announced.is_empty() || !pending.is_empty() {
+        // so a result is never held back while other stages run. Process
+        // ids alone wait for the next commit (see `pending`): committing
+        // them costs a synchronous commit per stage for nothing a resume
+        // needs.
+        let only_pids = pending
+            .iter()
+            .all(|transition| matches!(transition, Transition::ProcessStarted { .. }));
+        if !announced.is_empty() || !only_pids {
             with_ledger(&mut ledger, &plan, &composites, &mut pending);
             store.apply(lease, &std::mem::take(&mut pending)).await?;
             announce(&plan, &envelopes, &mut announced, progress);

@@ -136,6 +136,10 @@ pub async fn create_run_as(
         params: request.params.clone(),
     };
     let (loaded, plan) = compile(&request.project_dir, &request.workflow_path, &options)?;
+    // The parsed sources are only needed for their digests: freed before the
+    // plan's JSON is built, which keeps the peak of a 10 000-stage run low.
+    let sources = serde_json::to_string(&digests(&loaded)).expect("plain data");
+    drop(loaded);
     let now = clock::now_ms();
     let run_id = workspace::run_id(&plan.name, now, clock::entropy());
     let base = match &request.base_dir {
@@ -143,7 +147,7 @@ pub async fn create_run_as(
         None => default_base(&plan, &request.project_dir),
     };
     let workspace = base.join(&run_id);
-    let plan_json = plan_json(&plan, &run_id);
+    let plan_text = plan_json(&plan, &run_id).to_string();
     let run_options = RunOptions {
         project_dir: request.project_dir.clone(),
         max_parallel: request.max_parallel.max(1),
@@ -156,9 +160,9 @@ pub async fn create_run_as(
             workflow_path: request.workflow_path.clone(),
             workspace: workspace.to_string_lossy().into_owned(),
             created_at: now,
-            plan: plan_json.to_string(),
+            plan: plan_text,
             params: serde_json::to_string(&plan.params).expect("plain data"),
-            sources: serde_json::to_string(&digests(&loaded)).expect("plain data"),
+            sources,
             options: crate::worktree::record_base(&run_options, &request.project_dir, &plan)
                 .await
                 .to_string(),

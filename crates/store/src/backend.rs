@@ -31,7 +31,15 @@ pub struct Store {
 
 #[derive(Debug, Clone)]
 pub(crate) enum Inner {
-    Sqlite(SqlitePool),
+    /// Reads use `read`; write transactions use `write`, a single
+    /// connection. In-process writers then queue on the pool rather than in
+    /// SQLite's busy handler, which sleeps between tries, and the writer's
+    /// page cache stays warm from one commit to the next (another
+    /// connection's commit would invalidate it).
+    Sqlite {
+        read: SqlitePool,
+        write: SqlitePool,
+    },
     Postgres(PgPool),
 }
 
@@ -55,12 +63,24 @@ pub(crate) fn query_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> Err
 macro_rules! on_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.inner {
-            Inner::Sqlite($pool) => $body,
+            Inner::Sqlite { read: $pool, .. } => $body,
             Inner::Postgres($pool) => $body,
         }
     };
 }
 pub(crate) use on_pool;
+
+/// Like [`on_pool`] for a single write statement outside a transaction: on
+/// SQLite it goes through the writer connection.
+macro_rules! on_writer {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.inner {
+            Inner::Sqlite { write: $pool, .. } => $body,
+            Inner::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use on_writer;
 
 /// Runs `$body` in a write transaction `$tx` and commits it. SQLite takes
 /// the write lock up front (`BEGIN IMMEDIATE`) so a transaction never fails
@@ -68,8 +88,8 @@ pub(crate) use on_pool;
 macro_rules! in_transaction {
     ($store:expr, |$tx:ident| $body:block) => {
         match &$store.inner {
-            Inner::Sqlite(pool) => {
-                let mut $tx = pool
+            Inner::Sqlite { write, .. } => {
+                let mut $tx = write
                     .begin_with("BEGIN IMMEDIATE")
                     .await
                     .map_err(query_error("begin a transaction"))?;
@@ -113,7 +133,11 @@ macro_rules! run_row {
     };
 }
 
-const RUN_COLUMNS: &str = "run_id, workflow, workflow_path, workspace, status, created_at, finished_at, plan, params, sources, options, error, lease_owner, lease_epoch, lease_until";
+/// A run's columns: the runs row joined with its documents ([`RUNS`]).
+const RUN_COLUMNS: &str = "r.run_id, r.workflow, r.workflow_path, r.workspace, r.status, r.created_at, r.finished_at, d.plan, d.params, d.sources, d.options, r.error, r.lease_owner, r.lease_epoch, r.lease_until";
+/// Runs with their documents, which live apart so that the small row every
+/// commit fences on never drags a large plan along (migration 0006).
+const RUNS: &str = "runs r JOIN run_documents d ON d.run_id = r.run_id";
 
 impl Store {
     /// Opens (creating if needed) the store at `location`: a
@@ -157,23 +181,30 @@ impl Store {
         // lock. Two processes doing that at once can get SQLITE_BUSY without
         // the busy handler ever being called (SQLite's deadlock avoidance),
         // so a busy connect is retried for as long as a busy query would wait.
-        let deadline = Instant::now() + SQLITE_BUSY_TIMEOUT;
-        let pool = loop {
-            match SqlitePoolOptions::new()
-                .max_connections(4)
-                .connect_with(options.clone())
-                .await
-            {
-                Ok(pool) => break pool,
-                Err(error) if is_sqlite_busy(&error) && Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
+        let connect = |connections: u32| {
+            let options = options.clone();
+            async move {
+                let deadline = Instant::now() + SQLITE_BUSY_TIMEOUT;
+                loop {
+                    match SqlitePoolOptions::new()
+                        .max_connections(connections)
+                        .connect_with(options.clone())
+                        .await
+                    {
+                        Ok(pool) => break Ok(pool),
+                        Err(error) if is_sqlite_busy(&error) && Instant::now() < deadline => {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                        Err(error) => break Err(unavailable(error)),
+                    }
                 }
-                Err(error) => return Err(unavailable(error)),
             }
         };
-        migrate::sqlite(&pool).await?;
+        let write = connect(1).await?;
+        migrate::sqlite(&write).await?;
+        let read = connect(4).await?;
         Ok(Store {
-            inner: Inner::Sqlite(pool),
+            inner: Inner::Sqlite { read, write },
         })
     }
 
@@ -205,7 +236,7 @@ impl Store {
     /// Which database this is: `sqlite` or `postgres`.
     pub fn backend(&self) -> &'static str {
         match self.inner {
-            Inner::Sqlite(_) => "sqlite",
+            Inner::Sqlite { .. } => "sqlite",
             Inner::Postgres(_) => "postgres",
         }
     }
@@ -226,29 +257,42 @@ impl Store {
                 return Err(Error::Duplicate(run.run_id.clone()));
             }
             sqlx::query(
-                "INSERT INTO runs (run_id, workflow, workflow_path, workspace, status, created_at, plan, params, sources, options) \
-                 VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9)",
+                "INSERT INTO runs (run_id, workflow, workflow_path, workspace, status, created_at) \
+                 VALUES ($1, $2, $3, $4, 'pending', $5)",
             )
             .bind(&run.run_id)
             .bind(&run.workflow)
             .bind(&run.workflow_path)
             .bind(&run.workspace)
             .bind(run.created_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(|source| {
+                // A concurrent create of the same id (PostgreSQL) passes the
+                // check above and trips the primary key here.
+                if source
+                    .as_database_error()
+                    .is_some_and(|error| error.is_unique_violation())
+                {
+                    Error::Duplicate(run.run_id.clone())
+                } else {
+                    Error::Query {
+                        what: "insert the run",
+                        source,
+                    }
+                }
+            })?;
+            sqlx::query(
+                "INSERT INTO run_documents (run_id, plan, params, sources, options) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&run.run_id)
             .bind(&run.plan)
             .bind(&run.params)
             .bind(&run.sources)
             .bind(&run.options)
             .execute(&mut *tx)
             .await
-            .map_err(|source| {
-                // A concurrent create of the same id (PostgreSQL) passes the
-                // check above and trips the primary key here.
-                if source.as_database_error().is_some_and(|error| error.is_unique_violation()) {
-                    Error::Duplicate(run.run_id.clone())
-                } else {
-                    Error::Query { what: "insert the run", source }
-                }
-            })?;
+            .map_err(query_error("insert the run's documents"))?;
             for (index, name) in run.stages.iter().enumerate() {
                 sqlx::query(
                     "INSERT INTO stages (run_id, idx, name, status) VALUES ($1, $2, $3, 'pending')",
@@ -277,7 +321,7 @@ impl Store {
     /// The read fails.
     pub async fn runs(&self) -> Result<Vec<RunRow>> {
         let sql = sqlx::AssertSqlSafe(format!(
-            "SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at, run_id"
+            "SELECT {RUN_COLUMNS} FROM {RUNS} ORDER BY r.created_at, r.run_id"
         ));
         on_pool!(self, |pool| {
             let rows = sqlx::query(sql)
@@ -297,7 +341,9 @@ impl Store {
     ///
     /// No such run, or the read fails.
     pub async fn run(&self, run_id: &str) -> Result<RunRow> {
-        let sql = sqlx::AssertSqlSafe(format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1"));
+        let sql = sqlx::AssertSqlSafe(format!(
+            "SELECT {RUN_COLUMNS} FROM {RUNS} WHERE r.run_id = $1"
+        ));
         on_pool!(self, |pool| {
             let row = sqlx::query(sql)
                 .bind(run_id)
@@ -894,7 +940,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nested/baton.db");
         let store = Store::open_sqlite(&path).await.unwrap();
-        let Inner::Sqlite(pool) = &store.inner else {
+        let Inner::Sqlite { read: pool, .. } = &store.inner else {
             panic!("a SQLite path opened {}", store.backend());
         };
 
@@ -949,7 +995,7 @@ mod tests {
         let store = Store::open_sqlite(&dir.path().join("baton.db"))
             .await
             .unwrap();
-        let Inner::Sqlite(pool) = &store.inner else {
+        let Inner::Sqlite { read: pool, .. } = &store.inner else {
             panic!("a SQLite path opened {}", store.backend());
         };
         let row = sqlx::query("SELECT $3, $1, $2, $1 + $3")

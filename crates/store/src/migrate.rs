@@ -16,6 +16,7 @@ const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0003_jobs.sql"),
     include_str!("../migrations/sqlite/0004_usage.sql"),
     include_str!("../migrations/sqlite/0005_governance.sql"),
+    include_str!("../migrations/sqlite/0006_run_documents.sql"),
 ];
 const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0001_runs.sql"),
@@ -23,6 +24,7 @@ const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0003_jobs.sql"),
     include_str!("../migrations/postgres/0004_usage.sql"),
     include_str!("../migrations/postgres/0005_governance.sql"),
+    include_str!("../migrations/postgres/0006_run_documents.sql"),
 ];
 
 /// An arbitrary constant naming baton's advisory lock.

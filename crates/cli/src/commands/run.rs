@@ -214,12 +214,13 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
             Ok(created) => created,
             Err(error) => return engine_error(&error, as_json),
         };
-        output::stderr_line(&format!(
-            "run {} — workspace {}",
-            created.run_id,
-            created.workspace.display()
-        ));
-        match drive_with_progress(&store, &created.run_id, &drive, format).await {
+        // The drive compiles the plan again (as a resume does): this copy is
+        // freed first, or a large run would hold two.
+        let baton_engine::Created {
+            run_id, workspace, ..
+        } = created;
+        output::stderr_line(&format!("run {run_id} — workspace {}", workspace.display()));
+        match drive_with_progress(&store, &run_id, &drive, format).await {
             Ok(outcome) => finish(&outcome, format),
             Err(error) => engine_error(&error, as_json),
         }

@@ -9,7 +9,7 @@
 use sqlx::Row;
 
 use super::{JOB_COLUMNS, JobRow, job_row};
-use crate::backend::{Inner, in_transaction, on_pool, query_error};
+use crate::backend::{Inner, in_transaction, on_writer, query_error};
 use crate::{Error, Result, Store};
 
 /// Deferrals allowed before a job is dead: the reference lets a job defer
@@ -269,7 +269,7 @@ impl Store {
             ));
             // One statement, no explicit transaction: a renewal is a single
             // round trip, so a busy database delays it least.
-            let rows = on_pool!(self, |pool| {
+            let rows = on_writer!(self, |pool| {
                 let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(lease_ms)
                     .bind(owner);

@@ -173,7 +173,7 @@ impl Store {
     /// SQLite, whose `BEGIN IMMEDIATE` already serialises writers).
     pub(crate) fn queue_sql(&self, text: &str) -> String {
         let (now, skip_locked) = match self.inner {
-            Inner::Sqlite(_) => ("CAST(unixepoch('subsec') * 1000 AS BIGINT)", ""),
+            Inner::Sqlite { .. } => ("CAST(unixepoch('subsec') * 1000 AS BIGINT)", ""),
             Inner::Postgres(_) => (
                 "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
                 "FOR UPDATE SKIP LOCKED",
