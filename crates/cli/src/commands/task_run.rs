@@ -161,6 +161,9 @@ async fn drive_task(
             max_parallel: 1,
             project_dir: project.clone(),
         };
+        if phases.contains(&Phase::Referee) {
+            check_self_review(name, project)?;
+        }
         let created = baton_engine::create_run(store_of(store).await?, &request)
             .await
             .map_err(|error| Failure::Code(engine_error(&error, format == Format::Json)))?;
@@ -168,9 +171,6 @@ async fn drive_task(
         // resumes this run instead of starting another.
         record.run_id = Some(created.run_id.clone());
         tasks::write_record(&dir, &record)?;
-        if phases.contains(&Phase::Referee) {
-            note_self_review(name, project);
-        }
         let phases: Vec<&str> = phases.iter().map(|phase| phase.name()).collect();
         output::stderr_line(&format!(
             "task {name}: run {} — {}",
@@ -184,12 +184,15 @@ async fn drive_task(
     }))
 }
 
-/// Says so when the referee would judge under the implementer's identity
-/// (profile and model): the verdict is then the implementer's own review.
-/// A note, not a refusal: one profile for every role is a valid set-up.
-fn note_self_review(name: &str, project: &Path) {
+/// Refuses to start a run with a Referee phase when the referee would
+/// judge under the implementer's identity (profile, and model when set):
+/// the verdict would be the implementer's review of its own work — the rule
+/// workflow validators follow too. `[governance] self_review = "allow"` in
+/// baton.toml lets it run, with a note.
+fn check_self_review(name: &str, project: &Path) -> Result<(), Failure> {
     let Ok(config) = crate::settings::agent_config(project) else {
-        return;
+        // No usable configuration: the run itself reports that.
+        return Ok(());
     };
     let identity = |role: &str| {
         config.agent(role).ok().map(|agent| {
@@ -199,14 +202,23 @@ fn note_self_review(name: &str, project: &Path) {
             )
         })
     };
-    if let Some(same) = identity(Phase::Implementation.role())
-        && identity(Phase::Referee.role()).as_ref() == Some(&same)
-    {
+    let Some(same) = identity(Phase::Implementation.role())
+        .filter(|implementer| identity(Phase::Referee.role()).as_ref() == Some(implementer))
+    else {
+        return Ok(());
+    };
+    if config.governance.self_review == baton_executor::profile::SelfReview::Allow {
         output::stderr_line(&format!(
-            "note: task {name}: the referee runs under the implementer's agent profile `{}`; [agents.referee] in baton.toml with another profile makes the verdict independent",
+            "note: task {name}: the referee runs under the implementer's agent profile `{}` (allowed by [governance] self_review)",
             same.0
         ));
+        return Ok(());
     }
+    output::stderr_line(&format!(
+        "error: task {name}: the referee would judge the implementation under the implementer's own agent profile `{}`; give the referee another profile in baton.toml ([agents.referee] profile = \"…\"), or allow it with [governance] self_review = \"allow\"",
+        same.0
+    ));
+    Err(Failure::Code(exit_code::REFUSED))
 }
 
 /// Reads a `VERDICT.md`; an unreadable one is an error naming the file.

@@ -284,15 +284,34 @@ fn a_killed_task_run_resumes_its_run() {
 }
 
 #[test]
-fn one_profile_for_every_role_gets_a_note_and_a_prose_verdict_an_error() {
-    // The stand-in agent writes one line of prose for VERDICT.md too.
+fn one_profile_for_every_role_is_refused_unless_allowed_and_a_prose_verdict_is_an_error() {
+    // The referee would judge the implementer's work under its own profile.
     let project = project_with(&[]);
     project.baton(&["task", "new", "Prose"]);
+    let refused = project.baton(&["task", "run", "prose"]);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(
+            "the referee would judge the implementation under the implementer's own agent profile `fake`"
+        ) && refused.stderr.contains("self_review = \"allow\""),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !project.path().join("tasks/prose/SPEC.md").exists(),
+        "nothing ran"
+    );
+
+    // Allowed: it runs, with a note. The stand-in agent writes one line of
+    // prose for VERDICT.md too, which is an error naming the file.
+    let mut config = config(&[]);
+    config.push_str("\n[governance]\nself_review = \"allow\"\n");
+    project.write("baton.toml", &config);
     let run = project.baton(&["task", "run", "prose"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(
         run.stderr.contains(
-            "note: task prose: the referee runs under the implementer's agent profile `fake`"
+            "note: task prose: the referee runs under the implementer's agent profile `fake` (allowed by [governance] self_review)"
         ),
         "{}",
         run.stderr
