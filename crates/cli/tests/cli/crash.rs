@@ -223,11 +223,14 @@ fn crash_suite(database_url: Option<String>, backend: &str, seed: u64) {
                 early_kills += 1;
             }
         }
+        // This suite's workflow only: on PostgreSQL other tests create runs
+        // in the same database meanwhile.
         let after = harness.json(&["runs", "--json"]);
         let Some(run_id) = after
             .as_array()
             .expect("runs")
             .iter()
+            .filter(|run| run["workflow"] == name.as_str())
             .map(|run| run["run_id"].as_str().expect("id").to_owned())
             .find(|id| !known.contains(id))
         else {
