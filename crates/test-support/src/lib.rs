@@ -103,3 +103,70 @@ pub fn run(binary: &Path, cwd: &Path, args: &[&str]) -> Run {
         .unwrap_or_else(|error| panic!("cannot run {}: {error}", binary.display()))
         .into()
 }
+
+/// Like [`run`], but a run that outlives `limit` is killed and the call
+/// panics with what it printed so far (its progress lines on stderr name
+/// the stage it was in) and the processes still running below `cwd`: a hung
+/// command then fails its test with the evidence, instead of the whole test
+/// timing out silently.
+///
+/// # Panics
+///
+/// When the binary cannot be started, or it outlives `limit`.
+pub fn run_bounded(binary: &Path, cwd: &Path, args: &[&str], limit: std::time::Duration) -> Run {
+    // The output goes to files, not pipes: a full pipe must not stall it.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let stem = std::env::temp_dir().join(format!("baton-bounded-{}-{call}", std::process::id()));
+    let out_path = stem.with_extension("stdout");
+    let err_path = stem.with_extension("stderr");
+    let file = |path: &Path| std::fs::File::create(path).expect("an output file");
+    #[expect(clippy::disallowed_methods, reason = "tests run the baton binary")]
+    let mut child = Command::new(binary)
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env_remove("CLICOLOR_FORCE")
+        .stdin(std::process::Stdio::null())
+        .stdout(file(&out_path))
+        .stderr(file(&err_path))
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot run {}: {error}", binary.display()));
+    let started = std::time::Instant::now();
+    let read = |path: &Path| {
+        String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned()
+    };
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for baton") {
+            let finished = Run {
+                code: status.code().unwrap_or(-1),
+                stdout: read(&out_path),
+                stderr: read(&err_path),
+            };
+            let _ = std::fs::remove_file(&out_path);
+            let _ = std::fs::remove_file(&err_path);
+            return finished;
+        }
+        if started.elapsed() > limit {
+            #[expect(clippy::disallowed_methods, reason = "a hung test shows its processes")]
+            let processes = Command::new("ps")
+                .args(["-eo", "pid,ppid,pgid,stat,etime,args"])
+                .output()
+                .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+                .unwrap_or_default();
+            let _ = child.kill();
+            let _ = child.wait();
+            let stderr = read(&err_path);
+            let _ = std::fs::remove_file(&out_path);
+            let _ = std::fs::remove_file(&err_path);
+            let tail: Vec<&str> = stderr.lines().rev().take(40).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            panic!(
+                "{args:?} in {} ran longer than {limit:?}; killed. Its stderr ended with:\n{}\nprocesses at the time:\n{processes}",
+                cwd.display(),
+                tail.join("\n")
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

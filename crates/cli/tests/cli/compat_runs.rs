@@ -102,7 +102,14 @@ fn every_compat_workflow_runs_to_its_end_or_first_gate_with_the_stand_in_agent()
     for file in &files {
         let mut args = vec!["run", file.as_str(), "--json"];
         args.extend_from_slice(params_for(file));
-        let run = baton(scratch.path(), &args);
+        // Bounded: a run that hangs fails with its progress and the
+        // processes left, rather than the whole test timing out.
+        let run = baton_test_support::run_bounded(
+            Path::new(env!("CARGO_BIN_EXE_baton")),
+            scratch.path(),
+            &args,
+            std::time::Duration::from_secs(90),
+        );
         let outcome: Value = serde_json::from_str(&run.stdout)
             .unwrap_or_else(|error| panic!("{file}: {error}\n{}", run.stderr));
         assert_eq!(run.code, 0, "{file}: {outcome}\n{}", run.stderr);
