@@ -65,29 +65,13 @@ pub fn parse(text: &str) -> Result<Vec<SubTask>, Error> {
     Ok(out)
 }
 
-/// The text of an unindented list item.
+/// The text of an unindented list item (same item syntax as a verdict's
+/// lists).
 fn top_item(line: &str) -> Option<String> {
     if line.starts_with([' ', '\t']) {
         return None;
     }
-    let rest = if let Some(rest) = line
-        .strip_prefix("- ")
-        .or_else(|| line.strip_prefix("* "))
-        .or_else(|| line.strip_prefix("+ "))
-    {
-        rest
-    } else {
-        let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        if digits == 0 {
-            return None;
-        }
-        line[digits..]
-            .strip_prefix(". ")
-            .or_else(|| line[digits..].strip_prefix(") "))?
-    };
-    let text = rest.replace("**", "").replace('`', "");
-    let text = text.trim();
-    (!text.is_empty()).then(|| text.to_owned())
+    crate::verdict::list_item(line)
 }
 
 #[cfg(test)]

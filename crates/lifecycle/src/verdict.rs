@@ -257,7 +257,7 @@ fn plain(line: &str) -> String {
 }
 
 /// The text of a list item (`-`, `*`, `+`, `1.`, `1)`), emphasis removed.
-fn list_item(raw: &str) -> Option<String> {
+pub(crate) fn list_item(raw: &str) -> Option<String> {
     let line = raw.trim_start();
     let rest = if let Some(rest) = line
         .strip_prefix("- ")
