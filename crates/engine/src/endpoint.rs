@@ -18,17 +18,7 @@ pub(crate) async fn execute(
     cancel: watch::Receiver<bool>,
 ) -> Finished {
     let before = snapshot(stage, &attempt.workspace);
-    let mut finished = Finished {
-        index: attempt.index,
-        unit: attempt.unit.clone(),
-        attempt: attempt.attempt,
-        success: false,
-        exit_code: None,
-        error: None,
-        artifacts: Vec::new(),
-        cancelled: false,
-        usage: None,
-    };
+    let mut finished = Finished::unsettled(attempt);
     let result = baton_executor::endpoint::chat(&request, cancel).await;
     // Tokens are spent whether or not the answer is usable.
     finished.usage = meter.read(&request.response_log);

@@ -35,17 +35,7 @@ pub(crate) async fn run(
     attempt: &Attempt,
     mut cancel: watch::Receiver<bool>,
 ) -> Finished {
-    let mut finished = Finished {
-        index: attempt.index,
-        unit: attempt.unit.clone(),
-        attempt: attempt.attempt,
-        success: false,
-        exit_code: None,
-        error: None,
-        artifacts: Vec::new(),
-        cancelled: false,
-        usage: None,
-    };
+    let mut finished = Finished::unsettled(attempt);
     let Some(script) = stage.spec.script.as_ref() else {
         finished.error = Some(
             "an executor: worker_queue stage needs a `script` to enqueue (fan_out.mode: worker_queue takes fan_out.script)".to_owned(),

@@ -111,6 +111,24 @@ pub(crate) struct Finished {
     pub(crate) usage: Option<baton_executor::profile::Usage>,
 }
 
+impl Finished {
+    /// The end of `attempt` before anything is known: failed, nothing
+    /// recorded; each way of running an attempt fills in what happened.
+    pub(crate) fn unsettled(attempt: &Attempt) -> Self {
+        Finished {
+            index: attempt.index,
+            unit: attempt.unit.clone(),
+            attempt: attempt.attempt,
+            success: false,
+            exit_code: None,
+            error: None,
+            artifacts: Vec::new(),
+            cancelled: false,
+            usage: None,
+        }
+    }
+}
+
 /// How an attempt runs.
 enum Launch {
     /// A process, and how to read its usage afterwards (agents only).
@@ -230,17 +248,7 @@ async fn execute(
             started: *started,
         });
     };
-    let mut finished = Finished {
-        index,
-        unit: attempt.unit.clone(),
-        attempt: number,
-        success: false,
-        exit_code: None,
-        error: None,
-        artifacts: Vec::new(),
-        cancelled: false,
-        usage: None,
-    };
+    let mut finished = Finished::unsettled(attempt);
     // A read-only agent may write its declared outputs in the workspace and
     // nothing else: the repository is compared before and after.
     let guard = if is_read_only_agent(stage) {

@@ -81,17 +81,7 @@ pub(crate) async fn run(
     attempt: &Attempt,
     mut cancel: watch::Receiver<bool>,
 ) -> Finished {
-    let mut finished = Finished {
-        index: attempt.index,
-        unit: attempt.unit.clone(),
-        attempt: attempt.attempt,
-        success: false,
-        exit_code: None,
-        error: None,
-        artifacts: Vec::new(),
-        cancelled: false,
-        usage: None,
-    };
+    let mut finished = Finished::unsettled(attempt);
     let options = OPTIONS
         .try_with(|options| DriveOptions::clone(options))
         .unwrap_or_default();
