@@ -74,30 +74,44 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
 ///
 /// Processes of other users whose environment cannot be read are skipped.
 pub fn marked_processes(name: &str, value: &str) -> Vec<u32> {
-    marked_processes_since(name, value, 0, None)
+    marked_processes_since(name, value, 0, None, None)
 }
 
 /// Sends SIGKILL to every process [`marked_processes`] finds, rescanning
 /// until none is left (a few rounds at most), and returns how many were
 /// signalled.
 pub fn kill_marked_processes(name: &str, value: &str) -> usize {
-    sweep_marked(name, value, 0, None)
+    kill_until_gone(|| marked_processes_since(name, value, 0, None, None))
 }
 
 /// SIGKILLs marked processes started at or after `since` (clock ticks since
 /// boot); older processes cannot be descendants of a child started at
 /// `since`, and skipping them saves reading their environment.
 ///
-/// `leader` is the pid of the process whose descendants are swept, when
-/// known: pids are handed out in increasing order, so unless the counter
-/// wrapped since the leader started, every descendant has a larger pid and
-/// the scan reads nothing about older processes. That keeps the sweep after
-/// every stage cheap (a few `/proc` reads instead of one per process).
-pub(crate) fn sweep_marked(name: &str, value: &str, since: u64, leader: Option<u32>) -> usize {
-    let min_pid = leader.filter(|&leader| last_pid().is_some_and(|last| last >= leader));
+/// `leader` leads the group whose escapees are swept. When `pid_order` is
+/// set it is also the process they descend from: pids are handed out in
+/// increasing order, so unless the counter wrapped since the leader
+/// started, every descendant has a larger pid and the scan reads nothing
+/// about older processes. That keeps the sweep after every stage cheap (a
+/// few `/proc` reads instead of one per process).
+pub(crate) fn sweep_marked(
+    name: &str,
+    value: &str,
+    since: u64,
+    leader: u32,
+    pid_order: bool,
+) -> usize {
+    let min_pid =
+        Some(leader).filter(|&leader| pid_order && last_pid().is_some_and(|last| last >= leader));
+    kill_until_gone(|| marked_processes_since(name, value, since, min_pid, Some(leader)))
+}
+
+/// SIGKILLs what `find` returns, rescanning until it returns nothing (a few
+/// rounds at most); returns how many were signalled.
+fn kill_until_gone(find: impl Fn() -> Vec<u32>) -> usize {
     let mut killed = 0;
     for _ in 0..SWEEP_ROUNDS {
-        let pids = marked_processes_since(name, value, since, min_pid);
+        let pids = find();
         if pids.is_empty() {
             break;
         }
@@ -108,6 +122,32 @@ pub(crate) fn sweep_marked(name: &str, value: &str, since: u64, leader: Option<u
         }
     }
     killed
+}
+
+/// Groups whose leader this process started and still supervises.
+static LIVE_GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// Records that the group `pgid` is supervised by an attempt still going
+/// on. A sweep does not read the environment of its members: they are not
+/// escapees (an escapee leaves its group for a new one), and the attempt
+/// that owns them kills its whole group when it ends. With many attempts
+/// at once, that spares every sweep a read of every other attempt's
+/// processes.
+pub(crate) fn register_live(pgid: u32) {
+    LIVE_GROUPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(pgid);
+}
+
+/// Undoes [`register_live`] once the attempt that supervised `pgid` ended.
+pub(crate) fn unregister_live(pgid: u32) {
+    let mut groups = LIVE_GROUPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(position) = groups.iter().position(|&live| live == pgid) {
+        groups.swap_remove(position);
+    }
 }
 
 /// Sends `signal` to process group `pgid`; `false` when no such group exists.
@@ -163,17 +203,57 @@ fn group_has_live_members(pgid: u32) -> bool {
 
 /// The pid the kernel handed out last, if readable.
 fn last_pid() -> Option<u32> {
-    std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
-        .ok()?
+    let mut buffer = [0; 32];
+    read_small("/proc/sys/kernel/ns_last_pid", &mut buffer)?
         .trim()
         .parse()
         .ok()
 }
 
-fn marked_processes_since(name: &str, value: &str, since: u64, min_pid: Option<u32>) -> Vec<u32> {
+/// Reads a small `/proc` file into `buffer` with as few system calls as
+/// possible: `std::fs::read_to_string` also stats the file and reads in
+/// growing steps, which for the sweep after every stage made eight calls
+/// per process instead of three. `None` when the file cannot be read or
+/// does not fit.
+fn read_small<'b>(path: &str, buffer: &'b mut [u8]) -> Option<&'b str> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut filled = 0;
+    loop {
+        match file.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(read) => {
+                filled += read;
+                if filled == buffer.len() {
+                    return None;
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    std::str::from_utf8(&buffer[..filled]).ok()
+}
+
+/// The marked processes; `own` is the group being swept, the only live
+/// group (see [`register_live`]) whose members are read.
+fn marked_processes_since(
+    name: &str,
+    value: &str,
+    since: u64,
+    min_pid: Option<u32>,
+    own: Option<u32>,
+) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
+    let live: Vec<u32> = LIVE_GROUPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .copied()
+        .filter(|&group| Some(group) != own)
+        .collect();
     let needle = format!("{name}={value}").into_bytes();
     let own_pid = std::process::id();
     let mut found = Vec::new();
@@ -191,7 +271,11 @@ fn marked_processes_since(name: &str, value: &str, since: u64, min_pid: Option<u
         let Some(stat) = ProcStat::read(pid) else {
             continue;
         };
-        if stat.start_time < since || stat.state == 'Z' || stat.state == 'X' {
+        if stat.start_time < since
+            || stat.state == 'Z'
+            || stat.state == 'X'
+            || live.contains(&stat.pgrp)
+        {
             continue;
         }
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
@@ -226,8 +310,10 @@ pub(crate) struct ProcStat {
 
 impl ProcStat {
     pub(crate) fn read(pid: u32) -> Option<ProcStat> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        ProcStat::parse(&text)
+        // A stat line is 52 numbers and a command name of at most 64
+        // bytes: well under a page.
+        let mut buffer = [0; 4096];
+        ProcStat::parse(read_small(&format!("/proc/{pid}/stat"), &mut buffer)?)
     }
 
     /// Parses the stat line. The command name (field 2) is in parentheses

@@ -230,6 +230,7 @@ pub async fn run(
         .expect("a child that has not been waited for has a pid");
     // Declared after `child`, so it is dropped first: the group is killed
     // while tokio's handle still keeps the leader unreaped.
+    group::register_live(pid);
     let mut guard = GroupGuard {
         pgid: pid,
         armed: true,
@@ -295,7 +296,7 @@ pub async fn run(
     // the group id is still reserved, then the escapees carrying the marker.
     signal_group(pid, Signal::SIGKILL);
     if let Some((name, value)) = &spec.marker {
-        group::sweep_marked(name, value, start_time, Some(pid));
+        group::sweep_marked(name, value, start_time, pid, true);
     }
     guard.armed = false;
     let status = child
@@ -454,7 +455,8 @@ fn build_command(spec: &ProcessSpec, program_path: &Path) -> Command {
     command
 }
 
-/// Kills the group if [`run`] is dropped before the leader is reaped.
+/// Kills the group if [`run`] is dropped before the leader is reaped, and
+/// keeps the group in the live set (see [`group::register_live`]) until then.
 struct GroupGuard {
     pgid: u32,
     armed: bool,
@@ -464,13 +466,13 @@ struct GroupGuard {
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        if !self.armed {
-            return;
+        if self.armed {
+            signal_group(self.pgid, Signal::SIGKILL);
+            if let Some((name, value)) = &self.marker {
+                group::sweep_marked(name, value, self.since, self.pgid, false);
+            }
         }
-        signal_group(self.pgid, Signal::SIGKILL);
-        if let Some((name, value)) = &self.marker {
-            group::sweep_marked(name, value, self.since, None);
-        }
+        group::unregister_live(self.pgid);
     }
 }
 
