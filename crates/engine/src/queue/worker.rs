@@ -109,6 +109,9 @@ pub struct WorkerReport {
     pub reaped: u64,
 }
 
+/// How long a finished job's outcome waits for others to share its commit.
+const LINGER: Duration = Duration::from_millis(1);
+
 /// A job this worker runs.
 struct Running {
     epoch: i64,
@@ -212,12 +215,29 @@ pub async fn work(
         let wake_for_claim = free > 0 && !stopping;
         tokio::select! {
             Some(completion) = done_rx.recv() => {
-                let mut running = lock(&running);
-                running.remove(&completion.id);
-                pending.push(completion);
-                while let Ok(more) = done_rx.try_recv() {
-                    running.remove(&more.id);
-                    pending.push(more);
+                let others = {
+                    let mut held = lock(&running);
+                    held.remove(&completion.id);
+                    pending.push(completion);
+                    while let Ok(more) = done_rx.try_recv() {
+                        held.remove(&more.id);
+                        pending.push(more);
+                    }
+                    held.len()
+                };
+                // Group commit: jobs that end within a moment share this
+                // commit instead of each paying one.
+                let deadline = Instant::now() + LINGER;
+                let mut waited = 0;
+                while waited < others {
+                    match tokio::time::timeout_at(deadline, done_rx.recv()).await {
+                        Ok(Some(more)) => {
+                            lock(&running).remove(&more.id);
+                            pending.push(more);
+                            waited += 1;
+                        }
+                        _ => break,
+                    }
                 }
             }
             _ = sweep.tick() => {
