@@ -7,13 +7,15 @@ Usage: python3 bench/queue.py [--baton target/release/baton] [--jobs 5000]
 Each measurement enqueues N jobs in a fresh scratch directory (one
 transaction, not timed), then times W `baton worker --once` processes
 started together until all have drained the queue, and reports the median
-jobs/s. Set BATON_DATABASE_URL to a PostgreSQL URL to measure it instead of
+jobs/s and CPU time per job (the workers and the jobs they ran, user +
+system). Set BATON_DATABASE_URL to a PostgreSQL URL to measure it instead of
 the embedded SQLite (the default worker counts become 1,2,8,32; every
 measurement uses a queue of its own).
 """
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import tempfile
@@ -28,6 +30,7 @@ def measure(baton, jobs, workers, concurrency, tag):
              "--count", str(jobs), "--json"],
             cwd=scratch, check=True, stdout=subprocess.DEVNULL)
         env = dict(os.environ, BATON_WORKER_POLL_MS="50")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         procs = [subprocess.Popen(
             [baton, "worker", "--once", "--queue", queue,
@@ -37,6 +40,8 @@ def measure(baton, jobs, workers, concurrency, tag):
         for proc in procs:
             proc.wait()
         elapsed = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         listed = subprocess.run(
             [baton, "queue", "list", "--queue", queue, "--status", "succeeded", "--json"],
             cwd=scratch, check=True, capture_output=True, text=True).stdout
@@ -45,7 +50,7 @@ def measure(baton, jobs, workers, concurrency, tag):
             raise SystemExit(f"only {done} of {jobs} jobs succeeded")
         subprocess.run([baton, "queue", "purge", "--older-than", "0s"], cwd=scratch,
                        stdout=subprocess.DEVNULL)
-        return jobs / elapsed
+        return jobs / elapsed, cpu * 1000 / jobs
 
 
 def main():
@@ -62,10 +67,13 @@ def main():
     print(f"{backend}: {args.jobs} trivial jobs, --concurrency {args.concurrency}, "
           f"median of {args.repeat}")
     for workers in [int(w) for w in args.workers.split(",")]:
-        rates = [measure(baton, args.jobs, workers, args.concurrency, f"{workers}-{i}")
-                 for i in range(args.repeat)]
-        print(f"  {workers:>2} worker(s): {statistics.median(rates):8.0f} jobs/s "
-              f"(runs: {', '.join(f'{r:.0f}' for r in rates)})", flush=True)
+        runs = [measure(baton, args.jobs, workers, args.concurrency, f"{workers}-{i}")
+                for i in range(args.repeat)]
+        rates = [rate for rate, _ in runs]
+        cpu = statistics.median(cpu for _, cpu in runs)
+        print(f"  {workers:>2} worker(s): {statistics.median(rates):8.0f} jobs/s, "
+              f"{cpu:.2f} ms CPU per job (runs: {', '.join(f'{r:.0f}' for r in rates)})",
+              flush=True)
 
 
 if __name__ == "__main__":
