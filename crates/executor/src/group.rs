@@ -132,7 +132,9 @@ static LIVE_GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new(
 /// escapees (an escapee leaves its group for a new one), and the attempt
 /// that owns them kills its whole group when it ends. With many attempts
 /// at once, that spares every sweep a read of every other attempt's
-/// processes.
+/// processes. A descendant that moved into another attempt's group (same
+/// session, `setpgid`) is therefore killed when that attempt ends, not
+/// when its own does.
 pub(crate) fn register_live(pgid: u32) {
     LIVE_GROUPS
         .lock()

@@ -228,9 +228,9 @@ pub async fn run(
     let pid = child
         .id()
         .expect("a child that has not been waited for has a pid");
+    group::register_live(pid);
     // Declared after `child`, so it is dropped first: the group is killed
     // while tokio's handle still keeps the leader unreaped.
-    group::register_live(pid);
     let mut guard = GroupGuard {
         pgid: pid,
         armed: true,
