@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::create::{self, RunOptions, SourceDigest};
 use crate::envelopes::EnvelopeWriter;
-use crate::schedule::{self, Next, State};
+use crate::schedule::{self, Next, State, States};
 use crate::stage::{self, Attempt, Finished, Limits, Report};
 use crate::work::{self, running::Composite};
 use crate::{Error, Result, clock, gate, owner, reconcile};
@@ -338,10 +338,10 @@ async fn drive_owned(
     store.apply(lease, &transitions).await?;
 
     let stages = store.stages(&run_id).await?;
-    let mut states: Vec<State> = stages
-        .iter()
-        .map(|stage| State::from_status(&stage.status))
-        .collect();
+    let mut states = States::new(
+        &plan,
+        stages.iter().map(|stage| State::from_status(&stage.status)),
+    );
     let mut attempt_numbers: Vec<i64> = stages.iter().map(|stage| stage.attempts).collect();
     // Units recorded for stages, by stage; a composite stage takes its own
     // when it starts.
@@ -384,7 +384,7 @@ async fn drive_owned(
     let mut errors: HashMap<usize, String> = HashMap::new();
 
     let outcome = loop {
-        let halting = cancelled || schedule::required_failure(&plan, &states).is_some();
+        let halting = cancelled || states.required_failure().is_some();
         if halting {
             // A composite stage stops starting units; once none of its units
             // runs, it goes back to pending with its finished units kept.
@@ -400,7 +400,7 @@ async fn drive_owned(
                     attempt: attempt_numbers[index],
                     at: clock::now_ms(),
                 });
-                states[index] = State::Pending;
+                states.set(index, State::Pending);
             }
         }
         let rejected = gates.borrow().rejected();
@@ -429,7 +429,7 @@ async fn drive_owned(
                     &mut launches,
                 );
             }
-            let next = schedule::next(&plan, &states, approved, free);
+            let next = schedule::next(&plan, &mut states, approved, free);
             let mut started = false;
             let mut composite_starts: Vec<usize> = Vec::new();
             if let Next::Start(ready) = &next {
@@ -453,7 +453,7 @@ async fn drive_owned(
                                 now,
                                 error.clone(),
                             ));
-                            states[index] = State::Failed;
+                            states.set(index, State::Failed);
                             progress(Progress::Finished {
                                 stage: stage.name().to_owned(),
                                 status: "failed".to_owned(),
@@ -480,7 +480,7 @@ async fn drive_owned(
                                 at: now,
                                 note: format!("skipped: when {expression}"),
                             });
-                            states[index] = State::Skipped;
+                            states.set(index, State::Skipped);
                             progress(Progress::Finished {
                                 stage: stage.name().to_owned(),
                                 status: "skipped".to_owned(),
@@ -503,7 +503,7 @@ async fn drive_owned(
                         attempt: attempt_numbers[index],
                         at: now,
                     });
-                    states[index] = State::Running;
+                    states.set(index, State::Running);
                     if work::is_composite(stage) {
                         let cap = stage
                             .spec
@@ -541,11 +541,14 @@ async fn drive_owned(
                     {
                         let composite = composites.remove(&index).expect("idle composite");
                         let artifacts = hash_outputs(&workspace_dir, &composite.artifact_paths());
-                        states[index] = if success {
-                            State::Success
-                        } else {
-                            State::Failed
-                        };
+                        states.set(
+                            index,
+                            if success {
+                                State::Success
+                            } else {
+                                State::Failed
+                            },
+                        );
                         if let Some(error) = &error {
                             errors.insert(index, error.clone());
                         }
@@ -867,7 +870,7 @@ async fn drive_owned(
                                 error: result.error.clone(),
                                 artifacts: result.artifacts.clone(),
                             });
-                            states[result.index] = if result.success { State::Success } else { State::Failed };
+                            states.set(result.index, if result.success { State::Success } else { State::Failed });
                             if let Some(error) = &result.error {
                                 errors.insert(result.index, error.clone());
                             }

@@ -5,6 +5,8 @@
 //! soon as every stage it depends on is done (succeeded, skipped, or failed
 //! while optional) and every human gate in an earlier group is approved.
 
+use std::collections::BTreeSet;
+
 use baton_workflow::Plan;
 
 /// The state of one stage, as the scheduler sees it.
@@ -55,27 +57,124 @@ pub enum Next {
     AwaitingGate(usize),
 }
 
-/// The first required stage that failed, if any: the run halts.
-pub fn required_failure(plan: &Plan, states: &[State]) -> Option<usize> {
-    plan.stages
-        .iter()
-        .find(|stage| stage.spec.required && states[stage.index] == State::Failed)
-        .map(|stage| stage.index)
+/// The stages' states, with what the scheduler asks of them on every step
+/// kept up to date as they change: how many run, how many are done, which
+/// required stages failed, the first that may still be pending. A step then
+/// costs about the stages it starts, not one look at every stage — on a
+/// 10 000-stage run the scans cost more than all the rest of the driver's
+/// own work.
+#[derive(Debug, Clone)]
+pub struct States {
+    states: Vec<State>,
+    required: Vec<bool>,
+    /// Human-gate stages, by index.
+    gates: Vec<usize>,
+    running: usize,
+    terminal: usize,
+    failed_required: BTreeSet<usize>,
+    /// No stage below this index is pending.
+    first_pending: usize,
 }
 
-/// Decides the next step. `approved(i)` says whether gate stage `i` has been
-/// approved; `free_slots` bounds how many stages may start.
+impl States {
+    /// The states of `plan`'s stages, in index order.
+    pub fn new(plan: &Plan, states: impl IntoIterator<Item = State>) -> States {
+        let mut out = States {
+            states: Vec::with_capacity(plan.stages.len()),
+            required: plan
+                .stages
+                .iter()
+                .map(|stage| stage.spec.required)
+                .collect(),
+            gates: plan
+                .stages
+                .iter()
+                .filter(|stage| stage.spec.human_gate)
+                .map(|stage| stage.index)
+                .collect(),
+            running: 0,
+            terminal: 0,
+            failed_required: BTreeSet::new(),
+            first_pending: 0,
+        };
+        for state in states {
+            out.states.push(State::Pending);
+            out.set(out.states.len() - 1, state);
+        }
+        out.first_pending = 0;
+        out
+    }
+
+    /// Sets stage `index` to `state`.
+    pub fn set(&mut self, index: usize, state: State) {
+        let old = std::mem::replace(&mut self.states[index], state);
+        self.count(index, old, false);
+        self.count(index, state, true);
+        if state == State::Pending {
+            self.first_pending = self.first_pending.min(index);
+        }
+    }
+
+    fn count(&mut self, index: usize, state: State, add: bool) {
+        let change = |tally: &mut usize| {
+            if add {
+                *tally += 1;
+            } else {
+                *tally -= 1;
+            }
+        };
+        if state == State::Running {
+            change(&mut self.running);
+        }
+        if state.is_terminal() {
+            change(&mut self.terminal);
+        }
+        if state == State::Failed && self.required[index] {
+            if add {
+                self.failed_required.insert(index);
+            } else {
+                self.failed_required.remove(&index);
+            }
+        }
+    }
+
+    /// How many stages run.
+    pub fn running(&self) -> usize {
+        self.running
+    }
+
+    /// The first required stage that failed, if any: the run halts.
+    pub fn required_failure(&self) -> Option<usize> {
+        self.failed_required.first().copied()
+    }
+
+    /// Every stage in index order.
+    pub fn iter(&self) -> impl Iterator<Item = State> + '_ {
+        self.states.iter().copied()
+    }
+}
+
+impl std::ops::Index<usize> for States {
+    type Output = State;
+
+    fn index(&self, index: usize) -> &State {
+        &self.states[index]
+    }
+}
+
+/// Decides what happens next.
+///
+/// `approved(index)` says whether a human gate stage has been approved.
+/// `free_slots` bounds how many stages may start now. `states` is `mut`
+/// only to move its first-pending mark past stages that are done.
 pub fn next(
     plan: &Plan,
-    states: &[State],
+    states: &mut States,
     approved: impl Fn(usize) -> bool,
     free_slots: usize,
 ) -> Next {
-    let running = states
-        .iter()
-        .filter(|state| **state == State::Running)
-        .count();
-    if let Some(failed) = required_failure(plan, states) {
+    let running = states.running();
+    if let Some(failed) = states.required_failure() {
         return if running > 0 {
             Next::Wait
         } else {
@@ -84,16 +183,20 @@ pub fn next(
     }
     // The first group holding a gate that succeeded but is not approved
     // blocks every later group.
-    let blocking_gate = plan
-        .stages
+    let blocking_gate = states
+        .gates
         .iter()
-        .filter(|stage| {
-            stage.spec.human_gate && states[stage.index] == State::Success && !approved(stage.index)
-        })
+        .map(|&index| &plan.stages[index])
+        .filter(|stage| states[stage.index] == State::Success && !approved(stage.index))
         .min_by_key(|stage| stage.group)
         .map(|stage| (stage.index, stage.group));
+    while states.first_pending < states.states.len()
+        && states.states[states.first_pending] != State::Pending
+    {
+        states.first_pending += 1;
+    }
     let mut ready = Vec::new();
-    for stage in &plan.stages {
+    for stage in &plan.stages[states.first_pending..] {
         if ready.len() >= free_slots {
             break;
         }
@@ -120,7 +223,7 @@ pub fn next(
     if let Some((gate, _)) = blocking_gate {
         return Next::AwaitingGate(gate);
     }
-    if states.iter().all(|state| state.is_terminal()) {
+    if states.terminal == states.states.len() {
         Next::Succeeded
     } else {
         // Pending stages that can never start: a dependency is pending but
@@ -159,16 +262,57 @@ mod tests {
             stage("b", ""),
             stage("c", ", depends_on: [a]")
         ));
-        let mut states = vec![State::Pending; 3];
-        assert_eq!(next(&plan, &states, |_| false, 8), Next::Start(vec![0, 1]));
-        states[0] = State::Running;
-        states[1] = State::Running;
-        assert_eq!(next(&plan, &states, |_| false, 8), Next::Wait);
-        states[0] = State::Success;
-        assert_eq!(next(&plan, &states, |_| false, 8), Next::Start(vec![2]));
-        states[2] = State::Success;
-        states[1] = State::Success;
-        assert_eq!(next(&plan, &states, |_| false, 8), Next::Succeeded);
+        let mut states = States::new(&plan, vec![State::Pending; 3]);
+        assert_eq!(
+            next(&plan, &mut states, |_| false, 8),
+            Next::Start(vec![0, 1])
+        );
+        states.set(0, State::Running);
+        states.set(1, State::Running);
+        assert_eq!(next(&plan, &mut states, |_| false, 8), Next::Wait);
+        states.set(0, State::Success);
+        assert_eq!(next(&plan, &mut states, |_| false, 8), Next::Start(vec![2]));
+        states.set(2, State::Success);
+        states.set(1, State::Success);
+        assert_eq!(next(&plan, &mut states, |_| false, 8), Next::Succeeded);
+    }
+
+    #[test]
+    fn tallies_follow_every_change() {
+        let plan = plan(&format!(
+            "{HEADER}{}{}{}",
+            stage("a", ""),
+            stage("b", ", required: false"),
+            stage("c", "")
+        ));
+        let mut states = States::new(&plan, vec![State::Pending; 3]);
+        assert_eq!(
+            next(&plan, &mut states, |_| false, 8),
+            Next::Start(vec![0, 1, 2])
+        );
+        for index in 0..3 {
+            states.set(index, State::Running);
+        }
+        assert_eq!(states.running(), 3);
+        states.set(1, State::Failed);
+        assert_eq!(states.required_failure(), None, "b is optional");
+        states.set(0, State::Failed);
+        assert_eq!(states.required_failure(), Some(0));
+        assert_eq!(
+            next(&plan, &mut states, |_| false, 8),
+            Next::Wait,
+            "c still runs"
+        );
+        states.set(2, State::Success);
+        assert_eq!(next(&plan, &mut states, |_| false, 8), Next::Failed(0));
+        // A stage set back to pending behind the first-pending mark (a
+        // retry) is found again.
+        states.set(0, State::Pending);
+        assert_eq!(states.required_failure(), None);
+        assert_eq!(states.running(), 0);
+        assert_eq!(next(&plan, &mut states, |_| false, 8), Next::Start(vec![0]));
+        states.set(0, State::Success);
+        assert_eq!(next(&plan, &mut states, |_| false, 8), Next::Succeeded);
     }
 
     #[test]
@@ -179,8 +323,11 @@ mod tests {
             stage("b", ""),
             stage("c", "")
         ));
-        let states = vec![State::Pending; 3];
-        assert_eq!(next(&plan, &states, |_| false, 2), Next::Start(vec![0, 1]));
+        let mut states = States::new(&plan, vec![State::Pending; 3]);
+        assert_eq!(
+            next(&plan, &mut states, |_| false, 2),
+            Next::Start(vec![0, 1])
+        );
     }
 
     #[test]
@@ -191,10 +338,10 @@ mod tests {
             stage("b", ""),
             stage("c", ", depends_on: [a]")
         ));
-        let states = vec![State::Failed, State::Running, State::Pending];
-        assert_eq!(next(&plan, &states, |_| false, 8), Next::Wait);
-        let states = vec![State::Failed, State::Success, State::Pending];
-        assert_eq!(next(&plan, &states, |_| false, 8), Next::Failed(0));
+        let mut states = States::new(&plan, vec![State::Failed, State::Running, State::Pending]);
+        assert_eq!(next(&plan, &mut states, |_| false, 8), Next::Wait);
+        let mut states = States::new(&plan, vec![State::Failed, State::Success, State::Pending]);
+        assert_eq!(next(&plan, &mut states, |_| false, 8), Next::Failed(0));
     }
 
     #[test]
@@ -204,8 +351,8 @@ mod tests {
             stage("a", ", required: false"),
             stage("b", ", depends_on: [a]")
         ));
-        let states = vec![State::Failed, State::Pending];
-        assert_eq!(next(&plan, &states, |_| false, 8), Next::Start(vec![1]));
+        let mut states = States::new(&plan, vec![State::Failed, State::Pending]);
+        assert_eq!(next(&plan, &mut states, |_| false, 8), Next::Start(vec![1]));
     }
 
     #[test]
@@ -219,15 +366,15 @@ mod tests {
         // Groups: [a], [after], [gate]? No: gate and after share a wave; the
         // gate's own group comes after the wave's normal group.
         let index = |name: &str| plan.stage(name).expect("stage").index;
-        let mut states = vec![State::Pending; 3];
-        states[index("a")] = State::Success;
-        states[index("gate")] = State::Success;
-        states[index("after")] = State::Success;
+        let mut states = States::new(&plan, vec![State::Pending; 3]);
+        states.set(index("a"), State::Success);
+        states.set(index("gate"), State::Success);
+        states.set(index("after"), State::Success);
         assert_eq!(
-            next(&plan, &states, |_| false, 8),
+            next(&plan, &mut states, |_| false, 8),
             Next::AwaitingGate(index("gate"))
         );
-        assert_eq!(next(&plan, &states, |_| true, 8), Next::Succeeded);
+        assert_eq!(next(&plan, &mut states, |_| true, 8), Next::Succeeded);
     }
 
     #[test]
@@ -237,8 +384,11 @@ mod tests {
             stage("gate", ", human_gate: true"),
             stage("b", ", depends_on: [gate]")
         ));
-        let states = vec![State::Success, State::Pending];
-        assert_eq!(next(&plan, &states, |_| false, 8), Next::AwaitingGate(0));
-        assert_eq!(next(&plan, &states, |_| true, 8), Next::Start(vec![1]));
+        let mut states = States::new(&plan, vec![State::Success, State::Pending]);
+        assert_eq!(
+            next(&plan, &mut states, |_| false, 8),
+            Next::AwaitingGate(0)
+        );
+        assert_eq!(next(&plan, &mut states, |_| true, 8), Next::Start(vec![1]));
     }
 }

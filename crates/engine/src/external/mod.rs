@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch};
 
 use crate::create::{self, RunOptions, SourceDigest};
-use crate::schedule::{self, Next, State};
+use crate::schedule::{self, Next, State, States};
 use crate::stage::{self, Attempt, Fingerprint, Report, Snapshot};
 use crate::worktree::{Place, Worktree};
 use crate::{Error, Result, clock, gate, work, workspace};

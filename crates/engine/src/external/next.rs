@@ -56,15 +56,12 @@ pub(super) async fn next_owned(
     }
     loop {
         let rows = store.stages(run_id).await?;
-        let states: Vec<State> = rows
-            .iter()
-            .map(|row| State::from_status(&row.status))
-            .collect();
+        let mut states = States::new(plan, rows.iter().map(|row| State::from_status(&row.status)));
         let gates = gate::Gates::load(store, run_id, plan, workspace).await?;
         if gates.rejected().is_some() {
             return settle(store, lease, opened, Vec::new(), scripts).await;
         }
-        let halting = schedule::required_failure(plan, &states).is_some();
+        let halting = states.required_failure().is_some();
         let units = units_by_stage(store, run_id).await?;
         let now = clock::now_ms();
         let mut transitions = Vec::new();
@@ -242,7 +239,7 @@ pub(super) async fn next_owned(
             // Look again once this step's changes are recorded.
             Vec::new()
         } else {
-            match schedule::next(plan, &states, |index| gates.approved(index), usize::MAX) {
+            match schedule::next(plan, &mut states, |index| gates.approved(index), usize::MAX) {
                 Next::Start(ready) => ready,
                 _ => Vec::new(),
             }

@@ -11,10 +11,10 @@ use super::*;
 pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
     let opened = open(store, run_id).await?;
     let rows = store.stages(run_id).await?;
-    let states: Vec<State> = rows
-        .iter()
-        .map(|row| State::from_status(&row.status))
-        .collect();
+    let mut states = States::new(
+        &opened.plan,
+        rows.iter().map(|row| State::from_status(&row.status)),
+    );
     let gates = gate::Gates::load(store, run_id, &opened.plan, &opened.workspace).await?;
     let mut names: Vec<usize> = opened
         .plan
@@ -25,7 +25,7 @@ pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
         .collect();
     if let Next::Start(ready) = schedule::next(
         &opened.plan,
-        &states,
+        &mut states,
         |index| gates.approved(index),
         usize::MAX,
     ) {

@@ -201,10 +201,7 @@ pub(super) async fn settle(
     let plan = &opened.plan;
     let run_id = &opened.run.run_id;
     let rows = store.stages(run_id).await?;
-    let states: Vec<State> = rows
-        .iter()
-        .map(|row| State::from_status(&row.status))
-        .collect();
+    let mut states = States::new(plan, rows.iter().map(|row| State::from_status(&row.status)));
     let gates = gate::Gates::load(store, run_id, plan, &opened.workspace).await?;
     let (status, error) = if let Some((index, comment, by)) = gates.rejected() {
         (
@@ -216,7 +213,7 @@ pub(super) async fn settle(
             )),
         )
     } else {
-        match schedule::next(plan, &states, |index| gates.approved(index), usize::MAX) {
+        match schedule::next(plan, &mut states, |index| gates.approved(index), usize::MAX) {
             Next::Succeeded => ("success", None),
             Next::Failed(index) => (
                 "failed",
