@@ -147,11 +147,6 @@ impl States {
     pub fn required_failure(&self) -> Option<usize> {
         self.failed_required.first().copied()
     }
-
-    /// Every stage in index order.
-    pub fn iter(&self) -> impl Iterator<Item = State> + '_ {
-        self.states.iter().copied()
-    }
 }
 
 impl std::ops::Index<usize> for States {
