@@ -187,6 +187,37 @@ struct Launch {
     unit: Option<(String, String, i64, Result<work::Materialized, String>)>,
 }
 
+/// Whether `launches` may start before the commit that records their starts.
+///
+/// Waiting for that commit puts a synchronous write between every stage's
+/// end and the next stage's start; a chain of short stages spends most of
+/// its time there. Starting first and committing while the processes run is
+/// safe for a plain process (a script or an agent CLI, or one request to an
+/// endpoint):
+/// * a crash before the commit leaves the stage pending, so a resume runs it
+///   again, under the same attempt number, after killing the process by the
+///   run's marker; its results were never recorded, so nothing recorded is
+///   run twice, and the stale logs of that number are removed
+///   (`reconcile::forget_unrecorded_logs`);
+/// * a failed commit ends the drive, and with it the processes.
+///
+/// Everything that leaves durable traces of its own before its process runs
+/// (a worktree and branch, a child run, a queue job) and every unit of a
+/// composite stage waits for its start to be recorded. So does every start
+/// while the lease is near its end: a driver paused past its lease must find
+/// out by a failed commit before it starts anything, as another driver may
+/// already own the run.
+fn starts_early(lease: &Lease, ttl: i64, plan: &baton_workflow::Plan, launches: &[Launch]) -> bool {
+    lease.until - clock::now_ms() > ttl / 2
+        && launches.iter().all(|launch| {
+            let stage = &plan.stages[launch.index];
+            launch.unit.is_none()
+                && stage.spec.sub_workflow.is_none()
+                && stage.spec.executor != baton_workflow::schema::Executor::WorkerQueue
+                && !crate::worktree::isolated(stage)
+        })
+}
+
 /// A result committed, to show: its envelope and progress line.
 struct Announced {
     finished: Finished,
@@ -284,6 +315,7 @@ async fn drive_owned(
         )));
     }
     let stages = store.stages(&run_id).await?;
+    reconcile::forget_unrecorded_logs(&plan, &stages, &workspace_dir);
     let attempts = store.attempts(&run_id).await?;
     let artifacts = store.artifacts(&run_id).await?;
     let now = clock::now_ms();
@@ -594,16 +626,25 @@ async fn drive_owned(
                 );
             }
             if started || !launches.is_empty() {
-                // Starts are recorded before any process exists.
                 with_ledger(&mut ledger, &plan, &composites, &mut pending);
-                store.apply(lease, &std::mem::take(&mut pending)).await?;
-                announce(&plan, &envelopes, &mut announced, progress);
-                for index in composite_starts {
-                    progress(Progress::Started {
+                let starts = std::mem::take(&mut pending);
+                // Plain processes start while the commit that records their
+                // start is in flight (see `starts_early`); anything else
+                // starts only once its start is recorded.
+                let early = starts_early(lease, ttl, &plan, &launches);
+                if !early {
+                    store.apply(lease, &starts).await?;
+                    announce(&plan, &envelopes, &mut announced, progress);
+                }
+                // Shown once committed, after the results committed with
+                // them: a stage's end comes before the starts it allowed.
+                let mut shown: Vec<Progress> = composite_starts
+                    .into_iter()
+                    .map(|index| Progress::Started {
                         stage: plan.stages[index].name().to_owned(),
                         attempt: attempt_numbers[index],
-                    });
-                }
+                    })
+                    .collect();
                 for launch in launches {
                     let (stage_to_run, unit, label, attempt_number, values, env, defer_checks) =
                         match launch.unit {
@@ -669,7 +710,7 @@ async fn drive_owned(
                         defer_checks,
                         store: store.clone(),
                     };
-                    progress(Progress::Started {
+                    shown.push(Progress::Started {
                         stage: label
                             .clone()
                             .unwrap_or_else(|| plan.stages[launch.index].name().to_owned()),
@@ -701,6 +742,11 @@ async fn drive_owned(
                         },
                     );
                 }
+                if early {
+                    store.apply(lease, &starts).await?;
+                    announce(&plan, &envelopes, &mut announced, progress);
+                }
+                shown.into_iter().for_each(progress);
                 continue;
             }
             match next {

@@ -83,3 +83,82 @@ pub(crate) fn stale_stages(
         })
         .collect()
 }
+
+/// Removes the logs of attempts a crashed driver started but never recorded.
+///
+/// A plain stage's process may start before its start is committed (see
+/// the coordinator's `starts_early`), so a crash can leave logs under the
+/// attempt number after the last recorded one. The resume runs that number
+/// again; its logs are created on the first byte, so without this a silent
+/// new attempt would show the lost one's output as its own.
+pub(crate) fn forget_unrecorded_logs(plan: &Plan, stages: &[StageRow], workspace: &Path) {
+    let logs = workspace.join("logs");
+    for row in stages
+        .iter()
+        .filter(|row| !matches!(row.status.as_str(), "success" | "skipped"))
+    {
+        let Some(stage) = usize::try_from(row.index)
+            .ok()
+            .and_then(|index| plan.stages.get(index))
+        else {
+            continue;
+        };
+        let directory = logs.join(stage.file_stem());
+        let next = row.attempts + 1;
+        for stream in ["stdout", "stderr"] {
+            // Absent in every run that did not crash mid-start.
+            let _ = std::fs::remove_file(directory.join(format!("{next}.{stream}")));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_workflow::MemoryLoader;
+
+    const WORKFLOW: &str = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n  - {name: a, kind: execute, description: d, executor: inline, script: 'true'}\n  - {name: b, kind: execute, description: d, executor: inline, script: 'true'}\n";
+
+    fn row(index: i64, name: &str, status: &str, attempts: i64) -> StageRow {
+        StageRow {
+            index,
+            name: name.to_owned(),
+            status: status.to_owned(),
+            attempts,
+            started_at: None,
+            finished_at: None,
+            error: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn only_the_logs_of_an_unrecorded_attempt_are_removed() {
+        let loader = MemoryLoader::new().with("w.yaml", WORKFLOW);
+        let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
+        let plan =
+            baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles");
+        let workspace = tempfile::tempdir().expect("temp dir");
+        let log = |stage: &str, name: &str| workspace.path().join("logs").join(stage).join(name);
+        for (stage, name) in [
+            ("000-a", "1.stdout"),
+            ("000-a", "2.stdout"),
+            ("000-a", "2.stderr"),
+            ("001-b", "1.stdout"),
+            ("001-b", "2.stdout"),
+        ] {
+            std::fs::create_dir_all(log(stage, "")).expect("log dir");
+            std::fs::write(log(stage, name), "output").expect("log");
+        }
+        // `a` recorded one attempt and is pending again: attempt 2's logs
+        // belong to a start that was never recorded. `b` succeeded: its
+        // logs are all its own.
+        let stages = [row(0, "a", "pending", 1), row(1, "b", "success", 1)];
+        forget_unrecorded_logs(&plan, &stages, workspace.path());
+        assert!(log("000-a", "1.stdout").exists());
+        assert!(!log("000-a", "2.stdout").exists());
+        assert!(!log("000-a", "2.stderr").exists());
+        assert!(log("001-b", "1.stdout").exists());
+        assert!(log("001-b", "2.stdout").exists());
+    }
+}
