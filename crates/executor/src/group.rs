@@ -91,9 +91,10 @@ pub fn kill_marked_processes(name: &str, value: &str) -> usize {
 /// `leader` leads the group whose escapees are swept. When `pid_order` is
 /// set it is also the process they descend from: pids are handed out in
 /// increasing order, so unless the counter wrapped since the leader
-/// started, every descendant has a larger pid and the scan reads nothing
-/// about older processes. That keeps the sweep after every stage cheap (a
-/// few `/proc` reads instead of one per process).
+/// started, every descendant has a pid between the leader's and the last
+/// one handed out, and the scan reads nothing about other processes. That
+/// keeps the sweep after every stage cheap: a few `/proc` reads, or one
+/// when no process was started since the leader.
 pub(crate) fn sweep_marked(
     name: &str,
     value: &str,
@@ -101,8 +102,7 @@ pub(crate) fn sweep_marked(
     leader: u32,
     pid_order: bool,
 ) -> usize {
-    let min_pid =
-        Some(leader).filter(|&leader| pid_order && last_pid().is_some_and(|last| last >= leader));
+    let min_pid = Some(leader).filter(|_| pid_order);
     kill_until_gone(|| marked_processes_since(name, value, since, min_pid, Some(leader)))
 }
 
@@ -239,6 +239,11 @@ fn read_small<'b>(path: &str, buffer: &'b mut [u8]) -> Option<&'b str> {
 
 /// The marked processes; `own` is the group being swept, the only live
 /// group (see [`register_live`]) whose members are read.
+///
+/// With `min_pid`, only pids from there up to the last one handed out can
+/// be descendants (see [`sweep_marked`]). When that range is short they are
+/// read one by one, without listing `/proc` at all: with stages running
+/// side by side it holds only the other stages' processes, or nothing.
 fn marked_processes_since(
     name: &str,
     value: &str,
@@ -246,9 +251,6 @@ fn marked_processes_since(
     min_pid: Option<u32>,
     own: Option<u32>,
 ) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let live: Vec<u32> = LIVE_GROUPS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -258,44 +260,51 @@ fn marked_processes_since(
         .collect();
     let needle = format!("{name}={value}").into_bytes();
     let own_pid = std::process::id();
-    let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == own_pid || min_pid.is_some_and(|min| pid < min) {
-            continue;
-        }
-        let Some(stat) = ProcStat::read(pid) else {
-            continue;
-        };
-        if stat.start_time < since
-            || stat.state == 'Z'
-            || stat.state == 'X'
-            || live.contains(&stat.pgrp)
-        {
-            continue;
-        }
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        if !environ
-            .split(|byte| *byte == 0)
-            .any(|entry| entry == needle)
-        {
-            continue;
-        }
-        // Re-read the start time: if the pid died and was reused while we
-        // read its environment, the environment belonged to someone else.
-        if process_start_time(pid) == Some(stat.start_time) {
-            found.push(pid);
-        }
+    let marked = |pid: u32| pid != own_pid && is_marked(pid, &needle, since, &live);
+    // Pids are in order only if the counter did not wrap since `min_pid`.
+    let last = last_pid();
+    let min_pid = min_pid.filter(|&min| last.is_some_and(|last| last >= min));
+    if let (Some(min), Some(last)) = (min_pid, last)
+        && last - min <= DIRECT_RANGE
+    {
+        return (min..=last).filter(|&pid| marked(pid)).collect();
     }
-    found
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| min_pid.is_none_or(|min| pid >= min) && marked(pid))
+        .collect()
+}
+
+/// The longest range of pids [`marked_processes_since`] reads one by one
+/// rather than listing `/proc`.
+const DIRECT_RANGE: u32 = 64;
+
+/// Whether `pid` is a live process started at or after `since`, outside
+/// the `live` groups, whose environment holds `needle` (`name=value`).
+fn is_marked(pid: u32, needle: &[u8], since: u64, live: &[u32]) -> bool {
+    let Some(stat) = ProcStat::read(pid) else {
+        return false;
+    };
+    if stat.start_time < since
+        || stat.state == 'Z'
+        || stat.state == 'X'
+        || live.contains(&stat.pgrp)
+    {
+        return false;
+    }
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    // Re-read the start time: if the pid died and was reused while we read
+    // its environment, the environment belonged to someone else.
+    environ
+        .split(|byte| *byte == 0)
+        .any(|entry| entry == needle)
+        && process_start_time(pid) == Some(stat.start_time)
 }
 
 fn to_pid(pid: u32) -> Pid {

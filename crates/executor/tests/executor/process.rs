@@ -300,6 +300,26 @@ async fn the_marker_sweep_kills_setsid_escapees() {
     );
 }
 
+/// The sweep reads the pids handed out since the leader one by one while
+/// they are few, and lists `/proc` once they are many: both find escapees.
+#[tokio::test]
+async fn the_marker_sweep_finds_escapees_after_many_other_processes() {
+    let dir = tempdir();
+    let marker = unique("marker");
+    let mut spec = sh(
+        "for i in $(seq 100); do /bin/true; done; setsid sleep 1000 & sleep 1000",
+        dir.path(),
+    );
+    spec.wall_timeout = Some(Duration::from_millis(1500));
+    spec.marker = Some(("BATON_TEST_MARKER".into(), marker.clone()));
+    let (outcome, _) = run_to_end(spec).await;
+    assert_eq!(outcome.killed, Some(KillReason::WallTimeout));
+    assert_eq!(
+        survivors_after("BATON_TEST_MARKER", &marker, Duration::from_millis(500)),
+        Vec::<u32>::new()
+    );
+}
+
 #[tokio::test]
 async fn a_gigabyte_flood_is_capped_counted_and_memory_bounded() {
     const GIB: u64 = 1 << 30;
