@@ -238,6 +238,8 @@ async fn drive_owned(
 ) -> Result<Outcome> {
     let run_id = lease.run_id.clone();
     let run = store.run(&run_id).await?;
+    // A run never driven yet has no process of an earlier driver to clean up after.
+    let driven_before = run.status != "pending";
     let run_options: RunOptions = serde_json::from_str(&run.options).unwrap_or(RunOptions {
         project_dir: PathBuf::from("."),
         max_parallel: 4,
@@ -315,7 +317,9 @@ async fn drive_owned(
         )));
     }
     let stages = store.stages(&run_id).await?;
-    reconcile::forget_unrecorded_logs(&plan, &stages, &workspace_dir);
+    if driven_before {
+        reconcile::forget_unrecorded_logs(&plan, &stages, &workspace_dir);
+    }
     let attempts = store.attempts(&run_id).await?;
     let artifacts = store.artifacts(&run_id).await?;
     let now = clock::now_ms();
