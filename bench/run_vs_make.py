@@ -9,6 +9,15 @@ and a Makefile with the same dependencies, runs each several times in a fresh
 scratch directory, and prints the median wall time of both and their ratio,
 and the median CPU time (user + system, children included) of each.
 Set BATON_DATABASE_URL to measure PostgreSQL instead of the embedded SQLite.
+
+Scratch directories are removed only at the end. On ext4 without a journal
+the kernel skips inodes freed in the last minute (five when their block is
+still dirty) when it creates a file, one lookup each, so creating the
+thousand result envelopes of a run right after deleting the last run's
+costs about a millisecond of CPU per file. Make creates no files, so
+removing each repetition's directory before the next would charge baton
+for the benchmark's own cleanup. Leave a few minutes after deleting many
+files before measuring.
 """
 
 import argparse
@@ -78,24 +87,31 @@ def main():
     # when the machine is shared: both are medians.
     print(f"{'shape':8} {'n':>6} {'baton s':>9} {'make s':>9} {'ratio':>7} "
           f"{'baton cpu':>10} {'make cpu':>9}")
-    for shape in args.shapes.split(","):
-        for n in map(int, args.sizes.split(",")):
-            baton_times, make_times = [], []
-            for _ in range(args.repeat):
-                with tempfile.TemporaryDirectory() as scratch:
-                    with open(os.path.join(scratch, "wf.yaml"), "w") as f:
-                        f.write(workflow(shape, n))
-                    with open(os.path.join(scratch, "Makefile"), "w") as f:
-                        f.write(makefile(shape, n))
-                    baton_times.append(timed([baton, "run", "wf.yaml", "--max-parallel", args.max_parallel], scratch))
-                    make_times.append(timed(["make", "-s", "-j2"], scratch))
-                    shutil.rmtree(os.path.join(scratch, ".baton"), ignore_errors=True)
-            b = statistics.median(wall for wall, _ in baton_times)
-            m = statistics.median(wall for wall, _ in make_times)
-            bc = statistics.median(cpu for _, cpu in baton_times)
-            mc = statistics.median(cpu for _, cpu in make_times)
-            print(f"{shape:8} {n:>6} {b:>9.3f} {m:>9.3f} {b / m:>7.2f} {bc:>10.3f} {mc:>9.3f}",
-                  flush=True)
+    root = tempfile.mkdtemp(prefix="baton-bench-")
+    try:
+        for shape in args.shapes.split(","):
+            for n in map(int, args.sizes.split(",")):
+                measure(args, baton, root, shape, n)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def measure(args, baton, root, shape, n):
+    baton_times, make_times = [], []
+    for _ in range(args.repeat):
+        scratch = tempfile.mkdtemp(dir=root)
+        with open(os.path.join(scratch, "wf.yaml"), "w") as f:
+            f.write(workflow(shape, n))
+        with open(os.path.join(scratch, "Makefile"), "w") as f:
+            f.write(makefile(shape, n))
+        baton_times.append(timed([baton, "run", "wf.yaml", "--max-parallel", args.max_parallel], scratch))
+        make_times.append(timed(["make", "-s", "-j2"], scratch))
+    b = statistics.median(wall for wall, _ in baton_times)
+    m = statistics.median(wall for wall, _ in make_times)
+    bc = statistics.median(cpu for _, cpu in baton_times)
+    mc = statistics.median(cpu for _, cpu in make_times)
+    print(f"{shape:8} {n:>6} {b:>9.3f} {m:>9.3f} {b / m:>7.2f} {bc:>10.3f} {mc:>9.3f}",
+          flush=True)
 
 
 if __name__ == "__main__":
