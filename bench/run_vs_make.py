@@ -11,10 +11,11 @@ and the median CPU time (user + system, children included) of each.
 Set BATON_DATABASE_URL to measure PostgreSQL instead of the embedded SQLite.
 
 Scratch directories are removed only at the end. On ext4 without a journal
-the kernel skips inodes freed in the last minute (five when their block is
-still dirty) when it creates a file, one lookup each, so creating the
-thousand result envelopes of a run right after deleting the last run's
-costs about a millisecond of CPU per file. Make creates no files, so
+the kernel skips inodes freed in the last minute (six while their inode
+table block is unwritten) when it creates a file, one lookup each. After
+the runs of an earlier benchmark were deleted, a profile of `baton run`
+showed 38 % of its CPU in creating its 1 000 result envelopes, about a
+millisecond per file. Make creates no files, so
 removing each repetition's directory before the next would charge baton
 for the benchmark's own cleanup. Leave a few minutes after deleting many
 files before measuring.
