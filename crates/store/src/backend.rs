@@ -665,18 +665,25 @@ impl Store {
             return Ok(());
         }
         let run_id = lease.run_id.as_str();
+        // The fence: the write lock SQLite's `BEGIN IMMEDIATE` already holds,
+        // or a row lock on PostgreSQL, keeps the epoch from changing before
+        // commit, so reading it is enough; an update would write the runs
+        // row again on every commit.
+        let fence = match self.inner {
+            Inner::Sqlite { .. } => "SELECT 1 FROM runs WHERE run_id = $1 AND lease_epoch = $2",
+            Inner::Postgres(_) => {
+                "SELECT 1 FROM runs WHERE run_id = $1 AND lease_epoch = $2 FOR NO KEY UPDATE"
+            }
+        };
+        let processes = finished_processes(transitions);
         in_transaction!(self, |tx| {
-            // The fence: this row lock (PostgreSQL) or the write lock already
-            // held (SQLite) keeps the epoch from changing before commit.
-            let fenced = sqlx::query(
-                "UPDATE runs SET lease_epoch = lease_epoch WHERE run_id = $1 AND lease_epoch = $2",
-            )
-            .bind(run_id)
-            .bind(lease.epoch)
-            .execute(&mut *tx)
-            .await
-            .map_err(query_error("check the lease"))?;
-            if fenced.rows_affected() != 1 {
+            let fenced = sqlx::query(fence)
+                .bind(run_id)
+                .bind(lease.epoch)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(query_error("check the lease"))?;
+            if fenced.is_none() {
                 return Err(Error::LostLease {
                     run_id: run_id.to_owned(),
                     epoch: lease.epoch,
@@ -684,7 +691,7 @@ impl Store {
             }
             let mut events: Vec<(i64, String, String)> = Vec::new();
             for transition in transitions {
-                apply_one!(tx, run_id, transition, events);
+                apply_one!(tx, run_id, transition, events, processes);
             }
             insert_events(&mut tx, run_id, &events).await?;
             Ok::<(), Error>(())
@@ -692,9 +699,34 @@ impl Store {
     }
 }
 
-/// Writes one transition inside the transaction `$tx`.
+/// The process of every attempt that starts and finishes in one batch, by
+/// stage and attempt: its `ProcessStarted` is written with its
+/// `AttemptFinished`, one statement instead of two. A short stage's process
+/// is nearly always recorded in the commit that records its end.
+fn finished_processes(transitions: &[Transition]) -> Vec<(i64, i64, i64, i64, i64)> {
+    let mut processes = Vec::new();
+    for transition in transitions {
+        if let Transition::ProcessStarted {
+            index,
+            attempt,
+            pid,
+            pgid,
+            proc_start,
+        } = transition
+            && transitions.iter().any(|later| {
+                matches!(later, Transition::AttemptFinished { index: i, attempt: a, .. } if i == index && a == attempt)
+            })
+        {
+            processes.push((*index, *attempt, *pid, *pgid, *proc_start));
+        }
+    }
+    processes
+}
+
+/// Writes one transition inside the transaction `$tx`; `$processes` are the
+/// processes written with their attempt's end ([`finished_processes`]).
 macro_rules! apply_one {
-    ($tx:ident, $run_id:expr, $transition:expr, $events:ident) => {
+    ($tx:ident, $run_id:expr, $transition:expr, $events:ident, $processes:ident) => {
         match $transition {
             Transition::AttemptStarted { index, attempt, at } => {
                 sqlx::query("INSERT INTO attempts (run_id, idx, attempt, status, started_at) VALUES ($1, $2, $3, 'running', $4)")
@@ -705,6 +737,8 @@ macro_rules! apply_one {
                     .execute(&mut *$tx).await.map_err(query_error("start a stage"))?;
                 log_event!($events, *at, "attempt_started", format!("{{\"stage\":{index},\"attempt\":{attempt}}}"));
             }
+            Transition::ProcessStarted { index, attempt, .. }
+                if $processes.iter().any(|process| process.0 == *index && process.1 == *attempt) => {}
             Transition::ProcessStarted { index, attempt, pid, pgid, proc_start } => {
                 sqlx::query("UPDATE attempts SET pid = $1, pgid = $2, proc_start = $3 WHERE run_id = $4 AND idx = $5 AND attempt = $6")
                     .bind(pid).bind(pgid).bind(proc_start).bind($run_id).bind(index).bind(attempt)
@@ -712,8 +746,11 @@ macro_rules! apply_one {
             }
             Transition::AttemptFinished { index, attempt, status, at, exit_code, error, artifacts } => {
                 let attempt_status = if status == "failed" { "failed" } else { "success" };
-                sqlx::query("UPDATE attempts SET status = $1, finished_at = $2, exit_code = $3, error = $4 WHERE run_id = $5 AND idx = $6 AND attempt = $7")
-                    .bind(attempt_status).bind(at).bind(exit_code).bind(error).bind($run_id).bind(index).bind(attempt)
+                let process = $processes.iter().find(|process| process.0 == *index && process.1 == *attempt);
+                sqlx::query("UPDATE attempts SET status = $1, finished_at = $2, exit_code = $3, error = $4, pid = COALESCE($5, pid), pgid = COALESCE($6, pgid), proc_start = COALESCE($7, proc_start) WHERE run_id = $8 AND idx = $9 AND attempt = $10")
+                    .bind(attempt_status).bind(at).bind(exit_code).bind(error)
+                    .bind(process.map(|process| process.2)).bind(process.map(|process| process.3)).bind(process.map(|process| process.4))
+                    .bind($run_id).bind(index).bind(attempt)
                     .execute(&mut *$tx).await.map_err(query_error("finish an attempt"))?;
                 sqlx::query("UPDATE stages SET status = $1, finished_at = $2, error = $3 WHERE run_id = $4 AND idx = $5")
                     .bind(status).bind(at).bind(error).bind($run_id).bind(index)

@@ -71,6 +71,7 @@ conformance! {
     transitions: [
         attempt_started,
         process_started,
+        process_started_with_its_end,
         attempt_finished_success_records_artifacts,
         attempt_finished_failed,
         attempt_finished_replaces_artifacts,

@@ -181,6 +181,56 @@ pub(crate) async fn process_started(fresh: Fresh) {
     );
 }
 
+/// A process that starts and ends within one batch is recorded with the
+/// attempt's end; one that ended in a later batch keeps its own record.
+pub(crate) async fn process_started_with_its_end(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    store
+        .apply(&lease, &[started(0, 1, 2000), started(2, 1, 2000)])
+        .await
+        .unwrap();
+    let process = |index: i64, pid: i64| Transition::ProcessStarted {
+        index,
+        attempt: 1,
+        pid,
+        pgid: pid,
+        proc_start: 987_654,
+    };
+    store
+        .apply(
+            &lease,
+            &[
+                process(0, 4242),
+                process(2, 4343),
+                finished(0, 1, "success", 2500, &[]),
+            ],
+        )
+        .await
+        .unwrap();
+    let attempts = store.attempts("r1").await.unwrap();
+    let recorded: Vec<_> = attempts
+        .iter()
+        .map(|a| (a.index, a.status.as_str(), a.pid, a.pgid, a.proc_start))
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            (0, "success", Some(4242), Some(4242), Some(987_654)),
+            (2, "running", Some(4343), Some(4343), Some(987_654)),
+        ]
+    );
+    store
+        .apply(&lease, &[finished(2, 1, "failed", 2600, &[])])
+        .await
+        .unwrap();
+    let attempts = store.attempts("r1").await.unwrap();
+    assert_eq!(
+        (attempts[1].status.as_str(), attempts[1].pid),
+        ("failed", Some(4343)),
+        "a later end keeps the recorded process"
+    );
+}
+
 pub(crate) async fn attempt_finished_success_records_artifacts(fresh: Fresh) {
     let (store, lease) = driven_run(&fresh).await;
     store.apply(&lease, &[started(0, 1, 2000)]).await.unwrap();
