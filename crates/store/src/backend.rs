@@ -675,7 +675,6 @@ impl Store {
                 "SELECT 1 FROM runs WHERE run_id = $1 AND lease_epoch = $2 FOR NO KEY UPDATE"
             }
         };
-        let processes = finished_processes(transitions);
         in_transaction!(self, |tx| {
             let fenced = sqlx::query(fence)
                 .bind(run_id)
@@ -690,81 +689,34 @@ impl Store {
                 });
             }
             let mut events: Vec<(i64, String, String)> = Vec::new();
+            let mut group = crate::attempts::Group::default();
             for transition in transitions {
-                apply_one!(tx, run_id, transition, events, processes);
+                if crate::attempts::Group::kind_of(transition) {
+                    if !group.fits(transition) {
+                        group.flush(&mut tx, run_id).await?;
+                    }
+                    group.add(transition);
+                    log_attempt_event(&mut events, transition);
+                } else {
+                    group.flush(&mut tx, run_id).await?;
+                    apply_one!(tx, run_id, transition, events);
+                }
             }
+            group.flush(&mut tx, run_id).await?;
             insert_events(&mut tx, run_id, &events).await?;
             Ok::<(), Error>(())
         })
     }
 }
 
-/// The process of every attempt that starts and finishes in one batch, by
-/// stage and attempt: its `ProcessStarted` is written with its
-/// `AttemptFinished`, one statement instead of two. A short stage's process
-/// is nearly always recorded in the commit that records its end.
-fn finished_processes(transitions: &[Transition]) -> Vec<(i64, i64, i64, i64, i64)> {
-    let mut processes = Vec::new();
-    for transition in transitions {
-        if let Transition::ProcessStarted {
-            index,
-            attempt,
-            pid,
-            pgid,
-            proc_start,
-        } = transition
-            && transitions.iter().any(|later| {
-                matches!(later, Transition::AttemptFinished { index: i, attempt: a, .. } if i == index && a == attempt)
-            })
-        {
-            processes.push((*index, *attempt, *pid, *pgid, *proc_start));
-        }
-    }
-    processes
-}
-
-/// Writes one transition inside the transaction `$tx`; `$processes` are the
-/// processes written with their attempt's end ([`finished_processes`]).
+/// Writes one transition inside the transaction `$tx`; attempt transitions
+/// are written by [`attempts::Group`](crate::attempts::Group) instead.
 macro_rules! apply_one {
-    ($tx:ident, $run_id:expr, $transition:expr, $events:ident, $processes:ident) => {
+    ($tx:ident, $run_id:expr, $transition:expr, $events:ident) => {
         match $transition {
-            Transition::AttemptStarted { index, attempt, at } => {
-                sqlx::query("INSERT INTO attempts (run_id, idx, attempt, status, started_at) VALUES ($1, $2, $3, 'running', $4)")
-                    .bind($run_id).bind(index).bind(attempt).bind(at)
-                    .execute(&mut *$tx).await.map_err(query_error("record an attempt"))?;
-                sqlx::query("UPDATE stages SET status = 'running', attempts = $1, started_at = $2, finished_at = NULL, error = NULL WHERE run_id = $3 AND idx = $4")
-                    .bind(attempt).bind(at).bind($run_id).bind(index)
-                    .execute(&mut *$tx).await.map_err(query_error("start a stage"))?;
-                log_event!($events, *at, "attempt_started", format!("{{\"stage\":{index},\"attempt\":{attempt}}}"));
-            }
-            Transition::ProcessStarted { index, attempt, .. }
-                if $processes.iter().any(|process| process.0 == *index && process.1 == *attempt) => {}
-            Transition::ProcessStarted { index, attempt, pid, pgid, proc_start } => {
-                sqlx::query("UPDATE attempts SET pid = $1, pgid = $2, proc_start = $3 WHERE run_id = $4 AND idx = $5 AND attempt = $6")
-                    .bind(pid).bind(pgid).bind(proc_start).bind($run_id).bind(index).bind(attempt)
-                    .execute(&mut *$tx).await.map_err(query_error("record a process"))?;
-            }
-            Transition::AttemptFinished { index, attempt, status, at, exit_code, error, artifacts } => {
-                let attempt_status = if status == "failed" { "failed" } else { "success" };
-                let process = $processes.iter().find(|process| process.0 == *index && process.1 == *attempt);
-                sqlx::query("UPDATE attempts SET status = $1, finished_at = $2, exit_code = $3, error = $4, pid = COALESCE($5, pid), pgid = COALESCE($6, pgid), proc_start = COALESCE($7, proc_start) WHERE run_id = $8 AND idx = $9 AND attempt = $10")
-                    .bind(attempt_status).bind(at).bind(exit_code).bind(error)
-                    .bind(process.map(|process| process.2)).bind(process.map(|process| process.3)).bind(process.map(|process| process.4))
-                    .bind($run_id).bind(index).bind(attempt)
-                    .execute(&mut *$tx).await.map_err(query_error("finish an attempt"))?;
-                sqlx::query("UPDATE stages SET status = $1, finished_at = $2, error = $3 WHERE run_id = $4 AND idx = $5")
-                    .bind(status).bind(at).bind(error).bind($run_id).bind(index)
-                    .execute(&mut *$tx).await.map_err(query_error("finish a stage"))?;
-                sqlx::query("DELETE FROM artifacts WHERE run_id = $1 AND idx = $2")
-                    .bind($run_id).bind(index)
-                    .execute(&mut *$tx).await.map_err(query_error("replace artifacts"))?;
-                for (path, sha256, bytes) in artifacts {
-                    sqlx::query("INSERT INTO artifacts (run_id, idx, path, sha256, bytes) VALUES ($1, $2, $3, $4, $5)")
-                        .bind($run_id).bind(index).bind(path).bind(sha256).bind(bytes)
-                        .execute(&mut *$tx).await.map_err(query_error("record an artifact"))?;
-                }
-                log_event!($events, *at, "attempt_finished", format!("{{\"stage\":{index},\"attempt\":{attempt},\"status\":{}}}", json_string(status)));
-            }
+            Transition::AttemptStarted { .. }
+            | Transition::ProcessStarted { .. }
+            | Transition::AttemptFinished { .. } => {}
             Transition::AttemptInterrupted { index, attempt, at } => {
                 sqlx::query("UPDATE attempts SET status = 'interrupted', finished_at = $1 WHERE run_id = $2 AND idx = $3 AND attempt = $4")
                     .bind(at).bind($run_id).bind(index).bind(attempt)
@@ -875,6 +827,38 @@ macro_rules! apply_one {
     };
 }
 use apply_one;
+
+/// Queues the event an attempt transition logs, in batch order.
+fn log_attempt_event(events: &mut Vec<(i64, String, String)>, transition: &Transition) {
+    match transition {
+        Transition::AttemptStarted { index, attempt, at } => {
+            log_event!(
+                events,
+                *at,
+                "attempt_started",
+                format!("{{\"stage\":{index},\"attempt\":{attempt}}}")
+            );
+        }
+        Transition::AttemptFinished {
+            index,
+            attempt,
+            status,
+            at,
+            ..
+        } => {
+            log_event!(
+                events,
+                *at,
+                "attempt_finished",
+                format!(
+                    "{{\"stage\":{index},\"attempt\":{attempt},\"status\":{}}}",
+                    json_string(status)
+                )
+            );
+        }
+        _ => {}
+    }
+}
 
 /// Queues an event of the batch being applied; [`insert_events`] writes
 /// them all with one statement.

@@ -17,6 +17,7 @@
 
 #![forbid(unsafe_code)]
 
+mod attempts;
 mod backend;
 mod gates;
 mod ledger;

@@ -231,6 +231,166 @@ pub(crate) async fn process_started_with_its_end(fresh: Fresh) {
     );
 }
 
+/// A batch in which stages start, run and end is written as their net
+/// effect, in batch order: a stage that started and ended in it reads as
+/// ended, and a second attempt of a stage in the same batch comes after
+/// the first.
+pub(crate) async fn starts_and_ends_in_one_batch(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    store
+        .apply(
+            &lease,
+            &[
+                started(0, 1, 2000),
+                started(1, 1, 2000),
+                Transition::ProcessStarted {
+                    index: 0,
+                    attempt: 1,
+                    pid: 4242,
+                    pgid: 4242,
+                    proc_start: 99,
+                },
+                finished(0, 1, "success", 2100, &[("out/a.txt", 10)]),
+                started(2, 1, 2100),
+                finished(1, 1, "failed", 2200, &[]),
+                started(1, 2, 2300),
+            ],
+        )
+        .await
+        .unwrap();
+    let stages: Vec<_> = store
+        .stages("r1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.status, s.attempts, s.started_at, s.finished_at, s.error))
+        .collect();
+    assert_eq!(
+        stages,
+        [
+            ("success".to_owned(), 1, Some(2000), Some(2100), None),
+            ("running".to_owned(), 2, Some(2300), None, None),
+            ("running".to_owned(), 1, Some(2100), None, None),
+        ]
+    );
+    let attempts: Vec<_> = store
+        .attempts("r1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| {
+            (
+                a.index,
+                a.attempt,
+                a.status,
+                a.pid,
+                a.finished_at,
+                a.exit_code,
+                a.error,
+            )
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            (
+                0,
+                1,
+                "success".to_owned(),
+                Some(4242),
+                Some(2100),
+                Some(0),
+                None
+            ),
+            (
+                1,
+                1,
+                "failed".to_owned(),
+                None,
+                Some(2200),
+                Some(1),
+                Some("exit status 1".to_owned())
+            ),
+            (1, 2, "running".to_owned(), None, None, None, None),
+            (2, 1, "running".to_owned(), None, None, None, None),
+        ]
+    );
+    let artifacts: Vec<_> = store
+        .artifacts("r1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| (a.index, a.path))
+        .collect();
+    assert_eq!(artifacts, [(0, "out/a.txt".to_owned())]);
+    let events: Vec<_> = store
+        .events("r1", 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|event| (event.kind, event.detail))
+        .filter(|(kind, _)| kind.starts_with("attempt_"))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            (
+                "attempt_started".to_owned(),
+                r#"{"stage":0,"attempt":1}"#.to_owned()
+            ),
+            (
+                "attempt_started".to_owned(),
+                r#"{"stage":1,"attempt":1}"#.to_owned()
+            ),
+            (
+                "attempt_finished".to_owned(),
+                r#"{"stage":0,"attempt":1,"status":"success"}"#.to_owned()
+            ),
+            (
+                "attempt_started".to_owned(),
+                r#"{"stage":2,"attempt":1}"#.to_owned()
+            ),
+            (
+                "attempt_finished".to_owned(),
+                r#"{"stage":1,"attempt":1,"status":"failed"}"#.to_owned()
+            ),
+            (
+                "attempt_started".to_owned(),
+                r#"{"stage":1,"attempt":2}"#.to_owned()
+            ),
+        ]
+    );
+}
+
+/// A batch larger than one statement's rows is written in several.
+pub(crate) async fn a_large_batch_is_written_whole(fresh: Fresh) {
+    let store = fresh.open().await;
+    let names: Vec<String> = (0..450).map(|i| format!("s{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    store
+        .create_run(&new_run("r1", 1000, &names))
+        .await
+        .unwrap();
+    let lease = store
+        .acquire("r1", "owner", 1000, 60_000, None)
+        .await
+        .unwrap();
+    let starts: Vec<Transition> = (0..450).map(|i| started(i, 1, 2000)).collect();
+    store.apply(&lease, &starts).await.unwrap();
+    let ends: Vec<Transition> = (0..450)
+        .map(|i| finished(i, 1, "success", 3000, &[("out/a.txt", i), ("out/b.txt", i)]))
+        .collect();
+    store.apply(&lease, &ends).await.unwrap();
+    let stages = store.stages("r1").await.unwrap();
+    assert!(
+        stages
+            .iter()
+            .all(|stage| stage.status == "success" && stage.finished_at == Some(3000))
+    );
+    assert_eq!(store.attempts("r1").await.unwrap().len(), 450);
+    assert_eq!(store.artifacts("r1").await.unwrap().len(), 900);
+}
+
 pub(crate) async fn attempt_finished_success_records_artifacts(fresh: Fresh) {
     let (store, lease) = driven_run(&fresh).await;
     store.apply(&lease, &[started(0, 1, 2000)]).await.unwrap();

@@ -1,0 +1,366 @@
+//! A batch's attempt transitions (starts, process ids, ends) written as a
+//! few multi-row statements instead of two or three statements each.
+//!
+//! A driver commits whatever arrived together, and each statement is a
+//! round trip to the database (on SQLite, to sqlx's worker thread). A batch
+//! of a dozen stages took some fifty statements; written per kind, it takes
+//! five or six whatever its size.
+//!
+//! Transitions are gathered into a [`Group`] in batch order. A group holds
+//! at most one attempt per stage, and each stage's start, process and end
+//! in that order, so its rows touch different stages and their order does
+//! not matter; a transition that does not fit (a second attempt of a stage,
+//! or an end before its start) is written after the group. What a group
+//! writes is the net effect of its transitions: a stage that starts and
+//! ends in one batch is written once, as ended.
+
+use crate::Result;
+use crate::backend::query_error;
+use crate::model::Transition;
+
+/// Most stages one statement writes (the attempts insert binds 11 values a
+/// row; SQLite allows 32 766 per statement).
+const ROWS_PER_STATEMENT: usize = 200;
+
+/// How an attempt ended.
+struct End<'t> {
+    status: &'t str,
+    at: i64,
+    exit_code: Option<i64>,
+    error: Option<&'t str>,
+    artifacts: &'t [(String, String, i64)],
+}
+
+/// The net effect of one attempt's transitions in a group.
+struct Net<'t> {
+    index: i64,
+    attempt: i64,
+    started_at: Option<i64>,
+    process: Option<(i64, i64, i64)>,
+    end: Option<End<'t>>,
+}
+
+/// Attempt transitions gathered for writing together.
+#[derive(Default)]
+pub(crate) struct Group<'t> {
+    nets: Vec<Net<'t>>,
+}
+
+impl<'t> Group<'t> {
+    /// Whether `transition` is an attempt transition, which then belongs to
+    /// the group (see [`Group::fits`]).
+    pub(crate) fn kind_of(transition: &Transition) -> bool {
+        matches!(
+            transition,
+            Transition::AttemptStarted { .. }
+                | Transition::ProcessStarted { .. }
+                | Transition::AttemptFinished { .. }
+        )
+    }
+
+    /// Whether the attempt transition `transition` can join the group
+    /// without being reordered before another of its stage.
+    pub(crate) fn fits(&self, transition: &Transition) -> bool {
+        let (index, attempt) = match transition {
+            Transition::AttemptStarted { index, attempt, .. }
+            | Transition::ProcessStarted { index, attempt, .. }
+            | Transition::AttemptFinished { index, attempt, .. } => (*index, *attempt),
+            _ => return false,
+        };
+        let Some(net) = self.nets.iter().find(|net| net.index == index) else {
+            return true;
+        };
+        net.attempt == attempt
+            && net.end.is_none()
+            && match transition {
+                Transition::ProcessStarted { .. } => net.process.is_none(),
+                Transition::AttemptFinished { .. } => true,
+                _ => false,
+            }
+    }
+
+    /// Adds an attempt transition that [`fits`](Group::fits).
+    pub(crate) fn add(&mut self, transition: &'t Transition) {
+        let (index, attempt) = match transition {
+            Transition::AttemptStarted { index, attempt, .. }
+            | Transition::ProcessStarted { index, attempt, .. }
+            | Transition::AttemptFinished { index, attempt, .. } => (*index, *attempt),
+            _ => return,
+        };
+        let position = match self.nets.iter().position(|net| net.index == index) {
+            Some(position) => position,
+            None => {
+                self.nets.push(Net {
+                    index,
+                    attempt,
+                    started_at: None,
+                    process: None,
+                    end: None,
+                });
+                self.nets.len() - 1
+            }
+        };
+        let net = &mut self.nets[position];
+        match transition {
+            Transition::AttemptStarted { at, .. } => net.started_at = Some(*at),
+            Transition::ProcessStarted {
+                pid,
+                pgid,
+                proc_start,
+                ..
+            } => net.process = Some((*pid, *pgid, *proc_start)),
+            Transition::AttemptFinished {
+                status,
+                at,
+                exit_code,
+                error,
+                artifacts,
+                ..
+            } => {
+                net.end = Some(End {
+                    status,
+                    at: *at,
+                    exit_code: *exit_code,
+                    error: error.as_deref(),
+                    artifacts,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Writes the group and empties it.
+    pub(crate) async fn flush<'c, DB>(
+        &mut self,
+        tx: &mut sqlx::Transaction<'c, DB>,
+        run_id: &str,
+    ) -> Result<()>
+    where
+        DB: sqlx::Database,
+        for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        for<'q> Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        for<'q> <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
+        for<'e> &'e mut <DB as sqlx::Database>::Connection: sqlx::Executor<'e, Database = DB>,
+    {
+        let nets = std::mem::take(&mut self.nets);
+        for chunk in nets.chunks(ROWS_PER_STATEMENT) {
+            write(tx, run_id, chunk).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The attempt's status for the stage status it ended with.
+fn attempt_status(stage_status: &str) -> &'static str {
+    if stage_status == "failed" {
+        "failed"
+    } else {
+        "success"
+    }
+}
+
+async fn write<'c, DB>(
+    tx: &mut sqlx::Transaction<'c, DB>,
+    run_id: &str,
+    nets: &[Net<'_>],
+) -> Result<()>
+where
+    DB: sqlx::Database,
+    for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
+    for<'e> &'e mut <DB as sqlx::Database>::Connection: sqlx::Executor<'e, Database = DB>,
+{
+    let started: Vec<&Net<'_>> = nets.iter().filter(|net| net.started_at.is_some()).collect();
+    if !started.is_empty() {
+        // New attempts, ended already if their end is in the batch.
+        let sql = format!(
+            "INSERT INTO attempts (run_id, idx, attempt, status, started_at, finished_at, exit_code, error, pid, pgid, proc_start) VALUES {}",
+            rows(started.len(), 10, "$1, ")
+        );
+        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
+        for net in &started {
+            let end = net.end.as_ref();
+            query = query
+                .bind(net.index)
+                .bind(net.attempt)
+                .bind(end.map_or("running", |end| attempt_status(end.status)))
+                .bind(net.started_at)
+                .bind(end.map(|end| end.at))
+                .bind(end.and_then(|end| end.exit_code))
+                .bind(end.and_then(|end| end.error))
+                .bind(net.process.map(|process| process.0))
+                .bind(net.process.map(|process| process.1))
+                .bind(net.process.map(|process| process.2));
+        }
+        query
+            .execute(&mut **tx)
+            .await
+            .map_err(query_error("record an attempt"))?;
+    }
+    let ended: Vec<&Net<'_>> = nets
+        .iter()
+        .filter(|net| net.started_at.is_none() && net.end.is_some())
+        .collect();
+    if !ended.is_empty() {
+        let sql = format!(
+            "UPDATE attempts SET status = v.column3, finished_at = v.column4, exit_code = v.column5, error = v.column6, \
+             pid = COALESCE(v.column7, attempts.pid), pgid = COALESCE(v.column8, attempts.pgid), proc_start = COALESCE(v.column9, attempts.proc_start) \
+             FROM (VALUES {}) AS v WHERE attempts.run_id = $1 AND attempts.idx = v.column1 AND attempts.attempt = v.column2",
+            rows(ended.len(), 9, "")
+        );
+        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
+        for net in &ended {
+            let end = net.end.as_ref();
+            query = query
+                .bind(net.index)
+                .bind(net.attempt)
+                .bind(end.map_or("success", |end| attempt_status(end.status)))
+                .bind(end.map(|end| end.at))
+                .bind(end.and_then(|end| end.exit_code))
+                .bind(end.and_then(|end| end.error))
+                .bind(net.process.map(|process| process.0))
+                .bind(net.process.map(|process| process.1))
+                .bind(net.process.map(|process| process.2));
+        }
+        query
+            .execute(&mut **tx)
+            .await
+            .map_err(query_error("finish an attempt"))?;
+    }
+    let running: Vec<&Net<'_>> = nets
+        .iter()
+        .filter(|net| net.started_at.is_none() && net.end.is_none())
+        .collect();
+    if !running.is_empty() {
+        let sql = format!(
+            "UPDATE attempts SET pid = v.column3, pgid = v.column4, proc_start = v.column5 \
+             FROM (VALUES {}) AS v WHERE attempts.run_id = $1 AND attempts.idx = v.column1 AND attempts.attempt = v.column2",
+            rows(running.len(), 5, "")
+        );
+        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
+        for net in &running {
+            query = query
+                .bind(net.index)
+                .bind(net.attempt)
+                .bind(net.process.map(|process| process.0))
+                .bind(net.process.map(|process| process.1))
+                .bind(net.process.map(|process| process.2));
+        }
+        query
+            .execute(&mut **tx)
+            .await
+            .map_err(query_error("record a process"))?;
+    }
+    let stages: Vec<&Net<'_>> = nets
+        .iter()
+        .filter(|net| net.started_at.is_some() || net.end.is_some())
+        .collect();
+    if !stages.is_empty() {
+        // A start sets the attempt count and start time and clears the
+        // end; an end sets the status, end time and error.
+        let sql = format!(
+            "UPDATE stages SET status = v.column2, attempts = COALESCE(v.column3, stages.attempts), \
+             started_at = COALESCE(v.column4, stages.started_at), finished_at = v.column5, error = v.column6 \
+             FROM (VALUES {}) AS v WHERE stages.run_id = $1 AND stages.idx = v.column1",
+            rows(stages.len(), 6, "")
+        );
+        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
+        for net in &stages {
+            let end = net.end.as_ref();
+            query = query
+                .bind(net.index)
+                .bind(end.map_or("running", |end| end.status))
+                .bind(net.started_at.map(|_| net.attempt))
+                .bind(net.started_at)
+                .bind(end.map(|end| end.at))
+                .bind(end.and_then(|end| end.error));
+        }
+        query
+            .execute(&mut **tx)
+            .await
+            .map_err(query_error("record a stage's state"))?;
+    }
+    let ends: Vec<&Net<'_>> = nets.iter().filter(|net| net.end.is_some()).collect();
+    if !ends.is_empty() {
+        // An end replaces whatever outputs its stage had recorded.
+        let sql = format!(
+            "DELETE FROM artifacts WHERE run_id = $1 AND idx IN ({})",
+            (0..ends.len())
+                .map(|row| format!("${}", row + 2))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
+        for net in &ends {
+            query = query.bind(net.index);
+        }
+        query
+            .execute(&mut **tx)
+            .await
+            .map_err(query_error("replace artifacts"))?;
+        let artifacts: Vec<(i64, &(String, String, i64))> = ends
+            .iter()
+            .flat_map(|net| {
+                let list = net.end.as_ref().map_or(&[][..], |end| end.artifacts);
+                list.iter().map(move |artifact| (net.index, artifact))
+            })
+            .collect();
+        for chunk in artifacts.chunks(ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "INSERT INTO artifacts (run_id, idx, path, sha256, bytes) VALUES {}",
+                rows(chunk.len(), 4, "$1, ")
+            );
+            let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
+            for (index, (path, sha256, bytes)) in chunk {
+                query = query
+                    .bind(*index)
+                    .bind(path.as_str())
+                    .bind(sha256.as_str())
+                    .bind(*bytes);
+            }
+            query
+                .execute(&mut **tx)
+                .await
+                .map_err(query_error("record an artifact"))?;
+        }
+    }
+    Ok(())
+}
+
+/// `count` rows of `columns` placeholders each, numbered from `$2` (`$1` is
+/// the run), each row opened with `prefix`: `($1, $2, $3), ($1, $4, $5)`.
+/// Only placeholders are spliced into the SQL; every value is bound.
+fn rows(count: usize, columns: usize, prefix: &str) -> String {
+    let mut sql = String::with_capacity(count * columns * 5);
+    for row in 0..count {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        sql.push_str(prefix);
+        for column in 0..columns {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("${}", 2 + row * columns + column));
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rows;
+
+    #[test]
+    fn rows_number_placeholders_after_the_run() {
+        assert_eq!(rows(2, 2, "$1, "), "($1, $2, $3), ($1, $4, $5)");
+        assert_eq!(rows(1, 3, ""), "($2, $3, $4)");
+    }
+}
