@@ -187,6 +187,14 @@ struct Launch {
     unit: Option<(String, String, i64, Result<work::Materialized, String>)>,
 }
 
+/// Resolves at `deadline`, or never without one.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Whether `launches` may start before the commit that records their starts.
 ///
 /// Waiting for that commit puts a synchronous write between every stage's
@@ -222,9 +230,33 @@ fn starts_early(lease: &Lease, ttl: i64, plan: &baton_workflow::Plan, launches: 
 struct Announced {
     finished: Finished,
     started_at: i64,
+    /// When the result arrived (ms); it is shown once committed, later.
+    finished_at: i64,
     /// For a unit: the stage it ran and its label.
     unit: Option<(PlanStage, String)>,
 }
+
+/// What is shown once committed, in the order it happened: a stage's end
+/// comes before the starts it allowed.
+enum Shown {
+    /// A result: its envelope and progress line.
+    Result(Box<Announced>),
+    /// A start's progress line.
+    Start(Progress),
+}
+
+/// How long the starts and results of plain processes may wait to be
+/// committed, so that the ones that arrive meanwhile share the commit.
+///
+/// A commit costs about as much CPU as starting a short process, and with
+/// stages that start before their start is recorded (`starts_early`)
+/// nothing waits for it: waiting a little turns one commit per stage into
+/// one per few stages. A crash in that time loses only what a crash just
+/// before the commit would: the stages run again on resume.
+const LINGER: Duration = Duration::from_millis(5);
+
+/// Most transitions that wait for one commit.
+const MAX_BATCH: usize = 1_000;
 
 #[expect(
     clippy::too_many_lines,
@@ -416,7 +448,9 @@ async fn drive_owned(
     // recorded along with the next commit, since a resume finds leftover
     // processes by the run's marker anyway.
     let mut pending: Vec<Transition> = Vec::new();
-    let mut announced: Vec<Announced> = Vec::new();
+    let mut announced: Vec<Shown> = Vec::new();
+    // When what is pending must be committed at the latest (see `LINGER`).
+    let mut commit_by: Option<tokio::time::Instant> = None;
     let mut errors: HashMap<usize, String> = HashMap::new();
 
     let outcome = loop {
@@ -597,7 +631,8 @@ async fn drive_owned(
                             error: error.clone(),
                             artifacts: artifacts.clone(),
                         });
-                        announced.push(Announced {
+                        announced.push(Shown::Result(Box::new(Announced {
+                            finished_at: now,
                             finished: Finished {
                                 index,
                                 unit: None,
@@ -611,7 +646,7 @@ async fn drive_owned(
                             },
                             started_at: composite.started_at,
                             unit: None,
-                        });
+                        })));
                     }
                 }
             }
@@ -630,25 +665,23 @@ async fn drive_owned(
                 );
             }
             if started || !launches.is_empty() {
-                with_ledger(&mut ledger, &plan, &composites, &mut pending);
-                let starts = std::mem::take(&mut pending);
-                // Plain processes start while the commit that records their
-                // start is in flight (see `starts_early`); anything else
-                // starts only once its start is recorded.
+                // Plain processes start before their start is committed
+                // (see `starts_early`), which happens with what comes next
+                // (see `LINGER`); anything else starts once its start is
+                // recorded.
                 let early = starts_early(lease, ttl, &plan, &launches);
                 if !early {
-                    store.apply(lease, &starts).await?;
+                    with_ledger(&mut ledger, &plan, &composites, &mut pending);
+                    store.apply(lease, &std::mem::take(&mut pending)).await?;
+                    commit_by = None;
                     announce(&plan, &envelopes, &mut announced, progress);
                 }
-                // Shown once committed, after the results committed with
-                // them: a stage's end comes before the starts it allowed.
-                let mut shown: Vec<Progress> = composite_starts
-                    .into_iter()
-                    .map(|index| Progress::Started {
+                for index in composite_starts {
+                    announced.push(Shown::Start(Progress::Started {
                         stage: plan.stages[index].name().to_owned(),
                         attempt: attempt_numbers[index],
-                    })
-                    .collect();
+                    }));
+                }
                 for launch in launches {
                     let (stage_to_run, unit, label, attempt_number, values, env, defer_checks) =
                         match launch.unit {
@@ -714,12 +747,12 @@ async fn drive_owned(
                         defer_checks,
                         store: store.clone(),
                     };
-                    shown.push(Progress::Started {
+                    announced.push(Shown::Start(Progress::Started {
                         stage: label
                             .clone()
                             .unwrap_or_else(|| plan.stages[launch.index].name().to_owned()),
                         attempt: attempt_number,
-                    });
+                    }));
                     let slot = match &unit {
                         None => Slot::Stage(launch.index),
                         Some(key) => Slot::Unit(launch.index, key.clone()),
@@ -746,11 +779,10 @@ async fn drive_owned(
                         },
                     );
                 }
-                if early {
-                    store.apply(lease, &starts).await?;
+                if !early {
+                    // Only these starts, committed above, are queued.
                     announce(&plan, &envelopes, &mut announced, progress);
                 }
-                shown.into_iter().for_each(progress);
                 continue;
             }
             match next {
@@ -767,6 +799,7 @@ async fn drive_owned(
                     });
                     with_ledger(&mut ledger, &plan, &composites, &mut pending);
                     store.apply(lease, &std::mem::take(&mut pending)).await?;
+                    commit_by = None;
                     announce(&plan, &envelopes, &mut announced, progress);
                     progress(Progress::Note(format!(
                         "waiting at gate '{}' for a decision",
@@ -847,9 +880,17 @@ async fn drive_owned(
             .iter()
             .all(|transition| matches!(transition, Transition::ProcessStarted { .. }));
         if !announced.is_empty() || !only_pids {
-            with_ledger(&mut ledger, &plan, &composites, &mut pending);
-            store.apply(lease, &std::mem::take(&mut pending)).await?;
-            announce(&plan, &envelopes, &mut announced, progress);
+            let now = tokio::time::Instant::now();
+            let due = *commit_by.get_or_insert(now + LINGER) <= now || pending.len() >= MAX_BATCH;
+            if due {
+                with_ledger(&mut ledger, &plan, &composites, &mut pending);
+                store.apply(lease, &std::mem::take(&mut pending)).await?;
+                commit_by = None;
+                announce(&plan, &envelopes, &mut announced, progress);
+            }
+        } else {
+            // Process ids alone wait for the next commit, with no deadline.
+            commit_by = None;
         }
 
         tokio::select! {
@@ -903,11 +944,12 @@ async fn drive_owned(
                                     }
                                 }
                                 if let Some(slot) = slot {
-                                    announced.push(Announced {
+                                    announced.push(Shown::Result(Box::new(Announced {
                                         started_at: slot.started_at,
+                                        finished_at: now,
                                         unit: slot.stage.zip(slot.label),
                                         finished: result,
-                                    });
+                                    })));
                                 }
                                 continue;
                             }
@@ -927,11 +969,12 @@ async fn drive_owned(
                             // The slot is free at once; the result is shown
                             // once it is committed.
                             let started_at = running.remove(&Slot::Stage(result.index)).map_or(now, |attempt| attempt.started_at);
-                            announced.push(Announced { finished: result, started_at, unit: None });
+                            announced.push(Shown::Result(Box::new(Announced { finished: result, started_at, finished_at: now, unit: None })));
                         }
                     }
                 }
             }
+            () = until(commit_by) => {}
             _ = renew.tick() => {
                 let wants_cancel = store.renew(lease, clock::now_ms(), ttl).await?;
                 if wants_cancel && !cancelled {
@@ -1018,16 +1061,22 @@ enum Ended {
 fn announce(
     plan: &Plan,
     envelopes: &EnvelopeWriter,
-    announced: &mut Vec<Announced>,
+    shown: &mut Vec<Shown>,
     progress: &(dyn Fn(Progress) + Sync),
 ) {
-    let now = clock::now_ms();
-    for Announced {
-        finished: result,
-        started_at,
-        unit,
-    } in announced.drain(..)
-    {
+    for shown in shown.drain(..) {
+        let Announced {
+            finished: result,
+            started_at,
+            finished_at: now,
+            unit,
+        } = match shown {
+            Shown::Result(announced) => *announced,
+            Shown::Start(started) => {
+                progress(started);
+                continue;
+            }
+        };
         let index = result.index;
         let status = if result.success { "success" } else { "failed" };
         let (stage, label) = match &unit {
