@@ -760,14 +760,16 @@ async fn drive_owned(
                     let kept = unit.as_ref().map(|_| stage_to_run.clone());
                     // The options ride along so that a sub-workflow attempt
                     // drives its child run as this run is driven.
+                    // Boxed: the attempt's future is some 15 KB, which
+                    // spawning would otherwise copy more than once.
                     tokio::spawn(crate::subrun::OPTIONS.scope(
                         std::sync::Arc::clone(&shared_options),
-                        stage::run(
+                        Box::pin(stage::run(
                             stage_to_run,
                             attempt,
                             cancel_receiver,
                             report_sender.clone(),
-                        ),
+                        )),
                     ));
                     running.insert(
                         slot,
