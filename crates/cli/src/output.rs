@@ -3,8 +3,6 @@
 //! stdout carries only the result of a command; diagnostics, hints and
 //! progress go to stderr. A closed stdout (`baton … | head`) is not an error.
 
-#![expect(clippy::print_stderr, reason = "the one place that prints")]
-
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -15,9 +13,13 @@ pub(crate) fn stdout(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
-/// Writes one line to stderr.
+/// Writes one line to stderr, in one write: stderr is unbuffered, and a
+/// run prints two progress lines per stage.
 pub(crate) fn stderr_line(text: &str) {
-    eprintln!("{text}");
+    let mut line = String::with_capacity(text.len() + 1);
+    line.push_str(text);
+    line.push('\n');
+    let _ = io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// Pretty JSON (2-space indent) followed by a newline.
