@@ -180,6 +180,17 @@ struct Running {
     label: Option<String>,
 }
 
+impl Drop for Running {
+    /// Cancels the attempt. An attempt's slot is dropped once its result
+    /// arrived, when this does nothing, or when the drive ends with an
+    /// error while it runs: then its process must not outlive the drive,
+    /// which matters when the runtime goes on (a sub-workflow's drive runs
+    /// on its parent's) and the process's start was never recorded.
+    fn drop(&mut self) {
+        let _ = self.cancel.send(true);
+    }
+}
+
 /// A process to start once the starts are committed: a stage, or a unit
 /// (key, label, attempt number, and what to run or why it cannot run).
 struct Launch {
@@ -270,8 +281,6 @@ async fn drive_owned(
 ) -> Result<Outcome> {
     let run_id = lease.run_id.clone();
     let run = store.run(&run_id).await?;
-    // A run never driven yet has no process of an earlier driver to clean up after.
-    let driven_before = run.status != "pending";
     let run_options: RunOptions = serde_json::from_str(&run.options).unwrap_or(RunOptions {
         project_dir: PathBuf::from("."),
         max_parallel: 4,
@@ -349,9 +358,7 @@ async fn drive_owned(
         )));
     }
     let stages = store.stages(&run_id).await?;
-    if driven_before {
-        reconcile::forget_unrecorded_logs(&plan, &stages, &workspace_dir);
-    }
+    reconcile::forget_unrecorded_logs(&plan, &stages, &workspace_dir);
     let attempts = store.attempts(&run_id).await?;
     let artifacts = store.artifacts(&run_id).await?;
     let now = clock::now_ms();
@@ -945,11 +952,11 @@ async fn drive_owned(
                                             .unwrap_or_else(|_| "[]".to_owned());
                                     }
                                 }
-                                if let Some(slot) = slot {
+                                if let Some(mut slot) = slot {
                                     announced.push(Shown::Result(Box::new(Announced {
                                         started_at: slot.started_at,
                                         finished_at: now,
-                                        unit: slot.stage.zip(slot.label),
+                                        unit: slot.stage.take().zip(slot.label.take()),
                                         finished: result,
                                     })));
                                 }
