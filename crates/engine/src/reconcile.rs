@@ -93,6 +93,16 @@ pub(crate) fn stale_stages(
 /// new attempt would show the lost one's output as its own.
 pub(crate) fn forget_unrecorded_logs(plan: &Plan, stages: &[StageRow], workspace: &Path) {
     let logs = workspace.join("logs");
+    // Only stages with a log directory can have such logs: a run that has
+    // not started anything yet costs one directory read.
+    let Ok(entries) = std::fs::read_dir(&logs) else {
+        return;
+    };
+    let present: std::collections::HashSet<std::ffi::OsString> =
+        entries.flatten().map(|entry| entry.file_name()).collect();
+    if present.is_empty() {
+        return;
+    }
     for row in stages
         .iter()
         .filter(|row| !matches!(row.status.as_str(), "success" | "skipped"))
@@ -103,11 +113,13 @@ pub(crate) fn forget_unrecorded_logs(plan: &Plan, stages: &[StageRow], workspace
         else {
             continue;
         };
-        let directory = logs.join(stage.file_stem());
+        let stem = stage.file_stem();
+        if !present.contains(std::ffi::OsStr::new(&stem)) {
+            continue;
+        }
         let next = row.attempts + 1;
         for stream in ["stdout", "stderr"] {
-            // Absent in every run that did not crash mid-start.
-            let _ = std::fs::remove_file(directory.join(format!("{next}.{stream}")));
+            let _ = std::fs::remove_file(logs.join(&stem).join(format!("{next}.{stream}")));
         }
     }
 }
