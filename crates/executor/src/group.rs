@@ -74,36 +74,59 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
 ///
 /// Processes of other users whose environment cannot be read are skipped.
 pub fn marked_processes(name: &str, value: &str) -> Vec<u32> {
-    marked_processes_since(name, value, 0, None, None)
+    marked_processes_since(name, value, 0, None, None, false)
 }
 
 /// Sends SIGKILL to every process [`marked_processes`] finds, rescanning
 /// until none is left (a few rounds at most), and returns how many were
 /// signalled.
 pub fn kill_marked_processes(name: &str, value: &str) -> usize {
-    kill_until_gone(|| marked_processes_since(name, value, 0, None, None))
+    kill_until_gone(|| marked_processes_since(name, value, 0, None, None, false))
 }
 
 /// SIGKILLs marked processes started at or after `since` (clock ticks since
 /// boot); older processes cannot be descendants of a child started at
 /// `since`, and skipping them saves reading their environment.
 ///
-/// `leader` leads the group whose escapees are swept. When `pid_order` is
-/// set it is also the process they descend from: pids are handed out in
-/// increasing order, so unless the counter wrapped since the leader
+/// `leader` leads the group whose escapees are swept. When `forks_before`
+/// is the system's fork count ([`forks`]) read before the leader was
+/// started, `leader` is also the process they descend from: pids are handed
+/// out in increasing order, so unless the counter wrapped since the leader
 /// started, every descendant has a pid between the leader's and the last
 /// one handed out, and the scan reads nothing about other processes. That
-/// keeps the sweep after every stage cheap: a few `/proc` reads, or one
-/// when no process was started since the leader.
+/// keeps the sweep after every stage cheap: a few `/proc` reads, or one when
+/// no process was started since the leader.
 pub(crate) fn sweep_marked(
     name: &str,
     value: &str,
     since: u64,
     leader: u32,
-    pid_order: bool,
+    forks_before: Option<u64>,
 ) -> usize {
-    let min_pid = Some(leader).filter(|_| pid_order);
-    kill_until_gone(|| marked_processes_since(name, value, since, min_pid, Some(leader)))
+    let min_pid = Some(leader).filter(|_| forks_before.is_some());
+    kill_until_gone(|| {
+        // Reading the pids one by one is complete only if few were handed
+        // out since the leader: with many, the counter may have wrapped and
+        // come back above the leader, below some descendant.
+        let few = forks_before
+            .zip(forks())
+            .is_some_and(|(before, now)| now.saturating_sub(before) <= u64::from(DIRECT_RANGE));
+        marked_processes_since(name, value, since, min_pid, Some(leader), few)
+    })
+}
+
+/// How many processes and threads the system has created since boot (the
+/// `processes` line of `/proc/stat`), if readable.
+pub(crate) fn forks() -> Option<u64> {
+    // Two cores' worth of `/proc/stat` is about 1 KB; a large machine's
+    // does not fit, and the sweep then lists `/proc`.
+    let mut buffer = [0; 16 * 1024];
+    read_small("/proc/stat", &mut buffer)?
+        .lines()
+        .find_map(|line| line.strip_prefix("processes "))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// SIGKILLs what `find` returns, rescanning until it returns nothing (a few
@@ -250,6 +273,7 @@ fn marked_processes_since(
     since: u64,
     min_pid: Option<u32>,
     own: Option<u32>,
+    few_since: bool,
 ) -> Vec<u32> {
     let live: Vec<u32> = LIVE_GROUPS
         .lock()
@@ -265,6 +289,7 @@ fn marked_processes_since(
     let last = last_pid();
     let min_pid = min_pid.filter(|&min| last.is_some_and(|last| last >= min));
     if let (Some(min), Some(last)) = (min_pid, last)
+        && few_since
         && last - min <= DIRECT_RANGE
     {
         return (min..=last).filter(|&pid| marked(pid)).collect();
@@ -369,6 +394,16 @@ mod tests {
             process_start_time(std::process::id()),
             Some(stat.start_time)
         );
+    }
+
+    #[test]
+    fn the_fork_count_counts_a_new_process() {
+        let before = forks().expect("/proc/stat has a processes line");
+        std::process::Command::new("true")
+            .status()
+            .expect("true runs");
+        let after = forks().expect("/proc/stat has a processes line");
+        assert!(after > before, "{before} -> {after}");
     }
 
     #[test]

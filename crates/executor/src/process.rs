@@ -220,6 +220,9 @@ pub async fn run(
     })?;
 
     let mut command = build_command(&spec, &program_path);
+    // Read before the leader exists, for the escapee sweep (see
+    // `group::sweep_marked`).
+    let forks_before = group::forks();
     let origin = Instant::now();
     let mut child = command.spawn().map_err(|source| Error::Spawn {
         program: spec.program.clone(),
@@ -296,7 +299,7 @@ pub async fn run(
     // the group id is still reserved, then the escapees carrying the marker.
     signal_group(pid, Signal::SIGKILL);
     if let Some((name, value)) = &spec.marker {
-        group::sweep_marked(name, value, start_time, pid, true);
+        group::sweep_marked(name, value, start_time, pid, forks_before);
     }
     guard.armed = false;
     let status = child
@@ -469,7 +472,7 @@ impl Drop for GroupGuard {
         if self.armed {
             signal_group(self.pgid, Signal::SIGKILL);
             if let Some((name, value)) = &self.marker {
-                group::sweep_marked(name, value, self.since, self.pgid, false);
+                group::sweep_marked(name, value, self.since, self.pgid, None);
             }
         }
         group::unregister_live(self.pgid);
