@@ -397,6 +397,10 @@ mod tests {
     }
 
     #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a plain child process, to see the count move"
+    )]
     fn the_fork_count_counts_a_new_process() {
         let before = forks().expect("/proc/stat has a processes line");
         std::process::Command::new("true")
