@@ -754,12 +754,16 @@ async fn drive_owned(
                         defer_checks,
                         store: store.clone(),
                     };
-                    announced.push(Shown::Start(Progress::Started {
-                        stage: label
-                            .clone()
-                            .unwrap_or_else(|| plan.stages[launch.index].name().to_owned()),
-                        attempt: attempt_number,
-                    }));
+                    // A composite stage's main unit is the stage's own
+                    // work: the stage's lines already say it started.
+                    if unit.as_deref() != Some(work::MAIN) {
+                        announced.push(Shown::Start(Progress::Started {
+                            stage: label
+                                .clone()
+                                .unwrap_or_else(|| plan.stages[launch.index].name().to_owned()),
+                            attempt: attempt_number,
+                        }));
+                    }
                     let slot = match &unit {
                         None => Slot::Stage(launch.index),
                         Some(key) => Slot::Unit(launch.index, key.clone()),
@@ -1099,6 +1103,10 @@ fn announce(
             (Some(started_at), Some(now)),
             result.error.iter().cloned().collect(),
         );
+        if result.unit.as_deref() == Some(work::MAIN) {
+            // Its stage's own line follows (see the starts).
+            continue;
+        }
         progress(Progress::Finished {
             stage: label.to_owned(),
             status: status.to_owned(),

@@ -86,6 +86,42 @@ fn off_a_terminal_progress_is_the_plain_timestamped_lines() {
     assert!(!resume.stderr.contains('\u{1b}'), "no escape codes");
 }
 
+/// A stage with output checks runs as units; its main unit is the stage's
+/// own work and gets no lines of its own.
+#[test]
+fn a_checked_stage_is_one_start_and_one_end() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{}",
+            stage(
+                "a",
+                "echo '{}' > outputs/a.json",
+                "    writes_to: [a.json]\n    validates_output: [{path: outputs/a.json, checks: [is_json]}]\n"
+            )
+        ),
+    );
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let id = run_id(&run);
+    let lines: Vec<String> = run.stderr.lines().map(normalise).collect();
+    assert_eq!(
+        lines,
+        vec![
+            format!(
+                "run {id} — workspace {}",
+                project.path().join(".baton/runs").join(&id).display()
+            ),
+            "[T] start   a".to_owned(),
+            "[T] ok      a (N ms)".to_owned(),
+            format!("run {id} succeeded; `baton status {id}` shows every stage"),
+        ],
+        "{}",
+        run.stderr
+    );
+}
+
 /// Runs `baton ARGS` in `project` on a `COLUMNS`×40 pseudo-terminal (stdout and
 /// stderr both) and returns its exit code and everything it wrote there.
 fn on_a_terminal(project: &Project, args: &[&str], colour: bool) -> (i32, String) {
