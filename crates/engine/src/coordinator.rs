@@ -198,6 +198,21 @@ struct Launch {
     unit: Option<(String, String, i64, Result<work::Materialized, String>)>,
 }
 
+/// Whether a result of `stage`'s attempt that ran from `started_at` to
+/// `now` (ms) is cheap to lose: a short inline script's. Only cheap results
+/// wait to share a commit (`LINGER`) and let what depends on them start
+/// before they are recorded (`starts_early`); an agent's result, or a long
+/// script's, is committed before anything else starts, so a crash never
+/// costs that work again.
+fn cheap(stage: &PlanStage, started_at: i64, now: i64) -> bool {
+    stage.spec.executor == baton_workflow::schema::Executor::Inline
+        && stage.spec.script.is_some()
+        && now - started_at < CHEAP_MS
+}
+
+/// How long an inline script may run and still count as [`cheap`] (ms).
+const CHEAP_MS: i64 = 100;
+
 /// Resolves at `deadline`, or never without one.
 async fn until(deadline: Option<tokio::time::Instant>) {
     match deadline {
@@ -456,8 +471,11 @@ async fn drive_owned(
     // processes by the run's marker anyway.
     let mut pending: Vec<Transition> = Vec::new();
     let mut announced: Vec<Shown> = Vec::new();
-    // When what is pending must be committed at the latest (see `LINGER`).
+    // When what is pending must be committed at the latest (see `LINGER`),
+    // and whether it holds a result too costly to risk (see `cheap`): then
+    // it is committed at once, before anything else starts.
     let mut commit_by: Option<tokio::time::Instant> = None;
+    let mut urgent = false;
     let mut errors: HashMap<usize, String> = HashMap::new();
 
     let outcome = loop {
@@ -676,11 +694,12 @@ async fn drive_owned(
                 // (see `starts_early`), which happens with what comes next
                 // (see `LINGER`); anything else starts once its start is
                 // recorded.
-                let early = starts_early(lease, ttl, &plan, &launches);
+                let early = !urgent && starts_early(lease, ttl, &plan, &launches);
                 if !early {
                     with_ledger(&mut ledger, &plan, &composites, &mut pending);
                     store.apply(lease, &std::mem::take(&mut pending)).await?;
                     commit_by = None;
+                    urgent = false;
                     announce(&plan, &envelopes, &mut announced, progress);
                 }
                 for index in composite_starts {
@@ -894,11 +913,14 @@ async fn drive_owned(
             .all(|transition| matches!(transition, Transition::ProcessStarted { .. }));
         if !announced.is_empty() || !only_pids {
             let now = tokio::time::Instant::now();
-            let due = *commit_by.get_or_insert(now + LINGER) <= now || pending.len() >= MAX_BATCH;
+            let due = urgent
+                || *commit_by.get_or_insert(now + LINGER) <= now
+                || pending.len() >= MAX_BATCH;
             if due {
                 with_ledger(&mut ledger, &plan, &composites, &mut pending);
                 store.apply(lease, &std::mem::take(&mut pending)).await?;
                 commit_by = None;
+                urgent = false;
                 announce(&plan, &envelopes, &mut announced, progress);
             }
         } else {
@@ -935,6 +957,7 @@ async fn drive_owned(
                             }
                             if let Some(key) = &result.unit {
                                 let slot = running.remove(&Slot::Unit(result.index, key.clone()));
+                                urgent |= !cheap(&plan.stages[result.index], slot.as_ref().map_or(now, |slot| slot.started_at), now);
                                 pending.push(Transition::UnitFinished {
                                     index: as_i64(result.index),
                                     key: key.clone(),
@@ -982,6 +1005,7 @@ async fn drive_owned(
                             // The slot is free at once; the result is shown
                             // once it is committed.
                             let started_at = running.remove(&Slot::Stage(result.index)).map_or(now, |attempt| attempt.started_at);
+                            urgent |= !cheap(&plan.stages[result.index], started_at, now);
                             announced.push(Shown::Result(Box::new(Announced { finished: result, started_at, finished_at: now, unit: None })));
                         }
                     }
