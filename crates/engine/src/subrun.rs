@@ -141,7 +141,8 @@ pub(crate) async fn run(
 /// `drive` keeps state that is not `Send` across its awaits (it is the one
 /// owner of its run and never moves between threads), while an attempt is a
 /// spawned task that must be `Send`. `Handle::block_on` runs the child's
-/// `drive` on a thread of its own, with the runtime's timers and I/O, and
+/// `drive` on a thread of its own, with the runtime's timers and I/O (on a
+/// one-thread runtime, the parent's `Runtime::block_on` drives those), and
 /// also breaks the recursion of a future that would otherwise contain
 /// itself (a child's attempts may drive children in turn).
 fn drive_child(
