@@ -134,6 +134,7 @@ impl<'t> Group<'t> {
         &mut self,
         tx: &mut sqlx::Transaction<'c, DB>,
         run_id: &str,
+        numbered: bool,
     ) -> Result<()>
     where
         DB: sqlx::Database,
@@ -146,7 +147,7 @@ impl<'t> Group<'t> {
     {
         let nets = std::mem::take(&mut self.nets);
         for chunk in nets.chunks(ROWS_PER_STATEMENT) {
-            write(tx, run_id, chunk).await?;
+            write(tx, run_id, chunk, numbered).await?;
         }
         Ok(())
     }
@@ -165,6 +166,7 @@ async fn write<'c, DB>(
     tx: &mut sqlx::Transaction<'c, DB>,
     run_id: &str,
     nets: &[Net<'_>],
+    numbered: bool,
 ) -> Result<()>
 where
     DB: sqlx::Database,
@@ -178,14 +180,15 @@ where
     let started: Vec<&Net<'_>> = nets.iter().filter(|net| net.started_at.is_some()).collect();
     if !started.is_empty() {
         // New attempts, ended already if their end is in the batch.
-        let sql = format!(
-            "INSERT INTO attempts (run_id, idx, attempt, status, started_at, finished_at, exit_code, error, pid, pgid, proc_start) VALUES {}",
-            rows(started.len(), 10, "$1, ")
+        let mut sql = String::from(
+            "INSERT INTO attempts (run_id, idx, attempt, status, started_at, finished_at, exit_code, error, pid, pgid, proc_start) VALUES ",
         );
-        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
+        Placeholders::new(numbered).rows(&mut sql, started.len(), 11);
+        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
         for net in &started {
             let end = net.end.as_ref();
             query = query
+                .bind(run_id)
                 .bind(net.index)
                 .bind(net.attempt)
                 .bind(end.map_or("running", |end| attempt_status(end.status)))
@@ -207,13 +210,17 @@ where
         .filter(|net| net.started_at.is_none() && net.end.is_some())
         .collect();
     if !ended.is_empty() {
-        let sql = format!(
+        let mut marks = Placeholders::new(numbered);
+        let mut sql = String::from(
             "UPDATE attempts SET status = v.column3, finished_at = v.column4, exit_code = v.column5, error = v.column6, \
              pid = COALESCE(v.column7, attempts.pid), pgid = COALESCE(v.column8, attempts.pgid), proc_start = COALESCE(v.column9, attempts.proc_start) \
-             FROM (VALUES {}) AS v WHERE attempts.run_id = $1 AND attempts.idx = v.column1 AND attempts.attempt = v.column2",
-            rows(ended.len(), 9, "")
+             FROM (VALUES ",
         );
-        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
+        marks.rows(&mut sql, ended.len(), 9);
+        sql.push_str(") AS v WHERE attempts.run_id = ");
+        marks.push(&mut sql);
+        sql.push_str(" AND attempts.idx = v.column1 AND attempts.attempt = v.column2");
+        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
         for net in &ended {
             let end = net.end.as_ref();
             query = query
@@ -227,6 +234,7 @@ where
                 .bind(net.process.map(|process| process.1))
                 .bind(net.process.map(|process| process.2));
         }
+        query = query.bind(run_id);
         query
             .execute(&mut **tx)
             .await
@@ -237,12 +245,15 @@ where
         .filter(|net| net.started_at.is_none() && net.end.is_none())
         .collect();
     if !running.is_empty() {
-        let sql = format!(
-            "UPDATE attempts SET pid = v.column3, pgid = v.column4, proc_start = v.column5 \
-             FROM (VALUES {}) AS v WHERE attempts.run_id = $1 AND attempts.idx = v.column1 AND attempts.attempt = v.column2",
-            rows(running.len(), 5, "")
+        let mut marks = Placeholders::new(numbered);
+        let mut sql = String::from(
+            "UPDATE attempts SET pid = v.column3, pgid = v.column4, proc_start = v.column5 FROM (VALUES ",
         );
-        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
+        marks.rows(&mut sql, running.len(), 5);
+        sql.push_str(") AS v WHERE attempts.run_id = ");
+        marks.push(&mut sql);
+        sql.push_str(" AND attempts.idx = v.column1 AND attempts.attempt = v.column2");
+        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
         for net in &running {
             query = query
                 .bind(net.index)
@@ -251,6 +262,7 @@ where
                 .bind(net.process.map(|process| process.1))
                 .bind(net.process.map(|process| process.2));
         }
+        query = query.bind(run_id);
         query
             .execute(&mut **tx)
             .await
@@ -263,13 +275,17 @@ where
     if !stages.is_empty() {
         // A start sets the attempt count and start time and clears the
         // end; an end sets the status, end time and error.
-        let sql = format!(
+        let mut marks = Placeholders::new(numbered);
+        let mut sql = String::from(
             "UPDATE stages SET status = v.column2, attempts = COALESCE(v.column3, stages.attempts), \
              started_at = COALESCE(v.column4, stages.started_at), finished_at = v.column5, error = v.column6 \
-             FROM (VALUES {}) AS v WHERE stages.run_id = $1 AND stages.idx = v.column1",
-            rows(stages.len(), 6, "")
+             FROM (VALUES ",
         );
-        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
+        marks.rows(&mut sql, stages.len(), 6);
+        sql.push_str(") AS v WHERE stages.run_id = ");
+        marks.push(&mut sql);
+        sql.push_str(" AND stages.idx = v.column1");
+        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
         for net in &stages {
             let end = net.end.as_ref();
             query = query
@@ -280,6 +296,7 @@ where
                 .bind(end.map(|end| end.at))
                 .bind(end.and_then(|end| end.error));
         }
+        query = query.bind(run_id);
         query
             .execute(&mut **tx)
             .await
@@ -288,13 +305,17 @@ where
     let ends: Vec<&Net<'_>> = nets.iter().filter(|net| net.end.is_some()).collect();
     if !ends.is_empty() {
         // An end replaces whatever outputs its stage had recorded.
-        let sql = format!(
-            "DELETE FROM artifacts WHERE run_id = $1 AND idx IN ({})",
-            (0..ends.len())
-                .map(|row| format!("${}", row + 2))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let mut marks = Placeholders::new(numbered);
+        let mut sql = String::from("DELETE FROM artifacts WHERE run_id = ");
+        marks.push(&mut sql);
+        sql.push_str(" AND idx IN (");
+        for row in 0..ends.len() {
+            if row > 0 {
+                sql.push_str(", ");
+            }
+            marks.push(&mut sql);
+        }
+        sql.push(')');
         let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
         for net in &ends {
             query = query.bind(net.index);
@@ -311,13 +332,13 @@ where
             })
             .collect();
         for chunk in artifacts.chunks(ROWS_PER_STATEMENT) {
-            let sql = format!(
-                "INSERT INTO artifacts (run_id, idx, path, sha256, bytes) VALUES {}",
-                rows(chunk.len(), 4, "$1, ")
-            );
-            let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
+            let mut sql =
+                String::from("INSERT INTO artifacts (run_id, idx, path, sha256, bytes) VALUES ");
+            Placeholders::new(numbered).rows(&mut sql, chunk.len(), 5);
+            let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
             for (index, (path, sha256, bytes)) in chunk {
                 query = query
+                    .bind(run_id)
                     .bind(*index)
                     .bind(path.as_str())
                     .bind(sha256.as_str())
@@ -332,35 +353,69 @@ where
     Ok(())
 }
 
-/// `count` rows of `columns` placeholders each, numbered from `$2` (`$1` is
-/// the run), each row opened with `prefix`: `($1, $2, $3), ($1, $4, $5)`.
-/// Only placeholders are spliced into the SQL; every value is bound.
-fn rows(count: usize, columns: usize, prefix: &str) -> String {
-    let mut sql = String::with_capacity(count * columns * 5);
-    for row in 0..count {
-        if row > 0 {
-            sql.push_str(", ");
+/// A statement's placeholders, written in the order they appear in its
+/// text and bound in that order: `$1, $2, …` on PostgreSQL, `?` on SQLite.
+///
+/// SQLite takes `$N` for a name and looks each one up among the names
+/// before it, when it parses the statement and again when sqlx binds it:
+/// for a statement of a few thousand values, that lookup cost more than
+/// everything else the commit did. A `?` is only counted.
+pub(crate) struct Placeholders {
+    numbered: bool,
+    next: usize,
+}
+
+impl Placeholders {
+    /// Numbered (`$N`, PostgreSQL) or anonymous (`?`, SQLite).
+    pub(crate) fn new(numbered: bool) -> Placeholders {
+        Placeholders { numbered, next: 1 }
+    }
+
+    /// Appends the next placeholder.
+    pub(crate) fn push(&mut self, sql: &mut String) {
+        if self.numbered {
+            use std::fmt::Write;
+            let _ = write!(sql, "${}", self.next);
+        } else {
+            sql.push('?');
         }
-        sql.push('(');
-        sql.push_str(prefix);
-        for column in 0..columns {
-            if column > 0 {
+        self.next += 1;
+    }
+
+    /// Appends `count` rows of `columns` placeholders: `(?, ?), (?, ?)`.
+    /// Only placeholders are spliced into the SQL; every value is bound.
+    pub(crate) fn rows(&mut self, sql: &mut String, count: usize, columns: usize) {
+        sql.reserve(count * columns * 6);
+        for row in 0..count {
+            if row > 0 {
                 sql.push_str(", ");
             }
-            sql.push_str(&format!("${}", 2 + row * columns + column));
+            sql.push('(');
+            for column in 0..columns {
+                if column > 0 {
+                    sql.push_str(", ");
+                }
+                self.push(sql);
+            }
+            sql.push(')');
         }
-        sql.push(')');
     }
-    sql
 }
 
 #[cfg(test)]
 mod tests {
-    use super::rows;
+    use super::Placeholders;
 
     #[test]
-    fn rows_number_placeholders_after_the_run() {
-        assert_eq!(rows(2, 2, "$1, "), "($1, $2, $3), ($1, $4, $5)");
-        assert_eq!(rows(1, 3, ""), "($2, $3, $4)");
+    fn placeholders_follow_the_text_in_either_style() {
+        let mut sql = String::new();
+        let mut numbered = Placeholders::new(true);
+        numbered.rows(&mut sql, 2, 2);
+        sql.push_str(" WHERE ");
+        numbered.push(&mut sql);
+        assert_eq!(sql, "($1, $2), ($3, $4) WHERE $5");
+        let mut sql = String::new();
+        Placeholders::new(false).rows(&mut sql, 2, 3);
+        assert_eq!(sql, "(?, ?, ?), (?, ?, ?)");
     }
 }

@@ -675,6 +675,7 @@ impl Store {
                 "SELECT 1 FROM runs WHERE run_id = $1 AND lease_epoch = $2 FOR NO KEY UPDATE"
             }
         };
+        let numbered = matches!(self.inner, Inner::Postgres(_));
         in_transaction!(self, |tx| {
             let fenced = sqlx::query(fence)
                 .bind(run_id)
@@ -693,17 +694,17 @@ impl Store {
             for transition in transitions {
                 if crate::attempts::Group::kind_of(transition) {
                     if !group.fits(transition) {
-                        group.flush(&mut tx, run_id).await?;
+                        group.flush(&mut tx, run_id, numbered).await?;
                     }
                     group.add(transition);
                     log_attempt_event(&mut events, transition);
                 } else {
-                    group.flush(&mut tx, run_id).await?;
+                    group.flush(&mut tx, run_id, numbered).await?;
                     apply_one!(tx, run_id, transition, events);
                 }
             }
-            group.flush(&mut tx, run_id).await?;
-            insert_events(&mut tx, run_id, &events).await?;
+            group.flush(&mut tx, run_id, numbered).await?;
+            insert_events(&mut tx, run_id, &events, numbered).await?;
             Ok::<(), Error>(())
         })
     }
@@ -879,6 +880,7 @@ async fn insert_events<'c, DB>(
     tx: &mut sqlx::Transaction<'c, DB>,
     run_id: &str,
     events: &[(i64, String, String)],
+    numbered: bool,
 ) -> Result<()>
 where
     DB: sqlx::Database,
@@ -889,19 +891,7 @@ where
 {
     for chunk in events.chunks(EVENTS_PER_STATEMENT) {
         let mut sql = String::from("INSERT INTO events (run_id, at, kind, detail) VALUES ");
-        for (row, _) in chunk.iter().enumerate() {
-            let base = row * 4;
-            if row > 0 {
-                sql.push_str(", ");
-            }
-            sql.push_str(&format!(
-                "(${}, ${}, ${}, ${})",
-                base + 1,
-                base + 2,
-                base + 3,
-                base + 4
-            ));
-        }
+        crate::attempts::Placeholders::new(numbered).rows(&mut sql, chunk.len(), 4);
         // Only placeholders are spliced in; every value is bound.
         let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
         for (at, kind, detail) in chunk {
