@@ -385,7 +385,13 @@ impl Placeholders {
     /// Appends `count` rows of `columns` placeholders: `(?, ?), (?, ?)`.
     /// Only placeholders are spliced into the SQL; every value is bound.
     pub(crate) fn rows(&mut self, sql: &mut String, count: usize, columns: usize) {
-        sql.reserve(count * columns * 6);
+        self.rows_with(sql, count, columns, "");
+    }
+
+    /// [`rows`](Placeholders::rows), each row ending in the constant SQL
+    /// `tail`: `(?, ?, 'pending')`.
+    pub(crate) fn rows_with(&mut self, sql: &mut String, count: usize, columns: usize, tail: &str) {
+        sql.reserve(count * (columns * 6 + tail.len()));
         for row in 0..count {
             if row > 0 {
                 sql.push_str(", ");
@@ -397,6 +403,7 @@ impl Placeholders {
                 }
                 self.push(sql);
             }
+            sql.push_str(tail);
             sql.push(')');
         }
     }
