@@ -74,14 +74,14 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
 ///
 /// Processes of other users whose environment cannot be read are skipped.
 pub fn marked_processes(name: &str, value: &str) -> Vec<u32> {
-    marked_processes_since(name, value, 0, None, None, false)
+    marked_processes_since(name, value, 0, None, None, || false)
 }
 
 /// Sends SIGKILL to every process [`marked_processes`] finds, rescanning
 /// until none is left (a few rounds at most), and returns how many were
 /// signalled.
 pub fn kill_marked_processes(name: &str, value: &str) -> usize {
-    kill_until_gone(|| marked_processes_since(name, value, 0, None, None, false))
+    kill_until_gone(|| marked_processes_since(name, value, 0, None, None, || false))
 }
 
 /// SIGKILLs marked processes started at or after `since` (clock ticks since
@@ -107,10 +107,13 @@ pub(crate) fn sweep_marked(
     kill_until_gone(|| {
         // Reading the pids one by one is complete only if few were handed
         // out since the leader: with many, the counter may have wrapped and
-        // come back above the leader, below some descendant.
-        let few = forks_before
-            .zip(forks())
-            .is_some_and(|(before, now)| now.saturating_sub(before) <= u64::from(DIRECT_RANGE));
+        // come back above the leader, below some descendant. Asked only
+        // when some pid was handed out after the leader's.
+        let few = || {
+            forks_before
+                .zip(forks())
+                .is_some_and(|(before, now)| now.saturating_sub(before) <= u64::from(DIRECT_RANGE))
+        };
         marked_processes_since(name, value, since, min_pid, Some(leader), few)
     })
 }
@@ -121,13 +124,42 @@ pub(crate) fn forks() -> Option<u64> {
     // Two cores' worth of `/proc/stat` is about 1 KB; a large machine's
     // does not fit, and the sweep then lists `/proc`.
     let mut buffer = [0; 16 * 1024];
-    read_small("/proc/stat", &mut buffer)?
+    let count = read_small("/proc/stat", &mut buffer)?
         .lines()
         .find_map(|line| line.strip_prefix("processes "))?
         .trim()
         .parse()
-        .ok()
+        .ok()?;
+    *LAST_FORKS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((Instant::now(), count));
+    Some(count)
 }
+
+/// A fork count read before now, for a process about to start: the last
+/// one [`forks`] read if that was recent, else a fresh one.
+///
+/// Any count read before a leader starts serves as its `forks_before` (see
+/// [`sweep_marked`]): an older one only counts more processes since, which
+/// at worst sends the sweep to list `/proc`. With stages ending and starting
+/// one after another, the last sweep's count is a few processes old, and
+/// `/proc/stat` (the costliest file the sweep reads) is read once per stage
+/// instead of twice.
+pub(crate) fn forks_before_start() -> Option<u64> {
+    let recent = *LAST_FORKS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match recent {
+        Some((at, count)) if at.elapsed() < RECENT_FORKS => Some(count),
+        _ => forks(),
+    }
+}
+
+/// The last fork count read, and when.
+static LAST_FORKS: std::sync::Mutex<Option<(Instant, u64)>> = std::sync::Mutex::new(None);
+
+/// How old a fork count [`forks_before_start`] reuses may be.
+const RECENT_FORKS: Duration = Duration::from_millis(100);
 
 /// SIGKILLs what `find` returns, rescanning until it returns nothing (a few
 /// rounds at most); returns how many were signalled.
@@ -273,7 +305,7 @@ fn marked_processes_since(
     since: u64,
     min_pid: Option<u32>,
     own: Option<u32>,
-    few_since: bool,
+    few_since: impl Fn() -> bool,
 ) -> Vec<u32> {
     let live: Vec<u32> = LIVE_GROUPS
         .lock()
@@ -288,11 +320,17 @@ fn marked_processes_since(
     // Pids are in order only if the counter did not wrap since `min_pid`.
     let last = last_pid();
     let min_pid = min_pid.filter(|&min| last.is_some_and(|last| last >= min));
-    if let (Some(min), Some(last)) = (min_pid, last)
-        && few_since
-        && last - min <= DIRECT_RANGE
-    {
-        return (min..=last).filter(|&pid| marked(pid)).collect();
+    if let (Some(min), Some(last)) = (min_pid, last) {
+        // The leader itself is the group's own, and dead: only pids after
+        // it can be escapees. When none was handed out since, none exists;
+        // the leader's pid, still held by its zombie, cannot have been
+        // handed out again.
+        if last == min {
+            return Vec::new();
+        }
+        if last - min <= DIRECT_RANGE && few_since() {
+            return (min + 1..=last).filter(|&pid| marked(pid)).collect();
+        }
     }
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -408,6 +446,27 @@ mod tests {
             .expect("true runs");
         let after = forks().expect("/proc/stat has a processes line");
         assert!(after > before, "{before} -> {after}");
+    }
+
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a plain child process, to see the count move"
+    )]
+    fn a_recent_fork_count_is_reused_before_a_start() {
+        let read_at = Instant::now();
+        let before = forks().expect("/proc/stat has a processes line");
+        std::process::Command::new("true")
+            .status()
+            .expect("true runs");
+        let reused = forks_before_start().expect("a count");
+        // Reused while recent: the process started since is not counted.
+        // (Read afresh only if this test was paused past the limit.)
+        assert!(
+            reused == before || read_at.elapsed() >= RECENT_FORKS,
+            "{before} -> {reused}"
+        );
+        assert!(reused <= forks().expect("a count"));
     }
 
     #[test]

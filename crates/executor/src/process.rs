@@ -222,7 +222,7 @@ pub async fn run(
     let mut command = build_command(&spec, &program_path);
     // Read before the leader exists, for the escapee sweep (see
     // `group::sweep_marked`).
-    let forks_before = group::forks();
+    let forks_before = group::forks_before_start();
     let origin = Instant::now();
     let mut child = command.spawn().map_err(|source| Error::Spawn {
         program: spec.program.clone(),
