@@ -357,12 +357,20 @@ fn kill_minus_nine_then_resume_finishes_without_rerunning_recorded_stages() {
         ),
     );
     let mut first = project.spawn(&["run", "wf.yaml"]);
-    wait_for("the slow stage", Duration::from_secs(20), || {
-        project
-            .witness()
-            .iter()
-            .any(|line| line.starts_with("slow"))
-    });
+    // `slow` may start before `fast`'s success is committed (a short
+    // script's result waits a few milliseconds to share a commit, and a
+    // crash in between runs it again): kill once that success is recorded.
+    wait_for(
+        "the slow stage, after fast's success is recorded",
+        Duration::from_secs(20),
+        || {
+            project
+                .witness()
+                .iter()
+                .any(|line| line.starts_with("slow"))
+                && stage_status(&project, "fast").as_deref() == Some("success")
+        },
+    );
     first.kill().expect("SIGKILL");
     first.wait().expect("reaped");
     let runs = project.json(&["runs", "--json"]);
@@ -398,6 +406,19 @@ fn kill_minus_nine_then_resume_finishes_without_rerunning_recorded_stages() {
     // The orphaned `sleep` of the killed driver did not survive the resume.
     let leftovers = baton_executor_free_scan(&id);
     assert_eq!(leftovers, 0);
+}
+
+/// The recorded status of the only run's `stage`, once there is a run.
+fn stage_status(project: &Project, stage: &str) -> Option<String> {
+    let runs = project.json(&["runs", "--json"]);
+    let id = runs.get(0)?["run_id"].as_str()?.to_owned();
+    let status = project.json(&["status", &id, "--json"]);
+    status["stages"]
+        .as_array()?
+        .iter()
+        .find(|row| row["stage"] == stage)?["status"]
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// Processes still carrying the run's marker.
