@@ -196,6 +196,9 @@ impl Drop for Running {
 struct Launch {
     index: usize,
     unit: Option<(String, String, i64, Result<work::Materialized, String>)>,
+    /// A fan-out child: a plain process of its own, which may start before
+    /// its start is recorded (see `starts_early`).
+    item: bool,
 }
 
 /// Whether a result of `stage`'s attempt that ran from `started_at` to
@@ -235,19 +238,28 @@ async fn until(deadline: Option<tokio::time::Instant>) {
 ///   (`reconcile::forget_unrecorded_logs`);
 /// * a failed commit ends the drive, and with it the processes.
 ///
+/// A fan-out child is such a process too. A crash before its start is
+/// recorded leaves its unit as it was (or, with the fan-out's own start,
+/// unplanned), so the resume runs it again under the same attempt number,
+/// and its stale logs go the same way.
+///
 /// Everything that leaves durable traces of its own before its process runs
-/// (a worktree and branch, a child run, a queue job) and every unit of a
-/// composite stage waits for its start to be recorded. So does every start
-/// while the lease is near its end: a driver paused past its lease must find
-/// out by a failed commit before it starts anything, as another driver may
-/// already own the run.
+/// (a worktree and branch, a child run, a queue job) and every other unit
+/// of a composite stage (a checked stage's main work, validation steps,
+/// whose counts bound correction cycles) waits for its start to be
+/// recorded. So does every start while the lease is near its end: a driver
+/// paused past its lease must find out by a failed commit before it starts
+/// anything, as another driver may already own the run.
 fn starts_early(lease: &Lease, ttl: i64, plan: &baton_workflow::Plan, launches: &[Launch]) -> bool {
     lease.until - clock::now_ms() > ttl / 2
         && launches.iter().all(|launch| {
             let stage = &plan.stages[launch.index];
-            launch.unit.is_none()
+            (launch.unit.is_none() || launch.item)
                 && stage.spec.sub_workflow.is_none()
                 && stage.spec.executor != baton_workflow::schema::Executor::WorkerQueue
+                && stage.spec.fan_out.as_ref().is_none_or(|fan_out| {
+                    fan_out.mode != baton_workflow::schema::FanOutMode::WorkerQueue
+                })
                 && !crate::worktree::isolated(stage)
         })
 }
@@ -376,7 +388,8 @@ async fn drive_owned(
         )));
     }
     let stages = store.stages(&run_id).await?;
-    reconcile::forget_unrecorded_logs(&plan, &stages, &workspace_dir);
+    let units = store.units(&run_id).await?;
+    reconcile::forget_unrecorded_logs(&plan, &stages, &units, &workspace_dir);
     let attempts = store.attempts(&run_id).await?;
     let artifacts = store.artifacts(&run_id).await?;
     let now = clock::now_ms();
@@ -398,9 +411,7 @@ async fn drive_owned(
         });
     }
     // Units of a stage that crashed or failed run again; finished ones are kept.
-    let mut with_units: Vec<i64> = store
-        .units(&run_id)
-        .await?
+    let mut with_units: Vec<i64> = units
         .into_iter()
         .filter(|unit| unit.status == "running" || unit.status == "failed")
         .map(|unit| unit.index)
@@ -613,7 +624,11 @@ async fn drive_owned(
                         composites.insert(index, Composite::new(units, cap, now));
                         composite_starts.push(index);
                     } else {
-                        launches.push(Launch { index, unit: None });
+                        launches.push(Launch {
+                            index,
+                            unit: None,
+                            item: false,
+                        });
                     }
                 }
             }
@@ -1194,6 +1209,7 @@ fn take_units(
             });
             launches.push(Launch {
                 index,
+                item: unit.kind == work::ITEM,
                 unit: Some((
                     unit.key.clone(),
                     unit.label.clone(),

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use baton_store::{ArtifactRow, StageRow};
+use baton_store::{ArtifactRow, StageRow, UnitRow};
 use baton_workflow::Plan;
 
 use crate::create::sha256_hex;
@@ -86,40 +86,74 @@ pub(crate) fn stale_stages(
 
 /// Removes the logs of attempts a crashed driver started but never recorded.
 ///
-/// A plain stage's process may start before its start is committed (see
-/// the coordinator's `starts_early`), so a crash can leave logs under the
-/// attempt number after the last recorded one. The resume runs that number
-/// again; its logs are created on the first byte, so without this a silent
-/// new attempt would show the lost one's output as its own.
-pub(crate) fn forget_unrecorded_logs(plan: &Plan, stages: &[StageRow], workspace: &Path) {
+/// A plain stage's process, and a fan-out child's, may start before its
+/// start is committed (see the coordinator's `starts_early`), so a crash
+/// can leave logs under the attempt number after the last recorded one.
+/// The resume runs that number again; its logs are created on the first
+/// byte, so without this a silent new attempt would show the lost one's
+/// output as its own. A child that was never recorded at all left the logs
+/// of its attempt 1.
+pub(crate) fn forget_unrecorded_logs(
+    plan: &Plan,
+    stages: &[StageRow],
+    units: &[UnitRow],
+    workspace: &Path,
+) {
     let logs = workspace.join("logs");
     // Only stages with a log directory can have such logs: a run that has
     // not started anything yet costs one directory read.
     let Ok(entries) = std::fs::read_dir(&logs) else {
         return;
     };
-    let present: std::collections::HashSet<std::ffi::OsString> =
-        entries.flatten().map(|entry| entry.file_name()).collect();
-    if present.is_empty() {
-        return;
-    }
-    for row in stages
-        .iter()
-        .filter(|row| !matches!(row.status.as_str(), "success" | "skipped"))
-    {
-        let Some(stage) = usize::try_from(row.index)
-            .ok()
-            .and_then(|index| plan.stages.get(index))
+    // A unit's logs are in `NNN-<stage>-<unit>`: by that name, its attempts.
+    let mut unit_attempts: Option<std::collections::HashMap<String, i64>> = None;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        // Every log directory starts with its stage's index.
+        let Some(index) = name
+            .split_once('-')
+            .and_then(|(digits, _)| digits.parse::<usize>().ok())
         else {
             continue;
         };
-        let stem = stage.file_stem();
-        if !present.contains(std::ffi::OsStr::new(&stem)) {
+        let (Some(stage), Some(row)) = (plan.stages.get(index), stages.get(index)) else {
+            continue;
+        };
+        if usize::try_from(row.index).ok() != Some(index)
+            || matches!(row.status.as_str(), "success" | "skipped")
+        {
             continue;
         }
-        let next = row.attempts + 1;
+        let stem = stage.file_stem();
+        let next = if name == stem {
+            row.attempts + 1
+        } else if name
+            .strip_prefix(stem.as_str())
+            .is_some_and(|rest| rest.starts_with('-'))
+        {
+            let recorded = unit_attempts.get_or_insert_with(|| {
+                units
+                    .iter()
+                    .filter_map(|unit| {
+                        let stage = plan.stages.get(usize::try_from(unit.index).ok()?)?;
+                        let dir = format!(
+                            "{:03}-{}",
+                            unit.index,
+                            crate::work::unit_stage_name(stage.name(), unit)
+                        );
+                        Some((dir, unit.attempts))
+                    })
+                    .collect()
+            });
+            recorded.get(name).map_or(1, |attempts| attempts + 1)
+        } else {
+            continue;
+        };
         for stream in ["stdout", "stderr"] {
-            let _ = std::fs::remove_file(logs.join(&stem).join(format!("{next}.{stream}")));
+            let _ = std::fs::remove_file(logs.join(name).join(format!("{next}.{stream}")));
         }
     }
 }
@@ -166,11 +200,59 @@ mod tests {
         // belong to a start that was never recorded. `b` succeeded: its
         // logs are all its own.
         let stages = [row(0, "a", "pending", 1), row(1, "b", "success", 1)];
-        forget_unrecorded_logs(&plan, &stages, workspace.path());
+        forget_unrecorded_logs(&plan, &stages, &[], workspace.path());
         assert!(log("000-a", "1.stdout").exists());
         assert!(!log("000-a", "2.stdout").exists());
         assert!(!log("000-a", "2.stderr").exists());
         assert!(log("001-b", "1.stdout").exists());
         assert!(log("001-b", "2.stdout").exists());
+    }
+
+    fn item(index: i64, key: &str, attempts: i64) -> UnitRow {
+        UnitRow {
+            index,
+            key: key.to_owned(),
+            ordinal: 0,
+            kind: crate::work::ITEM.to_owned(),
+            cycle: 0,
+            label: key.to_owned(),
+            spec: format!("{{\"name\": \"{key}\"}}"),
+            status: "pending".to_owned(),
+            attempts,
+            started_at: None,
+            finished_at: None,
+            exit_code: None,
+            error: None,
+            artifacts: "[]".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_fan_out_childs_unrecorded_attempt_loses_its_logs() {
+        let loader = MemoryLoader::new().with("w.yaml", WORKFLOW);
+        let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
+        let plan =
+            baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles");
+        let workspace = tempfile::tempdir().expect("temp dir");
+        let log = |dir: &str, name: &str| workspace.path().join("logs").join(dir).join(name);
+        for (dir, name) in [
+            ("000-a-x", "1.stdout"),
+            ("000-a-x", "2.stdout"),
+            ("000-a-y", "1.stderr"),
+            ("001-b-z", "1.stdout"),
+        ] {
+            std::fs::create_dir_all(log(dir, "")).expect("log dir");
+            std::fs::write(log(dir, name), "output").expect("log");
+        }
+        // Child `x` of `a` recorded one attempt: its second was never
+        // recorded. Child `y` was never recorded at all. `b` succeeded, so
+        // its child's logs are its own.
+        let stages = [row(0, "a", "running", 1), row(1, "b", "success", 1)];
+        let units = [item(0, "x", 1)];
+        forget_unrecorded_logs(&plan, &stages, &units, workspace.path());
+        assert!(log("000-a-x", "1.stdout").exists());
+        assert!(!log("000-a-x", "2.stdout").exists());
+        assert!(!log("000-a-y", "1.stderr").exists());
+        assert!(log("001-b-z", "1.stdout").exists());
     }
 }
