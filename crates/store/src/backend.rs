@@ -706,7 +706,11 @@ impl Store {
                 });
             }
             let mut events: Vec<(i64, String, String)> = Vec::new();
+            // Attempt and unit transitions touch different tables, so the
+            // two groups may be written in either order; anything else is
+            // written after both.
             let mut group = crate::attempts::Group::default();
+            let mut units = crate::unit_writes::Group::default();
             for transition in transitions {
                 if crate::attempts::Group::kind_of(transition) {
                     if !group.fits(transition) {
@@ -714,12 +718,20 @@ impl Store {
                     }
                     group.add(transition);
                     log_attempt_event(&mut events, transition);
+                } else if crate::unit_writes::Group::kind_of(transition) {
+                    if !units.fits(transition) {
+                        units.flush(&mut tx, run_id, numbered).await?;
+                    }
+                    units.add(transition);
+                    log_unit_event(&mut events, transition);
                 } else {
                     group.flush(&mut tx, run_id, numbered).await?;
-                    apply_one!(tx, run_id, transition, events);
+                    units.flush(&mut tx, run_id, numbered).await?;
+                    apply_one!(tx, run_id, transition, events, numbered);
                 }
             }
             group.flush(&mut tx, run_id, numbered).await?;
+            units.flush(&mut tx, run_id, numbered).await?;
             insert_events(&mut tx, run_id, &events, numbered).await?;
             Ok::<(), Error>(())
         })
@@ -727,13 +739,16 @@ impl Store {
 }
 
 /// Writes one transition inside the transaction `$tx`; attempt transitions
-/// are written by [`attempts::Group`](crate::attempts::Group) instead.
+/// are written by [`attempts::Group`](crate::attempts::Group) and unit
+/// starts and ends by [`unit_writes::Group`](crate::unit_writes::Group) instead.
 macro_rules! apply_one {
-    ($tx:ident, $run_id:expr, $transition:expr, $events:ident) => {
+    ($tx:ident, $run_id:expr, $transition:expr, $events:ident, $numbered:expr) => {
         match $transition {
             Transition::AttemptStarted { .. }
             | Transition::ProcessStarted { .. }
-            | Transition::AttemptFinished { .. } => {}
+            | Transition::AttemptFinished { .. }
+            | Transition::UnitStarted { .. }
+            | Transition::UnitFinished { .. } => {}
             Transition::AttemptInterrupted { index, attempt, at } => {
                 sqlx::query("UPDATE attempts SET status = 'interrupted', finished_at = $1 WHERE run_id = $2 AND idx = $3 AND attempt = $4")
                     .bind(at).bind($run_id).bind(index).bind(attempt)
@@ -764,21 +779,8 @@ macro_rules! apply_one {
                 log_event!($events, *at, "run_status", format!("{{\"status\":{}}}", json_string(status)));
             }
             Transition::UnitsPlanned { index, units, at } => {
-                crate::units::insert_units(&mut $tx, $run_id, *index, units).await?;
+                crate::units::insert_units(&mut $tx, $run_id, *index, units, $numbered).await?;
                 log_event!($events, *at, "units_planned", format!("{{\"stage\":{index},\"units\":{}}}", units.len()));
-            }
-            Transition::UnitStarted { index, key, at } => {
-                sqlx::query("UPDATE units SET status = 'running', attempts = attempts + 1, started_at = $1, finished_at = NULL, exit_code = NULL, error = NULL WHERE run_id = $2 AND idx = $3 AND unit_key = $4")
-                    .bind(at).bind($run_id).bind(index).bind(key)
-                    .execute(&mut *$tx).await.map_err(query_error("start a unit"))?;
-            }
-            Transition::UnitFinished { index, key, status, at, exit_code, error, artifacts } => {
-                sqlx::query("UPDATE units SET status = $1, finished_at = $2, exit_code = $3, error = $4, artifacts = $5 WHERE run_id = $6 AND idx = $7 AND unit_key = $8")
-                    .bind(status).bind(at).bind(exit_code).bind(error).bind(crate::units::artifacts_json(artifacts)).bind($run_id).bind(index).bind(key)
-                    .execute(&mut *$tx).await.map_err(query_error("finish a unit"))?;
-                if status != "success" {
-                    log_event!($events, *at, "unit_failed", format!("{{\"stage\":{index},\"unit\":{}}}", json_string(key)));
-                }
             }
             Transition::UnitsResumed { index } => {
                 sqlx::query("UPDATE units SET status = 'pending' WHERE run_id = $1 AND idx = $2 AND status IN ('running', 'failed')")
@@ -844,6 +846,27 @@ macro_rules! apply_one {
     };
 }
 use apply_one;
+
+/// Queues the event a unit transition logs (only a failed end logs one),
+/// in batch order.
+fn log_unit_event(events: &mut Vec<(i64, String, String)>, transition: &Transition) {
+    if let Transition::UnitFinished {
+        index,
+        key,
+        status,
+        at,
+        ..
+    } = transition
+        && status != "success"
+    {
+        log_event!(
+            events,
+            *at,
+            "unit_failed",
+            format!("{{\"stage\":{index},\"unit\":{}}}", json_string(key))
+        );
+    }
+}
 
 /// Queues the event an attempt transition logs, in batch order.
 fn log_attempt_event(events: &mut Vec<(i64, String, String)>, transition: &Transition) {

@@ -24,6 +24,7 @@ mod ledger;
 mod migrate;
 mod model;
 pub mod queue;
+mod unit_writes;
 mod units;
 mod usage;
 

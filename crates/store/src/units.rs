@@ -96,6 +96,7 @@ pub(crate) async fn insert_units<'c, DB>(
     run_id: &str,
     index: i64,
     units: &[NewUnit],
+    numbered: bool,
 ) -> Result<()>
 where
     DB: sqlx::Database,
@@ -108,25 +109,13 @@ where
         let mut sql = String::from(
             "INSERT INTO units (run_id, idx, unit_key, ordinal, kind, cycle, label, spec, status) VALUES ",
         );
-        for (row, _) in chunk.iter().enumerate() {
-            let base = row * 8;
-            if row > 0 {
-                sql.push_str(", ");
-            }
-            sql.push_str(&format!(
-                "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, 'pending')",
-                base + 1,
-                base + 2,
-                base + 3,
-                base + 4,
-                base + 5,
-                base + 6,
-                base + 7,
-                base + 8
-            ));
-        }
+        crate::attempts::Placeholders::new(numbered).rows_with(
+            &mut sql,
+            chunk.len(),
+            8,
+            ", 'pending'",
+        );
         sql.push_str(" ON CONFLICT (run_id, idx, unit_key) DO NOTHING");
-        // Only placeholders are spliced in; every value is bound.
         let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
         for unit in chunk {
             query = query

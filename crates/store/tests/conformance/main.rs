@@ -74,6 +74,7 @@ conformance! {
         process_started_with_its_end,
         starts_and_ends_in_one_batch,
         a_large_batch_is_written_whole,
+        units_start_and_end_in_one_batch,
         attempt_finished_success_records_artifacts,
         attempt_finished_failed,
         attempt_finished_replaces_artifacts,

@@ -1,7 +1,9 @@
 //! What each [`Transition`] writes (see `model.rs`), and batches being
 //! all-or-nothing.
 
-use baton_store::{ArtifactRow, AttemptRow, Error, EventRow, Lease, StageRow, Store, Transition};
+use baton_store::{
+    ArtifactRow, AttemptRow, Error, EventRow, Lease, NewUnit, StageRow, Store, Transition,
+};
 
 use crate::harness::{Fresh, event_kinds, new_run, snapshot};
 
@@ -1008,4 +1010,120 @@ pub(crate) async fn usage_recorded_per_attempt_and_unit(fresh: Fresh) {
     assert_eq!(rows[0].cache_write_tokens, None);
     assert_eq!(rows[0].session_id.as_deref(), Some("s-1"));
     assert!(store.usage("nope").await.unwrap().is_empty());
+}
+
+/// Unit starts and ends in one batch are written as their net effect, in
+/// batch order: a unit that started and ended reads as ended, a unit that
+/// failed and started again in the batch reads as running its second
+/// attempt, and a failed end logs its event in its place.
+pub(crate) async fn units_start_and_end_in_one_batch(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    let unit = |key: &str, ordinal: i64| NewUnit {
+        key: key.to_owned(),
+        ordinal,
+        kind: "item".to_owned(),
+        cycle: 0,
+        label: format!("a[{key}]"),
+        spec: "{}".to_owned(),
+    };
+    let unit_started = |key: &str, at: i64| Transition::UnitStarted {
+        index: 0,
+        key: key.to_owned(),
+        at,
+    };
+    let unit_finished = |key: &str, status: &str, at: i64| Transition::UnitFinished {
+        index: 0,
+        key: key.to_owned(),
+        status: status.to_owned(),
+        at,
+        exit_code: Some(if status == "success" { 0 } else { 1 }),
+        error: (status != "success").then(|| "exited 1".to_owned()),
+        artifacts: vec![("out/x".to_owned(), "ab".repeat(32), 3)],
+    };
+    store
+        .apply(
+            &lease,
+            &[
+                started(0, 1, 1000),
+                Transition::UnitsPlanned {
+                    index: 0,
+                    units: vec![unit("x", 0), unit("y", 1), unit("z", 2)],
+                    at: 1000,
+                },
+                unit_started("x", 1000),
+                unit_started("y", 1000),
+                unit_finished("x", "success", 1100),
+                unit_finished("y", "failed", 1200),
+                unit_started("y", 1300),
+                unit_started("z", 1300),
+            ],
+        )
+        .await
+        .unwrap();
+    let units: Vec<_> = store
+        .units("r1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| {
+            (
+                u.key,
+                u.status,
+                u.attempts,
+                u.started_at,
+                u.finished_at,
+                u.exit_code,
+                u.error,
+            )
+        })
+        .collect();
+    assert_eq!(
+        units,
+        [
+            (
+                "x".to_owned(),
+                "success".to_owned(),
+                1,
+                Some(1000),
+                Some(1100),
+                Some(0),
+                None
+            ),
+            (
+                "y".to_owned(),
+                "running".to_owned(),
+                2,
+                Some(1300),
+                None,
+                None,
+                None
+            ),
+            (
+                "z".to_owned(),
+                "running".to_owned(),
+                1,
+                Some(1300),
+                None,
+                None,
+                None
+            ),
+        ]
+    );
+    let recorded = store.units("r1").await.unwrap();
+    assert!(
+        recorded[0].artifacts.contains("out/x"),
+        "{}",
+        recorded[0].artifacts
+    );
+    let kinds = event_kinds(&store, "r1").await;
+    assert_eq!(
+        kinds.iter().filter(|kind| *kind == "unit_failed").count(),
+        1,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("unit_failed"),
+        "{kinds:?}"
+    );
 }

@@ -1,0 +1,171 @@
+//! A batch's unit starts and ends (fan-out children, validation steps)
+//! written as two multi-row statements instead of one statement each.
+//!
+//! A fan-out of many short children commits a few dozen of them at a time;
+//! one statement per transition made the store the largest cost of such a
+//! run after the children themselves. As for attempts (see `attempts.rs`),
+//! a group holds at most one start and one end per unit, the start first,
+//! and a transition that does not fit is written after the group. Starts
+//! are written before ends, so a unit that starts and ends in one group is
+//! counted and then ended, as if written one by one.
+
+use crate::Result;
+use crate::attempts::Placeholders;
+use crate::backend::query_error;
+use crate::model::Transition;
+
+/// Most units one statement writes (an end binds 7 values a row).
+const ROWS_PER_STATEMENT: usize = 500;
+
+/// A unit's start in the group.
+struct Start<'t> {
+    index: i64,
+    key: &'t str,
+    at: i64,
+}
+
+/// A unit's end in the group.
+struct End<'t> {
+    index: i64,
+    key: &'t str,
+    status: &'t str,
+    at: i64,
+    exit_code: Option<i64>,
+    error: Option<&'t str>,
+    artifacts: String,
+}
+
+/// Unit transitions gathered for writing together.
+#[derive(Default)]
+pub(crate) struct Group<'t> {
+    starts: Vec<Start<'t>>,
+    ends: Vec<End<'t>>,
+}
+
+impl<'t> Group<'t> {
+    /// Whether `transition` is a unit's start or end.
+    pub(crate) fn kind_of(transition: &Transition) -> bool {
+        matches!(
+            transition,
+            Transition::UnitStarted { .. } | Transition::UnitFinished { .. }
+        )
+    }
+
+    /// Whether the unit transition `transition` can join the group without
+    /// being reordered before another of its unit.
+    pub(crate) fn fits(&self, transition: &Transition) -> bool {
+        let ended = |index: i64, key: &str| {
+            self.ends
+                .iter()
+                .any(|end| end.index == index && end.key == key)
+        };
+        match transition {
+            Transition::UnitStarted { index, key, .. } => {
+                !ended(*index, key)
+                    && !self
+                        .starts
+                        .iter()
+                        .any(|start| start.index == *index && start.key == key)
+            }
+            Transition::UnitFinished { index, key, .. } => !ended(*index, key),
+            _ => false,
+        }
+    }
+
+    /// Adds a unit transition that [`fits`](Group::fits).
+    pub(crate) fn add(&mut self, transition: &'t Transition) {
+        match transition {
+            Transition::UnitStarted { index, key, at } => self.starts.push(Start {
+                index: *index,
+                key,
+                at: *at,
+            }),
+            Transition::UnitFinished {
+                index,
+                key,
+                status,
+                at,
+                exit_code,
+                error,
+                artifacts,
+            } => self.ends.push(End {
+                index: *index,
+                key,
+                status,
+                at: *at,
+                exit_code: *exit_code,
+                error: error.as_deref(),
+                artifacts: crate::units::artifacts_json(artifacts),
+            }),
+            _ => {}
+        }
+    }
+
+    /// Writes the group and empties it.
+    pub(crate) async fn flush<'c, DB>(
+        &mut self,
+        tx: &mut sqlx::Transaction<'c, DB>,
+        run_id: &str,
+        numbered: bool,
+    ) -> Result<()>
+    where
+        DB: sqlx::Database,
+        for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        for<'q> Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        for<'q> <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
+        for<'e> &'e mut <DB as sqlx::Database>::Connection: sqlx::Executor<'e, Database = DB>,
+    {
+        let starts = std::mem::take(&mut self.starts);
+        for chunk in starts.chunks(ROWS_PER_STATEMENT) {
+            let mut marks = Placeholders::new(numbered);
+            let mut sql = String::from(
+                "UPDATE units SET status = 'running', attempts = units.attempts + 1, started_at = v.column3, \
+                 finished_at = NULL, exit_code = NULL, error = NULL FROM (VALUES ",
+            );
+            marks.rows(&mut sql, chunk.len(), 3);
+            sql.push_str(") AS v WHERE units.run_id = ");
+            marks.push(&mut sql);
+            sql.push_str(" AND units.idx = v.column1 AND units.unit_key = v.column2");
+            let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
+            for start in chunk {
+                query = query.bind(start.index).bind(start.key).bind(start.at);
+            }
+            query
+                .bind(run_id)
+                .execute(&mut **tx)
+                .await
+                .map_err(query_error("start units"))?;
+        }
+        let ends = std::mem::take(&mut self.ends);
+        for chunk in ends.chunks(ROWS_PER_STATEMENT) {
+            let mut marks = Placeholders::new(numbered);
+            let mut sql = String::from(
+                "UPDATE units SET status = v.column3, finished_at = v.column4, exit_code = v.column5, \
+                 error = v.column6, artifacts = v.column7 FROM (VALUES ",
+            );
+            marks.rows(&mut sql, chunk.len(), 7);
+            sql.push_str(") AS v WHERE units.run_id = ");
+            marks.push(&mut sql);
+            sql.push_str(" AND units.idx = v.column1 AND units.unit_key = v.column2");
+            let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
+            for end in chunk {
+                query = query
+                    .bind(end.index)
+                    .bind(end.key)
+                    .bind(end.status)
+                    .bind(end.at)
+                    .bind(end.exit_code)
+                    .bind(end.error)
+                    .bind(end.artifacts.as_str());
+            }
+            query
+                .bind(run_id)
+                .execute(&mut **tx)
+                .await
+                .map_err(query_error("finish units"))?;
+        }
+        Ok(())
+    }
+}
