@@ -153,6 +153,9 @@ impl<'t> Group<'t> {
     }
 }
 
+/// How an `UPDATE attempts … FROM (VALUES …)` finds its rows.
+const ATTEMPT_MATCHES: &str = "attempts.idx = v.column1 AND attempts.attempt = v.column2";
+
 /// The attempt's status for the stage status it ended with.
 fn attempt_status(stage_status: &str) -> &'static str {
     if stage_status == "failed" {
@@ -210,16 +213,16 @@ where
         .filter(|net| net.started_at.is_none() && net.end.is_some())
         .collect();
     if !ended.is_empty() {
-        let mut marks = Placeholders::new(numbered);
-        let mut sql = String::from(
-            "UPDATE attempts SET status = v.column3, finished_at = v.column4, exit_code = v.column5, error = v.column6, \
-             pid = COALESCE(v.column7, attempts.pid), pgid = COALESCE(v.column8, attempts.pgid), proc_start = COALESCE(v.column9, attempts.proc_start) \
-             FROM (VALUES ",
+        let sql = Placeholders::update_from_values(
+            numbered,
+            "attempts",
+            "status = v.column3, finished_at = v.column4, exit_code = v.column5, error = v.column6, \
+             pid = COALESCE(v.column7, attempts.pid), pgid = COALESCE(v.column8, attempts.pgid), \
+             proc_start = COALESCE(v.column9, attempts.proc_start)",
+            ended.len(),
+            9,
+            ATTEMPT_MATCHES,
         );
-        marks.rows(&mut sql, ended.len(), 9);
-        sql.push_str(") AS v WHERE attempts.run_id = ");
-        marks.push(&mut sql);
-        sql.push_str(" AND attempts.idx = v.column1 AND attempts.attempt = v.column2");
         let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
         for net in &ended {
             let end = net.end.as_ref();
@@ -245,14 +248,14 @@ where
         .filter(|net| net.started_at.is_none() && net.end.is_none())
         .collect();
     if !running.is_empty() {
-        let mut marks = Placeholders::new(numbered);
-        let mut sql = String::from(
-            "UPDATE attempts SET pid = v.column3, pgid = v.column4, proc_start = v.column5 FROM (VALUES ",
+        let sql = Placeholders::update_from_values(
+            numbered,
+            "attempts",
+            "pid = v.column3, pgid = v.column4, proc_start = v.column5",
+            running.len(),
+            5,
+            ATTEMPT_MATCHES,
         );
-        marks.rows(&mut sql, running.len(), 5);
-        sql.push_str(") AS v WHERE attempts.run_id = ");
-        marks.push(&mut sql);
-        sql.push_str(" AND attempts.idx = v.column1 AND attempts.attempt = v.column2");
         let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
         for net in &running {
             query = query
@@ -275,16 +278,15 @@ where
     if !stages.is_empty() {
         // A start sets the attempt count and start time and clears the
         // end; an end sets the status, end time and error.
-        let mut marks = Placeholders::new(numbered);
-        let mut sql = String::from(
-            "UPDATE stages SET status = v.column2, attempts = COALESCE(v.column3, stages.attempts), \
-             started_at = COALESCE(v.column4, stages.started_at), finished_at = v.column5, error = v.column6 \
-             FROM (VALUES ",
+        let sql = Placeholders::update_from_values(
+            numbered,
+            "stages",
+            "status = v.column2, attempts = COALESCE(v.column3, stages.attempts), \
+             started_at = COALESCE(v.column4, stages.started_at), finished_at = v.column5, error = v.column6",
+            stages.len(),
+            6,
+            "stages.idx = v.column1",
         );
-        marks.rows(&mut sql, stages.len(), 6);
-        sql.push_str(") AS v WHERE stages.run_id = ");
-        marks.push(&mut sql);
-        sql.push_str(" AND stages.idx = v.column1");
         let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
         for net in &stages {
             let end = net.end.as_ref();
@@ -382,6 +384,29 @@ impl Placeholders {
         self.next += 1;
     }
 
+    /// `UPDATE table SET set FROM (VALUES rows) AS v WHERE table.run_id = ?
+    /// AND matches`: `count` rows of `columns` values, then the run. The
+    /// values are `v.column1`, `v.column2`, … in `set` and `matches`.
+    pub(crate) fn update_from_values(
+        numbered: bool,
+        table: &str,
+        set: &str,
+        count: usize,
+        columns: usize,
+        matches: &str,
+    ) -> String {
+        let mut marks = Placeholders::new(numbered);
+        let mut sql = format!("UPDATE {table} SET {set} FROM (VALUES ");
+        marks.rows(&mut sql, count, columns);
+        sql.push_str(") AS v WHERE ");
+        sql.push_str(table);
+        sql.push_str(".run_id = ");
+        marks.push(&mut sql);
+        sql.push_str(" AND ");
+        sql.push_str(matches);
+        sql
+    }
+
     /// Appends `count` rows of `columns` placeholders: `(?, ?), (?, ?)`.
     /// Only placeholders are spliced into the SQL; every value is bound.
     pub(crate) fn rows(&mut self, sql: &mut String, count: usize, columns: usize) {
@@ -424,5 +449,9 @@ mod tests {
         let mut sql = String::new();
         Placeholders::new(false).rows(&mut sql, 2, 3);
         assert_eq!(sql, "(?, ?, ?), (?, ?, ?)");
+        assert_eq!(
+            Placeholders::update_from_values(true, "t", "a = v.column2", 2, 2, "t.k = v.column1"),
+            "UPDATE t SET a = v.column2 FROM (VALUES ($1, $2), ($3, $4)) AS v WHERE t.run_id = $5 AND t.k = v.column1"
+        );
     }
 }

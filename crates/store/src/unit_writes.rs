@@ -17,6 +17,9 @@ use crate::model::Transition;
 /// Most units one statement writes (an end binds 7 values a row).
 const ROWS_PER_STATEMENT: usize = 500;
 
+/// How an `UPDATE units … FROM (VALUES …)` finds its rows.
+const UNIT_MATCHES: &str = "units.idx = v.column1 AND units.unit_key = v.column2";
+
 /// A unit's start in the group.
 struct Start<'t> {
     index: i64,
@@ -119,15 +122,15 @@ impl<'t> Group<'t> {
     {
         let starts = std::mem::take(&mut self.starts);
         for chunk in starts.chunks(ROWS_PER_STATEMENT) {
-            let mut marks = Placeholders::new(numbered);
-            let mut sql = String::from(
-                "UPDATE units SET status = 'running', attempts = units.attempts + 1, started_at = v.column3, \
-                 finished_at = NULL, exit_code = NULL, error = NULL FROM (VALUES ",
+            let sql = Placeholders::update_from_values(
+                numbered,
+                "units",
+                "status = 'running', attempts = units.attempts + 1, started_at = v.column3, \
+                 finished_at = NULL, exit_code = NULL, error = NULL",
+                chunk.len(),
+                3,
+                UNIT_MATCHES,
             );
-            marks.rows(&mut sql, chunk.len(), 3);
-            sql.push_str(") AS v WHERE units.run_id = ");
-            marks.push(&mut sql);
-            sql.push_str(" AND units.idx = v.column1 AND units.unit_key = v.column2");
             let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
             for start in chunk {
                 query = query.bind(start.index).bind(start.key).bind(start.at);
@@ -140,15 +143,15 @@ impl<'t> Group<'t> {
         }
         let ends = std::mem::take(&mut self.ends);
         for chunk in ends.chunks(ROWS_PER_STATEMENT) {
-            let mut marks = Placeholders::new(numbered);
-            let mut sql = String::from(
-                "UPDATE units SET status = v.column3, finished_at = v.column4, exit_code = v.column5, \
-                 error = v.column6, artifacts = v.column7 FROM (VALUES ",
+            let sql = Placeholders::update_from_values(
+                numbered,
+                "units",
+                "status = v.column3, finished_at = v.column4, exit_code = v.column5, \
+                 error = v.column6, artifacts = v.column7",
+                chunk.len(),
+                7,
+                UNIT_MATCHES,
             );
-            marks.rows(&mut sql, chunk.len(), 7);
-            sql.push_str(") AS v WHERE units.run_id = ");
-            marks.push(&mut sql);
-            sql.push_str(" AND units.idx = v.column1 AND units.unit_key = v.column2");
             let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
             for end in chunk {
                 query = query
