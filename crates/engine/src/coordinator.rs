@@ -19,7 +19,7 @@ use baton_workflow::plan::PlanStage;
 use indexmap::IndexMap;
 use tokio::sync::{mpsc, watch};
 
-use crate::create::{self, RunOptions, SourceDigest};
+use crate::create::{self, RunOptions};
 use crate::envelopes::EnvelopeWriter;
 use crate::schedule::{self, Next, State, States};
 use crate::stage::{self, Attempt, Finished, Limits, Report};
@@ -127,7 +127,32 @@ pub async fn drive(
         }
     }
     let mut lease = acquire(store, run_id, options).await?;
-    let result = drive_owned(store, &mut lease, options, progress).await;
+    let result = drive_owned(store, &mut lease, None, options, progress).await;
+    if !matches!(result, Err(Error::Store(StoreError::LostLease { .. }))) {
+        let _ = store.release(&lease).await;
+    }
+    result
+}
+
+/// Drives a run [`create_run`](crate::create_run) has just created, with
+/// the plan it compiled.
+///
+/// [`drive`] would load and compile the workflow again to check that it did
+/// not change since the run started; for a run created a moment ago by this
+/// process that check compares the sources with themselves, and the second
+/// parse is most of the time a large run spends before its first stage.
+///
+/// # Errors
+///
+/// As [`drive`].
+pub async fn drive_created(
+    store: &Store,
+    created: crate::Created,
+    options: &DriveOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Outcome> {
+    let mut lease = acquire(store, &created.run_id, options).await?;
+    let result = drive_owned(store, &mut lease, Some(created.plan), options, progress).await;
     if !matches!(result, Err(Error::Store(StoreError::LostLease { .. }))) {
         let _ = store.release(&lease).await;
     }
@@ -306,6 +331,7 @@ const MAX_BATCH: usize = 1_000;
 async fn drive_owned(
     store: &Store,
     lease: &mut Lease,
+    created: Option<Plan>,
     options: &DriveOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Outcome> {
@@ -317,34 +343,10 @@ async fn drive_owned(
         driver: crate::external::DriverMode::Builtin,
     });
     let params: IndexMap<String, String> = serde_json::from_str(&run.params).unwrap_or_default();
-    let compile_options = baton_workflow::compile::Options {
-        work_dir: None,
-        params: params
-            .iter()
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect(),
+    let plan = match created {
+        Some(plan) => plan,
+        None => create::recompile(&run, &run_options, &params, options.accept_changes)?,
     };
-    let (loaded, plan) = create::compile(
-        &run_options.project_dir,
-        &run.workflow_path,
-        &compile_options,
-    )?;
-    let recorded: Vec<SourceDigest> = serde_json::from_str(&run.sources).unwrap_or_default();
-    let current = create::digests(&loaded);
-    if recorded != current && !options.accept_changes {
-        let mut changed: Vec<String> = current
-            .iter()
-            .filter(|digest| !recorded.contains(digest))
-            .map(|digest| digest.path.clone())
-            .collect();
-        changed.extend(
-            recorded
-                .iter()
-                .filter(|digest| !current.iter().any(|now| now.path == digest.path))
-                .map(|digest| digest.path.clone()),
-        );
-        return Err(Error::WorkflowChanged { run_id, changed });
-    }
     // Governance: a validator may not run under its producer's identity
     // (refused before anything runs), and the run's ledger is extended in
     // the same commits as the results it records.
@@ -360,7 +362,6 @@ async fn drive_owned(
         &waived,
         clock::now_ms(),
     );
-    drop(loaded);
     let workspace_dir = PathBuf::from(&run.workspace);
     create::ensure_workspace(
         &workspace_dir,
@@ -381,7 +382,14 @@ async fn drive_owned(
     // Reconcile: nothing of a previous driver may keep running, attempts it
     // left running are interrupted, failed stages are retried, and stages
     // whose recorded outputs changed run again.
-    let killed = reconcile::kill_leftovers(&run_id);
+    // Every process of a run is started under its lease, so under the
+    // first lease ever taken there is nothing to look for: a scan of
+    // `/proc` costs a few milliseconds of every run's start.
+    let killed = if lease.epoch > 1 {
+        reconcile::kill_leftovers(&run_id)
+    } else {
+        0
+    };
     if killed > 0 {
         progress(Progress::Note(format!(
             "killed {killed} process(es) left by an earlier baton"

@@ -104,6 +104,53 @@ pub fn compile(
     Ok((loaded, plan))
 }
 
+/// Compiles the workflow of a recorded run again, for a driver that did not
+/// create it, and refuses (unless `accept_changes`) when a file it was read
+/// from changed since the run started.
+///
+/// The parameters are the run's resolved ones, `work_dir` included, so the
+/// plan is the one [`create_run`] compiled.
+///
+/// # Errors
+///
+/// [`Error::Invalid`] with the diagnostics, or [`Error::WorkflowChanged`]
+/// naming the files that changed.
+pub(crate) fn recompile(
+    run: &baton_store::RunRow,
+    run_options: &RunOptions,
+    params: &indexmap::IndexMap<String, String>,
+    accept_changes: bool,
+) -> Result<Plan> {
+    let options = baton_workflow::compile::Options {
+        work_dir: None,
+        params: params
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+    };
+    let (loaded, plan) = compile(&run_options.project_dir, &run.workflow_path, &options)?;
+    let recorded: Vec<SourceDigest> = serde_json::from_str(&run.sources).unwrap_or_default();
+    let current = digests(&loaded);
+    if recorded != current && !accept_changes {
+        let mut changed: Vec<String> = current
+            .iter()
+            .filter(|digest| !recorded.contains(digest))
+            .map(|digest| digest.path.clone())
+            .collect();
+        changed.extend(
+            recorded
+                .iter()
+                .filter(|digest| !current.iter().any(|now| now.path == digest.path))
+                .map(|digest| digest.path.clone()),
+        );
+        return Err(Error::WorkflowChanged {
+            run_id: run.run_id.clone(),
+            changed,
+        });
+    }
+    Ok(plan)
+}
+
 /// Compiles the workflow, records the run and creates its workspace.
 ///
 /// # Errors

@@ -39,7 +39,7 @@ mod worktree;
 use std::path::PathBuf;
 
 pub use control::{cancel, invalidate};
-pub use coordinator::{DriveOptions, Outcome, Progress, drive};
+pub use coordinator::{DriveOptions, Outcome, Progress, drive, drive_created};
 pub use create::{Created, RunRequest, create_run, create_run_as};
 pub use stage::Limits;
 pub use subrun::{child_run_id, child_workspace};

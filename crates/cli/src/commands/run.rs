@@ -113,22 +113,40 @@ pub(crate) fn drive_options(
     })
 }
 
+/// The run a drive takes on.
+pub(crate) enum Drive<'a> {
+    /// A recorded run, by id: its workflow is compiled again and checked
+    /// against the sources it started from.
+    Recorded(&'a str),
+    /// A run this process has just created, with the plan it compiled.
+    Created(Box<baton_engine::Created>),
+}
+
 /// Drives the run, showing its progress on stderr (live on a terminal,
 /// plain lines otherwise); the display is closed before the result prints.
 pub(crate) async fn drive_with_progress(
     store: &Store,
-    run_id: &str,
+    run: Drive<'_>,
     options: &DriveOptions,
     format: Format,
 ) -> baton_engine::Result<Outcome> {
     let reporter = progress::Reporter::new(format);
+    let run_id = match &run {
+        Drive::Recorded(run_id) => run_id,
+        Drive::Created(created) => created.run_id.as_str(),
+    };
     if reporter.is_live()
         && let Ok(stages) = store.stages(run_id).await
     {
         reporter.fit_names(stages.iter().map(|stage| stage.name.as_str()));
     }
-    let outcome =
-        baton_engine::drive(store, run_id, options, &|event| reporter.report(event)).await;
+    let report = |event| reporter.report(event);
+    let outcome = match run {
+        Drive::Recorded(run_id) => baton_engine::drive(store, run_id, options, &report).await,
+        Drive::Created(created) => {
+            baton_engine::drive_created(store, *created, options, &report).await
+        }
+    };
     reporter.finish();
     outcome
 }
@@ -220,13 +238,12 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
             Ok(created) => created,
             Err(error) => return engine_error(&error, as_json),
         };
-        // The drive compiles the plan again (as a resume does): this copy is
-        // freed first, or a large run would hold two.
-        let baton_engine::Created {
-            run_id, workspace, ..
-        } = created;
-        output::stderr_line(&format!("run {run_id} — workspace {}", workspace.display()));
-        match drive_with_progress(&store, &run_id, &drive, format).await {
+        output::stderr_line(&format!(
+            "run {} — workspace {}",
+            created.run_id,
+            created.workspace.display()
+        ));
+        match drive_with_progress(&store, Drive::Created(Box::new(created)), &drive, format).await {
             Ok(outcome) => finish(&outcome, format),
             Err(error) => engine_error(&error, as_json),
         }
@@ -248,7 +265,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
             Ok(store) => store,
             Err(code) => return code,
         };
-        match drive_with_progress(&store, &args.run, &options, format).await {
+        match drive_with_progress(&store, Drive::Recorded(&args.run), &options, format).await {
             Ok(outcome) => finish(&outcome, format),
             Err(error) => engine_error(&error, format == Format::Json),
         }
@@ -281,7 +298,7 @@ pub(crate) fn rerun(args: &RerunArgs) -> u8 {
             ));
             return exit_code::SUCCESS;
         }
-        match drive_with_progress(&store, &args.run, &options, format).await {
+        match drive_with_progress(&store, Drive::Recorded(&args.run), &options, format).await {
             Ok(outcome) => finish(&outcome, format),
             Err(error) => engine_error(&error, format == Format::Json),
         }

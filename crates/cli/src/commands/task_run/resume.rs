@@ -8,7 +8,7 @@ use baton_store::Store;
 
 use super::Failure;
 use crate::args::Format;
-use crate::commands::run::{drive_options, drive_with_progress, engine_error};
+use crate::commands::run::{Drive, drive_options, drive_with_progress, engine_error};
 use crate::tasks::workflow;
 use crate::{exit_code, output};
 
@@ -60,7 +60,7 @@ pub(super) async fn resume(
     let options = drive_options(false, false, false).map_err(Failure::Code)?;
     // Progress goes to stderr (live on a terminal, plain lines otherwise);
     // stdout keeps the task's result.
-    let outcome = drive_with_progress(store, run_id, &options, format)
+    let outcome = drive_with_progress(store, Drive::Recorded(run_id), &options, format)
         .await
         .map_err(|error| Failure::Code(engine_error(&error, as_json)))?;
     if outcome.status == "success" {
