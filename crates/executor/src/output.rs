@@ -19,9 +19,14 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 
-/// Size of each read. Matches the default pipe capacity, so one read usually
-/// empties the pipe.
+/// Size of each read once a stream has shown it has more to say. Matches the
+/// default pipe capacity, so one read usually empties the pipe.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Size of the reads before that, into a buffer on the reader's own stack.
+/// Most stages print nothing or a few lines: their streams end without the
+/// large buffer being allocated (and zeroed) at all.
+const FIRST_READ_BYTES: usize = 512;
 
 /// What one reader has seen so far; shared so the supervisor can read it
 /// even when it gives up waiting for a reader.
@@ -80,7 +85,7 @@ pub(crate) struct Tail {
 impl Tail {
     pub(crate) fn new(capacity: usize) -> Tail {
         Tail {
-            bytes: VecDeque::with_capacity(capacity),
+            bytes: VecDeque::new(),
             capacity,
         }
     }
@@ -122,18 +127,30 @@ pub(crate) async fn drain(
     activity: Arc<Activity>,
     tail: Option<Arc<Mutex<Tail>>>,
 ) {
-    let mut buffer = vec![0_u8; READ_BUFFER_BYTES];
+    let mut first = [0_u8; FIRST_READ_BYTES];
+    let mut buffer: Vec<u8> = Vec::new();
     let mut written: u64 = 0;
     let mut log_broken = false;
     let mut log: Option<tokio::fs::File> = None;
     loop {
-        let read = match pipe.read(&mut buffer).await {
+        let target: &mut [u8] = if buffer.is_empty() {
+            &mut first
+        } else {
+            &mut buffer
+        };
+        let read = match pipe.read(target).await {
             Ok(0) => break,
             Ok(read) => read,
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        let chunk = &buffer[..read];
+        // A full small read: the stream has more to say.
+        let grow = buffer.is_empty() && read == FIRST_READ_BYTES;
+        let chunk = if buffer.is_empty() {
+            &first[..read]
+        } else {
+            &buffer[..read]
+        };
         let read = read as u64;
         stats.bytes.fetch_add(read, Ordering::Relaxed);
         activity.record(read);
@@ -163,6 +180,9 @@ pub(crate) async fn drain(
                 log_broken = true;
                 stats.truncated.store(true, Ordering::Relaxed);
             }
+        }
+        if grow {
+            buffer = vec![0_u8; READ_BUFFER_BYTES];
         }
     }
     if let Some(mut file) = log
