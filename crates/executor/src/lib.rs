@@ -35,6 +35,7 @@
 
 pub mod endpoint;
 mod error;
+mod exit_watch;
 pub mod git;
 pub mod group;
 mod output;
@@ -42,6 +43,7 @@ pub mod process;
 pub mod profile;
 mod program;
 pub mod shell;
+mod spawn_clock;
 
 pub use error::{Error, Result};
 pub use group::{kill_group_if_alive, process_start_time};

@@ -22,7 +22,8 @@
 //!    (`reliability.md` T7), and the timeout must bound the whole run.
 //!
 //! **Zombie rule.** The leader is detected as exited with
-//! `waitid(WEXITED | WNOWAIT)`, which leaves it a zombie. A zombie keeps
+//! `waitid(WEXITED | WNOWAIT)` when its pidfd turns readable (see
+//! `exit_watch.rs`), which leaves it a zombie. A zombie keeps
 //! its pid, and so the group's id, reserved; the group is signalled only in
 //! that state or while the leader runs, and the leader is reaped last.
 //! Signalling a group after reaping its leader could hit an unrelated group
@@ -42,18 +43,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
-use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
+use crate::exit_watch::ExitWatch;
 use crate::group::{self, signal_group};
 use crate::output::{self, Activity, StreamStats, Tail};
 use crate::program::find_program;
+use crate::spawn_clock::SpawnClock;
 
 /// How long [`run`] waits for stdout and stderr to reach end-of-file after
 /// the process group is dead. Only a descendant that left the group (and
@@ -213,21 +213,17 @@ pub async fn run(
     let program_path = resolve(&spec)?;
     let stdout_log = spec.stdout_log.clone();
     let stderr_log = spec.stderr_log.clone();
-    // Registered before the child exists, so its SIGCHLD cannot be missed.
-    let mut child_signals = signal(SignalKind::child()).map_err(|source| Error::Spawn {
-        program: spec.program.clone(),
-        source,
-    })?;
-
     let mut command = build_command(&spec, &program_path);
     // Read before the leader exists, for the escapee sweep (see
     // `group::sweep_marked`).
     let forks_before = group::forks_before_start();
     let origin = Instant::now();
+    let clock = SpawnClock::before_spawn();
     let mut child = command.spawn().map_err(|source| Error::Spawn {
         program: spec.program.clone(),
         source,
     })?;
+    let clocked_start = clock.start_time();
     let pid = child
         .id()
         .expect("a child that has not been waited for has a pid");
@@ -240,7 +236,13 @@ pub async fn run(
         marker: spec.marker.clone(),
         since: 0,
     };
-    let start_time = group::process_start_time(pid).ok_or(Error::StartTime { pid })?;
+    let mut exit = ExitWatch::new(pid).map_err(|source| Error::Spawn {
+        program: spec.program.clone(),
+        source,
+    })?;
+    let start_time = clocked_start
+        .or_else(|| group::process_start_time(pid))
+        .ok_or(Error::StartTime { pid })?;
     guard.since = start_time;
     on_started(&Started {
         pid,
@@ -281,17 +283,9 @@ pub async fn run(
         Some(Arc::clone(&stderr_tail)),
     )));
 
-    let killed = supervise(
-        &spec,
-        pid,
-        origin,
-        &activity,
-        &mut cancel,
-        &mut child_signals,
-    )
-    .await;
+    let killed = supervise(&spec, origin, &activity, &mut cancel, &mut exit).await;
     if killed.is_some() {
-        terminate(pid, spec.kill_grace, &mut child_signals).await;
+        terminate(pid, spec.kill_grace, &mut exit).await;
     }
     let elapsed = origin.elapsed();
 
@@ -339,11 +333,10 @@ pub async fn run(
 /// Waits for the leader to exit or for a reason to kill it.
 async fn supervise(
     spec: &ProcessSpec,
-    pid: u32,
     origin: Instant,
     activity: &Activity,
     cancel: &mut watch::Receiver<bool>,
-    child_signals: &mut tokio::signal::unix::Signal,
+    exit: &mut ExitWatch,
 ) -> Option<KillReason> {
     let wall_deadline = spec.wall_timeout.map(|timeout| origin + timeout);
     loop {
@@ -351,7 +344,7 @@ async fn supervise(
             .idle_timeout
             .map(|timeout| activity.last_byte_at() + timeout);
         tokio::select! {
-            () = leader_exited(pid, child_signals) => return None,
+            () = exit.exited() => return None,
             () = sleep_until(wall_deadline) => return Some(KillReason::WallTimeout),
             () = sleep_until(idle_deadline) => {
                 // Output may have arrived while we slept; re-arm if so.
@@ -368,35 +361,12 @@ async fn supervise(
 
 /// SIGTERM to the group, SIGKILL after `grace` if the leader still runs.
 /// Returns once the leader has exited.
-async fn terminate(pid: u32, grace: Duration, child_signals: &mut tokio::signal::unix::Signal) {
+async fn terminate(pid: u32, grace: Duration, exit: &mut ExitWatch) {
     signal_group(pid, Signal::SIGTERM);
-    let exited_in_grace = tokio::time::timeout(grace, leader_exited(pid, child_signals))
-        .await
-        .is_ok();
+    let exited_in_grace = tokio::time::timeout(grace, exit.exited()).await.is_ok();
     if !exited_in_grace {
         signal_group(pid, Signal::SIGKILL);
-        leader_exited(pid, child_signals).await;
-    }
-}
-
-/// Resolves once `pid` has exited, leaving it unreaped (see the zombie rule
-/// in the module docs).
-async fn leader_exited(pid: u32, child_signals: &mut tokio::signal::unix::Signal) {
-    let pid = Pid::from_raw(i32::try_from(pid).expect("pids fit in i32"));
-    loop {
-        match waitid(
-            Id::Pid(pid),
-            WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG,
-        ) {
-            Ok(WaitStatus::StillAlive) | Err(nix::errno::Errno::EINTR) => {}
-            // Exited (a zombie now), or already reaped: either way gone.
-            Ok(_) | Err(_) => return,
-        }
-        // SIGCHLD is delivered after the child becomes a zombie, and tokio
-        // keeps one pending notification, so checking after each one never
-        // misses the exit. The periodic re-check covers SIGCHLDs that
-        // tokio coalesced away for another listener.
-        let _ = tokio::time::timeout(Duration::from_millis(500), child_signals.recv()).await;
+        exit.exited().await;
     }
 }
 
