@@ -329,7 +329,12 @@ fn marked_processes_since(
             return Vec::new();
         }
         if last - min <= DIRECT_RANGE && few_since() {
-            return (min + 1..=last).filter(|&pid| marked(pid)).collect();
+            // A pid in the range that leads a live group is that group's
+            // leader, held by it (or its zombie) since the counter did not
+            // wrap: stages running side by side are skipped unread.
+            return (min + 1..=last)
+                .filter(|&pid| !live.contains(&pid) && marked(pid))
+                .collect();
         }
     }
     let Ok(entries) = std::fs::read_dir("/proc") else {
