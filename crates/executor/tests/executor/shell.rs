@@ -108,7 +108,14 @@ fn run_bash(script: &str, cwd: &Path) -> String {
 
 /// One bash invocation prints the value from every context, separated by
 /// NUL bytes (which a value cannot contain).
+///
+/// The last context's backticks are the script's own and unquoted: bash
+/// splits and globs what they print, as it would any command's output
+/// there. `set -f` turns the globbing off, so that a value such as `/*`,
+/// printed intact by the inner `printf`, is not compared as the list of
+/// `/`; no other expansion in the script is unquoted.
 const CONTEXTS: &str = concat!(
+    "set -f\n",
     "printf %s {v}; printf '\\0'\n",
     "printf %s \"{v}\"; printf '\\0'\n",
     "printf %s '{v}'; printf '\\0'\n",
