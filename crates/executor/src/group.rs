@@ -124,7 +124,8 @@ pub(crate) fn forks() -> Option<u64> {
     // Two cores' worth of `/proc/stat` is about 1 KB; a large machine's
     // does not fit, and the sweep then lists `/proc`.
     let mut buffer = [0; 16 * 1024];
-    let count = read_small("/proc/stat", &mut buffer)?
+    let count = PROC_STAT
+        .read(&mut buffer)?
         .lines()
         .find_map(|line| line.strip_prefix("processes "))?
         .trim()
@@ -261,10 +262,66 @@ fn group_has_live_members(pgid: u32) -> bool {
 /// The pid the kernel handed out last, if readable.
 fn last_pid() -> Option<u32> {
     let mut buffer = [0; 32];
-    read_small("/proc/sys/kernel/ns_last_pid", &mut buffer)?
-        .trim()
-        .parse()
-        .ok()
+    NS_LAST_PID.read(&mut buffer)?.trim().parse().ok()
+}
+
+/// `/proc/stat`, for [`forks`].
+static PROC_STAT: KeptOpen = KeptOpen::new("/proc/stat");
+
+/// The last pid handed out, for [`last_pid`].
+static NS_LAST_PID: KeptOpen = KeptOpen::new("/proc/sys/kernel/ns_last_pid");
+
+/// A `/proc` file read after every stage, opened once.
+///
+/// Opening `/proc/sys/kernel/ns_last_pid` walks the sysctl tables and
+/// `/proc/stat` its directory: most of what reading them cost. Both are
+/// generated afresh by every read from offset 0, so the descriptor is kept
+/// (close-on-exec, like every descriptor baton opens) and read with
+/// `pread`.
+struct KeptOpen {
+    path: &'static str,
+    file: std::sync::Mutex<Option<std::fs::File>>,
+}
+
+impl KeptOpen {
+    const fn new(path: &'static str) -> KeptOpen {
+        KeptOpen {
+            path,
+            file: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The whole file, as [`read_small`] reads it.
+    fn read<'b>(&self, buffer: &'b mut [u8]) -> Option<&'b str> {
+        use std::os::unix::fs::FileExt;
+        let mut file = self
+            .file
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if file.is_none() {
+            *file = Some(std::fs::File::open(self.path).ok()?);
+        }
+        let open = file.as_ref()?;
+        let mut filled = 0;
+        loop {
+            match open.read_at(&mut buffer[filled..], filled as u64) {
+                Ok(0) => break,
+                Ok(read) => {
+                    filled += read;
+                    if filled == buffer.len() {
+                        return None;
+                    }
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    // Opened again next time.
+                    *file = None;
+                    return None;
+                }
+            }
+        }
+        std::str::from_utf8(&buffer[..filled]).ok()
+    }
 }
 
 /// Reads a small `/proc` file into `buffer` with as few system calls as
