@@ -30,8 +30,8 @@
 //! that reused the number.
 //!
 //! **Cancellation.** Dropping the future returned by [`run`] SIGKILLs the
-//! group (and sweeps the marker), and tokio's `kill_on_drop` reaps the
-//! leader in the background.
+//! group (and sweeps the marker), and a thread of the blocking pool reaps
+//! the leader.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -224,22 +224,33 @@ pub async fn run(
         source,
     })?;
     let clocked_start = clock.start_time();
-    let pid = child
-        .id()
-        .expect("a child that has not been waited for has a pid");
+    let pid = child.id();
     group::register_live(pid);
-    // Declared after `child`, so it is dropped first: the group is killed
-    // while tokio's handle still keeps the leader unreaped.
+    let spawn_error = |source| Error::Spawn {
+        program: spec.program.clone(),
+        source,
+    };
+    let pipes = (
+        child.stdin.take().map(ChildStdin::from_std).transpose(),
+        child.stdout.take().map(ChildStdout::from_std).transpose(),
+        child.stderr.take().map(ChildStderr::from_std).transpose(),
+    );
+    // From here on the guard owns the leader: it kills the group and reaps
+    // the leader if this function returns early or is dropped.
     let mut guard = GroupGuard {
         pgid: pid,
-        armed: true,
+        leader: Some(child),
         marker: spec.marker.clone(),
         since: 0,
     };
-    let mut exit = ExitWatch::new(pid).map_err(|source| Error::Spawn {
-        program: spec.program.clone(),
-        source,
-    })?;
+    let (stdin, stdout, stderr) = match pipes {
+        (Ok(stdin), Ok(Some(stdout)), Ok(Some(stderr))) => (stdin, stdout, stderr),
+        (Err(source), _, _) | (_, Err(source), _) | (_, _, Err(source)) => {
+            return Err(spawn_error(source));
+        }
+        _ => unreachable!("stdout and stderr are piped"),
+    };
+    let mut exit = ExitWatch::new(pid).map_err(spawn_error)?;
     let start_time = clocked_start
         .or_else(|| group::process_start_time(pid))
         .ok_or(Error::StartTime { pid })?;
@@ -250,7 +261,7 @@ pub async fn run(
         start_time,
     });
 
-    let stdin_writer = match (std::mem::take(&mut spec.stdin), child.stdin.take()) {
+    let stdin_writer = match (std::mem::take(&mut spec.stdin), stdin) {
         (Stdin::Bytes(bytes), Some(mut pipe)) => {
             Some(AbortOnDrop(tokio::spawn(async move {
                 // A child that exits without reading gives EPIPE; that is
@@ -267,7 +278,7 @@ pub async fn run(
     let stderr_stats = Arc::new(StreamStats::default());
     let stderr_tail = Arc::new(Mutex::new(Tail::new(STDERR_TAIL_BYTES)));
     let mut stdout_reader = AbortOnDrop(tokio::spawn(output::drain(
-        child.stdout.take().expect("stdout is piped"),
+        stdout,
         stdout_log,
         spec.log_cap_bytes,
         Arc::clone(&stdout_stats),
@@ -275,7 +286,7 @@ pub async fn run(
         None,
     )));
     let mut stderr_reader = AbortOnDrop(tokio::spawn(output::drain(
-        child.stderr.take().expect("stderr is piped"),
+        stderr,
         stderr_log,
         spec.log_cap_bytes,
         Arc::clone(&stderr_stats),
@@ -295,9 +306,11 @@ pub async fn run(
     if let Some((name, value)) = &spec.marker {
         group::sweep_marked(name, value, start_time, pid, forks_before);
     }
-    guard.armed = false;
-    let status = child
-        .wait()
+    let leader = guard
+        .leader
+        .take()
+        .expect("the guard holds the leader until here");
+    let status = reap(leader)
         .await
         .map_err(|source| Error::Wait { pid, source })?;
 
@@ -370,6 +383,18 @@ async fn terminate(pid: u32, grace: Duration, exit: &mut ExitWatch) {
     }
 }
 
+/// Reaps the leader, a zombie by now: at once, without blocking. Should
+/// it still run after all, a thread of the blocking pool waits for it
+/// rather than the loop.
+async fn reap(mut leader: std::process::Child) -> std::io::Result<std::process::ExitStatus> {
+    match leader.try_wait()? {
+        Some(status) => Ok(status),
+        None => tokio::task::spawn_blocking(move || leader.wait())
+            .await
+            .map_err(std::io::Error::other)?,
+    }
+}
+
 async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
@@ -399,14 +424,20 @@ fn resolve(spec: &ProcessSpec) -> Result<PathBuf> {
     })
 }
 
-fn build_command(spec: &ProcessSpec, program_path: &Path) -> Command {
-    let mut command = Command::new(program_path);
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the executor's one place that starts a stage's process: std's `Child`, unlike \
+              tokio's, opens no pidfd of its own and leaves reaping to `run`"
+)]
+fn build_command(spec: &ProcessSpec, program_path: &Path) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+
+    let mut command = std::process::Command::new(program_path);
     command
         .arg0(&spec.program)
         .args(&spec.args)
         .current_dir(&spec.cwd)
         .process_group(0)
-        .kill_on_drop(true)
         .stdin(match spec.stdin {
             Stdin::Null => Stdio::null(),
             Stdin::Bytes(_) => Stdio::piped(),
@@ -428,21 +459,30 @@ fn build_command(spec: &ProcessSpec, program_path: &Path) -> Command {
     command
 }
 
-/// Kills the group if [`run`] is dropped before the leader is reaped, and
-/// keeps the group in the live set (see [`group::register_live`]) until then.
+/// Kills the group if [`run`] returns early or is dropped before the leader
+/// is reaped, then reaps it; keeps the group in the live set (see
+/// [`group::register_live`]) until then.
 struct GroupGuard {
     pgid: u32,
-    armed: bool,
+    /// The leader, until [`run`] reaps it.
+    leader: Option<std::process::Child>,
     marker: Option<(String, String)>,
     since: u64,
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        if self.armed {
+        if let Some(mut leader) = self.leader.take() {
+            // The leader is running or a zombie: its group id is reserved.
             signal_group(self.pgid, Signal::SIGKILL);
             if let Some((name, value)) = &self.marker {
                 group::sweep_marked(name, value, self.since, self.pgid, None);
+            }
+            // SIGKILLed, it is gone in a moment; a thread of the blocking
+            // pool waits for that. Without a runtime (baton is exiting),
+            // init reaps it once baton is gone.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                drop(runtime.spawn_blocking(move || leader.wait()));
             }
         }
         group::unregister_live(self.pgid);
