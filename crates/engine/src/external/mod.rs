@@ -43,7 +43,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch};
 
-use crate::create::{self, RunOptions, SourceDigest};
+use crate::create::{self, RunOptions};
 use crate::schedule::{self, Next, State, States};
 use crate::stage::{self, Attempt, Fingerprint, Report, Snapshot};
 use crate::worktree::{Place, Worktree};
@@ -150,30 +150,9 @@ async fn open(store: &Store, run_id: &str) -> Result<Opened> {
         )));
     }
     let params: IndexMap<String, String> = serde_json::from_str(&run.params).unwrap_or_default();
-    let compile_options = baton_workflow::compile::Options {
-        work_dir: None,
-        params: params
-            .iter()
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect(),
-    };
-    let (loaded, plan) =
-        create::compile(&options.project_dir, &run.workflow_path, &compile_options)?;
     // The same rule as a resume: the plan recorded with the run is the one
     // driven; an edited workflow would hand out different stages.
-    let recorded: Vec<SourceDigest> = serde_json::from_str(&run.sources).unwrap_or_default();
-    let current = create::digests(&loaded);
-    if recorded != current {
-        let changed = current
-            .iter()
-            .filter(|digest| !recorded.contains(digest))
-            .map(|digest| digest.path.clone())
-            .collect();
-        return Err(Error::WorkflowChanged {
-            run_id: run_id.to_owned(),
-            changed,
-        });
-    }
+    let plan = create::recompile(&run, &options, &params, false)?;
     let workspace = PathBuf::from(&run.workspace);
     create::ensure_workspace(
         &workspace,
