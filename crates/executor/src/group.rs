@@ -293,7 +293,6 @@ impl KeptOpen {
 
     /// The whole file, as [`read_small`] reads it.
     fn read<'b>(&self, buffer: &'b mut [u8]) -> Option<&'b str> {
-        use std::os::unix::fs::FileExt;
         let mut file = self
             .file
             .lock()
@@ -301,26 +300,14 @@ impl KeptOpen {
         if file.is_none() {
             *file = Some(std::fs::File::open(self.path).ok()?);
         }
-        let open = file.as_ref()?;
-        let mut filled = 0;
-        loop {
-            match open.read_at(&mut buffer[filled..], filled as u64) {
-                Ok(0) => break,
-                Ok(read) => {
-                    filled += read;
-                    if filled == buffer.len() {
-                        return None;
-                    }
-                }
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    // Opened again next time.
-                    *file = None;
-                    return None;
-                }
+        match read_whole(file.as_ref()?, buffer) {
+            Ok(text) => text,
+            Err(_) => {
+                // Opened again next time.
+                *file = None;
+                None
             }
         }
-        std::str::from_utf8(&buffer[..filled]).ok()
     }
 }
 
@@ -330,23 +317,30 @@ impl KeptOpen {
 /// per process instead of three. `None` when the file cannot be read or
 /// does not fit.
 fn read_small<'b>(path: &str, buffer: &'b mut [u8]) -> Option<&'b str> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
+    read_whole(&std::fs::File::open(path).ok()?, buffer)
+        .ok()
+        .flatten()
+}
+
+/// `file` from offset 0 to its end, read with `pread` into `buffer`;
+/// `None` when it does not fit or is not UTF-8.
+fn read_whole<'b>(file: &std::fs::File, buffer: &'b mut [u8]) -> std::io::Result<Option<&'b str>> {
+    use std::os::unix::fs::FileExt;
     let mut filled = 0;
     loop {
-        match file.read(&mut buffer[filled..]) {
+        match file.read_at(&mut buffer[filled..], filled as u64) {
             Ok(0) => break,
             Ok(read) => {
                 filled += read;
                 if filled == buffer.len() {
-                    return None;
+                    return Ok(None);
                 }
             }
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
+            Err(error) => return Err(error),
         }
     }
-    std::str::from_utf8(&buffer[..filled]).ok()
+    Ok(std::str::from_utf8(&buffer[..filled]).ok())
 }
 
 /// The marked processes; `own` is the group being swept, the only live
