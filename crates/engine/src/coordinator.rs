@@ -126,12 +126,7 @@ pub async fn drive(
             });
         }
     }
-    let mut lease = acquire(store, run_id, options).await?;
-    let result = drive_owned(store, &mut lease, None, options, progress).await;
-    if !matches!(result, Err(Error::Store(StoreError::LostLease { .. }))) {
-        let _ = store.release(&lease).await;
-    }
-    result
+    drive_leased(store, run_id, None, options, progress).await
 }
 
 /// Drives a run [`create_run`](crate::create_run) has just created, with
@@ -151,8 +146,27 @@ pub async fn drive_created(
     options: &DriveOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Outcome> {
-    let mut lease = acquire(store, &created.run_id, options).await?;
-    let result = drive_owned(store, &mut lease, Some(created.plan), options, progress).await;
+    drive_leased(
+        store,
+        &created.run_id,
+        Some(created.plan),
+        options,
+        progress,
+    )
+    .await
+}
+
+/// Takes the run's lease, drives it, and releases the lease unless it was
+/// lost (another driver holds it then).
+async fn drive_leased(
+    store: &Store,
+    run_id: &str,
+    created: Option<Plan>,
+    options: &DriveOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Outcome> {
+    let mut lease = acquire(store, run_id, options).await?;
+    let result = drive_owned(store, &mut lease, created, options, progress).await;
     if !matches!(result, Err(Error::Store(StoreError::LostLease { .. }))) {
         let _ = store.release(&lease).await;
     }
