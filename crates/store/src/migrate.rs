@@ -27,6 +27,10 @@ const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0006_run_documents.sql"),
 ];
 
+/// The schema the SQLite migrations build, for a new store (see the file's
+/// header).
+const SQLITE_SCHEMA: &str = include_str!("../migrations/sqlite/schema.sql");
+
 /// An arbitrary constant naming baton's advisory lock.
 const LOCK_KEY: i64 = 0x6261_746f_6e00;
 
@@ -54,6 +58,24 @@ pub(crate) async fn sqlite(pool: &SqlitePool) -> Result<()> {
             known: known(),
         });
     }
+    if version == 0 {
+        // A new store: the whole schema at once, rather than its history.
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "{SQLITE_SCHEMA}\nPRAGMA user_version = {};",
+            known()
+        )))
+        .execute(&mut *tx)
+        .await
+        .map_err(query_error("create the schema"))?;
+    } else {
+        replay_sqlite(&mut tx, version).await?;
+    }
+    tx.commit().await.map_err(query_error("commit the schema"))
+}
+
+/// Applies the SQLite migrations after `version`, each followed by its
+/// version number.
+async fn replay_sqlite(tx: &mut sqlx::SqliteConnection, version: i64) -> Result<()> {
     for (position, sql) in SQLITE
         .iter()
         .enumerate()
@@ -71,7 +93,7 @@ pub(crate) async fn sqlite(pool: &SqlitePool) -> Result<()> {
         .await
         .map_err(query_error("record the schema version"))?;
     }
-    tx.commit().await.map_err(query_error("commit the schema"))
+    Ok(())
 }
 
 pub(crate) async fn postgres(pool: &PgPool) -> Result<()> {
@@ -112,4 +134,52 @@ pub(crate) async fn postgres(pool: &PgPool) -> Result<()> {
             .map_err(query_error("record the schema version"))?;
     }
     tx.commit().await.map_err(query_error("commit the schema"))
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::sqlite::SqlitePoolOptions;
+
+    use super::*;
+
+    async fn memory() -> SqlitePool {
+        SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .expect("an in-memory database")
+    }
+
+    /// Every object SQLite keeps, with the text it keeps for it.
+    async fn objects(pool: &SqlitePool) -> Vec<(String, String, String, Option<String>)> {
+        sqlx::query_as("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
+            .fetch_all(pool)
+            .await
+            .expect("the schema is readable")
+    }
+
+    async fn version(pool: &SqlitePool) -> i64 {
+        sqlx::query_scalar("PRAGMA user_version")
+            .fetch_one(pool)
+            .await
+            .expect("a version")
+    }
+
+    #[tokio::test]
+    async fn a_new_store_gets_the_schema_the_migrations_build() {
+        let created = memory().await;
+        sqlite(&created).await.expect("created from the schema");
+        let replayed = memory().await;
+        let mut connection = replayed.acquire().await.expect("a connection");
+        replay_sqlite(&mut connection, 0)
+            .await
+            .expect("every migration");
+        drop(connection);
+
+        let objects_created = objects(&created).await;
+        assert!(objects_created.len() > 10, "{objects_created:?}");
+        assert_eq!(objects_created, objects(&replayed).await);
+        assert_eq!(version(&created).await, known());
+        assert_eq!(version(&replayed).await, known());
+    }
 }
