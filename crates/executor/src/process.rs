@@ -226,15 +226,7 @@ pub async fn run(
     let clocked_start = clock.start_time();
     let pid = child.id();
     group::register_live(pid);
-    let spawn_error = |source| Error::Spawn {
-        program: spec.program.clone(),
-        source,
-    };
-    let pipes = (
-        child.stdin.take().map(ChildStdin::from_std).transpose(),
-        child.stdout.take().map(ChildStdout::from_std).transpose(),
-        child.stderr.take().map(ChildStderr::from_std).transpose(),
-    );
+    let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     // From here on the guard owns the leader: it kills the group and reaps
     // the leader if this function returns early or is dropped.
     let mut guard = GroupGuard {
@@ -243,13 +235,17 @@ pub async fn run(
         marker: spec.marker.clone(),
         since: 0,
     };
-    let (stdin, stdout, stderr) = match pipes {
-        (Ok(stdin), Ok(Some(stdout)), Ok(Some(stderr))) => (stdin, stdout, stderr),
-        (Err(source), _, _) | (_, Err(source), _) | (_, _, Err(source)) => {
-            return Err(spawn_error(source));
-        }
-        _ => unreachable!("stdout and stderr are piped"),
+    let spawn_error = |source| Error::Spawn {
+        program: spec.program.clone(),
+        source,
     };
+    let stdin = pipes
+        .0
+        .map(ChildStdin::from_std)
+        .transpose()
+        .map_err(spawn_error)?;
+    let stdout = to_tokio(pipes.1, ChildStdout::from_std).map_err(spawn_error)?;
+    let stderr = to_tokio(pipes.2, ChildStderr::from_std).map_err(spawn_error)?;
     let mut exit = ExitWatch::new(pid).map_err(spawn_error)?;
     let start_time = clocked_start
         .or_else(|| group::process_start_time(pid))
@@ -381,6 +377,11 @@ async fn terminate(pid: u32, grace: Duration, exit: &mut ExitWatch) {
         signal_group(pid, Signal::SIGKILL);
         exit.exited().await;
     }
+}
+
+/// A pipe std opened to the child, handed to tokio's reactor.
+fn to_tokio<S, T>(pipe: Option<S>, from_std: fn(S) -> std::io::Result<T>) -> std::io::Result<T> {
+    from_std(pipe.ok_or_else(|| std::io::Error::other("the stream was not piped"))?)
 }
 
 /// Reaps the leader, a zombie by now: at once, without blocking. Should
