@@ -24,3 +24,33 @@ pub fn entropy() -> u64 {
     value = (value ^ (value >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     value ^ (value >> 31)
 }
+
+/// A timer that ticks every `period`, first one period from now.
+///
+/// `tokio::time::interval` ticks at once first, and skipping that tick
+/// by awaiting it is not free: the timer rounds its deadline up to the
+/// next millisecond, so the wait took about a millisecond of every run's
+/// start.
+pub(crate) fn every(period: std::time::Duration) -> tokio::time::Interval {
+    tokio::time::interval_at(tokio::time::Instant::now() + period, period)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn every_waits_a_whole_period_before_its_first_tick() {
+        let period = Duration::from_millis(50);
+        let started = tokio::time::Instant::now();
+        let mut timer = super::every(period);
+        timer.tick().await;
+        assert!(
+            started.elapsed() >= period,
+            "ticked after {:?}",
+            started.elapsed()
+        );
+        timer.tick().await;
+        assert!(started.elapsed() >= 2 * period);
+    }
+}

@@ -496,8 +496,7 @@ async fn drive_owned(
     let local_worker = LocalWorker::start(store, options.local_worker.as_ref(), &plan);
     let (report_sender, mut reports) = mpsc::unbounded_channel::<Report>();
     let mut running: HashMap<Slot, Running> = HashMap::new();
-    let mut renew = tokio::time::interval(options.lease_ttl / 3);
-    renew.tick().await;
+    let mut renew = clock::every(options.lease_ttl / 3);
     let mut cancelled = false;
 
     // Transitions not yet committed, and what to show once they are. The

@@ -159,10 +159,9 @@ pub(super) async fn run_script(
     let (sender, mut reports) = mpsc::unbounded_channel();
     let task = tokio::spawn(stage::run(script.stage, attempt, cancelled, sender));
     let ttl = crate::control::TTL_MS;
-    let mut renew = tokio::time::interval(std::time::Duration::from_millis(
+    let mut renew = crate::clock::every(std::time::Duration::from_millis(
         u64::try_from(ttl / 3).unwrap_or(3_000),
     ));
-    renew.tick().await;
     let finished = loop {
         tokio::select! {
             report = reports.recv() => match report {
