@@ -188,6 +188,10 @@ impl Store {
                 loop {
                     match SqlitePoolOptions::new()
                         .max_connections(connections)
+                        // A ping only checks that the connection's own
+                        // thread is alive, and costs a round trip to it
+                        // (sqlx pings again when a connection comes back).
+                        .test_before_acquire(false)
                         .connect_with(options.clone())
                         .await
                     {
