@@ -434,7 +434,7 @@ async fn drive_owned(
     }
     // Units of a stage that crashed or failed run again; finished ones are kept.
     let mut with_units: Vec<i64> = units
-        .into_iter()
+        .iter()
         .filter(|unit| unit.status == "running" || unit.status == "failed")
         .map(|unit| unit.index)
         .collect();
@@ -455,6 +455,10 @@ async fn drive_owned(
             index: as_i64(index),
         });
     }
+    // Nothing to reconcile (always so for a new run): the stages and units
+    // just read are what the store still holds after the commit below,
+    // which only marks the run running and extends its ledger.
+    let reconciled = !transitions.is_empty();
     transitions.push(Transition::RunStatus {
         status: "running".to_owned(),
         at: now,
@@ -463,7 +467,11 @@ async fn drive_owned(
     transitions.extend(opening);
     store.apply(lease, &transitions).await?;
 
-    let stages = store.stages(&run_id).await?;
+    let (stages, units) = if reconciled {
+        (store.stages(&run_id).await?, store.units(&run_id).await?)
+    } else {
+        (stages, units)
+    };
     let mut states = States::new(
         &plan,
         stages.iter().map(|stage| State::from_status(&stage.status)),
@@ -472,7 +480,7 @@ async fn drive_owned(
     // Units recorded for stages, by stage; a composite stage takes its own
     // when it starts.
     let mut recorded_units: HashMap<usize, Vec<UnitRow>> = HashMap::new();
-    for unit in store.units(&run_id).await? {
+    for unit in units {
         if let Ok(index) = usize::try_from(unit.index) {
             recorded_units.entry(index).or_default().push(unit);
         }
