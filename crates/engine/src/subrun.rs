@@ -249,6 +249,7 @@ async fn created(stage: &PlanStage, attempt: &Attempt) -> Result<String> {
     options["project_dir"] = json!(attempt.project_dir);
     options["parent_run"] = json!(attempt.run_id);
     options["parent_stage"] = json!(stage.name());
+    let plan_text = create::PlanText::new(&plan, &child);
     let created = attempt
         .store
         .create_run(&NewRun {
@@ -257,7 +258,7 @@ async fn created(stage: &PlanStage, attempt: &Attempt) -> Result<String> {
             workflow_path: path.clone(),
             workspace: workspace.to_string_lossy().into_owned(),
             created_at: now,
-            plan: create::plan_json(&plan, &child).to_string(),
+            plan: plan_text.compact,
             params: serde_json::to_string(&plan.params).expect("plain data"),
             sources: serde_json::to_string(&create::digests(&loaded)).expect("plain data"),
             options: options.to_string(),
@@ -275,12 +276,13 @@ async fn created(stage: &PlanStage, attempt: &Attempt) -> Result<String> {
             return Err(error.into());
         }
     }
-    create::ensure_workspace(
+    create::ensure_new_workspace(
         &workspace,
         &child,
         &plan,
         &attempt.project_dir.join(&path),
         now,
+        &plan_text.pretty,
     )?;
     Ok(child)
 }

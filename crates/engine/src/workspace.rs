@@ -85,9 +85,14 @@ pub fn write_replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 ///
 /// Any I/O error.
 pub fn write_json(path: &Path, value: &Value) -> std::io::Result<()> {
+    write_atomic(path, pretty_json(value).as_bytes())
+}
+
+/// JSON as [`write_json`] writes it: 2-space indent and a final newline.
+pub fn pretty_json(value: &Value) -> String {
     let mut text = serde_json::to_string_pretty(value).expect("plain data");
     text.push('\n');
-    write_atomic(path, text.as_bytes())
+    text
 }
 
 /// The result envelope of a stage (reference-engine.md §8.4).
