@@ -436,7 +436,7 @@ pub(crate) fn read_lines(path: &Path) -> Vec<(i64, u32)> {
 
 #[test]
 fn queue_survives_kills_and_pauses_on_sqlite() {
-    queue_suite(None, "sqlite", 2000, 4, 0x5eed_0301);
+    queue_suite(None, "sqlite", 3000, 4, 0x5eed_0301);
 }
 
 #[test]
