@@ -521,6 +521,8 @@ async fn drive_owned(
     // it is committed at once, before anything else starts.
     let mut commit_by: Option<tokio::time::Instant> = None;
     let mut urgent = false;
+    // The commit that runs while the loop goes on (see `InFlight`).
+    let mut in_flight: Option<InFlight> = None;
     let mut errors: HashMap<usize, String> = HashMap::new();
 
     let outcome = loop {
@@ -745,6 +747,7 @@ async fn drive_owned(
                 // recorded.
                 let early = !urgent && starts_early(lease, ttl, &plan, &launches);
                 if !early {
+                    settle(&mut in_flight, &plan, &envelopes, progress).await?;
                     with_ledger(&mut ledger, &plan, &composites, &mut pending);
                     store.apply(lease, &std::mem::take(&mut pending)).await?;
                     commit_by = None;
@@ -878,6 +881,7 @@ async fn drive_owned(
                         at: clock::now_ms(),
                         error: None,
                     });
+                    settle(&mut in_flight, &plan, &envelopes, progress).await?;
                     with_ledger(&mut ledger, &plan, &composites, &mut pending);
                     store.apply(lease, &std::mem::take(&mut pending)).await?;
                     commit_by = None;
@@ -965,12 +969,25 @@ async fn drive_owned(
             let due = urgent
                 || *commit_by.get_or_insert(now + LINGER) <= now
                 || pending.len() >= MAX_BATCH;
-            if due {
+            if due && urgent {
+                // Committed before anything else starts (see `cheap`).
+                settle(&mut in_flight, &plan, &envelopes, progress).await?;
                 with_ledger(&mut ledger, &plan, &composites, &mut pending);
                 store.apply(lease, &std::mem::take(&mut pending)).await?;
                 commit_by = None;
                 urgent = false;
                 announce(&plan, &envelopes, &mut announced, progress);
+            } else if due && in_flight.is_none() {
+                // One commit at a time, in order; one that comes due while
+                // another runs starts when that one is done.
+                with_ledger(&mut ledger, &plan, &composites, &mut pending);
+                in_flight = Some(InFlight::start(
+                    store,
+                    lease,
+                    std::mem::take(&mut pending),
+                    std::mem::take(&mut announced),
+                ));
+                commit_by = None;
             }
         } else {
             // Process ids alone wait for the next commit, with no deadline.
@@ -1060,7 +1077,15 @@ async fn drive_owned(
                     }
                 }
             }
-            () = until(commit_by) => {}
+            // A commit that came due while another ran waits for that one,
+            // not for its deadline again.
+            () = until(commit_by.filter(|_| in_flight.is_none())) => {}
+            landed = landing(&mut in_flight) => {
+                let flight = in_flight.take().expect("a commit was in flight");
+                landed?;
+                let mut shown = flight.shown;
+                announce(&plan, &envelopes, &mut shown, progress);
+            }
             _ = renew.tick() => {
                 let wants_cancel = store.renew(lease, clock::now_ms(), ttl).await?;
                 if wants_cancel && !cancelled {
@@ -1086,6 +1111,7 @@ async fn drive_owned(
         at: clock::now_ms(),
         error: outcome.error.clone(),
     });
+    settle(&mut in_flight, &plan, &envelopes, progress).await?;
     with_ledger(&mut ledger, &plan, &composites, &mut pending);
     store.apply(lease, &pending).await?;
     announce(&plan, &envelopes, &mut announced, progress);
@@ -1140,6 +1166,59 @@ enum Ended {
     /// A gate was rejected: (index, comment, who).
     Rejected(usize, String, String),
     Cancelled,
+}
+
+/// A commit of short results and early starts (see `LINGER`) that runs as
+/// a task of its own while the coordinator goes on starting stages: a
+/// commit of a few hundred transitions takes milliseconds, and nothing
+/// that waits for it may start before it lands anyway. What it recorded is
+/// shown once it lands. Everything committed in the loop itself, and the
+/// next commit of this kind, waits for it first ([`settle`]), so commits
+/// land in the order their transitions happened.
+struct InFlight {
+    commit: tokio::task::JoinHandle<std::result::Result<(), baton_store::Error>>,
+    shown: Vec<Shown>,
+}
+
+impl InFlight {
+    fn start(store: &Store, lease: &Lease, pending: Vec<Transition>, shown: Vec<Shown>) -> Self {
+        let store = store.clone();
+        let lease = lease.clone();
+        InFlight {
+            commit: tokio::spawn(async move { store.apply(&lease, &pending).await }),
+            shown,
+        }
+    }
+}
+
+/// Resolves when the commit in flight has landed, with its result; never
+/// without one.
+async fn landing(in_flight: &mut Option<InFlight>) -> Result<()> {
+    let Some(flight) = in_flight else {
+        return std::future::pending().await;
+    };
+    match (&mut flight.commit).await {
+        Ok(result) => result.map_err(Error::from),
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        // Cancelled only when the runtime shuts down, with this task.
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// Waits for the commit in flight, if any, and shows what it recorded.
+async fn settle(
+    in_flight: &mut Option<InFlight>,
+    plan: &Plan,
+    envelopes: &EnvelopeWriter,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<()> {
+    if in_flight.is_some() {
+        landing(in_flight).await?;
+        if let Some(mut flight) = in_flight.take() {
+            announce(plan, envelopes, &mut flight.shown, progress);
+        }
+    }
+    Ok(())
 }
 
 /// After a commit: the result envelopes and progress lines of the results
