@@ -296,8 +296,11 @@ fn starts_early(lease: &Lease, ttl: i64, plan: &baton_workflow::Plan, launches: 
             (launch.unit.is_none() || launch.item)
                 && stage.spec.sub_workflow.is_none()
                 && stage.spec.executor != baton_workflow::schema::Executor::WorkerQueue
+                // A fan-out's children are launched under the fan-out
+                // stage: their own queue jobs or worktrees come from here.
                 && stage.spec.fan_out.as_ref().is_none_or(|fan_out| {
                     fan_out.mode != baton_workflow::schema::FanOutMode::WorkerQueue
+                        && fan_out.isolation != baton_workflow::schema::Isolation::Worktree
                 })
                 && !crate::worktree::isolated(stage)
         })
