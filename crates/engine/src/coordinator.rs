@@ -1415,3 +1415,56 @@ async fn stages_error(store: &Store, run_id: &str, index: usize) -> Option<Strin
         .find(|stage| usize::try_from(stage.index).ok() == Some(index))?
         .error
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_workflow::MemoryLoader;
+
+    fn plan(fan_out_extra: &str) -> Plan {
+        let yaml = format!(
+            "name: t\nversion: '1'\ndescription: d\ntrigger: {{source: manual}}\nstages:\n  \
+             - {{name: src, kind: execute, description: d, executor: inline, script: 'true', writes_to: [src.json]}}\n  \
+             - name: fan\n    kind: execute\n    description: Edit {{id}}.txt.\n    \
+             agent: {{role: coder, access: read-write}}\n    depends_on: [src]\n    \
+             fan_out: {{source: src, field: items, key: id, mode: agent{fan_out_extra}}}\n    \
+             writes_to: ['fan-{{id}}.md']\n"
+        );
+        let loader = MemoryLoader::new().with("w.yaml", &yaml);
+        let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
+        baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles")
+    }
+
+    fn child(plan: &Plan) -> Launch {
+        let index = plan
+            .stages
+            .iter()
+            .position(|stage| stage.name() == "fan")
+            .expect("fan");
+        Launch {
+            index,
+            unit: Some((
+                "a".to_owned(),
+                "fan[a]".to_owned(),
+                1,
+                Err("unused".to_owned()),
+            )),
+            item: true,
+        }
+    }
+
+    #[test]
+    fn fan_out_children_in_worktrees_wait_for_their_start_to_be_recorded() {
+        let ttl = 30_000;
+        let lease = Lease {
+            run_id: "r".to_owned(),
+            owner: "o".to_owned(),
+            epoch: 1,
+            until: clock::now_ms() + ttl,
+        };
+        let shared = plan("");
+        assert!(starts_early(&lease, ttl, &shared, &[child(&shared)]));
+        let isolated = plan(", isolation: worktree");
+        assert!(!starts_early(&lease, ttl, &isolated, &[child(&isolated)]));
+    }
+}
