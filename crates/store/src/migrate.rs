@@ -5,7 +5,10 @@
 //! lock with `BEGIN IMMEDIATE`; PostgreSQL keeps a one-row `baton_schema`
 //! table and serialises on a transaction-level advisory lock.
 
-use sqlx::{PgPool, Row, SqlitePool};
+use std::path::Path;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use sqlx::{Connection, PgPool, Row, SqliteConnection, SqlitePool};
 
 use crate::{Error, Result};
 
@@ -71,6 +74,71 @@ pub(crate) async fn sqlite(pool: &SqlitePool) -> Result<()> {
         replay_sqlite(&mut tx, version).await?;
     }
     tx.commit().await.map_err(query_error("commit the schema"))
+}
+
+/// Creates a SQLite store at `path` when nothing is there yet.
+///
+/// Built in place, a new store costs seven fsyncs: switching the empty file
+/// to WAL goes through a rollback journal (four), and the first WAL commit
+/// syncs the log's header and its directory as well as itself. Instead the
+/// schema is built in a file beside it, with neither journal nor fsync,
+/// switched to WAL, forced to disk once and hard-linked into place, which
+/// fails if another process got there first (its store is kept). A crash
+/// leaves no store or a whole one, never a half-built one; at worst a stray
+/// `<name>.<pid>-<n>.new` file.
+///
+/// Where hard links are not supported, nothing is done: [`sqlite`] then
+/// builds the store in place as before.
+pub(crate) async fn create_sqlite(path: &Path) -> std::result::Result<(), sqlx::Error> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Ok(());
+    }
+    // Unique to this call: stores may be opened from several tasks at once.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}-{call}.new", std::process::id()));
+    let aside = path.with_file_name(name);
+    let _ = std::fs::remove_file(&aside);
+    let built = build_aside(&aside).await;
+    let linked = built.and_then(|()| {
+        std::fs::File::open(&aside)?.sync_all()?;
+        Ok(std::fs::hard_link(&aside, path))
+    });
+    let _ = std::fs::remove_file(&aside);
+    match linked? {
+        Ok(()) => {
+            let parent = path
+                .parent()
+                .filter(|parent| !parent.as_os_str().is_empty())
+                .unwrap_or_else(|| Path::new("."));
+            std::fs::File::open(parent)?.sync_all()?;
+            Ok(())
+        }
+        // Another process linked its store first, or links are not
+        // supported here.
+        Err(_) => Ok(()),
+    }
+}
+
+/// The whole schema in a new file at `aside`, in WAL mode.
+async fn build_aside(aside: &Path) -> std::result::Result<(), sqlx::Error> {
+    let options = SqliteConnectOptions::new()
+        .filename(aside)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Off)
+        .synchronous(SqliteSynchronous::Off);
+    let mut connection = SqliteConnection::connect_with(&options).await?;
+    let built = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "BEGIN;\n{SQLITE_SCHEMA}\nPRAGMA user_version = {};\nCOMMIT;\nPRAGMA journal_mode = WAL;",
+        known()
+    )))
+    .execute(&mut connection)
+    .await;
+    // Closing the last connection folds the (empty) log into the file and
+    // deletes it.
+    connection.close().await?;
+    built.map(drop)
 }
 
 /// Applies the SQLite migrations after `version`, each followed by its
@@ -163,6 +231,41 @@ mod tests {
             .fetch_one(pool)
             .await
             .expect("a version")
+    }
+
+    #[tokio::test]
+    async fn a_store_built_aside_is_linked_whole_in_wal_mode() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("baton.db");
+        create_sqlite(&path).await.expect("created");
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("listed")
+            .map(|entry| entry.expect("an entry").file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["baton.db"], "no journal, log or file aside is left");
+
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(SqliteConnectOptions::new().filename(&path))
+            .await
+            .expect("the store opens");
+        let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(&pool)
+            .await
+            .expect("a mode");
+        assert_eq!(mode, "wal");
+        assert_eq!(version(&pool).await, known());
+        let reference = memory().await;
+        sqlite(&reference).await.expect("created from the schema");
+        assert_eq!(objects(&pool).await, objects(&reference).await);
+        // Opened again, it is migrated already: nothing to do.
+        sqlite(&pool).await.expect("nothing to migrate");
+
+        // A file already there is left alone.
+        let before = std::fs::read(&path).expect("read");
+        create_sqlite(&path).await.expect("kept");
+        assert_eq!(std::fs::read(&path).expect("read"), before);
     }
 
     #[tokio::test]
