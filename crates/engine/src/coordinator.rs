@@ -50,10 +50,14 @@ pub struct DriveOptions {
     pub local_worker: Option<crate::queue::WorkerOptions>,
 }
 
+/// The default [`DriveOptions::lease_ttl`], in ms: also the first lease's,
+/// which [`create_run`](crate::create_run) takes along with the run.
+pub(crate) const LEASE_TTL_MS: i64 = 30_000;
+
 impl Default for DriveOptions {
     fn default() -> Self {
         DriveOptions {
-            lease_ttl: Duration::from_secs(30),
+            lease_ttl: Duration::from_millis(LEASE_TTL_MS.unsigned_abs()),
             accept_changes: false,
             wait_for_lease: true,
             max_parallel: None,
@@ -146,18 +150,21 @@ pub async fn drive_created(
     options: &DriveOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Outcome> {
-    drive_leased(
-        store,
-        &created.run_id,
-        Some(created.plan),
-        options,
-        progress,
-    )
-    .await
+    let lease = match created.lease {
+        Some(mut lease) => {
+            // Taken for the default time; held for as long as asked from here.
+            if options.lease_ttl != DriveOptions::default().lease_ttl {
+                let ttl = i64::try_from(options.lease_ttl.as_millis()).unwrap_or(LEASE_TTL_MS);
+                store.renew(&mut lease, clock::now_ms(), ttl).await?;
+            }
+            lease
+        }
+        None => acquire(store, &created.run_id, options).await?,
+    };
+    drive_with_lease(store, lease, Some(created.plan), options, progress).await
 }
 
-/// Takes the run's lease, drives it, and releases the lease unless it was
-/// lost (another driver holds it then).
+/// Takes the run's lease and drives it.
 async fn drive_leased(
     store: &Store,
     run_id: &str,
@@ -165,9 +172,23 @@ async fn drive_leased(
     options: &DriveOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Outcome> {
-    let mut lease = acquire(store, run_id, options).await?;
+    let lease = acquire(store, run_id, options).await?;
+    drive_with_lease(store, lease, created, options, progress).await
+}
+
+/// Drives the run under `lease`. A drive that ends gives the lease up in its
+/// last commit; one that fails releases it unless it was lost (another
+/// driver holds it then).
+async fn drive_with_lease(
+    store: &Store,
+    mut lease: Lease,
+    created: Option<Plan>,
+    options: &DriveOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Outcome> {
     let result = drive_owned(store, &mut lease, created, options, progress).await;
-    if !matches!(result, Err(Error::Store(StoreError::LostLease { .. }))) {
+    if matches!(&result, Err(error) if !matches!(error, Error::Store(StoreError::LostLease { .. })))
+    {
         let _ = store.release(&lease).await;
     }
     result
@@ -461,8 +482,10 @@ async fn drive_owned(
         });
     }
     // Nothing to reconcile (always so for a new run): the stages and units
-    // just read are what the store still holds after the commit below,
-    // which only marks the run running and extends its ledger.
+    // just read are what the store still holds, and marking the run running
+    // (with its ledger's opening) waits for the loop's first commit, like
+    // the starts of plain processes (see `starts_early`): anything else
+    // commits it before it starts. What was reconciled is committed first.
     let reconciled = !transitions.is_empty();
     transitions.push(Transition::RunStatus {
         status: "running".to_owned(),
@@ -470,7 +493,12 @@ async fn drive_owned(
         error: None,
     });
     transitions.extend(opening);
-    store.apply(lease, &transitions).await?;
+    let opened = if reconciled {
+        store.apply(lease, &transitions).await?;
+        Vec::new()
+    } else {
+        transitions
+    };
 
     let (stages, units) = if reconciled {
         (store.stages(&run_id).await?, store.units(&run_id).await?)
@@ -517,7 +545,7 @@ async fn drive_owned(
     // committed as one transaction (group commit); a process's pid is only
     // recorded along with the next commit, since a resume finds leftover
     // processes by the run's marker anyway.
-    let mut pending: Vec<Transition> = Vec::new();
+    let mut pending: Vec<Transition> = opened;
     let mut announced: Vec<Shown> = Vec::new();
     // When what is pending must be committed at the latest (see `LINGER`),
     // and whether it holds a result too costly to risk (see `cheap`): then
@@ -1116,7 +1144,7 @@ async fn drive_owned(
     });
     settle(&mut in_flight, &plan, &envelopes, progress).await?;
     with_ledger(&mut ledger, &plan, &composites, &mut pending);
-    store.apply(lease, &pending).await?;
+    store.apply_and_release(lease, &pending).await?;
     announce(&plan, &envelopes, &mut announced, progress);
     if let Some(worker) = local_worker {
         worker.finish().await;

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_store::{NewRun, Store};
+use baton_store::{Lease, NewRun, Store};
 use baton_workflow::{Loaded, Plan};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -64,6 +64,9 @@ pub struct Created {
     pub workspace: PathBuf,
     /// Its plan.
     pub plan: Plan,
+    /// Its first lease, taken along with the run by [`create_run`] for the
+    /// built-in driver, which drives it next; `None` for an external driver.
+    pub lease: Option<Lease>,
 }
 
 /// Hex SHA-256.
@@ -200,26 +203,39 @@ pub async fn create_run_as(
         max_parallel: request.max_parallel.max(1),
         driver,
     };
-    store
-        .create_run(&NewRun {
-            run_id: run_id.clone(),
-            workflow: plan.name.clone(),
-            workflow_path: request.workflow_path.clone(),
-            workspace: workspace.to_string_lossy().into_owned(),
-            created_at: now,
-            plan: compact,
-            params: serde_json::to_string(&plan.params).expect("plain data"),
-            sources,
-            options: crate::worktree::record_base(&run_options, &request.project_dir, &plan)
-                .await
-                .to_string(),
-            stages: plan
-                .stages
-                .iter()
-                .map(|stage| stage.name().to_owned())
-                .collect(),
-        })
-        .await?;
+    let new_run = NewRun {
+        run_id: run_id.clone(),
+        workflow: plan.name.clone(),
+        workflow_path: request.workflow_path.clone(),
+        workspace: workspace.to_string_lossy().into_owned(),
+        created_at: now,
+        plan: compact,
+        params: serde_json::to_string(&plan.params).expect("plain data"),
+        sources,
+        options: crate::worktree::record_base(&run_options, &request.project_dir, &plan)
+            .await
+            .to_string(),
+        stages: plan
+            .stages
+            .iter()
+            .map(|stage| stage.name().to_owned())
+            .collect(),
+    };
+    let lease = match run_options.driver {
+        crate::external::DriverMode::Builtin => Some(
+            store
+                .create_leased_run(
+                    &new_run,
+                    &crate::owner::me(),
+                    crate::coordinator::LEASE_TTL_MS,
+                )
+                .await?,
+        ),
+        crate::external::DriverMode::External => {
+            store.create_run(&new_run).await?;
+            None
+        }
+    };
     ensure_new_workspace(
         &workspace,
         &run_id,
@@ -232,6 +248,7 @@ pub async fn create_run_as(
         run_id,
         workspace,
         plan,
+        lease,
     })
 }
 
@@ -301,7 +318,9 @@ fn write_workspace(
         source: error,
     };
     workspace::create(workspace).map_err(io)?;
-    if workspace.join("manifest.json").is_file() && workspace.join("plan.json").is_file() {
+    let manifest_path = workspace.join("manifest.json");
+    let plan_path = workspace.join("plan.json");
+    if intact(&manifest_path) && intact(&plan_path) {
         return Ok(());
     }
     let manifest = json!({
@@ -315,13 +334,26 @@ fn write_workspace(
         "total_stages": plan.stages.len(),
         "parallel_groups": plan.groups.iter().map(|group| group.stages.iter().map(|&index| plan.stages[index].name()).collect::<Vec<_>>()).collect::<Vec<_>>(),
     });
-    workspace::write_json(&workspace.join("manifest.json"), &manifest).map_err(io)?;
-    let plan_path = workspace.join("plan.json");
+    // Both mirror what the store holds, so they are not forced to disk (an
+    // fsync each was a tenth of a one-stage run): a crash of the machine
+    // may leave one empty or torn, and the resume that follows writes it
+    // again (`intact`).
+    workspace::write_replace(&manifest_path, workspace::pretty_json(&manifest).as_bytes())
+        .map_err(io)?;
     match plan_file {
-        Some(text) => workspace::write_atomic(&plan_path, text.as_bytes()),
-        None => workspace::write_json(&plan_path, &plan_json(plan, run_id)),
+        Some(text) => workspace::write_replace(&plan_path, text.as_bytes()),
+        None => workspace::write_replace(
+            &plan_path,
+            workspace::pretty_json(&plan_json(plan, run_id)).as_bytes(),
+        ),
     }
     .map_err(io)
+}
+
+/// Whether `path` holds a whole JSON document.
+fn intact(path: &Path) -> bool {
+    std::fs::read(path)
+        .is_ok_and(|bytes| serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok())
 }
 
 /// The parent of the rendered `workspace_dir` (the reference's rule), else

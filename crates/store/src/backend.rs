@@ -170,6 +170,7 @@ impl Store {
         {
             std::fs::create_dir_all(parent).map_err(|error| unavailable(sqlx::Error::Io(error)))?;
         }
+        migrate::create_sqlite(path).await.map_err(unavailable)?;
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -251,6 +252,23 @@ impl Store {
     ///
     /// A run with the same id exists, or the write fails.
     pub async fn create_run(&self, run: &NewRun) -> Result<()> {
+        self.create(run, None).await.map(drop)
+    }
+
+    /// Records a new run as [`Store::create_run`] does and, in the same
+    /// transaction, gives its first lease (epoch 1) to `owner` until
+    /// `run.created_at + ttl_ms`: what [`Store::acquire`] would do next, one
+    /// commit sooner, for a process that drives the run it creates.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::create_run`].
+    pub async fn create_leased_run(&self, run: &NewRun, owner: &str, ttl_ms: i64) -> Result<Lease> {
+        let lease = self.create(run, Some((owner, ttl_ms))).await?;
+        Ok(lease.expect("a lease was asked for"))
+    }
+
+    async fn create(&self, run: &NewRun, lease: Option<(&str, i64)>) -> Result<Option<Lease>> {
         let numbered = matches!(self.inner, Inner::Postgres(_));
         in_transaction!(self, |tx| {
             let exists = sqlx::query("SELECT 1 FROM runs WHERE run_id = $1")
@@ -330,7 +348,35 @@ impl Store {
                 .execute(&mut *tx)
                 .await
                 .map_err(query_error("log the run"))?;
-            Ok::<(), Error>(())
+            // (A `return` here would leave the transaction uncommitted.)
+            let mut taken = None;
+            if let Some((owner, ttl_ms)) = lease {
+                let lease = Lease {
+                    run_id: run.run_id.clone(),
+                    owner: owner.to_owned(),
+                    epoch: 1,
+                    until: run.created_at + ttl_ms,
+                };
+                sqlx::query(
+                    "UPDATE runs SET lease_owner = $1, lease_epoch = $2, lease_until = $3 WHERE run_id = $4",
+                )
+                .bind(&lease.owner)
+                .bind(lease.epoch)
+                .bind(lease.until)
+                .bind(&run.run_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(query_error("take the lease"))?;
+                sqlx::query("INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, 'lease_acquired', $3)")
+                    .bind(&run.run_id)
+                    .bind(run.created_at)
+                    .bind(format!("{{\"owner\":{},\"epoch\":{}}}", json_string(owner), lease.epoch))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(query_error("log the lease"))?;
+                taken = Some(lease);
+            }
+            Ok::<Option<Lease>, Error>(taken)
         })
     }
 
@@ -639,8 +685,8 @@ impl Store {
     ///
     /// The write fails (a lost lease is not an error here).
     pub async fn release(&self, lease: &Lease) -> Result<()> {
-        on_pool!(self, |pool| {
-            sqlx::query("UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = $1 AND lease_epoch = $2")
+        on_writer!(self, |pool| {
+            sqlx::query(RELEASE)
                 .bind(&lease.run_id)
                 .bind(lease.epoch)
                 .execute(pool)
@@ -681,7 +727,22 @@ impl Store {
     ///
     /// [`Error::LostLease`] (nothing is written) or a failed write (nothing is written).
     pub async fn apply(&self, lease: &Lease, transitions: &[Transition]) -> Result<()> {
-        if transitions.is_empty() {
+        self.commit(lease, transitions, false).await
+    }
+
+    /// [`Store::apply`] for a drive's last transitions, giving the lease up
+    /// in the same transaction ([`Store::release`] would be a commit of its
+    /// own at the end of every run).
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::apply`]; nothing is written, the lease included, when it fails.
+    pub async fn apply_and_release(&self, lease: &Lease, transitions: &[Transition]) -> Result<()> {
+        self.commit(lease, transitions, true).await
+    }
+
+    async fn commit(&self, lease: &Lease, transitions: &[Transition], release: bool) -> Result<()> {
+        if transitions.is_empty() && !release {
             return Ok(());
         }
         let run_id = lease.run_id.as_str();
@@ -737,10 +798,22 @@ impl Store {
             group.flush(&mut tx, run_id, numbered).await?;
             units.flush(&mut tx, run_id, numbered).await?;
             insert_events(&mut tx, run_id, &events, numbered).await?;
+            if release {
+                sqlx::query(RELEASE)
+                    .bind(run_id)
+                    .bind(lease.epoch)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(query_error("release the lease"))?;
+            }
             Ok::<(), Error>(())
         })
     }
 }
+
+/// Gives a lease up, if it is still the one recorded.
+const RELEASE: &str =
+    "UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = $1 AND lease_epoch = $2";
 
 /// Writes one transition inside the transaction `$tx`; attempt transitions
 /// are written by [`attempts::Group`](crate::attempts::Group) and unit

@@ -377,3 +377,92 @@ pub(crate) async fn release_frees_the_lease(fresh: Fresh) {
         .expect_err("fenced");
     assert_lost(&error, 1);
 }
+
+pub(crate) async fn a_run_created_leased_is_held_at_epoch_one(fresh: Fresh) {
+    let store = fresh.open().await;
+    let lease = store
+        .create_leased_run(&new_run("r1", 1000, &["a", "b"]), "a", TTL)
+        .await
+        .unwrap();
+    assert_eq!(
+        lease,
+        Lease {
+            run_id: "r1".to_owned(),
+            owner: "a".to_owned(),
+            epoch: 1,
+            until: 1500,
+        }
+    );
+    assert_eq!(
+        store.lease_holder("r1", 1001).await.unwrap(),
+        Some(LeaseHolder {
+            owner: "a".to_owned(),
+            until: 1500
+        })
+    );
+    let error = store.acquire("r1", "b", 1001, TTL, None).await.unwrap_err();
+    assert!(matches!(error, Error::Held { .. }), "{error:?}");
+    // The lease fences writes as an acquired one does.
+    store
+        .apply(
+            &lease,
+            &[Transition::RunStatus {
+                status: "running".to_owned(),
+                at: 1002,
+                error: None,
+            }],
+        )
+        .await
+        .unwrap();
+    let taken = store.acquire("r1", "b", 1501, TTL, None).await.unwrap();
+    assert_eq!(taken.epoch, 2);
+    let error = store.apply(&lease, &every_transition()).await.unwrap_err();
+    assert_lost(&error, 1);
+    let kinds: Vec<String> = store
+        .events("r1", 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|event| event.kind)
+        .collect();
+    assert_eq!(
+        &kinds[..2],
+        &["run_created".to_owned(), "lease_acquired".to_owned()]
+    );
+}
+
+pub(crate) async fn the_last_commit_can_release_the_lease(fresh: Fresh) {
+    let store = store_with_run(&fresh).await;
+    let lease = store.acquire("r1", "a", 2000, TTL, None).await.unwrap();
+    let done = [Transition::RunStatus {
+        status: "success".to_owned(),
+        at: 2001,
+        error: None,
+    }];
+    store.apply_and_release(&lease, &done).await.unwrap();
+    let run = store.run("r1").await.unwrap();
+    assert_eq!(
+        (
+            run.status.as_str(),
+            run.lease_owner,
+            run.lease_epoch,
+            run.lease_until
+        ),
+        ("success", None, 1, 0)
+    );
+
+    // A lost lease releases nothing and writes nothing.
+    let second = store.acquire("r1", "b", 2002, TTL, None).await.unwrap();
+    let error = store
+        .apply_and_release(&lease, &every_transition())
+        .await
+        .unwrap_err();
+    assert_lost(&error, 1);
+    assert_eq!(
+        store.lease_holder("r1", 2003).await.unwrap(),
+        Some(LeaseHolder {
+            owner: "b".to_owned(),
+            until: second.until
+        })
+    );
+}

@@ -67,6 +67,8 @@ conformance! {
         renew_after_takeover_is_lost,
         renew_sees_cancel_request,
         release_frees_the_lease,
+        a_run_created_leased_is_held_at_epoch_one,
+        the_last_commit_can_release_the_lease,
     ],
     transitions: [
         attempt_started,
