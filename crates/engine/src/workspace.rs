@@ -62,8 +62,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Writes a file atomically but without forcing it to disk: for mirrors of
-/// state whose truth is in the store (result envelopes), where a crash may
-/// lose the file but never leaves a torn one.
+/// state whose truth is in the store (result envelopes, `manifest.json`,
+/// `plan.json`), where a crash of baton may lose the file but never leaves
+/// a torn one (a crash of the machine may leave it empty).
 ///
 /// # Errors
 ///

@@ -285,6 +285,39 @@ fn resume_never_reruns_recorded_work_and_rerun_reruns_dependants() {
     assert!(witness.contains(&"a 3".to_owned()), "{witness:?}");
 }
 
+/// `manifest.json` and `plan.json` are written without an fsync: a machine
+/// crash may leave them empty or torn, and the next resume writes them again.
+#[test]
+fn resume_rewrites_a_manifest_and_plan_left_empty_or_torn() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{}",
+            stage("flaky", "test -f \"$BATON_PROJECT_DIR/fixed\"", "")
+        ),
+    );
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let id = run_id(&run);
+    let status = project.json(&["status", &id, "--json"]);
+    let workspace = PathBuf::from(status["workspace"].as_str().expect("workspace"));
+    let plan_before = std::fs::read_to_string(workspace.join("plan.json")).expect("plan.json");
+    let manifest_before =
+        std::fs::read_to_string(workspace.join("manifest.json")).expect("manifest.json");
+    std::fs::write(workspace.join("plan.json"), "").expect("empty plan.json");
+    std::fs::write(workspace.join("manifest.json"), &manifest_before[..20]).expect("torn");
+
+    project.write("fixed", "");
+    let resume = project.baton(&["resume", &id]);
+    assert_eq!(resume.code, 0, "{}", resume.stderr);
+    let plan_after = std::fs::read_to_string(workspace.join("plan.json")).expect("plan.json");
+    let manifest_after =
+        std::fs::read_to_string(workspace.join("manifest.json")).expect("manifest.json");
+    assert_eq!(plan_after, plan_before);
+    assert_eq!(manifest_after, manifest_before);
+}
+
 #[test]
 fn resume_refuses_a_changed_workflow_unless_accepted() {
     let project = Project::new();
