@@ -8,7 +8,6 @@
 //! at renewal stops every running attempt.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use std::collections::BTreeMap;
@@ -16,13 +15,13 @@ use std::collections::BTreeMap;
 use baton_store::{Error as StoreError, Lease, Store, Transition, UnitRow};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
-use indexmap::IndexMap;
 use tokio::sync::{mpsc, watch};
 
-use crate::create::{self, RunOptions};
+use crate::create;
 use crate::envelopes::EnvelopeWriter;
 use crate::schedule::{self, Next, State, States};
 use crate::stage::{self, Attempt, Finished, Limits, Report};
+use crate::start::Start;
 use crate::work::{self, running::Composite};
 use crate::{Error, Result, clock, gate, owner, reconcile};
 
@@ -130,7 +129,7 @@ pub async fn drive(
             });
         }
     }
-    drive_leased(store, run_id, None, options, progress).await
+    drive_leased(store, run_id, options, progress).await
 }
 
 /// Drives a run [`create_run`](crate::create_run) has just created, with
@@ -146,11 +145,11 @@ pub async fn drive(
 /// As [`drive`].
 pub async fn drive_created(
     store: &Store,
-    created: crate::Created,
+    mut created: crate::Created,
     options: &DriveOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Outcome> {
-    let lease = match created.lease {
+    let lease = match created.lease.take() {
         Some(mut lease) => {
             // Taken for the default time; held for as long as asked from here.
             if options.lease_ttl != DriveOptions::default().lease_ttl {
@@ -161,19 +160,18 @@ pub async fn drive_created(
         }
         None => acquire(store, &created.run_id, options).await?,
     };
-    drive_with_lease(store, lease, Some(created.plan), options, progress).await
+    drive_with_lease(store, lease, Some(created), options, progress).await
 }
 
 /// Takes the run's lease and drives it.
 async fn drive_leased(
     store: &Store,
     run_id: &str,
-    created: Option<Plan>,
     options: &DriveOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Outcome> {
     let lease = acquire(store, run_id, options).await?;
-    drive_with_lease(store, lease, created, options, progress).await
+    drive_with_lease(store, lease, None, options, progress).await
 }
 
 /// Drives the run under `lease`. A drive that ends gives the lease up in its
@@ -182,7 +180,7 @@ async fn drive_leased(
 async fn drive_with_lease(
     store: &Store,
     mut lease: Lease,
-    created: Option<Plan>,
+    created: Option<crate::Created>,
     options: &DriveOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Outcome> {
@@ -371,116 +369,58 @@ const MAX_BATCH: usize = 1_000;
 async fn drive_owned(
     store: &Store,
     lease: &mut Lease,
-    created: Option<Plan>,
+    created: Option<crate::Created>,
     options: &DriveOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Outcome> {
     let run_id = lease.run_id.clone();
-    let run = store.run(&run_id).await?;
-    let run_options: RunOptions = serde_json::from_str(&run.options).unwrap_or(RunOptions {
-        project_dir: PathBuf::from("."),
-        max_parallel: 4,
-        driver: crate::external::DriverMode::Builtin,
-    });
-    let params: IndexMap<String, String> = serde_json::from_str(&run.params).unwrap_or_default();
-    let plan = match created {
-        Some(plan) => plan,
-        None => create::recompile(&run, &run_options, &params, options.accept_changes)?,
+    let start = match created {
+        Some(created) => Start::created(created),
+        None => Start::recorded(store, &run_id, options).await?,
     };
+    let created_stages = start.fresh.then(|| start.pending_stages());
+    let Start {
+        workflow_path,
+        workspace_dir,
+        run_options,
+        params,
+        plan,
+        fresh,
+    } = start;
     // Governance: a validator may not run under its producer's identity
     // (refused before anything runs), and the run's ledger is extended in
     // the same commits as the results it records.
     let waived =
         crate::governance::preflight(&plan, options.agents.as_deref()).map_err(Error::Refused)?;
-    let recorded_ledger = store.ledger_events("run", &run_id).await?;
+    // A run created a moment ago has no ledger yet.
+    let recorded_ledger = if fresh {
+        Vec::new()
+    } else {
+        store.ledger_events("run", &run_id).await?
+    };
     let (mut ledger, opening) = crate::governance::RunLedger::open(
         &run_id,
         &plan,
-        &run.workflow_path,
+        &workflow_path,
         options.agents.clone(),
         &crate::governance::decode(&recorded_ledger).unwrap_or_default(),
         &waived,
         clock::now_ms(),
     );
-    let workspace_dir = PathBuf::from(&run.workspace);
-    create::ensure_workspace(
-        &workspace_dir,
-        &run_id,
-        &plan,
-        &run_options.project_dir.join(&run.workflow_path),
-        run.created_at,
-    )?;
-    // The row carries the plan's JSON, which a large run does not need to
-    // keep: the compiled plan is what drives it.
-    drop(run);
     let max_parallel = options
         .max_parallel
         .unwrap_or(run_options.max_parallel)
         .max(1);
     let ttl = i64::try_from(options.lease_ttl.as_millis()).unwrap_or(30_000);
 
-    // Reconcile: nothing of a previous driver may keep running, attempts it
-    // left running are interrupted, failed stages are retried, and stages
-    // whose recorded outputs changed run again.
-    // Every process of a run is started under its lease, so under the
-    // first lease ever taken there is nothing to look for: a scan of
-    // `/proc` costs a few milliseconds of every run's start.
-    let killed = if lease.epoch > 1 {
-        reconcile::kill_leftovers(&run_id)
-    } else {
-        0
-    };
-    if killed > 0 {
-        progress(Progress::Note(format!(
-            "killed {killed} process(es) left by an earlier baton"
-        )));
-    }
-    let stages = store.stages(&run_id).await?;
-    let units = store.units(&run_id).await?;
-    reconcile::forget_unrecorded_logs(&plan, &stages, &units, &workspace_dir);
-    let attempts = store.attempts(&run_id).await?;
-    let artifacts = store.artifacts(&run_id).await?;
     let now = clock::now_ms();
-    let mut transitions = Vec::new();
-    for attempt in attempts
-        .iter()
-        .filter(|attempt| attempt.status == "running")
-    {
-        transitions.push(Transition::AttemptInterrupted {
-            index: attempt.index,
-            attempt: attempt.attempt,
-            at: now,
-        });
-    }
-    for stage in stages.iter().filter(|stage| stage.status == "failed") {
-        transitions.push(Transition::StageReset {
-            index: stage.index,
-            note: "retried on resume after it failed".to_owned(),
-        });
-    }
-    // Units of a stage that crashed or failed run again; finished ones are kept.
-    let mut with_units: Vec<i64> = units
-        .iter()
-        .filter(|unit| unit.status == "running" || unit.status == "failed")
-        .map(|unit| unit.index)
-        .collect();
-    with_units.dedup();
-    for index in with_units {
-        transitions.push(Transition::UnitsResumed { index });
-    }
-    for (index, note) in reconcile::stale_stages(&plan, &stages, &artifacts, &workspace_dir) {
-        progress(Progress::Note(format!(
-            "{}: {note}",
-            plan.stages[index].name()
-        )));
-        transitions.push(Transition::StageReset {
-            index: as_i64(index),
-            note,
-        });
-        transitions.push(Transition::UnitsCleared {
-            index: as_i64(index),
-        });
-    }
+    // A run created a moment ago is all pending, with nothing to reconcile:
+    // reading it back would cost six queries (about 2 ms for one stage,
+    // 7 ms for 1 000).
+    let (stages, units, mut transitions) = match created_stages {
+        Some(stages) => (stages, Vec::new(), Vec::new()),
+        None => reconcile::recorded(store, lease, &plan, &workspace_dir, now, progress).await?,
+    };
     // Nothing to reconcile (always so for a new run): the stages and units
     // just read are what the store still holds, and marking the run running
     // (with its ledger's opening) waits for the loop's first commit, like

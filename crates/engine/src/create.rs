@@ -64,6 +64,10 @@ pub struct Created {
     pub workspace: PathBuf,
     /// Its plan.
     pub plan: Plan,
+    /// The workflow file as given.
+    pub workflow_path: String,
+    /// The options recorded with it.
+    pub options: RunOptions,
     /// Its first lease, taken along with the run by [`create_run`] for the
     /// built-in driver, which drives it next; `None` for an external driver.
     pub lease: Option<Lease>,
@@ -248,6 +252,8 @@ pub async fn create_run_as(
         run_id,
         workspace,
         plan,
+        workflow_path: request.workflow_path.clone(),
+        options: run_options,
         lease,
     })
 }

@@ -30,6 +30,7 @@ mod queued;
 mod reconcile;
 pub mod schedule;
 mod stage;
+mod start;
 mod subrun;
 mod usage;
 mod work;

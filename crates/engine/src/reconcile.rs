@@ -5,10 +5,11 @@
 
 use std::path::Path;
 
-use baton_store::{ArtifactRow, StageRow, UnitRow};
+use baton_store::{ArtifactRow, Lease, StageRow, Store, Transition, UnitRow};
 use baton_workflow::Plan;
 
 use crate::create::sha256_hex;
+use crate::{Progress, Result};
 
 /// The environment variable that marks every process baton starts for a run.
 pub(crate) const RUN_MARKER: &str = "BATON_RUN_ID";
@@ -19,6 +20,81 @@ pub(crate) const RUN_MARKER: &str = "BATON_RUN_ID";
 /// Returns how many were signalled.
 pub(crate) fn kill_leftovers(run_id: &str) -> usize {
     baton_executor::group::kill_marked_processes(RUN_MARKER, run_id)
+}
+
+/// Reads what a recorded run holds and puts it back in order: nothing of a
+/// previous driver may keep running, attempts it left running are
+/// interrupted, failed stages are retried, and stages whose recorded outputs
+/// changed run again. Returns the stages and units as read, and the
+/// transitions that reconcile them (not yet applied).
+pub(crate) async fn recorded(
+    store: &Store,
+    lease: &Lease,
+    plan: &Plan,
+    workspace_dir: &Path,
+    now: i64,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(Vec<StageRow>, Vec<UnitRow>, Vec<Transition>)> {
+    let run_id = lease.run_id.as_str();
+    // Every process of a run is started under its lease, so under the
+    // first lease ever taken there is nothing to look for: a scan of
+    // `/proc` costs a few milliseconds of every run's start.
+    let killed = if lease.epoch > 1 {
+        kill_leftovers(run_id)
+    } else {
+        0
+    };
+    if killed > 0 {
+        progress(Progress::Note(format!(
+            "killed {killed} process(es) left by an earlier baton"
+        )));
+    }
+    let stages = store.stages(run_id).await?;
+    let units = store.units(run_id).await?;
+    forget_unrecorded_logs(plan, &stages, &units, workspace_dir);
+    let attempts = store.attempts(run_id).await?;
+    let artifacts = store.artifacts(run_id).await?;
+    let mut transitions = Vec::new();
+    for attempt in attempts
+        .iter()
+        .filter(|attempt| attempt.status == "running")
+    {
+        transitions.push(Transition::AttemptInterrupted {
+            index: attempt.index,
+            attempt: attempt.attempt,
+            at: now,
+        });
+    }
+    for stage in stages.iter().filter(|stage| stage.status == "failed") {
+        transitions.push(Transition::StageReset {
+            index: stage.index,
+            note: "retried on resume after it failed".to_owned(),
+        });
+    }
+    // Units of a stage that crashed or failed run again; finished ones are kept.
+    let mut with_units: Vec<i64> = units
+        .iter()
+        .filter(|unit| unit.status == "running" || unit.status == "failed")
+        .map(|unit| unit.index)
+        .collect();
+    with_units.dedup();
+    for index in with_units {
+        transitions.push(Transition::UnitsResumed { index });
+    }
+    for (index, note) in stale_stages(plan, &stages, &artifacts, workspace_dir) {
+        progress(Progress::Note(format!(
+            "{}: {note}",
+            plan.stages[index].name()
+        )));
+        transitions.push(Transition::StageReset {
+            index: i64::try_from(index).unwrap_or(i64::MAX),
+            note,
+        });
+        transitions.push(Transition::UnitsCleared {
+            index: i64::try_from(index).unwrap_or(i64::MAX),
+        });
+    }
+    Ok((stages, units, transitions))
 }
 
 /// Indices of successful stages whose recorded outputs no longer match the
