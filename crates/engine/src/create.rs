@@ -158,7 +158,11 @@ pub(crate) fn recompile(
     Ok(plan)
 }
 
-/// Compiles the workflow, records the run and creates its workspace.
+/// Compiles the workflow, records the run and creates its workspace. The
+/// run is recorded with its first lease, held by this process, which is
+/// meant to drive it next ([`drive_created`](crate::drive_created)); a
+/// process that dies first leaves it to a resume, which takes the lease of
+/// a dead holder at once.
 ///
 /// # Errors
 ///
