@@ -550,22 +550,34 @@ fn an_agent_that_hangs_is_killed_by_its_timeout_and_one_that_writes_nothing_fail
     project.write(
         "baton.toml",
         &format!(
-            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\nlimits = {{ wall = \"2s\", kill_grace = \"1s\" }}\n",
+            // The flood has a wall limit of its own: writing 1 GB through a
+            // pipe can take more than 2 s on a machine busy with other tests.
+            "[agents.default]\nprofile = \"fake\"\n\n[agents.flooder]\nprofile = \"patient\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\nlimits = {{ wall = \"2s\", kill_grace = \"1s\" }}\n\n[profiles.patient]\nextends = \"fake\"\nlimits = {{ wall = \"60s\", kill_grace = \"1s\" }}\n",
             fake.display()
         ),
     );
-    let agent = |name: &str, directive: &str, extra: &str| {
+    let agent = |name: &str, directive: &str, role: &str, extra: &str| {
         format!(
-            "  - name: {name}\n    kind: gather\n    description: |\n      FAKE-AGENT: {directive}\n    agent: {{role: researcher}}\n    required: false\n{extra}"
+            "  - name: {name}\n    kind: gather\n    description: |\n      FAKE-AGENT: {directive}\n    agent: {{role: {role}}}\n    required: false\n{extra}"
         )
     };
     project.write(
         "wf.yaml",
         &format!(
             "{HEADER}{}{}{}",
-            agent("hangs", "hang", "    writes_to: [h.json]\n"),
-            agent("silent", "exit 0", "    writes_to: [missing.json]\n"),
-            agent("floods", "flood 1073741824", "    writes_to: [f.json]\n"),
+            agent("hangs", "hang", "researcher", "    writes_to: [h.json]\n"),
+            agent(
+                "silent",
+                "exit 0",
+                "researcher",
+                "    writes_to: [missing.json]\n"
+            ),
+            agent(
+                "floods",
+                "flood 1073741824",
+                "flooder",
+                "    writes_to: [f.json]\n"
+            ),
         ),
     );
     let start = Instant::now();
