@@ -75,7 +75,7 @@ impl EnvelopeWriter {
                 .collect(),
             data: json!({}),
         };
-        let mut text = serde_json::to_string_pretty(&envelope.to_json()).expect("plain data");
+        let mut text = serde_json::to_string_pretty(&envelope).expect("plain data");
         text.push('\n');
         self.write(
             workspace::envelope_path(&self.workspace_dir, index, stage.name()),

@@ -52,7 +52,7 @@ use crate::error::{Error, Result};
 use crate::exit_watch::ExitWatch;
 use crate::group::{self, signal_group};
 use crate::output::{self, Activity, StreamStats, Tail};
-use crate::program::find_program;
+use crate::program::find_program_for_start;
 use crate::spawn_clock::SpawnClock;
 
 /// How long [`run`] waits for stdout and stderr to reach end-of-file after
@@ -418,7 +418,7 @@ fn resolve(spec: &ProcessSpec) -> Result<PathBuf> {
         .find(|(name, _)| name == "PATH")
         .map(|(_, value)| OsString::from(value))
         .or_else(|| std::env::var_os("PATH"));
-    find_program(&spec.program, child_path.as_deref(), &spec.cwd).ok_or_else(|| {
+    find_program_for_start(&spec.program, child_path.as_deref(), &spec.cwd).ok_or_else(|| {
         Error::ProgramNotFound {
             program: spec.program.clone(),
         }
