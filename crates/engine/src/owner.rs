@@ -15,11 +15,28 @@ pub(crate) fn host() -> String {
 
 /// The start time (clock ticks since boot) of a process, if it exists.
 pub(crate) fn start_time(pid: u32) -> Option<u64> {
+    stat(pid).map(|(_, start)| start)
+}
+
+/// The state letter (field 3) and start time (field 22) of a process.
+fn stat(pid: u32) -> Option<(char, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may contain spaces;
     // the fields after the last ')' are plain.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    Some((state, fields.nth(18)?.parse().ok()?))
+}
+
+/// Whether `pid`, a zombie, is what is left of a whole process: its other
+/// threads are gone. A leader that ended alone (`pthread_exit`) is a zombie
+/// too while its threads run on.
+fn zombie_process(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+        tasks
+            .flatten()
+            .all(|task| task.file_name().to_str() == Some(pid.to_string().as_str()))
+    })
 }
 
 /// This process's owner string.
@@ -41,7 +58,15 @@ pub(crate) fn provably_dead(owner: &str) -> bool {
     let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
         return false;
     };
-    start_time(pid) != Some(start)
+    match stat(pid) {
+        // A holder killed a moment ago stays a zombie until its parent
+        // reaps it (an init that never reaps keeps it for good): it drives
+        // nothing any more.
+        Some((state, started)) if started == start => {
+            matches!(state, 'Z' | 'X') && zombie_process(pid)
+        }
+        _ => true,
+    }
 }
 
 #[cfg(test)]
@@ -55,5 +80,33 @@ mod tests {
         assert!(provably_dead(&format!("{}:{pid}:1", host())));
         assert!(!provably_dead(&format!("elsewhere:{pid}:1")));
         assert!(!provably_dead("garbage"));
+    }
+
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test needs a process of its own to kill and leave unreaped"
+    )]
+    fn a_killed_holder_left_unreaped_is_dead() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep runs");
+        let pid = child.id();
+        let owner = format!("{}:{pid}:{}", host(), start_time(pid).expect("started"));
+        assert!(!provably_dead(&owner), "a running holder is alive");
+        child.kill().expect("killed");
+        // Not reaped: wait for the zombie without waiting for the child.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while stat(pid).is_some_and(|(state, _)| state != 'Z') {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never became a zombie"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(provably_dead(&owner), "a zombie holder drives nothing");
+        child.wait().expect("reaped");
+        assert!(provably_dead(&owner));
     }
 }
