@@ -102,7 +102,8 @@ pub(crate) async fn sqlite(pool: &SqlitePool) -> Result<()> {
 /// switched to WAL, forced to disk once and hard-linked into place, which
 /// fails if another process got there first (its store is kept). A crash
 /// leaves no store or a whole one, never a half-built one; at worst a stray
-/// `<name>.<pid>-<n>.new` file.
+/// `<name>.<pid>-<n>.new` file, which the next creation removes once its
+/// process is gone ([`remove_strays`]).
 ///
 /// Where hard links are not supported, nothing is done: [`sqlite`] then
 /// builds the store in place as before.
@@ -117,6 +118,7 @@ pub(crate) async fn create_sqlite(path: &Path) -> std::result::Result<(), sqlx::
     name.push(format!(".{}-{call}.new", std::process::id()));
     let aside = path.with_file_name(name);
     let _ = std::fs::remove_file(&aside);
+    remove_strays(path);
     let built = build_aside(&aside).await;
     let linked = built.and_then(|()| {
         std::fs::File::open(&aside)?.sync_all()?;
@@ -135,6 +137,48 @@ pub(crate) async fn create_sqlite(path: &Path) -> std::result::Result<(), sqlx::
         // Another process linked its store first, or links are not
         // supported here.
         Err(_) => Ok(()),
+    }
+}
+
+/// Removes the files a creation of `path` left beside it when its process
+/// died before it could (`<name>.<pid>-<n>.new`). A file whose process may
+/// still run, because `/proc` shows that pid or cannot be read, is kept: it
+/// may be a creation going on now.
+fn remove_strays(path: &Path) {
+    let (Some(parent), Some(name)) = (
+        path.parent(),
+        path.file_name().and_then(|name| name.to_str()),
+    ) else {
+        return;
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|file| {
+                file.strip_prefix(name)?
+                    .strip_prefix('.')?
+                    .strip_suffix(".new")
+            })
+            .and_then(|rest| rest.split_once('-'))
+            .filter(|(_, call)| call.bytes().all(|byte| byte.is_ascii_digit()))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let gone =
+            Path::new("/proc/self").exists() && !Path::new("/proc").join(pid.to_string()).exists();
+        if gone {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -309,6 +353,26 @@ mod tests {
         let before = std::fs::read(&path).expect("read");
         create_sqlite(&path).await.expect("kept");
         assert_eq!(std::fs::read(&path).expect("read"), before);
+    }
+
+    #[tokio::test]
+    async fn a_creation_removes_what_a_dead_one_left_aside() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("baton.db");
+        // Pids above the kernel's limit (2^22) never run; this process does.
+        let dead = dir.path().join("baton.db.4999999-0.new");
+        let live = dir
+            .path()
+            .join(format!("baton.db.{}-7.new", std::process::id()));
+        let other = dir.path().join("other.db.4999999-0.new");
+        for file in [&dead, &live, &other] {
+            std::fs::write(file, "half a store").expect("written");
+        }
+        create_sqlite(&path).await.expect("created");
+        assert!(!dead.exists(), "left by a process that is gone");
+        assert!(live.exists(), "its process may still be building it");
+        assert!(other.exists(), "another store's");
+        assert!(path.exists());
     }
 
     #[tokio::test]
