@@ -95,27 +95,58 @@ pub fn kill_marked_processes(name: &str, value: &str) -> usize {
 /// started, every descendant has a pid between the leader's and the last
 /// one handed out, and the scan reads nothing about other processes. That
 /// keeps the sweep after every stage cheap: a few `/proc` reads, or one when
-/// no process was started since the leader.
+/// no process was started since the leader. `started` is an instant from
+/// before the leader's start.
 pub(crate) fn sweep_marked(
     name: &str,
     value: &str,
     since: u64,
     leader: u32,
     forks_before: Option<u64>,
+    started: Instant,
 ) -> usize {
     let min_pid = Some(leader).filter(|_| forks_before.is_some());
     kill_until_gone(|| {
-        // Reading the pids one by one is complete only if few were handed
-        // out since the leader: with many, the counter may have wrapped and
-        // come back above the leader, below some descendant. Asked only
-        // when some pid was handed out after the leader's.
-        let few = || {
-            forks_before
-                .zip(forks())
-                .is_some_and(|(before, now)| now.saturating_sub(before) <= u64::from(DIRECT_RANGE))
+        // Reading the pids one by one is complete only if the pid counter
+        // has not gone all the way round since the leader started: it could
+        // then have come back above the leader, below some descendant.
+        // Asked only when some pid was handed out after the leader's.
+        let unwrapped = || {
+            too_soon_to_wrap(started.elapsed())
+                || forks_before.zip(forks()).is_some_and(|(before, now)| {
+                    now.saturating_sub(before) <= u64::from(DIRECT_RANGE)
+                })
         };
-        marked_processes_since(name, value, since, min_pid, Some(leader), few)
+        marked_processes_since(name, value, since, min_pid, Some(leader), unwrapped)
     })
+}
+
+/// More pids than any machine hands out in a second. Creating a process
+/// or thread takes microseconds of one core and every pid is taken under
+/// one kernel lock; measured rates are in the hundreds of thousands per
+/// second.
+const MAX_PIDS_PER_SECOND: u128 = 10_000_000;
+
+/// The lowest pid the counter goes back to when it wraps
+/// (`RESERVED_PIDS` in the kernel).
+const FIRST_PID_AFTER_WRAP: u64 = 300;
+
+/// Whether the pid counter cannot have gone all the way round in
+/// `elapsed`: it would have handed out more pids than the system has
+/// (`pid_max`, less the reserved ones) faster than
+/// [`MAX_PIDS_PER_SECOND`]. This spares most sweeps a read of `/proc/stat`,
+/// which the kernel builds from every CPU's counters: with stages running
+/// side by side, nearly every stage's sweep asked for it.
+fn too_soon_to_wrap(elapsed: Duration) -> bool {
+    let mut buffer = [0; 32];
+    let Some(pid_max) = PID_MAX
+        .read(&mut buffer)
+        .and_then(|text| text.trim().parse::<u64>().ok())
+    else {
+        return false;
+    };
+    let at_most = elapsed.as_nanos().saturating_mul(MAX_PIDS_PER_SECOND) / 1_000_000_000;
+    at_most < u128::from(pid_max.saturating_sub(FIRST_PID_AFTER_WRAP))
 }
 
 /// How many processes and threads the system has created since boot (the
@@ -271,6 +302,10 @@ static PROC_STAT: KeptOpen = KeptOpen::new("/proc/stat");
 /// The last pid handed out, for [`last_pid`].
 static NS_LAST_PID: KeptOpen = KeptOpen::new("/proc/sys/kernel/ns_last_pid");
 
+/// The largest pid, for [`too_soon_to_wrap`]. Read at every use: an
+/// administrator may lower it.
+static PID_MAX: KeptOpen = KeptOpen::new("/proc/sys/kernel/pid_max");
+
 /// A `/proc` file read after every stage, opened once.
 ///
 /// Opening `/proc/sys/kernel/ns_last_pid` walks the sysctl tables and
@@ -350,13 +385,15 @@ fn read_whole<'b>(file: &std::fs::File, buffer: &'b mut [u8]) -> std::io::Result
 /// be descendants (see [`sweep_marked`]). When that range is short they are
 /// read one by one, without listing `/proc` at all: with stages running
 /// side by side it holds only the other stages' processes, or nothing.
+/// `unwrapped_since` says whether the pid counter surely has not wrapped
+/// since `min_pid` was handed out; it is asked only when that matters.
 fn marked_processes_since(
     name: &str,
     value: &str,
     since: u64,
     min_pid: Option<u32>,
     own: Option<u32>,
-    few_since: impl Fn() -> bool,
+    unwrapped_since: impl Fn() -> bool,
 ) -> Vec<u32> {
     let live: Vec<u32> = LIVE_GROUPS
         .lock()
@@ -379,7 +416,7 @@ fn marked_processes_since(
         if last == min {
             return Vec::new();
         }
-        if last - min <= DIRECT_RANGE && few_since() {
+        if last - min <= DIRECT_RANGE && unwrapped_since() {
             // A pid in the range that leads a live group is that group's
             // leader, held by it (or its zombie) since the counter did not
             // wrap: stages running side by side are skipped unread.
@@ -523,6 +560,24 @@ mod tests {
             "{before} -> {reused}"
         );
         assert!(reused <= forks().expect("a count"));
+    }
+
+    #[test]
+    fn the_pid_counter_cannot_wrap_in_a_moment_but_can_in_an_hour() {
+        let pid_max: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .expect("pid_max is readable")
+            .trim()
+            .parse()
+            .expect("pid_max is a number");
+        assert!(too_soon_to_wrap(Duration::ZERO));
+        assert!(too_soon_to_wrap(Duration::from_micros(500)));
+        // Just long enough to hand out every pid at the assumed top rate.
+        let nanos = u64::try_from(
+            u128::from(pid_max - FIRST_PID_AFTER_WRAP) * 1_000_000_000 / MAX_PIDS_PER_SECOND,
+        )
+        .expect("fits");
+        assert!(!too_soon_to_wrap(Duration::from_nanos(nanos + 1)));
+        assert!(!too_soon_to_wrap(Duration::from_secs(3600)));
     }
 
     #[test]

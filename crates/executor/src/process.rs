@@ -300,7 +300,7 @@ pub async fn run(
     // the group id is still reserved, then the escapees carrying the marker.
     signal_group(pid, Signal::SIGKILL);
     if let Some((name, value)) = &spec.marker {
-        group::sweep_marked(name, value, start_time, pid, forks_before);
+        group::sweep_marked(name, value, start_time, pid, forks_before, origin);
     }
     let leader = guard
         .leader
@@ -477,7 +477,7 @@ impl Drop for GroupGuard {
             // The leader is running or a zombie: its group id is reserved.
             signal_group(self.pgid, Signal::SIGKILL);
             if let Some((name, value)) = &self.marker {
-                group::sweep_marked(name, value, self.since, self.pgid, None);
+                group::sweep_marked(name, value, self.since, self.pgid, None, Instant::now());
             }
             // SIGKILLed, it is gone in a moment; a thread of the blocking
             // pool waits for that. Without a runtime (baton is exiting),
