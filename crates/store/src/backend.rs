@@ -207,7 +207,15 @@ impl Store {
         };
         let write = connect(1).await?;
         migrate::sqlite(&write).await?;
-        let read = connect(4).await?;
+        // The read pool opens its connections when a read first needs one:
+        // a run that only writes (a new `baton run`) never opens one, and a
+        // connection is a thread, an open and a schema parse. The writer has
+        // switched the file to WAL by now, so a read connection needs no
+        // exclusive lock and no retry.
+        let read = SqlitePoolOptions::new()
+            .max_connections(4)
+            .test_before_acquire(false)
+            .connect_lazy_with(options);
         Ok(Store {
             inner: Inner::Sqlite { read, write },
         })

@@ -91,14 +91,14 @@ pub(crate) fn drive_options(
     wait_gates: bool,
     local_worker: bool,
 ) -> Result<DriveOptions, u8> {
-    let agents = settings::agent_config(&super::current_dir()).map_err(|error| {
+    let agents = settings::project_agents(&super::current_dir()).map_err(|error| {
         output::stderr_line(&format!("error: {error}"));
         exit_code::USAGE
     })?;
     Ok(DriveOptions {
         accept_changes,
         wait_gates,
-        agents: Some(std::sync::Arc::new(agents)),
+        agents: agents.map(std::sync::Arc::new),
         local_worker: local_worker.then(|| {
             let mut options = super::queue::worker_options(
                 baton_engine::queue::DEFAULT_QUEUE,
