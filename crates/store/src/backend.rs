@@ -278,29 +278,35 @@ impl Store {
 
     async fn create(&self, run: &NewRun, lease: Option<(&str, i64)>) -> Result<Option<Lease>> {
         let numbered = matches!(self.inner, Inner::Postgres(_));
+        let lease = lease.map(|(owner, ttl_ms)| Lease {
+            run_id: run.run_id.clone(),
+            owner: owner.to_owned(),
+            epoch: 1,
+            until: run.created_at + ttl_ms,
+        });
+        // Each statement is a round trip (and, on a new connection, a
+        // parse): the run row carries its lease from the start, and its
+        // events go in one statement.
         in_transaction!(self, |tx| {
-            let exists = sqlx::query("SELECT 1 FROM runs WHERE run_id = $1")
-                .bind(&run.run_id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(query_error("look for the run"))?;
-            if exists.is_some() {
-                return Err(Error::Duplicate(run.run_id.clone()));
-            }
             sqlx::query(
-                "INSERT INTO runs (run_id, workflow, workflow_path, workspace, status, created_at) \
-                 VALUES ($1, $2, $3, $4, 'pending', $5)",
+                "INSERT INTO runs (run_id, workflow, workflow_path, workspace, status, created_at, \
+                 lease_owner, lease_epoch, lease_until) \
+                 VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8)",
             )
             .bind(&run.run_id)
             .bind(&run.workflow)
             .bind(&run.workflow_path)
             .bind(&run.workspace)
             .bind(run.created_at)
+            .bind(lease.as_ref().map(|lease| lease.owner.as_str()))
+            .bind(lease.as_ref().map_or(0, |lease| lease.epoch))
+            .bind(lease.as_ref().map_or(0, |lease| lease.until))
             .execute(&mut *tx)
             .await
             .map_err(|source| {
-                // A concurrent create of the same id (PostgreSQL) passes the
-                // check above and trips the primary key here.
+                // The primary key is the check for an existing run: on
+                // PostgreSQL a check before the insert could race a
+                // concurrent create of the same id anyway.
                 if source
                     .as_database_error()
                     .is_some_and(|error| error.is_unique_violation())
@@ -350,42 +356,31 @@ impl Store {
                     .await
                     .map_err(query_error("insert the stages"))?;
             }
-            sqlx::query("INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, 'run_created', '{}')")
+            match &lease {
+                None => sqlx::query(
+                    "INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, 'run_created', '{}')",
+                )
+                .bind(&run.run_id)
+                .bind(run.created_at),
+                Some(lease) => sqlx::query(
+                    "INSERT INTO events (run_id, at, kind, detail) VALUES \
+                     ($1, $2, 'run_created', '{}'), ($1, $2, 'lease_acquired', $3)",
+                )
                 .bind(&run.run_id)
                 .bind(run.created_at)
-                .execute(&mut *tx)
-                .await
-                .map_err(query_error("log the run"))?;
-            // (A `return` here would leave the transaction uncommitted.)
-            let mut taken = None;
-            if let Some((owner, ttl_ms)) = lease {
-                let lease = Lease {
-                    run_id: run.run_id.clone(),
-                    owner: owner.to_owned(),
-                    epoch: 1,
-                    until: run.created_at + ttl_ms,
-                };
-                sqlx::query(
-                    "UPDATE runs SET lease_owner = $1, lease_epoch = $2, lease_until = $3 WHERE run_id = $4",
-                )
-                .bind(&lease.owner)
-                .bind(lease.epoch)
-                .bind(lease.until)
-                .bind(&run.run_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(query_error("take the lease"))?;
-                sqlx::query("INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, 'lease_acquired', $3)")
-                    .bind(&run.run_id)
-                    .bind(run.created_at)
-                    .bind(format!("{{\"owner\":{},\"epoch\":{}}}", json_string(owner), lease.epoch))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(query_error("log the lease"))?;
-                taken = Some(lease);
+                .bind(format!(
+                    "{{\"owner\":{},\"epoch\":{}}}",
+                    json_string(&lease.owner),
+                    lease.epoch
+                )),
             }
-            Ok::<Option<Lease>, Error>(taken)
-        })
+            .execute(&mut *tx)
+            .await
+            .map_err(query_error("log the run"))?;
+            // (A `return` here would leave the transaction uncommitted.)
+            Ok::<(), Error>(())
+        })?;
+        Ok(lease)
     }
 
     /// Every run, oldest first.
