@@ -440,7 +440,7 @@ fn build_command(spec: &ProcessSpec, program_path: &Path) -> std::process::Comma
         .current_dir(&spec.cwd)
         .process_group(0)
         .stdin(match spec.stdin {
-            Stdin::Null => Stdio::null(),
+            Stdin::Null => dev_null(),
             Stdin::Bytes(_) => Stdio::piped(),
         })
         .stdout(Stdio::piped())
@@ -458,6 +458,18 @@ fn build_command(spec: &ProcessSpec, program_path: &Path) -> std::process::Comma
         command.env(name, value);
     }
     command
+}
+
+/// `/dev/null` for a child's stdin: a duplicate of one descriptor opened
+/// once. `Stdio::null()` opens the device anew for every child, a path
+/// walk that cost about as much as the rest of the stdin setup.
+fn dev_null() -> Stdio {
+    static DEV_NULL: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    DEV_NULL
+        .get_or_init(|| std::fs::File::open("/dev/null").ok())
+        .as_ref()
+        .and_then(|file| file.try_clone().ok())
+        .map_or_else(Stdio::null, Stdio::from)
 }
 
 /// Kills the group if [`run`] returns early or is dropped before the leader
