@@ -22,8 +22,10 @@ use crate::model::Transition;
 /// row; SQLite allows 32 766 per statement).
 const ROWS_PER_STATEMENT: usize = 200;
 
+mod arrays;
+
 /// How an attempt ended.
-struct End<'t> {
+pub(crate) struct End<'t> {
     status: &'t str,
     at: i64,
     exit_code: Option<i64>,
@@ -32,7 +34,7 @@ struct End<'t> {
 }
 
 /// The net effect of one attempt's transitions in a group.
-struct Net<'t> {
+pub(crate) struct Net<'t> {
     index: i64,
     attempt: i64,
     started_at: Option<i64>,
@@ -130,27 +132,40 @@ impl<'t> Group<'t> {
     }
 
     /// Writes the group and empties it.
-    pub(crate) async fn flush<'c, DB>(
+    pub(crate) async fn flush<DB: crate::bulk::Bulk>(
         &mut self,
-        tx: &mut sqlx::Transaction<'c, DB>,
+        tx: &mut sqlx::Transaction<'_, DB>,
         run_id: &str,
-        numbered: bool,
-    ) -> Result<()>
-    where
-        DB: sqlx::Database,
-        for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-        for<'q> Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-        for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-        for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-        for<'q> <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
-        for<'e> &'e mut <DB as sqlx::Database>::Connection: sqlx::Executor<'e, Database = DB>,
-    {
+    ) -> Result<()> {
         let nets = std::mem::take(&mut self.nets);
-        for chunk in nets.chunks(ROWS_PER_STATEMENT) {
-            write(tx, run_id, chunk, numbered).await?;
+        if nets.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        DB::write_attempts(tx, run_id, &nets).await
     }
+}
+
+/// Writes `nets` as multi-row `VALUES` statements, at most
+/// [`ROWS_PER_STATEMENT`] rows each (SQLite's form, see `bulk.rs`).
+pub(crate) async fn write_values(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    run_id: &str,
+    nets: &[Net<'_>],
+) -> Result<()> {
+    for chunk in nets.chunks(ROWS_PER_STATEMENT) {
+        write(tx, run_id, chunk).await?;
+    }
+    Ok(())
+}
+
+/// Writes `nets` with one array per column (PostgreSQL's form, see
+/// `bulk.rs`).
+pub(crate) async fn write_arrays(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    run_id: &str,
+    nets: &[Net<'_>],
+) -> Result<()> {
+    arrays::write(tx, run_id, nets).await
 }
 
 /// How an `UPDATE attempts … FROM (VALUES …)` finds its rows.
@@ -165,29 +180,19 @@ fn attempt_status(stage_status: &str) -> &'static str {
     }
 }
 
-async fn write<'c, DB>(
-    tx: &mut sqlx::Transaction<'c, DB>,
+async fn write(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     run_id: &str,
     nets: &[Net<'_>],
-    numbered: bool,
-) -> Result<()>
-where
-    DB: sqlx::Database,
-    for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
-    for<'e> &'e mut <DB as sqlx::Database>::Connection: sqlx::Executor<'e, Database = DB>,
-{
+) -> Result<()> {
     let started: Vec<&Net<'_>> = nets.iter().filter(|net| net.started_at.is_some()).collect();
     if !started.is_empty() {
         // New attempts, ended already if their end is in the batch.
         let mut sql = String::from(
             "INSERT INTO attempts (run_id, idx, attempt, status, started_at, finished_at, exit_code, error, pid, pgid, proc_start) VALUES ",
         );
-        Placeholders::new(numbered).rows(&mut sql, started.len(), 11);
-        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
+        Placeholders::new(false).rows(&mut sql, started.len(), 11);
+        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
         for net in &started {
             let end = net.end.as_ref();
             query = query
@@ -214,7 +219,7 @@ where
         .collect();
     if !ended.is_empty() {
         let sql = Placeholders::update_from_values(
-            numbered,
+            false,
             "attempts",
             "status = v.column3, finished_at = v.column4, exit_code = v.column5, error = v.column6, \
              pid = COALESCE(v.column7, attempts.pid), pgid = COALESCE(v.column8, attempts.pgid), \
@@ -223,7 +228,7 @@ where
             9,
             ATTEMPT_MATCHES,
         );
-        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
         for net in &ended {
             let end = net.end.as_ref();
             query = query
@@ -249,14 +254,14 @@ where
         .collect();
     if !running.is_empty() {
         let sql = Placeholders::update_from_values(
-            numbered,
+            false,
             "attempts",
             "pid = v.column3, pgid = v.column4, proc_start = v.column5",
             running.len(),
             5,
             ATTEMPT_MATCHES,
         );
-        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
         for net in &running {
             query = query
                 .bind(net.index)
@@ -279,7 +284,7 @@ where
         // A start sets the attempt count and start time and clears the
         // end; an end sets the status, end time and error.
         let sql = Placeholders::update_from_values(
-            numbered,
+            false,
             "stages",
             "status = v.column2, attempts = COALESCE(v.column3, stages.attempts), \
              started_at = COALESCE(v.column4, stages.started_at), finished_at = v.column5, error = v.column6",
@@ -287,7 +292,7 @@ where
             6,
             "stages.idx = v.column1",
         );
-        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
         for net in &stages {
             let end = net.end.as_ref();
             query = query
@@ -307,7 +312,7 @@ where
     let ends: Vec<&Net<'_>> = nets.iter().filter(|net| net.end.is_some()).collect();
     if !ends.is_empty() {
         // An end replaces whatever outputs its stage had recorded.
-        let mut marks = Placeholders::new(numbered);
+        let mut marks = Placeholders::new(false);
         let mut sql = String::from("DELETE FROM artifacts WHERE run_id = ");
         marks.push(&mut sql);
         sql.push_str(" AND idx IN (");
@@ -318,7 +323,7 @@ where
             marks.push(&mut sql);
         }
         sql.push(')');
-        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)).bind(run_id);
+        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql)).bind(run_id);
         for net in &ends {
             query = query.bind(net.index);
         }
@@ -336,8 +341,8 @@ where
         for chunk in artifacts.chunks(ROWS_PER_STATEMENT) {
             let mut sql =
                 String::from("INSERT INTO artifacts (run_id, idx, path, sha256, bytes) VALUES ");
-            Placeholders::new(numbered).rows(&mut sql, chunk.len(), 5);
-            let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
+            Placeholders::new(false).rows(&mut sql, chunk.len(), 5);
+            let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
             for (index, (path, sha256, bytes)) in chunk {
                 query = query
                     .bind(run_id)

@@ -277,7 +277,6 @@ impl Store {
     }
 
     async fn create(&self, run: &NewRun, lease: Option<(&str, i64)>) -> Result<Option<Lease>> {
-        let numbered = matches!(self.inner, Inner::Postgres(_));
         let lease = lease.map(|(owner, ttl_ms)| Lease {
             run_id: run.run_id.clone(),
             owner: owner.to_owned(),
@@ -330,32 +329,7 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(query_error("insert the run's documents"))?;
-            // Many stages to a statement: a round trip each made creating a
-            // run of 10 000 stages take a quarter of a second.
-            let named: Vec<(i64, &String)> = run
-                .stages
-                .iter()
-                .enumerate()
-                .map(|(index, name)| (i64::try_from(index).unwrap_or(i64::MAX), name))
-                .collect();
-            for chunk in named.chunks(STAGES_PER_STATEMENT) {
-                let mut sql =
-                    String::from("INSERT INTO stages (run_id, idx, name, status) VALUES ");
-                crate::attempts::Placeholders::new(numbered).rows_with(
-                    &mut sql,
-                    chunk.len(),
-                    3,
-                    ", 'pending'",
-                );
-                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-                for (index, name) in chunk {
-                    query = query.bind(&run.run_id).bind(*index).bind(*name);
-                }
-                query
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(query_error("insert the stages"))?;
-            }
+            crate::bulk::insert_stages(&mut tx, &run.run_id, &run.stages).await?;
             match &lease {
                 None => sqlx::query(
                     "INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, 'run_created', '{}')",
@@ -782,7 +756,7 @@ impl Store {
             for transition in transitions {
                 if crate::attempts::Group::kind_of(transition) {
                     if !group.fits(transition) {
-                        group.flush(&mut tx, run_id, numbered).await?;
+                        group.flush(&mut tx, run_id).await?;
                     }
                     group.add(transition);
                     log_attempt_event(&mut events, transition);
@@ -793,14 +767,14 @@ impl Store {
                     units.add(transition);
                     log_unit_event(&mut events, transition);
                 } else {
-                    group.flush(&mut tx, run_id, numbered).await?;
+                    group.flush(&mut tx, run_id).await?;
                     units.flush(&mut tx, run_id, numbered).await?;
                     apply_one!(tx, run_id, transition, events, numbered);
                 }
             }
-            group.flush(&mut tx, run_id, numbered).await?;
+            group.flush(&mut tx, run_id).await?;
             units.flush(&mut tx, run_id, numbered).await?;
-            insert_events(&mut tx, run_id, &events, numbered).await?;
+            crate::bulk::insert_events(&mut tx, run_id, &events).await?;
             if release {
                 sqlx::query(RELEASE)
                     .bind(run_id)
@@ -988,49 +962,6 @@ macro_rules! log_event {
     };
 }
 use log_event;
-
-/// Most stages one statement of a run's creation inserts (3 parameters
-/// each).
-const STAGES_PER_STATEMENT: usize = 1_000;
-
-/// Most events written by one statement (4 parameters each; SQLite allows
-/// 32 766 parameters per statement).
-const EVENTS_PER_STATEMENT: usize = 500;
-
-/// Writes a batch's events with as few statements as possible: one round
-/// trip to the database instead of one per transition.
-async fn insert_events<'c, DB>(
-    tx: &mut sqlx::Transaction<'c, DB>,
-    run_id: &str,
-    events: &[(i64, String, String)],
-    numbered: bool,
-) -> Result<()>
-where
-    DB: sqlx::Database,
-    for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
-    for<'e> &'e mut <DB as sqlx::Database>::Connection: sqlx::Executor<'e, Database = DB>,
-{
-    for chunk in events.chunks(EVENTS_PER_STATEMENT) {
-        let mut sql = String::from("INSERT INTO events (run_id, at, kind, detail) VALUES ");
-        crate::attempts::Placeholders::new(numbered).rows(&mut sql, chunk.len(), 4);
-        // Only placeholders are spliced in; every value is bound.
-        let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
-        for (at, kind, detail) in chunk {
-            query = query
-                .bind(run_id)
-                .bind(*at)
-                .bind(kind.as_str())
-                .bind(detail.as_str());
-        }
-        query
-            .execute(&mut **tx)
-            .await
-            .map_err(query_error("log events"))?;
-    }
-    Ok(())
-}
 
 /// A JSON string literal.
 fn json_string(text: &str) -> String {

@@ -19,6 +19,7 @@
 
 mod attempts;
 mod backend;
+mod bulk;
 mod gates;
 mod ledger;
 mod migrate;
