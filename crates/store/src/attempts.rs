@@ -180,12 +180,51 @@ fn attempt_status(stage_status: &str) -> &'static str {
     }
 }
 
+/// Which of a group's attempts each statement writes, in either form.
+struct Rows<'g, 't> {
+    /// New attempts, ended already if their end is in the group.
+    started: Vec<&'g Net<'t>>,
+    /// Attempts started before the group and ended in it.
+    ended: Vec<&'g Net<'t>>,
+    /// Attempts started before the group whose process the group records.
+    running: Vec<&'g Net<'t>>,
+    /// Stages whose state the group changes (a start or an end).
+    stages: Vec<&'g Net<'t>>,
+    /// The ends, which replace whatever outputs their stage had recorded.
+    ends: Vec<&'g Net<'t>>,
+    /// The outputs of those ends, with their stage.
+    artifacts: Vec<(i64, &'t (String, String, i64))>,
+}
+
+impl<'g, 't> Rows<'g, 't> {
+    fn of(nets: &'g [Net<'t>]) -> Rows<'g, 't> {
+        let select = |keep: fn(&Net<'t>) -> bool| nets.iter().filter(|net| keep(net)).collect();
+        let ends: Vec<&Net<'t>> = select(|net| net.end.is_some());
+        let artifacts = ends
+            .iter()
+            .flat_map(|net| {
+                let list = net.end.as_ref().map_or(&[][..], |end| end.artifacts);
+                list.iter().map(move |artifact| (net.index, artifact))
+            })
+            .collect();
+        Rows {
+            started: select(|net| net.started_at.is_some()),
+            ended: select(|net| net.started_at.is_none() && net.end.is_some()),
+            running: select(|net| net.started_at.is_none() && net.end.is_none()),
+            stages: select(|net| net.started_at.is_some() || net.end.is_some()),
+            ends,
+            artifacts,
+        }
+    }
+}
+
 async fn write(
     tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     run_id: &str,
     nets: &[Net<'_>],
 ) -> Result<()> {
-    let started: Vec<&Net<'_>> = nets.iter().filter(|net| net.started_at.is_some()).collect();
+    let rows = Rows::of(nets);
+    let started = &rows.started;
     if !started.is_empty() {
         // New attempts, ended already if their end is in the batch.
         let mut sql = String::from(
@@ -193,7 +232,7 @@ async fn write(
         );
         Placeholders::new(false).rows(&mut sql, started.len(), 11);
         let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
-        for net in &started {
+        for net in started {
             let end = net.end.as_ref();
             query = query
                 .bind(run_id)
@@ -213,10 +252,7 @@ async fn write(
             .await
             .map_err(query_error("record an attempt"))?;
     }
-    let ended: Vec<&Net<'_>> = nets
-        .iter()
-        .filter(|net| net.started_at.is_none() && net.end.is_some())
-        .collect();
+    let ended = &rows.ended;
     if !ended.is_empty() {
         let sql = Placeholders::update_from_values(
             false,
@@ -229,7 +265,7 @@ async fn write(
             ATTEMPT_MATCHES,
         );
         let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
-        for net in &ended {
+        for net in ended {
             let end = net.end.as_ref();
             query = query
                 .bind(net.index)
@@ -248,10 +284,7 @@ async fn write(
             .await
             .map_err(query_error("finish an attempt"))?;
     }
-    let running: Vec<&Net<'_>> = nets
-        .iter()
-        .filter(|net| net.started_at.is_none() && net.end.is_none())
-        .collect();
+    let running = &rows.running;
     if !running.is_empty() {
         let sql = Placeholders::update_from_values(
             false,
@@ -262,7 +295,7 @@ async fn write(
             ATTEMPT_MATCHES,
         );
         let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
-        for net in &running {
+        for net in running {
             query = query
                 .bind(net.index)
                 .bind(net.attempt)
@@ -276,10 +309,7 @@ async fn write(
             .await
             .map_err(query_error("record a process"))?;
     }
-    let stages: Vec<&Net<'_>> = nets
-        .iter()
-        .filter(|net| net.started_at.is_some() || net.end.is_some())
-        .collect();
+    let stages = &rows.stages;
     if !stages.is_empty() {
         // A start sets the attempt count and start time and clears the
         // end; an end sets the status, end time and error.
@@ -293,7 +323,7 @@ async fn write(
             "stages.idx = v.column1",
         );
         let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
-        for net in &stages {
+        for net in stages {
             let end = net.end.as_ref();
             query = query
                 .bind(net.index)
@@ -309,7 +339,7 @@ async fn write(
             .await
             .map_err(query_error("record a stage's state"))?;
     }
-    let ends: Vec<&Net<'_>> = nets.iter().filter(|net| net.end.is_some()).collect();
+    let ends = &rows.ends;
     if !ends.is_empty() {
         // An end replaces whatever outputs its stage had recorded.
         let mut marks = Placeholders::new(false);
@@ -324,20 +354,14 @@ async fn write(
         }
         sql.push(')');
         let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql)).bind(run_id);
-        for net in &ends {
+        for net in ends {
             query = query.bind(net.index);
         }
         query
             .execute(&mut **tx)
             .await
             .map_err(query_error("replace artifacts"))?;
-        let artifacts: Vec<(i64, &(String, String, i64))> = ends
-            .iter()
-            .flat_map(|net| {
-                let list = net.end.as_ref().map_or(&[][..], |end| end.artifacts);
-                list.iter().map(move |artifact| (net.index, artifact))
-            })
-            .collect();
+        let artifacts = &rows.artifacts;
         for chunk in artifacts.chunks(ROWS_PER_STATEMENT) {
             let mut sql =
                 String::from("INSERT INTO artifacts (run_id, idx, path, sha256, bytes) VALUES ");

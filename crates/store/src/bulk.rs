@@ -77,22 +77,19 @@ impl Bulk for Sqlite {
         run_id: &'t str,
         names: &'t [String],
     ) -> Result<()> {
-        for (chunk_index, chunk) in names.chunks(STAGES_PER_STATEMENT).enumerate() {
-            let mut sql = String::from("INSERT INTO stages (run_id, idx, name, status) VALUES ");
-            Placeholders::new(false).rows_with(&mut sql, chunk.len(), 3, ", 'pending'");
-            let mut query = sqlx::query::<Sqlite>(sqlx::AssertSqlSafe(sql));
-            for (offset, name) in chunk.iter().enumerate() {
-                query = query
-                    .bind(run_id)
-                    .bind(index(chunk_index * STAGES_PER_STATEMENT + offset))
-                    .bind(name.as_str());
-            }
-            query
-                .execute(&mut **tx)
-                .await
-                .map_err(query_error("insert the stages"))?;
-        }
-        Ok(())
+        let numbered: Vec<(i64, &String)> = (0..).map(index).zip(names).collect();
+        insert_values(
+            tx,
+            (
+                "INSERT INTO stages (run_id, idx, name, status) VALUES ",
+                ", 'pending'",
+            ),
+            (3, STAGES_PER_STATEMENT),
+            &numbered,
+            "insert the stages",
+            |query, (position, name)| query.bind(run_id).bind(*position).bind(name.as_str()),
+        )
+        .await
     }
 
     fn write_attempts<'t>(
@@ -108,26 +105,49 @@ impl Bulk for Sqlite {
         run_id: &'t str,
         events: &'t [(i64, String, String)],
     ) -> Result<()> {
-        for chunk in events.chunks(EVENTS_PER_STATEMENT) {
-            let mut sql = String::from("INSERT INTO events (run_id, at, kind, detail) VALUES ");
-            Placeholders::new(false).rows(&mut sql, chunk.len(), 4);
-            // Only placeholders are spliced in; every value is bound.
-            let mut query = sqlx::query::<Sqlite>(sqlx::AssertSqlSafe(sql));
-            for (at, kind, detail) in chunk {
-                query = query
+        insert_values(
+            tx,
+            ("INSERT INTO events (run_id, at, kind, detail) VALUES ", ""),
+            (4, EVENTS_PER_STATEMENT),
+            events,
+            "log events",
+            |query, (at, kind, detail)| {
+                query
                     .bind(run_id)
                     .bind(*at)
                     .bind(kind.as_str())
-                    .bind(detail.as_str());
-            }
-            query
-                .execute(&mut **tx)
-                .await
-                .map_err(query_error("log events"))?;
-        }
-        Ok(())
+                    .bind(detail.as_str())
+            },
+        )
+        .await
     }
 }
+
+/// `rows` inserted by `head` followed by `VALUES` rows of `columns`
+/// placeholders (each row ending in the constant SQL `tail`), at most
+/// `per_statement` rows a statement; `bind` binds one row's values.
+async fn insert_values<'r, R>(
+    tx: &mut Transaction<'_, Sqlite>,
+    (head, tail): (&str, &str),
+    (columns, per_statement): (usize, usize),
+    rows: &'r [R],
+    what: &'static str,
+    bind: impl Fn(SqliteQuery<'r>, &'r R) -> SqliteQuery<'r>,
+) -> Result<()> {
+    for chunk in rows.chunks(per_statement) {
+        let mut sql = String::from(head);
+        Placeholders::new(false).rows_with(&mut sql, chunk.len(), columns, tail);
+        // Only placeholders are spliced in; every value is bound.
+        let query = chunk
+            .iter()
+            .fold(sqlx::query::<Sqlite>(sqlx::AssertSqlSafe(sql)), &bind);
+        query.execute(&mut **tx).await.map_err(query_error(what))?;
+    }
+    Ok(())
+}
+
+/// A query on SQLite with its bound values.
+type SqliteQuery<'q> = sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>;
 
 impl Bulk for Postgres {
     async fn insert_stages<'t>(

@@ -6,7 +6,7 @@
 
 use sqlx::{Postgres, Transaction};
 
-use super::{End, Net, attempt_status};
+use super::{End, Net, Rows, attempt_status};
 use crate::Result;
 use crate::backend::query_error;
 
@@ -15,7 +15,8 @@ pub(super) async fn write(
     run_id: &str,
     nets: &[Net<'_>],
 ) -> Result<()> {
-    let started: Vec<&Net<'_>> = nets.iter().filter(|net| net.started_at.is_some()).collect();
+    let rows = Rows::of(nets);
+    let started = &rows.started;
     if !started.is_empty() {
         // New attempts, ended already if their end is in the batch.
         sqlx::query(
@@ -24,26 +25,23 @@ pub(super) async fn write(
              $7::BIGINT[], $8::TEXT[], $9::BIGINT[], $10::BIGINT[], $11::BIGINT[]) AS a",
         )
         .bind(run_id)
-        .bind(column(&started, |net| net.index))
-        .bind(column(&started, |net| net.attempt))
-        .bind(column(&started, |net| {
+        .bind(column(started, |net| net.index))
+        .bind(column(started, |net| net.attempt))
+        .bind(column(started, |net| {
             end_of(net).map_or("running", |end| attempt_status(end.status))
         }))
-        .bind(column(&started, |net| net.started_at))
-        .bind(column(&started, |net| end_of(net).map(|end| end.at)))
-        .bind(column(&started, |net| end_of(net).and_then(|end| end.exit_code)))
-        .bind(column(&started, |net| end_of(net).and_then(|end| end.error)))
-        .bind(column(&started, |net| net.process.map(|process| process.0)))
-        .bind(column(&started, |net| net.process.map(|process| process.1)))
-        .bind(column(&started, |net| net.process.map(|process| process.2)))
+        .bind(column(started, |net| net.started_at))
+        .bind(column(started, |net| end_of(net).map(|end| end.at)))
+        .bind(column(started, |net| end_of(net).and_then(|end| end.exit_code)))
+        .bind(column(started, |net| end_of(net).and_then(|end| end.error)))
+        .bind(column(started, |net| net.process.map(|process| process.0)))
+        .bind(column(started, |net| net.process.map(|process| process.1)))
+        .bind(column(started, |net| net.process.map(|process| process.2)))
         .execute(&mut **tx)
         .await
         .map_err(query_error("record an attempt"))?;
     }
-    let ended: Vec<&Net<'_>> = nets
-        .iter()
-        .filter(|net| net.started_at.is_none() && net.end.is_some())
-        .collect();
+    let ended = &rows.ended;
     if !ended.is_empty() {
         sqlx::query(
             "UPDATE attempts SET status = v.status, finished_at = v.finished_at, exit_code = v.exit_code, \
@@ -55,25 +53,22 @@ pub(super) async fn write(
              WHERE attempts.run_id = $1 AND attempts.idx = v.idx AND attempts.attempt = v.attempt",
         )
         .bind(run_id)
-        .bind(column(&ended, |net| net.index))
-        .bind(column(&ended, |net| net.attempt))
-        .bind(column(&ended, |net| {
+        .bind(column(ended, |net| net.index))
+        .bind(column(ended, |net| net.attempt))
+        .bind(column(ended, |net| {
             end_of(net).map_or("success", |end| attempt_status(end.status))
         }))
-        .bind(column(&ended, |net| end_of(net).map(|end| end.at)))
-        .bind(column(&ended, |net| end_of(net).and_then(|end| end.exit_code)))
-        .bind(column(&ended, |net| end_of(net).and_then(|end| end.error)))
-        .bind(column(&ended, |net| net.process.map(|process| process.0)))
-        .bind(column(&ended, |net| net.process.map(|process| process.1)))
-        .bind(column(&ended, |net| net.process.map(|process| process.2)))
+        .bind(column(ended, |net| end_of(net).map(|end| end.at)))
+        .bind(column(ended, |net| end_of(net).and_then(|end| end.exit_code)))
+        .bind(column(ended, |net| end_of(net).and_then(|end| end.error)))
+        .bind(column(ended, |net| net.process.map(|process| process.0)))
+        .bind(column(ended, |net| net.process.map(|process| process.1)))
+        .bind(column(ended, |net| net.process.map(|process| process.2)))
         .execute(&mut **tx)
         .await
         .map_err(query_error("finish an attempt"))?;
     }
-    let running: Vec<&Net<'_>> = nets
-        .iter()
-        .filter(|net| net.started_at.is_none() && net.end.is_none())
-        .collect();
+    let running = &rows.running;
     if !running.is_empty() {
         sqlx::query(
             "UPDATE attempts SET pid = v.pid, pgid = v.pgid, proc_start = v.proc_start \
@@ -82,19 +77,16 @@ pub(super) async fn write(
              WHERE attempts.run_id = $1 AND attempts.idx = v.idx AND attempts.attempt = v.attempt",
         )
         .bind(run_id)
-        .bind(column(&running, |net| net.index))
-        .bind(column(&running, |net| net.attempt))
-        .bind(column(&running, |net| net.process.map(|process| process.0)))
-        .bind(column(&running, |net| net.process.map(|process| process.1)))
-        .bind(column(&running, |net| net.process.map(|process| process.2)))
+        .bind(column(running, |net| net.index))
+        .bind(column(running, |net| net.attempt))
+        .bind(column(running, |net| net.process.map(|process| process.0)))
+        .bind(column(running, |net| net.process.map(|process| process.1)))
+        .bind(column(running, |net| net.process.map(|process| process.2)))
         .execute(&mut **tx)
         .await
         .map_err(query_error("record a process"))?;
     }
-    let stages: Vec<&Net<'_>> = nets
-        .iter()
-        .filter(|net| net.started_at.is_some() || net.end.is_some())
-        .collect();
+    let stages = &rows.stages;
     if !stages.is_empty() {
         // A start sets the attempt count and start time and clears the
         // end; an end sets the status, end time and error.
@@ -106,42 +98,36 @@ pub(super) async fn write(
              WHERE stages.run_id = $1 AND stages.idx = v.idx",
         )
         .bind(run_id)
-        .bind(column(&stages, |net| net.index))
-        .bind(column(&stages, |net| end_of(net).map_or("running", |end| end.status)))
-        .bind(column(&stages, |net| net.started_at.map(|_| net.attempt)))
-        .bind(column(&stages, |net| net.started_at))
-        .bind(column(&stages, |net| end_of(net).map(|end| end.at)))
-        .bind(column(&stages, |net| end_of(net).and_then(|end| end.error)))
+        .bind(column(stages, |net| net.index))
+        .bind(column(stages, |net| end_of(net).map_or("running", |end| end.status)))
+        .bind(column(stages, |net| net.started_at.map(|_| net.attempt)))
+        .bind(column(stages, |net| net.started_at))
+        .bind(column(stages, |net| end_of(net).map(|end| end.at)))
+        .bind(column(stages, |net| end_of(net).and_then(|end| end.error)))
         .execute(&mut **tx)
         .await
         .map_err(query_error("record a stage's state"))?;
     }
-    let ends: Vec<&Net<'_>> = nets.iter().filter(|net| net.end.is_some()).collect();
+    let ends = &rows.ends;
     if !ends.is_empty() {
         // An end replaces whatever outputs its stage had recorded.
         sqlx::query("DELETE FROM artifacts WHERE run_id = $1 AND idx = ANY($2::BIGINT[])")
             .bind(run_id)
-            .bind(column(&ends, |net| net.index))
+            .bind(column(ends, |net| net.index))
             .execute(&mut **tx)
             .await
             .map_err(query_error("replace artifacts"))?;
-        let artifacts: Vec<(i64, &(String, String, i64))> = ends
-            .iter()
-            .flat_map(|net| {
-                let list = net.end.as_ref().map_or(&[][..], |end| end.artifacts);
-                list.iter().map(move |artifact| (net.index, artifact))
-            })
-            .collect();
+        let artifacts = &rows.artifacts;
         if !artifacts.is_empty() {
             sqlx::query(
                 "INSERT INTO artifacts (run_id, idx, path, sha256, bytes) \
                  SELECT $1, a.* FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[]) AS a",
             )
             .bind(run_id)
-            .bind(column(&artifacts, |(index, _)| *index))
-            .bind(column(&artifacts, |(_, (path, _, _))| path.as_str()))
-            .bind(column(&artifacts, |(_, (_, sha256, _))| sha256.as_str()))
-            .bind(column(&artifacts, |(_, (_, _, bytes))| *bytes))
+            .bind(column(artifacts, |(index, _)| *index))
+            .bind(column(artifacts, |(_, (path, _, _))| path.as_str()))
+            .bind(column(artifacts, |(_, (_, sha256, _))| sha256.as_str()))
+            .bind(column(artifacts, |(_, (_, _, bytes))| *bytes))
             .execute(&mut **tx)
             .await
             .map_err(query_error("record an artifact"))?;
