@@ -429,16 +429,24 @@ fn an_edit_after_the_approval_makes_it_stale() {
 fn wait_gates_continues_when_another_process_approves() {
     let project = Project::new(&json_workflow());
     let mut child = project.spawn(&["run", "wf.yaml", "--wait-gates", "--json"]);
-    // The gate shows up as awaiting once the waiting run committed it.
+    // The gate is listed as awaiting from the run's creation on; the run
+    // itself shows `awaiting_human` once the waiting drive has committed
+    // reaching it (until its first commit a new run shows `pending`).
     let deadline = Instant::now() + Duration::from_secs(60);
     let id = loop {
         let list = project.json(&["gate", "list", "--json"]);
         if let Some(gate) = list.as_array().and_then(|gates| gates.first()) {
-            assert_eq!(gate["run_status"], "awaiting_human", "{gate}");
-            break gate["run_id"].as_str().expect("run_id").to_owned();
+            assert_eq!(gate["status"], "awaiting", "{gate}");
+            assert!(
+                ["pending", "awaiting_human"].contains(&gate["run_status"].as_str().unwrap_or("")),
+                "{gate}"
+            );
+            if gate["run_status"] == "awaiting_human" {
+                break gate["run_id"].as_str().expect("run_id").to_owned();
+            }
         }
-        assert!(Instant::now() < deadline, "the gate never showed up");
-        std::thread::sleep(Duration::from_millis(100));
+        assert!(Instant::now() < deadline, "the run never reached its gate");
+        std::thread::sleep(Duration::from_millis(20));
     };
     assert!(child.try_wait().expect("poll").is_none(), "the run waits");
     let approved = Instant::now();
