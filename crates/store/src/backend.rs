@@ -762,18 +762,18 @@ impl Store {
                     log_attempt_event(&mut events, transition);
                 } else if crate::unit_writes::Group::kind_of(transition) {
                     if !units.fits(transition) {
-                        units.flush(&mut tx, run_id, numbered).await?;
+                        units.flush(&mut tx, run_id).await?;
                     }
                     units.add(transition);
                     log_unit_event(&mut events, transition);
                 } else {
                     group.flush(&mut tx, run_id).await?;
-                    units.flush(&mut tx, run_id, numbered).await?;
+                    units.flush(&mut tx, run_id).await?;
                     apply_one!(tx, run_id, transition, events, numbered);
                 }
             }
             group.flush(&mut tx, run_id).await?;
-            units.flush(&mut tx, run_id, numbered).await?;
+            units.flush(&mut tx, run_id).await?;
             crate::bulk::insert_events(&mut tx, run_id, &events).await?;
             if release {
                 sqlx::query(RELEASE)

@@ -16,6 +16,7 @@ use sqlx::{Postgres, Sqlite, Transaction};
 use crate::Result;
 use crate::attempts::{self, Net, Placeholders};
 use crate::backend::query_error;
+use crate::unit_writes;
 
 /// Most stages one statement of a run's creation inserts on SQLite (3
 /// parameters each).
@@ -69,6 +70,14 @@ pub(crate) trait Bulk: sqlx::Database {
         run_id: &'t str,
         nets: &'t [Net<'_>],
     ) -> impl Future<Output = Result<()>> + Send + 't;
+
+    /// Writes a group's unit starts, then its ends (see `unit_writes.rs`).
+    fn write_units<'t>(
+        tx: &'t mut Transaction<'_, Self>,
+        run_id: &'t str,
+        starts: &'t [unit_writes::Start<'_>],
+        ends: &'t [unit_writes::End<'_>],
+    ) -> impl Future<Output = Result<()>> + Send + 't;
 }
 
 impl Bulk for Sqlite {
@@ -98,6 +107,15 @@ impl Bulk for Sqlite {
         nets: &'t [Net<'_>],
     ) -> impl Future<Output = Result<()>> + Send + 't {
         attempts::write_values(tx, run_id, nets)
+    }
+
+    fn write_units<'t>(
+        tx: &'t mut Transaction<'_, Sqlite>,
+        run_id: &'t str,
+        starts: &'t [unit_writes::Start<'_>],
+        ends: &'t [unit_writes::End<'_>],
+    ) -> impl Future<Output = Result<()>> + Send + 't {
+        unit_writes::write_values(tx, run_id, starts, ends)
     }
 
     async fn insert_events<'t>(
@@ -175,6 +193,15 @@ impl Bulk for Postgres {
         nets: &'t [Net<'_>],
     ) -> impl Future<Output = Result<()>> + Send + 't {
         attempts::write_arrays(tx, run_id, nets)
+    }
+
+    fn write_units<'t>(
+        tx: &'t mut Transaction<'_, Postgres>,
+        run_id: &'t str,
+        starts: &'t [unit_writes::Start<'_>],
+        ends: &'t [unit_writes::End<'_>],
+    ) -> impl Future<Output = Result<()>> + Send + 't {
+        unit_writes::write_arrays(tx, run_id, starts, ends)
     }
 
     async fn insert_events<'t>(

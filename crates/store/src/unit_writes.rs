@@ -7,7 +7,8 @@
 //! a group holds at most one start and one end per unit, the start first,
 //! and a transition that does not fit is written after the group. Starts
 //! are written before ends, so a unit that starts and ends in one group is
-//! counted and then ended, as if written one by one.
+//! counted and then ended, as if written one by one. SQLite takes them as
+//! `VALUES` lists, PostgreSQL as one array per column (see `bulk.rs`).
 
 use crate::Result;
 use crate::attempts::Placeholders;
@@ -21,14 +22,14 @@ const ROWS_PER_STATEMENT: usize = 500;
 const UNIT_MATCHES: &str = "units.idx = v.column1 AND units.unit_key = v.column2";
 
 /// A unit's start in the group.
-struct Start<'t> {
+pub(crate) struct Start<'t> {
     index: i64,
     key: &'t str,
     at: i64,
 }
 
 /// A unit's end in the group.
-struct End<'t> {
+pub(crate) struct End<'t> {
     index: i64,
     key: &'t str,
     status: &'t str,
@@ -105,70 +106,120 @@ impl<'t> Group<'t> {
     }
 
     /// Writes the group and empties it.
-    pub(crate) async fn flush<'c, DB>(
+    pub(crate) async fn flush<DB: crate::bulk::Bulk>(
         &mut self,
-        tx: &mut sqlx::Transaction<'c, DB>,
+        tx: &mut sqlx::Transaction<'_, DB>,
         run_id: &str,
-        numbered: bool,
-    ) -> Result<()>
-    where
-        DB: sqlx::Database,
-        for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-        for<'q> Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-        for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-        for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-        for<'q> <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
-        for<'e> &'e mut <DB as sqlx::Database>::Connection: sqlx::Executor<'e, Database = DB>,
-    {
+    ) -> Result<()> {
         let starts = std::mem::take(&mut self.starts);
-        for chunk in starts.chunks(ROWS_PER_STATEMENT) {
-            let sql = Placeholders::update_from_values(
-                numbered,
-                "units",
-                "status = 'running', attempts = units.attempts + 1, started_at = v.column3, \
-                 finished_at = NULL, exit_code = NULL, error = NULL",
-                chunk.len(),
-                3,
-                UNIT_MATCHES,
-            );
-            let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
-            for start in chunk {
-                query = query.bind(start.index).bind(start.key).bind(start.at);
-            }
-            query
-                .bind(run_id)
-                .execute(&mut **tx)
-                .await
-                .map_err(query_error("start units"))?;
-        }
         let ends = std::mem::take(&mut self.ends);
-        for chunk in ends.chunks(ROWS_PER_STATEMENT) {
-            let sql = Placeholders::update_from_values(
-                numbered,
-                "units",
-                "status = v.column3, finished_at = v.column4, exit_code = v.column5, \
-                 error = v.column6, artifacts = v.column7",
-                chunk.len(),
-                7,
-                UNIT_MATCHES,
-            );
-            let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
-            for end in chunk {
-                query = query
-                    .bind(end.index)
-                    .bind(end.key)
-                    .bind(end.status)
-                    .bind(end.at)
-                    .bind(end.exit_code)
-                    .bind(end.error)
-                    .bind(end.artifacts.as_str());
-            }
-            query
-                .bind(run_id)
-                .execute(&mut **tx)
-                .await
-                .map_err(query_error("finish units"))?;
+        if starts.is_empty() && ends.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        DB::write_units(tx, run_id, &starts, &ends).await
     }
+}
+
+/// Writes a group's unit starts, then its ends, as multi-row `VALUES`
+/// statements (SQLite's form, see `bulk.rs`).
+pub(crate) async fn write_values(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    run_id: &str,
+    starts: &[Start<'_>],
+    ends: &[End<'_>],
+) -> Result<()> {
+    for chunk in starts.chunks(ROWS_PER_STATEMENT) {
+        let sql = Placeholders::update_from_values(
+            false,
+            "units",
+            "status = 'running', attempts = units.attempts + 1, started_at = v.column3, \
+             finished_at = NULL, exit_code = NULL, error = NULL",
+            chunk.len(),
+            3,
+            UNIT_MATCHES,
+        );
+        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
+        for start in chunk {
+            query = query.bind(start.index).bind(start.key).bind(start.at);
+        }
+        query
+            .bind(run_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(query_error("start units"))?;
+    }
+    for chunk in ends.chunks(ROWS_PER_STATEMENT) {
+        let sql = Placeholders::update_from_values(
+            false,
+            "units",
+            "status = v.column3, finished_at = v.column4, exit_code = v.column5, \
+             error = v.column6, artifacts = v.column7",
+            chunk.len(),
+            7,
+            UNIT_MATCHES,
+        );
+        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
+        for end in chunk {
+            query = query
+                .bind(end.index)
+                .bind(end.key)
+                .bind(end.status)
+                .bind(end.at)
+                .bind(end.exit_code)
+                .bind(end.error)
+                .bind(end.artifacts.as_str());
+        }
+        query
+            .bind(run_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(query_error("finish units"))?;
+    }
+    Ok(())
+}
+
+/// Writes a group's unit starts, then its ends, with one array per column
+/// (PostgreSQL's form, see `bulk.rs`).
+pub(crate) async fn write_arrays(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    run_id: &str,
+    starts: &[Start<'_>],
+    ends: &[End<'_>],
+) -> Result<()> {
+    if !starts.is_empty() {
+        sqlx::query(
+            "UPDATE units SET status = 'running', attempts = units.attempts + 1, started_at = v.started_at, \
+             finished_at = NULL, exit_code = NULL, error = NULL \
+             FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::BIGINT[]) AS v(idx, unit_key, started_at) \
+             WHERE units.run_id = $1 AND units.idx = v.idx AND units.unit_key = v.unit_key",
+        )
+        .bind(run_id)
+        .bind(starts.iter().map(|start| start.index).collect::<Vec<_>>())
+        .bind(starts.iter().map(|start| start.key).collect::<Vec<_>>())
+        .bind(starts.iter().map(|start| start.at).collect::<Vec<_>>())
+        .execute(&mut **tx)
+        .await
+        .map_err(query_error("start units"))?;
+    }
+    if !ends.is_empty() {
+        sqlx::query(
+            "UPDATE units SET status = v.status, finished_at = v.finished_at, exit_code = v.exit_code, \
+             error = v.error, artifacts = v.artifacts \
+             FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BIGINT[], $7::TEXT[], $8::TEXT[]) \
+             AS v(idx, unit_key, status, finished_at, exit_code, error, artifacts) \
+             WHERE units.run_id = $1 AND units.idx = v.idx AND units.unit_key = v.unit_key",
+        )
+        .bind(run_id)
+        .bind(ends.iter().map(|end| end.index).collect::<Vec<_>>())
+        .bind(ends.iter().map(|end| end.key).collect::<Vec<_>>())
+        .bind(ends.iter().map(|end| end.status).collect::<Vec<_>>())
+        .bind(ends.iter().map(|end| end.at).collect::<Vec<_>>())
+        .bind(ends.iter().map(|end| end.exit_code).collect::<Vec<_>>())
+        .bind(ends.iter().map(|end| end.error).collect::<Vec<_>>())
+        .bind(ends.iter().map(|end| end.artifacts.as_str()).collect::<Vec<_>>())
+        .execute(&mut **tx)
+        .await
+        .map_err(query_error("finish units"))?;
+    }
+    Ok(())
 }
