@@ -33,11 +33,11 @@
 //! group (and sweeps the marker), and a thread of the blocking pool reaps
 //! the leader.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
+use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -53,6 +53,7 @@ use crate::exit_watch::ExitWatch;
 use crate::group::{self, signal_group};
 use crate::output::{self, Activity, StreamStats, Tail};
 use crate::program::find_program_for_start;
+use crate::spawn::{self, Leader, Spawned};
 use crate::spawn_clock::SpawnClock;
 
 /// How long [`run`] waits for stdout and stderr to reach end-of-file after
@@ -213,25 +214,23 @@ pub async fn run(
     let program_path = resolve(&spec)?;
     let stdout_log = spec.stdout_log.clone();
     let stderr_log = spec.stderr_log.clone();
-    let mut command = build_command(&spec, &program_path);
     // Read before the leader exists, for the escapee sweep (see
     // `group::sweep_marked`).
     let forks_before = group::forks_before_start();
     let origin = Instant::now();
     let clock = SpawnClock::before_spawn();
-    let mut child = command.spawn().map_err(|source| Error::Spawn {
+    let spawned = start(&spec, &program_path).map_err(|source| Error::Spawn {
         program: spec.program.clone(),
         source,
     })?;
     let clocked_start = clock.start_time();
-    let pid = child.id();
+    let pid = spawned.leader.id();
     group::register_live(pid);
-    let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     // From here on the guard owns the leader: it kills the group and reaps
     // the leader if this function returns early or is dropped.
     let mut guard = GroupGuard {
         pgid: pid,
-        leader: Some(child),
+        leader: Some(spawned.leader),
         marker: spec.marker.clone(),
         since: 0,
     };
@@ -239,13 +238,15 @@ pub async fn run(
         program: spec.program.clone(),
         source,
     };
-    let stdin = pipes
-        .0
-        .map(ChildStdin::from_std)
+    let stdin = spawned
+        .stdin
+        .map(|fd| ChildStdin::from_std(std::process::ChildStdin::from(fd)))
         .transpose()
         .map_err(spawn_error)?;
-    let stdout = to_tokio(pipes.1, ChildStdout::from_std).map_err(spawn_error)?;
-    let stderr = to_tokio(pipes.2, ChildStderr::from_std).map_err(spawn_error)?;
+    let stdout = ChildStdout::from_std(std::process::ChildStdout::from(spawned.stdout))
+        .map_err(spawn_error)?;
+    let stderr = ChildStderr::from_std(std::process::ChildStderr::from(spawned.stderr))
+        .map_err(spawn_error)?;
     let mut exit = ExitWatch::new(pid).map_err(spawn_error)?;
     let start_time = clocked_start
         .or_else(|| group::process_start_time(pid))
@@ -379,15 +380,10 @@ async fn terminate(pid: u32, grace: Duration, exit: &mut ExitWatch) {
     }
 }
 
-/// A pipe std opened to the child, handed to tokio's reactor.
-fn to_tokio<S, T>(pipe: Option<S>, from_std: fn(S) -> std::io::Result<T>) -> std::io::Result<T> {
-    from_std(pipe.ok_or_else(|| std::io::Error::other("the stream was not piped"))?)
-}
-
 /// Reaps the leader, a zombie by now: at once, without blocking. Should
 /// it still run after all, a thread of the blocking pool waits for it
 /// rather than the loop.
-async fn reap(mut leader: std::process::Child) -> std::io::Result<std::process::ExitStatus> {
+async fn reap(mut leader: Leader) -> std::io::Result<std::process::ExitStatus> {
     match leader.try_wait()? {
         Some(status) => Ok(status),
         None => tokio::task::spawn_blocking(move || leader.wait())
@@ -425,51 +421,55 @@ fn resolve(spec: &ProcessSpec) -> Result<PathBuf> {
     })
 }
 
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the executor's one place that starts a stage's process: std's `Child`, unlike \
-              tokio's, opens no pidfd of its own and leaves reaping to `run`"
-)]
-fn build_command(spec: &ProcessSpec, program_path: &Path) -> std::process::Command {
-    use std::os::unix::process::CommandExt;
-
-    let mut command = std::process::Command::new(program_path);
-    command
-        .arg0(&spec.program)
-        .args(&spec.args)
-        .current_dir(&spec.cwd)
-        .process_group(0)
-        .stdin(match spec.stdin {
-            Stdin::Null => dev_null(),
-            Stdin::Bytes(_) => Stdio::piped(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if spec.clear_env {
-        command.env_clear();
-    }
-    for name in &spec.env_passthrough {
-        if let Some(value) = std::env::var_os(name) {
-            command.env(name, value);
-        }
-    }
-    command.envs(spec.env.iter().map(|(name, value)| (name, value)));
-    if let Some((name, value)) = &spec.marker {
-        command.env(name, value);
-    }
-    command
+/// Starts the leader: `spec`'s program at `program_path`, with its
+/// arguments, directory, environment and stdin (see `spawn.rs`).
+fn start(spec: &ProcessSpec, program_path: &Path) -> std::io::Result<Spawned> {
+    // Read from baton's environment now, as std's `Command` would.
+    let passed: Vec<(&str, OsString)> = spec
+        .env_passthrough
+        .iter()
+        .filter_map(|name| Some((name.as_str(), std::env::var_os(name)?)))
+        .collect();
+    let overrides = passed
+        .iter()
+        .map(|(name, value)| (OsStr::new(name), value.as_os_str()))
+        .chain(
+            spec.env
+                .iter()
+                .chain(spec.marker.iter())
+                .map(|(name, value)| (OsStr::new(name), OsStr::new(value))),
+        )
+        .collect();
+    let dev_null = match spec.stdin {
+        Stdin::Null => Some(dev_null()?),
+        Stdin::Bytes(_) => None,
+    };
+    let stdin = match &dev_null {
+        Some(file) => spawn::ChildStdin::From(file.as_fd()),
+        None => spawn::ChildStdin::Piped,
+    };
+    spawn::spawn(&spawn::Request {
+        program: program_path,
+        argv: std::iter::once(OsStr::new(&spec.program))
+            .chain(spec.args.iter().map(OsStr::new))
+            .collect(),
+        cwd: &spec.cwd,
+        clear_env: spec.clear_env,
+        overrides,
+        stdin,
+    })
 }
 
-/// `/dev/null` for a child's stdin: a duplicate of one descriptor opened
-/// once. `Stdio::null()` opens the device anew for every child, a path
-/// walk that cost about as much as the rest of the stdin setup.
-fn dev_null() -> Stdio {
-    static DEV_NULL: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
-    DEV_NULL
-        .get_or_init(|| std::fs::File::open("/dev/null").ok())
-        .as_ref()
-        .and_then(|file| file.try_clone().ok())
-        .map_or_else(Stdio::null, Stdio::from)
+/// `/dev/null` for a child's stdin, opened once: opening the device anew
+/// for every child is a path walk that cost about as much as the rest of
+/// the stdin setup.
+fn dev_null() -> std::io::Result<&'static std::fs::File> {
+    static DEV_NULL: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+    if let Some(file) = DEV_NULL.get() {
+        return Ok(file);
+    }
+    let file = std::fs::File::open("/dev/null")?;
+    Ok(DEV_NULL.get_or_init(|| file))
 }
 
 /// Kills the group if [`run`] returns early or is dropped before the leader
@@ -478,7 +478,7 @@ fn dev_null() -> Stdio {
 struct GroupGuard {
     pgid: u32,
     /// The leader, until [`run`] reaps it.
-    leader: Option<std::process::Child>,
+    leader: Option<Leader>,
     marker: Option<(String, String)>,
     since: u64,
 }
