@@ -227,6 +227,38 @@ pub(crate) fn register_live(pgid: u32) {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .push(pgid);
+    let mut started = STARTED_LEADERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (next, pids) = &mut *started;
+    pids[*next % pids.len()] = pgid;
+    *next = next.wrapping_add(1);
+}
+
+/// The last leaders this process started, live or reaped (0 for none yet):
+/// a ring written by [`register_live`].
+///
+/// A sweep that reads pids one by one knows the counter has not wrapped
+/// since its leader started, so each pid in its range was handed out once
+/// since then; one handed to a leader baton started is that leader, not a
+/// descendant that escaped, even after it was reaped. With stages side by
+/// side, most pids in a range are the other stages' leaders, many of them
+/// reaped already, and skipping them spares a `/proc` read each.
+static STARTED_LEADERS: std::sync::Mutex<(usize, [u32; STARTED_KEPT])> =
+    std::sync::Mutex::new((0, [0; STARTED_KEPT]));
+
+/// How many leaders [`STARTED_LEADERS`] remembers: more than a sweep's
+/// range ([`DIRECT_RANGE`]) holds.
+const STARTED_KEPT: usize = 128;
+
+/// Whether `pid` is among the last leaders this process started.
+fn started_here(pid: u32) -> bool {
+    pid != 0
+        && STARTED_LEADERS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .1
+            .contains(&pid)
 }
 
 /// Undoes [`register_live`] once the attempt that supervised `pgid` ended.
@@ -419,9 +451,11 @@ fn marked_processes_since(
         if last - min <= DIRECT_RANGE && unwrapped_since() {
             // A pid in the range that leads a live group is that group's
             // leader, held by it (or its zombie) since the counter did not
-            // wrap: stages running side by side are skipped unread.
+            // wrap, and one handed to a leader started here and reaped
+            // since has not been handed out again (see `STARTED_LEADERS`):
+            // stages running side by side are skipped unread.
             return (min + 1..=last)
-                .filter(|&pid| !live.contains(&pid) && marked(pid))
+                .filter(|&pid| !live.contains(&pid) && !started_here(pid) && marked(pid))
                 .collect();
         }
     }
@@ -547,16 +581,23 @@ mod tests {
         reason = "a plain child process, to see the count move"
     )]
     fn a_recent_fork_count_is_reused_before_a_start() {
+        let last_read = || {
+            *LAST_FORKS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
         let read_at = Instant::now();
         let before = forks().expect("/proc/stat has a processes line");
+        let ours = last_read();
         std::process::Command::new("true")
             .status()
             .expect("true runs");
         let reused = forks_before_start().expect("a count");
         // Reused while recent: the process started since is not counted.
-        // (Read afresh only if this test was paused past the limit.)
+        // (Read afresh only if this test was paused past the limit, or
+        // replaced by another test's read in the same process meanwhile.)
         assert!(
-            reused == before || read_at.elapsed() >= RECENT_FORKS,
+            reused == before || read_at.elapsed() >= RECENT_FORKS || last_read() != ours,
             "{before} -> {reused}"
         );
         assert!(reused <= forks().expect("a count"));
@@ -578,6 +619,28 @@ mod tests {
         .expect("fits");
         assert!(!too_soon_to_wrap(Duration::from_nanos(nanos + 1)));
         assert!(!too_soon_to_wrap(Duration::from_secs(3600)));
+    }
+
+    #[test]
+    fn the_last_leaders_started_here_are_remembered() {
+        // Pids above any pid_max, so no real leader collides with them.
+        let first = 5_000_000;
+        for pid in first..first + 10 {
+            register_live(pid);
+            unregister_live(pid);
+        }
+        assert!(started_here(first) && started_here(first + 9));
+        assert!(!started_here(first + 10) && !started_here(0));
+        // The ring keeps the last `STARTED_KEPT`: a long run forgets the
+        // oldest.
+        let later = first + 100;
+        let kept = u32::try_from(STARTED_KEPT).expect("small");
+        for pid in later..later + kept {
+            register_live(pid);
+            unregister_live(pid);
+        }
+        assert!(!started_here(first));
+        assert!(started_here(later) && started_here(later + kept - 1));
     }
 
     #[test]

@@ -26,7 +26,7 @@
 use std::ffi::{CString, OsStr, OsString, c_char};
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -153,14 +153,19 @@ pub(crate) fn spawn(request: &Request<'_>) -> io::Result<Spawned> {
         ChildStdin::Piped => Some(pipe()?),
         ChildStdin::From(_) => None,
     };
+    let low_stdin;
     let stdin_source = match (&request.stdin, &stdin_pipe) {
-        (ChildStdin::From(fd), _) => above_standard(*fd)?,
-        (ChildStdin::Piped, Some((read, _))) => above_standard(read.as_fd())?,
+        (ChildStdin::From(fd), _) if fd.as_raw_fd() > 2 => fd.as_raw_fd(),
+        (ChildStdin::From(fd), _) => {
+            low_stdin = rustix::io::fcntl_dupfd_cloexec(fd, 3)?;
+            low_stdin.as_raw_fd()
+        }
+        (ChildStdin::Piped, Some((read, _))) => read.as_raw_fd(),
         (ChildStdin::Piped, None) => unreachable!("a piped stdin has its pipe"),
     };
 
     let mut actions = FileActions::new()?;
-    actions.dup2(stdin_source.as_raw_fd(), 0)?;
+    actions.dup2(stdin_source, 0)?;
     actions.dup2(stdout_write.as_raw_fd(), 1)?;
     actions.dup2(stderr_write.as_raw_fd(), 2)?;
     actions.chdir(&cwd)?;
@@ -177,16 +182,16 @@ pub(crate) fn spawn(request: &Request<'_>) -> io::Result<Spawned> {
 /// A close-on-exec pipe whose ends are both 3 or above.
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let (read, write) = pipe_with(PipeFlags::CLOEXEC)?;
-    Ok((
-        above_standard(read.as_fd())?,
-        above_standard(write.as_fd())?,
-    ))
+    Ok((above_standard(read)?, above_standard(write)?))
 }
 
-/// `fd` itself when it is 3 or above (as a new descriptor), else a
-/// close-on-exec duplicate that is.
-fn above_standard(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
-    Ok(rustix::io::fcntl_dupfd_cloexec(fd, 3)?)
+/// `fd` itself when it is 3 or above, else a close-on-exec duplicate that
+/// is (and `fd` is closed).
+fn above_standard(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    Ok(rustix::io::fcntl_dupfd_cloexec(&fd, 3)?)
 }
 
 fn c_string(text: &OsStr) -> io::Result<CString> {
