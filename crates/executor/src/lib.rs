@@ -32,8 +32,8 @@
 //! settings (the CLI does), or persist anything. Git and worktrees will live here too, because they spawn `git`.
 
 // The workspace denies `unsafe` everywhere; this crate alone may allow it
-// at a site that says why, and has one: the `posix_spawn` call in
-// `spawn.rs`.
+// at a site that says why, and has one place that does: `spawn.rs`, around
+// the `posix_spawn` call.
 
 pub mod endpoint;
 mod error;

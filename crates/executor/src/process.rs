@@ -2,9 +2,10 @@
 //!
 //! [`run`] is the single way baton starts a stage's process. It:
 //!
-//! 1. resolves the program on the child's `PATH` and creates both log files
-//!    before anything starts, so a bad path is an error, not a dead child;
-//! 2. starts the child in a new process group (`process_group(0)`) with
+//! 1. resolves the program on the child's `PATH` before anything starts,
+//!    so a bad path is an error, not a dead child (the log files are
+//!    created when their first byte arrives, see `output.rs`);
+//! 2. starts the child (`spawn.rs`) in a new process group with
 //!    stdin from `/dev/null` unless bytes are given (a child waiting for a
 //!    TTY or stdin must see end-of-file, not hang), and with an explicit
 //!    environment;
@@ -202,10 +203,11 @@ impl Outcome {
 ///
 /// # Errors
 ///
-/// When the program is not found, a log file cannot be created, the child
-/// cannot be started or its start time cannot be read (the child is killed
-/// then). Everything that happens after a successful start, including
-/// timeouts and signals, is reported in the [`Outcome`].
+/// When the program is not found, the child cannot be started or its start
+/// time cannot be read (the child is killed then). Everything that happens
+/// after a successful start, including timeouts, signals and a log file
+/// that could not be written (marked truncated), is reported in the
+/// [`Outcome`].
 pub async fn run(
     mut spec: ProcessSpec,
     mut cancel: watch::Receiver<bool>,

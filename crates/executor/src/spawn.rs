@@ -478,13 +478,17 @@ mod tests {
             &[
                 "sh",
                 "-c",
-                "ps -o pid=,pgid= -p $$; exec grep -E '^Sig(Blk|Ign)' /proc/self/status",
+                "cut -d ' ' -f 1,5 /proc/$$/stat; exec grep -E '^Sig(Blk|Ign)' /proc/self/status",
             ],
             dir.path(),
         );
         let (_, out) = run(&request);
         let mut lines = out.lines();
-        let ids: Vec<&str> = lines.next().expect("ps").split_whitespace().collect();
+        let ids: Vec<&str> = lines
+            .next()
+            .expect("pid and pgid")
+            .split_whitespace()
+            .collect();
         assert_eq!(ids[0], ids[1], "pid and pgid: {out}");
         for line in lines {
             let mask = line.split_whitespace().nth(1).expect("a mask");
