@@ -27,7 +27,7 @@ pub enum Error {
     Spawn {
         /// The program as given.
         program: String,
-        /// What `posix_spawn`/`exec` reported.
+        /// What the start (`clone`, then `exec` in the child) reported.
         #[source]
         source: io::Error,
     },

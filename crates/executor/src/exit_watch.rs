@@ -34,13 +34,18 @@ enum Wake {
 }
 
 impl ExitWatch {
-    /// Watches `pid`, a child of this process that has not been reaped.
+    /// Watches `pid`, a child of this process that has not been reaped,
+    /// through `pidfd` when the start made one, else one opened here.
     ///
     /// # Errors
     ///
     /// Neither a pidfd nor a `SIGCHLD` listener could be set up.
-    pub(crate) fn new(pid: u32) -> std::io::Result<ExitWatch> {
-        let wake = match pidfd(pid) {
+    pub(crate) fn new(pid: u32, pidfd: Option<OwnedFd>) -> std::io::Result<ExitWatch> {
+        let fd = match pidfd {
+            Some(fd) => Some(fd),
+            None => open_pidfd(pid),
+        };
+        let wake = match fd.and_then(watch_pidfd) {
             Some(fd) => Wake::Pidfd(fd),
             // Registered after the child started, which cannot lose its
             // exit: `exited` asks `waitid` before every wait.
@@ -93,10 +98,13 @@ impl ExitWatch {
     reason = "the safe constructor is deprecated for descriptors that may be closed behind the \
               runtime's back; an `OwnedFd` it owns stays open until it is deregistered"
 )]
-fn pidfd(pid: u32) -> Option<AsyncFd<OwnedFd>> {
-    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
-    let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::NONBLOCK).ok()?;
+fn watch_pidfd(fd: OwnedFd) -> Option<AsyncFd<OwnedFd>> {
     AsyncFd::with_interest(fd, tokio::io::Interest::READABLE).ok()
+}
+
+fn open_pidfd(pid: u32) -> Option<OwnedFd> {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::NONBLOCK).ok()
 }
 
 #[cfg(test)]
@@ -116,7 +124,7 @@ mod tests {
             .spawn()
             .expect("sleep runs");
         let pid = child.id();
-        let mut watch = ExitWatch::new(pid).expect("a watch");
+        let mut watch = ExitWatch::new(pid, None).expect("a watch");
         if signal_only {
             watch.wake = Wake::Signal(signal(SignalKind::child()).expect("a listener"));
         }

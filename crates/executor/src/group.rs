@@ -345,13 +345,13 @@ static PID_MAX: KeptOpen = KeptOpen::new("/proc/sys/kernel/pid_max");
 /// generated afresh by every read from offset 0, so the descriptor is kept
 /// (close-on-exec, like every descriptor baton opens) and read with
 /// `pread`.
-struct KeptOpen {
+pub(crate) struct KeptOpen {
     path: &'static str,
     file: std::sync::Mutex<Option<std::fs::File>>,
 }
 
 impl KeptOpen {
-    const fn new(path: &'static str) -> KeptOpen {
+    pub(crate) const fn new(path: &'static str) -> KeptOpen {
         KeptOpen {
             path,
             file: std::sync::Mutex::new(None),
@@ -359,7 +359,7 @@ impl KeptOpen {
     }
 
     /// The whole file, as [`read_small`] reads it.
-    fn read<'b>(&self, buffer: &'b mut [u8]) -> Option<&'b str> {
+    pub(crate) fn read<'b>(&self, buffer: &'b mut [u8]) -> Option<&'b str> {
         let mut file = self
             .file
             .lock()

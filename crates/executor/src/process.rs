@@ -249,7 +249,7 @@ pub async fn run(
         .map_err(spawn_error)?;
     let stderr = ChildStderr::from_std(std::process::ChildStderr::from(spawned.stderr))
         .map_err(spawn_error)?;
-    let mut exit = ExitWatch::new(pid).map_err(spawn_error)?;
+    let mut exit = ExitWatch::new(pid, spawned.pidfd).map_err(spawn_error)?;
     let start_time = clocked_start
         .or_else(|| group::process_start_time(pid))
         .ok_or(Error::StartTime { pid })?;

@@ -1,4 +1,4 @@
-//! Starting a stage's process with `posix_spawn`, and reaping it.
+//! Preparing a stage's process and its pipes, starting it, and reaping it.
 //!
 //! std's `Command` is correct but does work per child that a run of many
 //! short stages pays for every time: every stage sets a few variables of
@@ -10,22 +10,19 @@
 //! environment becomes C strings once ([`BaseEnv`]), and a spawn only adds
 //! its own variables.
 //!
-//! The start itself is glibc's `posix_spawn`, the call std makes: a
-//! vfork-style clone that runs no Rust code in the child, applies the file
-//! actions and attributes, and reports a failed `exec` as an error here
-//! rather than as a dead child. The child gets exactly what std gave it:
-//! its own process group, an empty signal mask, `SIGPIPE` back to its
-//! default (Rust ignores it in baton), the working directory set through
-//! `posix_spawn_file_actions_addchdir_np` (glibc 2.29), and stdin, stdout
-//! and stderr as the only descriptors it inherits (every descriptor baton
-//! opens is close-on-exec).
+//! The start itself is in `vfork.rs`: a vfork-style clone, as glibc's
+//! `posix_spawn` (the call std makes) does, that reports a failed `exec`
+//! as an error here rather than as a dead child. The child gets exactly
+//! what std gave it: its own process group, an empty signal mask, `SIGPIPE`
+//! back to its default (Rust ignores it in baton), its working directory,
+//! and stdin, stdout and stderr as the only descriptors it inherits (every
+//! descriptor baton opens is close-on-exec).
 //!
 //! baton never changes its own environment after it starts, so a snapshot
 //! taken at the first spawn is the environment std would have read.
 
 use std::ffi::{CString, OsStr, OsString, c_char};
 use std::io;
-use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
@@ -35,6 +32,8 @@ use std::sync::OnceLock;
 
 use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{Pid, WaitOptions, waitpid};
+
+use crate::vfork;
 
 /// What a child reads on stdin.
 pub(crate) enum ChildStdin<'a> {
@@ -64,6 +63,8 @@ pub(crate) struct Request<'a> {
 /// A started child: its leader and baton's ends of its pipes.
 pub(crate) struct Spawned {
     pub(crate) leader: Leader,
+    /// The leader's pidfd, when the kernel made one at the start.
+    pub(crate) pidfd: Option<OwnedFd>,
     pub(crate) stdin: Option<OwnedFd>,
     pub(crate) stdout: OwnedFd,
     pub(crate) stderr: OwnedFd,
@@ -124,7 +125,7 @@ impl Leader {
 /// # Errors
 ///
 /// A string with a NUL byte, a pipe that cannot be made, or the error
-/// `posix_spawn` returns (the program missing or not executable, the
+/// the start returns (the program missing or not executable, the
 /// working directory missing, …).
 pub(crate) fn spawn(request: &Request<'_>) -> io::Result<Spawned> {
     let program = c_string(request.program.as_os_str())?;
@@ -164,15 +165,23 @@ pub(crate) fn spawn(request: &Request<'_>) -> io::Result<Spawned> {
         (ChildStdin::Piped, None) => unreachable!("a piped stdin has its pipe"),
     };
 
-    let mut actions = FileActions::new()?;
-    actions.dup2(stdin_source, 0)?;
-    actions.dup2(stdout_write.as_raw_fd(), 1)?;
-    actions.dup2(stderr_write.as_raw_fd(), 2)?;
-    actions.chdir(&cwd)?;
-    let attributes = Attributes::new()?;
-    let pid = posix_spawn(&program, &actions, &attributes, &argv_ptrs, &envp)?;
+    let child = vfork::start(&vfork::Exec {
+        program: &program,
+        argv: &argv_ptrs,
+        envp: &envp,
+        cwd: &cwd,
+        stdio: [
+            stdin_source,
+            stdout_write.as_raw_fd(),
+            stderr_write.as_raw_fd(),
+        ],
+    })?;
     Ok(Spawned {
-        leader: Leader { pid, status: None },
+        leader: Leader {
+            pid: child.pid,
+            status: None,
+        },
+        pidfd: child.pidfd,
         stdin: stdin_pipe.map(|(_, write)| write),
         stdout: stdout_read,
         stderr: stderr_read,
@@ -275,136 +284,6 @@ fn envp(base: &[(OsString, CString)], overrides: &[(&OsStr, CString)]) -> Vec<*c
 
 fn pointers(items: impl Iterator<Item = *const c_char>) -> Vec<*const c_char> {
     items.chain(std::iter::once(std::ptr::null())).collect()
-}
-
-fn from_code(code: libc::c_int) -> io::Result<()> {
-    if code == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(code))
-    }
-}
-
-/// A `posix_spawn_file_actions_t`, destroyed on drop.
-struct FileActions(MaybeUninit<libc::posix_spawn_file_actions_t>);
-
-#[expect(
-    unsafe_code,
-    reason = "glibc's posix_spawn file actions: initialised before any use and destroyed once, \
-              on drop; the paths passed are C strings that outlive the spawn"
-)]
-impl FileActions {
-    fn new() -> io::Result<FileActions> {
-        let mut actions = FileActions(MaybeUninit::uninit());
-        // SAFETY: initialises the storage it is given.
-        from_code(unsafe { libc::posix_spawn_file_actions_init(actions.0.as_mut_ptr()) })?;
-        Ok(actions)
-    }
-
-    fn dup2(&mut self, fd: libc::c_int, target: libc::c_int) -> io::Result<()> {
-        // SAFETY: `self.0` was initialised in `new`.
-        from_code(unsafe {
-            libc::posix_spawn_file_actions_adddup2(self.0.as_mut_ptr(), fd, target)
-        })
-    }
-
-    fn chdir(&mut self, path: &CString) -> io::Result<()> {
-        // SAFETY: `self.0` was initialised in `new`; glibc copies the path.
-        from_code(unsafe {
-            libc::posix_spawn_file_actions_addchdir_np(self.0.as_mut_ptr(), path.as_ptr())
-        })
-    }
-}
-
-#[expect(
-    unsafe_code,
-    reason = "destroys the file actions `new` initialised, once"
-)]
-impl Drop for FileActions {
-    fn drop(&mut self) {
-        // SAFETY: initialised in `new`, destroyed only here.
-        unsafe { libc::posix_spawn_file_actions_destroy(self.0.as_mut_ptr()) };
-    }
-}
-
-/// A `posix_spawnattr_t` giving the child its own process group, an empty
-/// signal mask and `SIGPIPE` at its default; destroyed on drop.
-struct Attributes(MaybeUninit<libc::posix_spawnattr_t>);
-
-#[expect(
-    unsafe_code,
-    reason = "glibc's posix_spawn attributes: initialised before any use and destroyed once, \
-              on drop; the signal sets are initialised by sigemptyset before use"
-)]
-impl Attributes {
-    fn new() -> io::Result<Attributes> {
-        let mut attributes = Attributes(MaybeUninit::uninit());
-        let attr = attributes.0.as_mut_ptr();
-        // SAFETY: initialises the storage it is given.
-        from_code(unsafe { libc::posix_spawnattr_init(attr) })?;
-        let mut empty = MaybeUninit::<libc::sigset_t>::uninit();
-        let mut pipe = MaybeUninit::<libc::sigset_t>::uninit();
-        // SAFETY: `attr` is initialised; the sets are initialised by
-        // `sigemptyset` before they are read.
-        unsafe {
-            libc::sigemptyset(empty.as_mut_ptr());
-            libc::sigemptyset(pipe.as_mut_ptr());
-            libc::sigaddset(pipe.as_mut_ptr(), libc::SIGPIPE);
-            from_code(libc::posix_spawnattr_setsigmask(attr, empty.as_ptr()))?;
-            from_code(libc::posix_spawnattr_setsigdefault(attr, pipe.as_ptr()))?;
-            from_code(libc::posix_spawnattr_setpgroup(attr, 0))?;
-            let flags = libc::POSIX_SPAWN_SETPGROUP
-                | libc::POSIX_SPAWN_SETSIGMASK
-                | libc::POSIX_SPAWN_SETSIGDEF;
-            from_code(libc::posix_spawnattr_setflags(
-                attr,
-                libc::c_short::try_from(flags).expect("the flags fit a short"),
-            ))?;
-        }
-        Ok(attributes)
-    }
-}
-
-#[expect(
-    unsafe_code,
-    reason = "destroys the attributes `new` initialised, once"
-)]
-impl Drop for Attributes {
-    fn drop(&mut self) {
-        // SAFETY: initialised in `new`, destroyed only here.
-        unsafe { libc::posix_spawnattr_destroy(self.0.as_mut_ptr()) };
-    }
-}
-
-#[expect(
-    unsafe_code,
-    reason = "the call itself: every pointer is a live C string or a NULL-terminated array of \
-              them that outlives the call, and the actions and attributes are initialised"
-)]
-fn posix_spawn(
-    program: &CString,
-    actions: &FileActions,
-    attributes: &Attributes,
-    argv: &[*const c_char],
-    envp: &[*const c_char],
-) -> io::Result<u32> {
-    debug_assert!(argv.last().is_some_and(|last| last.is_null()));
-    debug_assert!(envp.last().is_some_and(|last| last.is_null()));
-    let mut pid: libc::pid_t = 0;
-    // SAFETY: see the reason above; glibc reads the arrays and strings and
-    // writes only `pid`.
-    let code = unsafe {
-        libc::posix_spawn(
-            &raw mut pid,
-            program.as_ptr(),
-            actions.0.as_ptr(),
-            attributes.0.as_ptr(),
-            argv.as_ptr().cast::<*mut c_char>(),
-            envp.as_ptr().cast::<*mut c_char>(),
-        )
-    };
-    from_code(code)?;
-    u32::try_from(pid).map_err(|_| io::Error::other("posix_spawn returned a negative pid"))
 }
 
 #[cfg(test)]
@@ -539,6 +418,73 @@ mod tests {
         let request = request(&["sh", "-c", "true"], &gone);
         let error = spawn(&request).err().expect("an error");
         assert_eq!(error.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn a_program_that_cannot_run_is_the_exec_s_own_error() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("a directory");
+        let script = dir.path().join("not-executable");
+        std::fs::write(&script, "#!/bin/sh\n").expect("writes");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let mut not_executable = request(&["not-executable"], dir.path());
+        not_executable.program = &script;
+        let error = spawn(&not_executable).err().expect("an error");
+        assert_eq!(error.raw_os_error(), Some(libc::EACCES));
+        // A working directory that is a file.
+        let error = spawn(&request(&["sh", "-c", "true"], &script))
+            .err()
+            .expect("an error");
+        assert_eq!(error.raw_os_error(), Some(libc::ENOTDIR));
+    }
+
+    #[test]
+    fn the_pidfd_from_the_start_names_the_child_and_the_mask_is_restored() {
+        let blocked = || {
+            std::fs::read_to_string("/proc/thread-self/status")
+                .expect("status")
+                .lines()
+                .find(|line| line.starts_with("SigBlk:"))
+                .map(str::to_owned)
+        };
+        let dir = tempfile::tempdir().expect("a directory");
+        let before = blocked();
+        let mut spawned = spawn(&request(&["sh", "-c", "exit 0"], dir.path())).expect("spawns");
+        // The start blocked every signal around the clone, and put back
+        // this thread's mask after it.
+        assert_eq!(blocked(), before);
+        let pidfd = spawned.pidfd.take().expect("a pidfd (Linux 5.2 and later)");
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd()))
+            .expect("fdinfo");
+        let named = info
+            .lines()
+            .find_map(|line| line.strip_prefix("Pid:"))
+            .map(str::trim);
+        assert_eq!(
+            named,
+            Some(spawned.leader.id().to_string().as_str()),
+            "{info}"
+        );
+        assert!(spawned.leader.wait().expect("reaps").success());
+    }
+
+    #[test]
+    fn threads_starting_children_at_once_each_get_their_own() {
+        let dir = tempfile::tempdir().expect("a directory");
+        std::thread::scope(|scope| {
+            for thread in 0..4 {
+                let dir = dir.path();
+                scope.spawn(move || {
+                    for round in 0..25 {
+                        let code = (thread * 25 + round) % 200;
+                        let script = format!("echo {code}; exit {code}");
+                        let (status, out) = run(&request(&["sh", "-c", &script], dir));
+                        assert_eq!(status.code(), Some(code));
+                        assert_eq!(out, format!("{code}\n"));
+                    }
+                });
+            }
+        });
     }
 
     #[test]
