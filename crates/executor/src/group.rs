@@ -121,6 +121,39 @@ pub(crate) fn sweep_marked(
     })
 }
 
+/// Whether the exited leader `leader` is provably alone in its group: no
+/// pid was handed out since it started except to leaders started here.
+/// Every descendant would hold a pid handed out after the leader's, so its
+/// group then holds only the leader's zombie, nothing carries its marker,
+/// and neither the group kill nor the sweep has anything to reach. In a
+/// chain of stages that is every stage; with stages side by side, those
+/// that forked nothing.
+///
+/// This is [`marked_processes_since`]'s reasoning without reading any
+/// process: the pid counter must not have wrapped since the leader started
+/// (see [`sweep_marked`]). A process started before the leader that moved
+/// into its group (same session, `setpgid` to that number) is not in the
+/// range; it is killed by its own attempt's sweep, as a descendant that
+/// moved into another group is (see [`register_live`]).
+pub(crate) fn alone_since_start(leader: u32, forks_before: Option<u64>, started: Instant) -> bool {
+    let Some(last) = last_pid() else {
+        return false;
+    };
+    if last == leader {
+        // The leader's pid is still held by its zombie: the counter
+        // cannot have come round to hand it out again.
+        return true;
+    }
+    if last < leader || last - leader > DIRECT_RANGE {
+        return false;
+    }
+    let unwrapped = too_soon_to_wrap(started.elapsed())
+        || forks_before
+            .zip(forks())
+            .is_some_and(|(before, now)| now.saturating_sub(before) <= u64::from(DIRECT_RANGE));
+    unwrapped && (leader + 1..=last).all(started_here)
+}
+
 /// More pids than any machine hands out in a second. Creating a process
 /// or thread takes microseconds of one core and every pid is taken under
 /// one kernel lock; measured rates are in the hundreds of thousands per
@@ -391,6 +424,12 @@ fn read_small<'b>(path: &str, buffer: &'b mut [u8]) -> Option<&'b str> {
 
 /// `file` from offset 0 to its end, read with `pread` into `buffer`;
 /// `None` when it does not fit or is not UTF-8.
+///
+/// A read that leaves room in `buffer` ends it. Every file read here is a
+/// `/proc` file the kernel generates whole at each read (a `seq_file` of
+/// one record, or a sysctl), so such a read has returned all of it, and a
+/// second one to see end-of-file would generate it all again: for
+/// `/proc/stat` that is summing every CPU's counters.
 fn read_whole<'b>(file: &std::fs::File, buffer: &'b mut [u8]) -> std::io::Result<Option<&'b str>> {
     use std::os::unix::fs::FileExt;
     let mut filled = 0;
@@ -402,6 +441,7 @@ fn read_whole<'b>(file: &std::fs::File, buffer: &'b mut [u8]) -> std::io::Result
                 if filled == buffer.len() {
                     return Ok(None);
                 }
+                break;
             }
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(error) => return Err(error),

@@ -300,10 +300,14 @@ pub async fn run(
     let elapsed = origin.elapsed();
 
     // The leader is a zombie now. Kill whatever is left of its group while
-    // the group id is still reserved, then the escapees carrying the marker.
-    signal_group(pid, Signal::SIGKILL);
-    if let Some((name, value)) = &spec.marker {
-        group::sweep_marked(name, value, start_time, pid, forks_before, origin);
+    // the group id is still reserved, then the escapees carrying the marker;
+    // neither exists when no process but other stages' leaders started
+    // since this one.
+    if !group::alone_since_start(pid, forks_before, origin) {
+        signal_group(pid, Signal::SIGKILL);
+        if let Some((name, value)) = &spec.marker {
+            group::sweep_marked(name, value, start_time, pid, forks_before, origin);
+        }
     }
     let leader = guard
         .leader
