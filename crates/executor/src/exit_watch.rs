@@ -49,7 +49,11 @@ impl ExitWatch {
             Some(fd) => Wake::Pidfd(fd),
             // Registered after the child started, which cannot lose its
             // exit: `exited` asks `waitid` before every wait.
-            None => Wake::Signal(signal(SignalKind::child())?),
+            None => {
+                let listener = signal(SignalKind::child())?;
+                crate::signal_handlers_changed();
+                Wake::Signal(listener)
+            }
         };
         Ok(ExitWatch { pid, wake })
     }
@@ -127,6 +131,7 @@ mod tests {
         let mut watch = ExitWatch::new(pid, None).expect("a watch");
         if signal_only {
             watch.wake = Wake::Signal(signal(SignalKind::child()).expect("a listener"));
+            crate::signal_handlers_changed();
         }
         assert!(matches!(watch.wake, Wake::Pidfd(_)) != signal_only);
         let started = Instant::now();

@@ -55,3 +55,4 @@ pub use process::{
     KillReason, Outcome, PIPE_DRAIN_TIMEOUT, ProcessSpec, STDERR_TAIL_BYTES, Started, Stdin, run,
 };
 pub use program::find_program;
+pub use vfork::signal_handlers_changed;

@@ -75,12 +75,17 @@ pub(crate) fn worker(args: &WorkerArgs) -> u8 {
         // SIGTERM and Ctrl-C both ask for a graceful stop.
         tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};
-            let Ok(mut term) = signal(SignalKind::terminate()) else {
+            let (Ok(mut term), Ok(mut interrupt)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
                 return;
             };
+            // A job's process starts knowing which handlers to reset.
+            baton_executor::signal_handlers_changed();
             tokio::select! {
                 _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
+                _ = interrupt.recv() => {}
             }
             let _ = stop_tx.send(true);
         });
