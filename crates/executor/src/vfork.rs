@@ -195,14 +195,19 @@ fn check_nothing_forgotten(changes: u64, signals: u64) {
     );
 }
 
-/// `SigCgt` of `/proc/self/status`.
+/// `SigCgt` of `/proc/self/status`, less the signals glibc keeps for
+/// itself (32 up to `SIGRTMIN`: thread cancellation and `setxid`). glibc
+/// installs their handlers when it first needs them and refuses to change
+/// them; they are sent only to baton's own threads, never to a child.
 fn read_caught_signals() -> Option<u64> {
     let mut buffer = [0; 4096];
     let status = STATUS.read(&mut buffer)?;
     let line = status
         .lines()
         .find_map(|line| line.strip_prefix("SigCgt:"))?;
-    u64::from_str_radix(line.trim(), 16).ok()
+    let caught = u64::from_str_radix(line.trim(), 16).ok()?;
+    let reserved = (32..libc::SIGRTMIN()).fold(0, |set, signal| set | signal_bit(signal));
+    Some(caught & !reserved)
 }
 
 fn signal_bit(signal: c_int) -> u64 {
