@@ -5,8 +5,9 @@
 //! with `waitid(WEXITED | WNOWAIT)` rather than by reaping. What wakes it
 //! up is the leader's pidfd, which becomes readable when the leader exits:
 //! one descriptor in the runtime's epoll set, woken for this child only.
-//! Where `pidfd_open` is missing (Linux before 5.3, or a seccomp filter
-//! that refuses it), `SIGCHLD` wakes it instead; that signal goes to every
+//! The start hands one over (`CLONE_PIDFD`); without it `pidfd_open` makes
+//! one. Where both are missing (Linux before 5.3, or a seccomp filter that
+//! refuses them), `SIGCHLD` wakes it instead; that signal goes to every
 //! supervisor of the process, each of which then asks about its own child.
 
 use std::os::fd::{AsFd, OwnedFd};
@@ -49,11 +50,9 @@ impl ExitWatch {
             Some(fd) => Wake::Pidfd(fd),
             // Registered after the child started, which cannot lose its
             // exit: `exited` asks `waitid` before every wait.
-            None => {
-                let listener = signal(SignalKind::child())?;
-                crate::signal_handlers_changed();
-                Wake::Signal(listener)
-            }
+            // SIGCHLD needs no `signal_handlers_changed`: every child
+            // starts with it at its default anyway (see `vfork.rs`).
+            None => Wake::Signal(signal(SignalKind::child())?),
         };
         Ok(ExitWatch { pid, wake })
     }
@@ -131,7 +130,6 @@ mod tests {
         let mut watch = ExitWatch::new(pid, None).expect("a watch");
         if signal_only {
             watch.wake = Wake::Signal(signal(SignalKind::child()).expect("a listener"));
-            crate::signal_handlers_changed();
         }
         assert!(matches!(watch.wake, Wake::Pidfd(_)) != signal_only);
         let started = Instant::now();

@@ -94,9 +94,10 @@ pub fn kill_marked_processes(name: &str, value: &str) -> usize {
 /// out in increasing order, so unless the counter wrapped since the leader
 /// started, every descendant has a pid between the leader's and the last
 /// one handed out, and the scan reads nothing about other processes. That
-/// keeps the sweep after every stage cheap: a few `/proc` reads, or one when
-/// no process was started since the leader. `started` is an instant from
-/// before the leader's start.
+/// keeps the sweep cheap: a few `/proc` reads. (When no process but other
+/// stages' leaders was started since the leader, [`alone_since_start`]
+/// spares the sweep altogether.) `started` is an instant from before the
+/// leader's start.
 pub(crate) fn sweep_marked(
     name: &str,
     value: &str,
@@ -105,7 +106,7 @@ pub(crate) fn sweep_marked(
     forks_before: Option<u64>,
     started: Instant,
 ) -> usize {
-    let min_pid = Some(leader).filter(|_| forks_before.is_some());
+    let min_pid = Some((leader, started)).filter(|_| forks_before.is_some());
     kill_until_gone(|| {
         // Reading the pids one by one is complete only if the pid counter
         // has not gone all the way round since the leader started: it could
@@ -126,8 +127,9 @@ pub(crate) fn sweep_marked(
 /// Every descendant would hold a pid handed out after the leader's, so its
 /// group then holds only the leader's zombie, nothing carries its marker,
 /// and neither the group kill nor the sweep has anything to reach. In a
-/// chain of stages that is every stage; with stages side by side, those
-/// that forked nothing.
+/// chain of stages that fork nothing, on an otherwise quiet machine, that
+/// is most stages: any other process, or a thread of baton's, that takes a
+/// pid in the meantime makes the answer `false`.
 ///
 /// This is [`marked_processes_since`]'s reasoning without reading any
 /// process: the pid counter must not have wrapped since the leader started
@@ -151,7 +153,7 @@ pub(crate) fn alone_since_start(leader: u32, forks_before: Option<u64>, started:
         || forks_before
             .zip(forks())
             .is_some_and(|(before, now)| now.saturating_sub(before) <= u64::from(DIRECT_RANGE));
-    unwrapped && (leader + 1..=last).all(started_here)
+    unwrapped && all_started_here_since(leader + 1..=last, started)
 }
 
 /// More pids than any machine hands out in a second. Creating a process
@@ -255,43 +257,62 @@ static LIVE_GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new(
 /// processes. A descendant that moved into another attempt's group (same
 /// session, `setpgid`) is therefore killed when that attempt ends, not
 /// when its own does.
-pub(crate) fn register_live(pgid: u32) {
+///
+/// `started` is an instant from before the leader's start: see
+/// [`STARTED_LEADERS`].
+pub(crate) fn register_live(pgid: u32, started: Instant) {
     LIVE_GROUPS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .push(pgid);
-    let mut started = STARTED_LEADERS
+    let mut leaders = STARTED_LEADERS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let (next, pids) = &mut *started;
-    pids[*next % pids.len()] = pgid;
+    let (next, entries) = &mut *leaders;
+    entries[*next % entries.len()] = (pgid, Some(started));
     *next = next.wrapping_add(1);
 }
 
-/// The last leaders this process started, live or reaped (0 for none yet):
-/// a ring written by [`register_live`].
+/// The last leaders this process started, live or reaped, each with an
+/// instant from before its start (0 and `None` for none yet): a ring
+/// written by [`register_live`].
 ///
 /// A sweep that reads pids one by one knows the counter has not wrapped
 /// since its leader started, so each pid in its range was handed out once
-/// since then; one handed to a leader baton started is that leader, not a
-/// descendant that escaped, even after it was reaped. With stages side by
-/// side, most pids in a range are the other stages' leaders, many of them
-/// reaped already, and skipping them spares a `/proc` read each.
-static STARTED_LEADERS: std::sync::Mutex<(usize, [u32; STARTED_KEPT])> =
-    std::sync::Mutex::new((0, [0; STARTED_KEPT]));
+/// since then; one handed to a leader baton started since then is that
+/// leader, not a descendant that escaped, even after it was reaped. An
+/// entry from before the leader's start proves nothing: the counter may
+/// have wrapped between it and the leader and handed its pid to one of the
+/// leader's descendants. With stages side by side, most pids in a range
+/// are the other stages' leaders, many of them reaped already, and skipping
+/// them spares a `/proc` read each.
+type StartedRing = (usize, [(u32, Option<Instant>); STARTED_KEPT]);
+static STARTED_LEADERS: std::sync::Mutex<StartedRing> =
+    std::sync::Mutex::new((0, [(0, None); STARTED_KEPT]));
 
 /// How many leaders [`STARTED_LEADERS`] remembers: more than a sweep's
 /// range ([`DIRECT_RANGE`]) holds.
 const STARTED_KEPT: usize = 128;
 
-/// Whether `pid` is among the last leaders this process started.
-fn started_here(pid: u32) -> bool {
-    pid != 0
-        && STARTED_LEADERS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .1
-            .contains(&pid)
+/// Whether every pid in `pids` is among the last leaders this process
+/// started at or after `since`.
+fn all_started_here_since(pids: std::ops::RangeInclusive<u32>, since: Instant) -> bool {
+    let leaders = STARTED_LEADERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    pids.into_iter().all(|pid| {
+        pid != 0
+            && leaders
+                .1
+                .iter()
+                .any(|&(leader, started)| leader == pid && started.is_some_and(|at| at >= since))
+    })
+}
+
+/// Whether `pid` is among the last leaders this process started at or after
+/// `since`.
+fn started_here_since(pid: u32, since: Instant) -> bool {
+    all_started_here_since(pid..=pid, since)
 }
 
 /// Undoes [`register_live`] once the attempt that supervised `pgid` ended.
@@ -374,10 +395,10 @@ static PID_MAX: KeptOpen = KeptOpen::new("/proc/sys/kernel/pid_max");
 /// A `/proc` file read after every stage, opened once.
 ///
 /// Opening `/proc/sys/kernel/ns_last_pid` walks the sysctl tables and
-/// `/proc/stat` its directory: most of what reading them cost. Both are
-/// generated afresh by every read from offset 0, so the descriptor is kept
-/// (close-on-exec, like every descriptor baton opens) and read with
-/// `pread`.
+/// `/proc/stat` its directory: most of what reading them cost. These, and
+/// `pid_max` and `/proc/self/status`, are generated afresh by every read
+/// from offset 0, so the descriptor is kept (close-on-exec, like every
+/// descriptor baton opens) and read with `pread`.
 pub(crate) struct KeptOpen {
     path: &'static str,
     file: std::sync::Mutex<Option<std::fs::File>>,
@@ -453,8 +474,9 @@ fn read_whole<'b>(file: &std::fs::File, buffer: &'b mut [u8]) -> std::io::Result
 /// The marked processes; `own` is the group being swept, the only live
 /// group (see [`register_live`]) whose members are read.
 ///
-/// With `min_pid`, only pids from there up to the last one handed out can
-/// be descendants (see [`sweep_marked`]). When that range is short they are
+/// With `min_pid` (a leader's pid, and an instant from before its start),
+/// only pids from there up to the last one handed out can be descendants
+/// (see [`sweep_marked`]). When that range is short they are
 /// read one by one, without listing `/proc` at all: with stages running
 /// side by side it holds only the other stages' processes, or nothing.
 /// `unwrapped_since` says whether the pid counter surely has not wrapped
@@ -463,7 +485,7 @@ fn marked_processes_since(
     name: &str,
     value: &str,
     since: u64,
-    min_pid: Option<u32>,
+    min_pid: Option<(u32, Instant)>,
     own: Option<u32>,
     unwrapped_since: impl Fn() -> bool,
 ) -> Vec<u32> {
@@ -479,8 +501,8 @@ fn marked_processes_since(
     let marked = |pid: u32| pid != own_pid && is_marked(pid, &needle, since, &live);
     // Pids are in order only if the counter did not wrap since `min_pid`.
     let last = last_pid();
-    let min_pid = min_pid.filter(|&min| last.is_some_and(|last| last >= min));
-    if let (Some(min), Some(last)) = (min_pid, last) {
+    let min_pid = min_pid.filter(|&(min, _)| last.is_some_and(|last| last >= min));
+    if let (Some((min, started)), Some(last)) = (min_pid, last) {
         // The leader itself is the group's own, and dead: only pids after
         // it can be escapees. When none was handed out since, none exists;
         // the leader's pid, still held by its zombie, cannot have been
@@ -491,11 +513,13 @@ fn marked_processes_since(
         if last - min <= DIRECT_RANGE && unwrapped_since() {
             // A pid in the range that leads a live group is that group's
             // leader, held by it (or its zombie) since the counter did not
-            // wrap, and one handed to a leader started here and reaped
-            // since has not been handed out again (see `STARTED_LEADERS`):
+            // wrap, and one handed to a leader started here since and
+            // reaped has not been handed out again (see `STARTED_LEADERS`):
             // stages running side by side are skipped unread.
             return (min + 1..=last)
-                .filter(|&pid| !live.contains(&pid) && !started_here(pid) && marked(pid))
+                .filter(|&pid| {
+                    !live.contains(&pid) && !started_here_since(pid, started) && marked(pid)
+                })
                 .collect();
         }
     }
@@ -505,7 +529,7 @@ fn marked_processes_since(
     entries
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| min_pid.is_none_or(|min| pid >= min) && marked(pid))
+        .filter(|&pid| min_pid.is_none_or(|(min, _)| pid >= min) && marked(pid))
         .collect()
 }
 
@@ -662,25 +686,32 @@ mod tests {
     }
 
     #[test]
-    fn the_last_leaders_started_here_are_remembered() {
+    fn the_last_leaders_started_here_are_remembered_with_their_start() {
         // Pids above any pid_max, so no real leader collides with them.
         let first = 5_000_000;
+        let before = Instant::now();
         for pid in first..first + 10 {
-            register_live(pid);
+            register_live(pid, Instant::now());
             unregister_live(pid);
         }
-        assert!(started_here(first) && started_here(first + 9));
-        assert!(!started_here(first + 10) && !started_here(0));
+        assert!(started_here_since(first, before) && started_here_since(first + 9, before));
+        assert!(all_started_here_since(first..=first + 9, before));
+        assert!(!started_here_since(first + 10, before) && !started_here_since(0, before));
+        assert!(!all_started_here_since(first..=first + 10, before));
+        // An entry from before a leader's start proves nothing about a pid
+        // handed out since (the counter may have wrapped in between).
+        let after = Instant::now();
+        assert!(!started_here_since(first, after));
         // The ring keeps the last `STARTED_KEPT`: a long run forgets the
         // oldest.
         let later = first + 100;
         let kept = u32::try_from(STARTED_KEPT).expect("small");
         for pid in later..later + kept {
-            register_live(pid);
+            register_live(pid, Instant::now());
             unregister_live(pid);
         }
-        assert!(!started_here(first));
-        assert!(started_here(later) && started_here(later + kept - 1));
+        assert!(!started_here_since(first, before));
+        assert!(all_started_here_since(later..=later + kept - 1, before));
     }
 
     #[test]

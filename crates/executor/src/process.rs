@@ -16,8 +16,10 @@
 //!    `output.rs`) while watching for exit, the wall and idle timeouts,
 //!    cancellation and the output hard cap;
 //! 5. on any of those, sends SIGTERM to the group, SIGKILL after the grace
-//!    period, and always SIGKILLs the group once the leader has exited, so
-//!    no background descendant outlives its stage;
+//!    period, and SIGKILLs the group once the leader has exited, so no
+//!    background descendant outlives its stage; only when no pid was handed
+//!    out since the leader started, except to other stages' leaders, is
+//!    there provably nothing left to kill (`group::alone_since_start`);
 //! 6. waits for the pipe readers for at most [`PIPE_DRAIN_TIMEOUT`]: a
 //!    descendant that escaped the group can hold the pipes open forever
 //!    (`reliability.md` T7), and the timeout must bound the whole run.
@@ -227,7 +229,7 @@ pub async fn run(
     })?;
     let clocked_start = clock.start_time();
     let pid = spawned.leader.id();
-    group::register_live(pid);
+    group::register_live(pid, origin);
     // From here on the guard owns the leader: it kills the group and reaps
     // the leader if this function returns early or is dropped.
     let mut guard = GroupGuard {

@@ -58,7 +58,10 @@ pub(crate) struct Child {
 }
 
 /// The child's stack: generous for the few frames it has (no recursion,
-/// no allocation, plain system call wrappers).
+/// no allocation, plain system call wrappers). It has no guard page, so
+/// those frames must stay small. Nothing in the child resolves a symbol
+/// lazily either: Rust links with full RELRO (`-z now`), so the dynamic
+/// linker, which takes locks, never runs there.
 const STACK_WORDS: usize = 64 * 1024 / size_of::<u128>();
 
 thread_local! {
@@ -67,7 +70,7 @@ thread_local! {
     static STACK: RefCell<Vec<u128>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Set once a clone with `CLONE_PIDFD` was refused as invalid.
+/// Set once a clone with `CLONE_PIDFD` was refused.
 static NO_CLONE_PIDFD: AtomicBool = AtomicBool::new(false);
 
 /// `/proc/self/status`, kept open: its `SigCgt` line lists the signals
@@ -88,7 +91,11 @@ struct ChildArgs<'a> {
 
 /// Starts `exec` in its own process group, with an empty signal mask,
 /// every caught signal and SIGPIPE and SIGCHLD at their defaults, and
-/// other ignored signals still ignored (as `posix_spawn` leaves them).
+/// other ignored signals still ignored (as `posix_spawn` leaves them; a
+/// signal caught when the caught set was last read and ignored since is
+/// put back to its default). glibc's own two signals keep the handlers
+/// glibc gave them: its `sigaction` refuses to change them, and nothing
+/// sends them to a child.
 ///
 /// # Errors
 ///
@@ -200,7 +207,8 @@ fn check_nothing_forgotten(changes: u64, signals: u64) {
 /// installs their handlers when it first needs them and refuses to change
 /// them; they are sent only to baton's own threads, never to a child.
 fn read_caught_signals() -> Option<u64> {
-    let mut buffer = [0; 4096];
+    // A long `Groups:` line can make the file larger than a page.
+    let mut buffer = [0; 16 * 1024];
     let status = STATUS.read(&mut buffer)?;
     let line = status
         .lines()
@@ -255,7 +263,14 @@ fn clone_child(
         let pid = unsafe { libc::clone(child_main, stack_top, flags, arg, &raw mut pidfd) };
         if pid == -1 {
             let error = io::Error::last_os_error();
-            if with_pidfd && error.raw_os_error() == Some(libc::EINVAL) {
+            // A kernel before 5.2 ignores the flag; a sandbox may refuse
+            // it as unknown or forbidden.
+            let refused = [libc::EINVAL, libc::ENOSYS, libc::EPERM];
+            if with_pidfd
+                && error
+                    .raw_os_error()
+                    .is_some_and(|code| refused.contains(&code))
+            {
                 NO_CLONE_PIDFD.store(true, Ordering::Relaxed);
                 continue;
             }

@@ -75,17 +75,16 @@ pub(crate) fn worker(args: &WorkerArgs) -> u8 {
         // SIGTERM and Ctrl-C both ask for a graceful stop.
         tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut term), Ok(mut interrupt)) = (
-                signal(SignalKind::terminate()),
-                signal(SignalKind::interrupt()),
-            ) else {
-                return;
-            };
+            let mut term = signal(SignalKind::terminate()).ok();
+            let mut interrupt = signal(SignalKind::interrupt()).ok();
             // A job's process starts knowing which handlers to reset.
             baton_executor::signal_handlers_changed();
+            if term.is_none() && interrupt.is_none() {
+                return;
+            }
             tokio::select! {
-                _ = term.recv() => {}
-                _ = interrupt.recv() => {}
+                () = received(term.as_mut()) => {}
+                () = received(interrupt.as_mut()) => {}
             }
             let _ = stop_tx.send(true);
         });
@@ -100,6 +99,16 @@ pub(crate) fn worker(args: &WorkerArgs) -> u8 {
             }
         }
     })
+}
+
+/// Resolves at the listener's next signal, or never without a listener.
+async fn received(listener: Option<&mut tokio::signal::unix::Signal>) {
+    match listener {
+        Some(listener) => {
+            listener.recv().await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 fn hostname() -> String {
