@@ -237,19 +237,8 @@ fn clone_child(
 ) -> io::Result<(c_int, Option<OwnedFd>)> {
     // Every signal, glibc's own two included: no handler of baton's may
     // run in the child, which shares baton's memory.
-    let all: u64 = u64::MAX;
-    let mut old: u64 = 0;
+    let old = set_signal_mask(u64::MAX);
     let arg = std::ptr::from_ref(args).cast_mut().cast::<c_void>();
-    // SAFETY: the kernel's sigset is 8 bytes; both pointers are valid.
-    unsafe {
-        libc::syscall(
-            libc::SYS_rt_sigprocmask,
-            libc::SIG_SETMASK,
-            &raw const all,
-            &raw mut old,
-            size_of::<u64>(),
-        );
-    }
     let result;
     loop {
         let with_pidfd = !NO_CLONE_PIDFD.load(Ordering::Relaxed);
@@ -282,17 +271,31 @@ fn clone_child(
         }
         break;
     }
-    // SAFETY: as above; restores the mask this thread had.
+    set_signal_mask(old);
+    result
+}
+
+/// Sets the calling thread's signal mask to `mask` (bit n - 1 for signal
+/// n) and returns the one it had. The raw system call, not glibc's
+/// wrapper: that one never blocks glibc's own two signals, and it is safe
+/// to call in the vfork child.
+#[expect(
+    unsafe_code,
+    reason = "rt_sigprocmask on two live 8-byte sets, the kernel's sigset size"
+)]
+fn set_signal_mask(mask: u64) -> u64 {
+    let mut old: u64 = 0;
+    // SAFETY: both pointers are valid for the call.
     unsafe {
         libc::syscall(
             libc::SYS_rt_sigprocmask,
             libc::SIG_SETMASK,
-            &raw const old,
-            std::ptr::null_mut::<u64>(),
+            &raw const mask,
+            &raw mut old,
             size_of::<u64>(),
         );
     }
-    result
+    old
 }
 
 /// The child, between the clone and the `execve`. It runs on the borrowed
@@ -352,14 +355,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         if libc::chdir(exec.cwd.as_ptr()) != 0 {
             return fail();
         }
-        let empty: u64 = 0;
-        libc::syscall(
-            libc::SYS_rt_sigprocmask,
-            libc::SIG_SETMASK,
-            &raw const empty,
-            std::ptr::null_mut::<u64>(),
-            size_of::<u64>(),
-        );
+        set_signal_mask(0);
         libc::execve(
             exec.program.as_ptr(),
             exec.argv.as_ptr(),
