@@ -2,31 +2,34 @@
 """Times `baton run` against `make -j2` on the same DAG of N trivial stages.
 
 Usage: python3 bench/run_vs_make.py [--baton target/release/baton] [--sizes 100,1000]
-       [--shapes wide,chain,layered] [--repeat 5] [--max-parallel 2]
+       [--shapes wide,chain,layered] [--repeat 5] [--max-parallel 2] [--scratch DIR]
 
 For each shape and size it writes a workflow of inline stages running `true`
-and a Makefile with the same dependencies, runs each several times in a fresh
-scratch directory, and prints the median wall time of both and their ratio,
-and the median CPU time (user + system, children included) of each.
-Set BATON_DATABASE_URL to measure PostgreSQL instead of the embedded SQLite.
+and a Makefile with the same dependencies and prints the medians of several
+repetitions: make's wall time; baton's in a fresh directory ("new", which
+creates the store first, as a project's first run does) and in a directory
+whose store exists ("again", as every later run), each with its ratio to
+make; the CPU time (user + system, children included) of baton's new runs
+and of make; baton's peak resident set; and what creating a file cost just
+before the row. Set BATON_DATABASE_URL to measure PostgreSQL instead of the
+embedded SQLite (then "new" and "again" differ only in the workspace).
 
 Scratch directories are removed only at the end. On ext4 without a journal
 the kernel skips inodes freed in the last minute (six while their inode
-table block is unwritten) when it creates a file, one lookup each. After
-the runs of an earlier benchmark were deleted, a profile of `baton run`
-showed 38 % of its CPU in creating its 1 000 result envelopes, about a
-millisecond per file. Make creates no files, so
-removing each repetition's directory before the next would charge baton
-for the benchmark's own cleanup. Leave a few minutes after deleting many
-files before measuring.
+table block is unwritten) when it creates a file, one lookup each: after a
+few thousand files were deleted, creating one costs ten or more times what
+it does otherwise, for minutes. Make creates no files and baton creates one
+result envelope per stage, so each row waits (up to --max-wait seconds)
+until creating a file two directories down costs at most --create-limit us,
+and prints the figure it started with.
 """
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -65,14 +68,41 @@ def makefile(shape, n):
 
 
 def timed(command, cwd):
-    """Wall time and CPU time (user + system, the command and its children)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Wall time, CPU time (user + system) and peak resident set of one
+    command, from its own wait4: the command and the children it waited for."""
     start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} exited {child.returncode} in {cwd}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def creation_cost(root):
+    """Microseconds to create an empty file two directories below a new
+    directory of `root`, as a run's result envelopes are, over 200 files."""
+    where = os.path.join(tempfile.mkdtemp(dir=root, prefix="probe-"), "a", "b")
+    os.makedirs(where)
+    start = time.perf_counter()
+    for i in range(200):
+        with open(os.path.join(where, f"f{i}"), "w"):
+            pass
+    return (time.perf_counter() - start) / 200 * 1e6
+
+
+def settled(root, limit, max_wait):
+    """Waits (up to `max_wait` s) until creating a file costs at most
+    `limit` us; returns the last cost measured."""
+    deadline = time.monotonic() + max_wait
+    cost = creation_cost(root)
+    while cost > limit and time.monotonic() < deadline:
+        print(f"# creating a file costs {cost:.0f} us here (files were deleted recently); waiting",
+              file=sys.stderr, flush=True)
+        time.sleep(15)
+        cost = creation_cost(root)
+    return cost
 
 
 def main():
@@ -82,13 +112,20 @@ def main():
     parser.add_argument("--shapes", default="wide,chain,layered")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--max-parallel", default="2")
+    parser.add_argument("--scratch", help="directory for the runs (default: a new one in TMPDIR)")
+    parser.add_argument("--create-limit", type=float, default=60,
+                        help="wait before a row until creating a file costs at most this many us")
+    parser.add_argument("--max-wait", type=float, default=420, help="seconds to wait for that at most")
     args = parser.parse_args()
     baton = os.path.abspath(args.baton)
     # CPU time says where a gap comes from, and moves less than wall time
-    # when the machine is shared: both are medians.
-    print(f"{'shape':8} {'n':>6} {'baton s':>9} {'make s':>9} {'ratio':>7} "
-          f"{'baton cpu':>10} {'make cpu':>9}")
-    root = tempfile.mkdtemp(prefix="baton-bench-")
+    # when the machine is shared: both are medians. "new" runs in a fresh
+    # directory, so baton creates its store first, as in a project's first
+    # run; "again" runs where the store already exists, as every later run
+    # does. Make keeps no state, so it has one column.
+    print(f"{'shape':8} {'n':>6} {'make s':>8} {'new s':>8} {'ratio':>6} {'again s':>8} {'ratio':>6} "
+          f"{'baton cpu':>10} {'make cpu':>9} {'peak MiB':>9} {'create us':>10}")
+    root = tempfile.mkdtemp(prefix="baton-bench-", dir=args.scratch)
     try:
         for shape in args.shapes.split(","):
             for n in map(int, args.sizes.split(",")):
@@ -97,22 +134,31 @@ def main():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def scratch_dir(root, shape, n):
+    scratch = tempfile.mkdtemp(dir=root)
+    with open(os.path.join(scratch, "wf.yaml"), "w") as f:
+        f.write(workflow(shape, n))
+    with open(os.path.join(scratch, "Makefile"), "w") as f:
+        f.write(makefile(shape, n))
+    return scratch
+
+
 def measure(args, baton, root, shape, n):
-    baton_times, make_times = [], []
+    cost = settled(root, args.create_limit, args.max_wait)
+    run = [baton, "run", "wf.yaml", "--max-parallel", args.max_parallel]
+    project = scratch_dir(root, shape, n)
+    timed(run, project)  # creates the store the "again" runs find
+    new, again, made = [], [], []
     for _ in range(args.repeat):
-        scratch = tempfile.mkdtemp(dir=root)
-        with open(os.path.join(scratch, "wf.yaml"), "w") as f:
-            f.write(workflow(shape, n))
-        with open(os.path.join(scratch, "Makefile"), "w") as f:
-            f.write(makefile(shape, n))
-        baton_times.append(timed([baton, "run", "wf.yaml", "--max-parallel", args.max_parallel], scratch))
-        make_times.append(timed(["make", "-s", "-j2"], scratch))
-    b = statistics.median(wall for wall, _ in baton_times)
-    m = statistics.median(wall for wall, _ in make_times)
-    bc = statistics.median(cpu for _, cpu in baton_times)
-    mc = statistics.median(cpu for _, cpu in make_times)
-    print(f"{shape:8} {n:>6} {b:>9.3f} {m:>9.3f} {b / m:>7.2f} {bc:>10.3f} {mc:>9.3f}",
-          flush=True)
+        scratch = scratch_dir(root, shape, n)
+        new.append(timed(run, scratch))
+        again.append(timed(run, project))
+        made.append(timed(["make", "-s", "-j2"], scratch))
+    median = lambda rows, i: statistics.median(row[i] for row in rows)
+    m, b, a = median(made, 0), median(new, 0), median(again, 0)
+    print(f"{shape:8} {n:>6} {m:>8.3f} {b:>8.3f} {b / m:>6.2f} {a:>8.3f} {a / m:>6.2f} "
+          f"{median(new, 1):>10.3f} {median(made, 1):>9.3f} {max(row[2] for row in new + again):>9.1f} "
+          f"{cost:>10.0f}", flush=True)
 
 
 if __name__ == "__main__":
