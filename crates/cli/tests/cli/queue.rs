@@ -118,6 +118,51 @@ impl Suite {
     }
 }
 
+/// `baton worker` processes that a failed assertion cannot leak: whatever
+/// is still running when the pool is dropped (the test ended, or unwound)
+/// is killed and reaped, so no worker outlives its test.
+pub(crate) struct Workers(Vec<Child>);
+
+impl Workers {
+    pub(crate) fn start(suite: &Suite, count: usize) -> Workers {
+        Workers((0..count).map(|_| suite.start_worker()).collect())
+    }
+
+    /// Sends SIGTERM to every worker and waits for each, in order: their
+    /// pids and outputs.
+    pub(crate) fn stop(mut self) -> Vec<(u32, std::process::Output)> {
+        for child in &self.0 {
+            signal(child.id(), "-TERM");
+        }
+        std::mem::take(&mut self.0)
+            .into_iter()
+            .map(|child| (child.id(), child.wait_with_output().expect("worker exits")))
+            .collect()
+    }
+}
+
+impl std::ops::Deref for Workers {
+    type Target = Vec<Child>;
+    fn deref(&self) -> &Vec<Child> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Workers {
+    fn deref_mut(&mut self) -> &mut Vec<Child> {
+        &mut self.0
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
 
@@ -195,7 +240,7 @@ fn queue_suite(
     // Generous: the soak runs ten times the jobs on a loaded machine.
     let limit = Duration::from_secs(120 + jobs as u64 / 50);
     let started = Instant::now();
-    let mut pool: Vec<Child> = (0..workers).map(|_| suite.start_worker()).collect();
+    let mut pool = Workers::start(&suite, workers);
     let mut rng = Rng(seed);
     let mut killed: HashSet<u32> = HashSet::new();
     let mut stopped: HashSet<u32> = HashSet::new();
@@ -243,12 +288,7 @@ fn queue_suite(
         std::thread::sleep(Duration::from_millis(50));
     }
     let elapsed = started.elapsed();
-    for child in &pool {
-        signal(child.id(), "-TERM");
-    }
-    for child in pool {
-        let pid = child.id();
-        let output = child.wait_with_output().expect("worker exits");
+    for (pid, output) in pool.stop() {
         assert!(output.status.success(), "a worker failed at SIGTERM");
         let report = serde_json::from_slice::<Value>(&output.stdout).expect("report");
         finished_reports.push((pid, report));

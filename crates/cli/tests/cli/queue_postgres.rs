@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::project::HEADER;
-use crate::queue::{Suite, TIMINGS, check_succeeded, read_lines, signal};
+use crate::queue::{Suite, TIMINGS, Workers, check_succeeded, read_lines, signal};
 
 /// A program, not yet started.
 fn program(name: impl AsRef<std::ffi::OsStr>) -> Command {
@@ -315,7 +315,7 @@ fn queue_survives_a_postgres_restart_and_terminated_backends() {
 
     let limit = Duration::from_secs(240);
     let started = Instant::now();
-    let pool: Vec<Child> = (0..WORKERS).map(|_| suite.start_worker()).collect();
+    let pool = Workers::start(&suite, WORKERS);
 
     // A pause past the lease first: the fence must reject its late outcomes.
     wait_until(&suite, JOBS / 10, started, limit);
@@ -344,11 +344,7 @@ fn queue_survives_a_postgres_restart_and_terminated_backends() {
     let elapsed = started.elapsed();
 
     let mut reports = Vec::new();
-    for child in &pool {
-        signal(child.id(), "-TERM");
-    }
-    for child in pool {
-        let output = child.wait_with_output().expect("worker exits");
+    for (_, output) in pool.stop() {
         assert!(
             output.status.success(),
             "a worker did not survive the restarts: {:?}",
