@@ -5,7 +5,7 @@
 //! the workspace. Creating a file can take a millisecond or more on a busy
 //! filesystem, which on the coordinator's loop would hold back every next
 //! start, so the loop hands the bytes over and goes on. Two threads share
-//! the work by file name, so writes to one file keep their order; every
+//! the work by stage, so writes to one stage's file keep their order; every
 //! queued envelope is written before the drive returns.
 //!
 //! Why two: the results of a run's last commit, all of a short run's, are

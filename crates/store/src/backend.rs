@@ -137,74 +137,6 @@ macro_rules! run_row {
 const RUN_COLUMNS: &str = "r.run_id, r.workflow, r.workflow_path, r.workspace, r.status, r.created_at, r.finished_at, d.plan, d.params, d.sources, d.options, r.error, r.lease_owner, r.lease_epoch, r.lease_until";
 /// Runs with their documents, which live apart so that the small row every
 /// commit fences on never drags a large plan along (migration 0006).
-/// What [`Store::create`] writes, on PostgreSQL as one statement: each
-/// statement there is a round trip to the server, and on a new connection
-/// (every `baton run`'s) a second one to parse it, so the run, its
-/// documents, stages and events and the transaction around them took ten.
-/// A single statement is atomic; the foreign keys are checked at its end,
-/// when the run row is there; a run id already taken fails on the runs
-/// table's key as before.
-async fn create_postgres(pool: &PgPool, run: &NewRun, lease: Option<&Lease>) -> Result<()> {
-    let mut kinds = vec!["run_created".to_owned()];
-    let mut details = vec!["{}".to_owned()];
-    if let Some(lease) = lease {
-        kinds.push("lease_acquired".to_owned());
-        details.push(format!(
-            "{{\"owner\":{},\"epoch\":{}}}",
-            json_string(&lease.owner),
-            lease.epoch
-        ));
-    }
-    sqlx::query(
-        "WITH run AS (\
-           INSERT INTO runs (run_id, workflow, workflow_path, workspace, status, created_at, \
-             lease_owner, lease_epoch, lease_until) \
-           VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8)), \
-         documents AS (\
-           INSERT INTO run_documents (run_id, plan, params, sources, options) \
-           VALUES ($1, $9, $10, $11, $12)), \
-         stage_rows AS (\
-           INSERT INTO stages (run_id, idx, name, status) \
-           SELECT $1, s.ordinality - 1, s.name, 'pending' \
-           FROM UNNEST($13::TEXT[]) WITH ORDINALITY AS s(name, ordinality)) \
-         INSERT INTO events (run_id, at, kind, detail) \
-         SELECT $1, $5, e.kind, e.detail \
-         FROM UNNEST($14::TEXT[], $15::TEXT[]) WITH ORDINALITY AS e(kind, detail, ordinality) \
-         ORDER BY e.ordinality",
-    )
-    .bind(&run.run_id)
-    .bind(&run.workflow)
-    .bind(&run.workflow_path)
-    .bind(&run.workspace)
-    .bind(run.created_at)
-    .bind(lease.map(|lease| lease.owner.as_str()))
-    .bind(lease.map_or(0, |lease| lease.epoch))
-    .bind(lease.map_or(0, |lease| lease.until))
-    .bind(&run.plan)
-    .bind(&run.params)
-    .bind(&run.sources)
-    .bind(&run.options)
-    .bind(&run.stages)
-    .bind(kinds)
-    .bind(details)
-    .execute(pool)
-    .await
-    .map_err(|source| {
-        if source
-            .as_database_error()
-            .is_some_and(|error| error.is_unique_violation())
-        {
-            Error::Duplicate(run.run_id.clone())
-        } else {
-            Error::Query {
-                what: "record the run",
-                source,
-            }
-        }
-    })?;
-    Ok(())
-}
-
 const RUNS: &str = "runs r JOIN run_documents d ON d.run_id = r.run_id";
 
 impl Store {
@@ -355,9 +287,9 @@ impl Store {
             create_postgres(pool, run, lease.as_ref()).await?;
             return Ok(lease);
         }
-        // Each statement is a round trip (and, on a new connection, a
-        // parse): the run row carries its lease from the start, and its
-        // events go in one statement.
+        // SQLite from here. Each statement is a round trip to its thread:
+        // the run row carries its lease from the start, and its events go
+        // in one statement.
         in_transaction!(self, |tx| {
             sqlx::query(
                 "INSERT INTO runs (run_id, workflow, workflow_path, workspace, status, created_at, \
@@ -374,22 +306,7 @@ impl Store {
             .bind(lease.as_ref().map_or(0, |lease| lease.until))
             .execute(&mut *tx)
             .await
-            .map_err(|source| {
-                // The primary key is the check for an existing run: on
-                // PostgreSQL a check before the insert could race a
-                // concurrent create of the same id anyway.
-                if source
-                    .as_database_error()
-                    .is_some_and(|error| error.is_unique_violation())
-                {
-                    Error::Duplicate(run.run_id.clone())
-                } else {
-                    Error::Query {
-                        what: "insert the run",
-                        source,
-                    }
-                }
-            })?;
+            .map_err(|source| insert_run_error(&run.run_id, "insert the run", source))?;
             sqlx::query(
                 "INSERT INTO run_documents (run_id, plan, params, sources, options) VALUES ($1, $2, $3, $4, $5)",
             )
@@ -414,11 +331,7 @@ impl Store {
                 )
                 .bind(&run.run_id)
                 .bind(run.created_at)
-                .bind(format!(
-                    "{{\"owner\":{},\"epoch\":{}}}",
-                    json_string(&lease.owner),
-                    lease.epoch
-                )),
+                .bind(lease_acquired_detail(lease)),
             }
             .execute(&mut *tx)
             .await
@@ -1034,6 +947,81 @@ macro_rules! log_event {
     };
 }
 use log_event;
+
+/// What [`Store::create`] writes, on PostgreSQL as one statement: each
+/// statement there is a round trip to the server, and on a new connection
+/// (every `baton run`'s) a second one to parse it, so the run, its
+/// documents, stages and events and the transaction around them took ten.
+/// A single statement is atomic; the foreign keys are checked at its end,
+/// when the run row is there; a run id already taken fails on the runs
+/// table's key as before.
+async fn create_postgres(pool: &PgPool, run: &NewRun, lease: Option<&Lease>) -> Result<()> {
+    let mut kinds = vec!["run_created".to_owned()];
+    let mut details = vec!["{}".to_owned()];
+    if let Some(lease) = lease {
+        kinds.push("lease_acquired".to_owned());
+        details.push(lease_acquired_detail(lease));
+    }
+    sqlx::query(
+        "WITH run AS (\
+           INSERT INTO runs (run_id, workflow, workflow_path, workspace, status, created_at, \
+             lease_owner, lease_epoch, lease_until) \
+           VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8)), \
+         documents AS (\
+           INSERT INTO run_documents (run_id, plan, params, sources, options) \
+           VALUES ($1, $9, $10, $11, $12)), \
+         stage_rows AS (\
+           INSERT INTO stages (run_id, idx, name, status) \
+           SELECT $1, s.ordinality - 1, s.name, 'pending' \
+           FROM UNNEST($13::TEXT[]) WITH ORDINALITY AS s(name, ordinality)) \
+         INSERT INTO events (run_id, at, kind, detail) \
+         SELECT $1, $5, e.kind, e.detail \
+         FROM UNNEST($14::TEXT[], $15::TEXT[]) WITH ORDINALITY AS e(kind, detail, ordinality) \
+         ORDER BY e.ordinality",
+    )
+    .bind(&run.run_id)
+    .bind(&run.workflow)
+    .bind(&run.workflow_path)
+    .bind(&run.workspace)
+    .bind(run.created_at)
+    .bind(lease.map(|lease| lease.owner.as_str()))
+    .bind(lease.map_or(0, |lease| lease.epoch))
+    .bind(lease.map_or(0, |lease| lease.until))
+    .bind(&run.plan)
+    .bind(&run.params)
+    .bind(&run.sources)
+    .bind(&run.options)
+    .bind(&run.stages)
+    .bind(kinds)
+    .bind(details)
+    .execute(pool)
+    .await
+    .map_err(|source| insert_run_error(&run.run_id, "record the run", source))?;
+    Ok(())
+}
+
+/// A failed insert of a run's row: the primary key is the check for an
+/// existing run (on PostgreSQL a check before the insert could race a
+/// concurrent create of the same id anyway).
+fn insert_run_error(run_id: &str, what: &'static str, source: sqlx::Error) -> Error {
+    if source
+        .as_database_error()
+        .is_some_and(|error| error.is_unique_violation())
+    {
+        Error::Duplicate(run_id.to_owned())
+    } else {
+        Error::Query { what, source }
+    }
+}
+
+/// The detail of a run's `lease_acquired` event.
+fn lease_acquired_detail(lease: &Lease) -> String {
+    format!(
+        "{{\"owner\":{},\"epoch\":{}}}",
+        json_string(&lease.owner),
+        lease.epoch
+    )
+}
 
 /// A JSON string literal.
 fn json_string(text: &str) -> String {
