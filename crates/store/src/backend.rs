@@ -246,6 +246,28 @@ impl Store {
         })
     }
 
+    /// Lets go of the store just before the process exits. The SQLite
+    /// connection that closes last checkpoints the write-ahead log into the
+    /// database (two more fsyncs) and deletes it, and the next process then
+    /// creates the log again and syncs its header and the directory on its
+    /// first commit. Every commit is already durable in the log, so the
+    /// writer is left for the exit to end, and the next open reads the log
+    /// back (at most `wal_autocheckpoint` pages of it). A PostgreSQL pool is
+    /// dropped as any other handle.
+    pub async fn close_at_exit(self) {
+        if let Inner::Sqlite { write, .. } = &self.inner {
+            // Held and forgotten, the writer is never closed, however the
+            // runtime's remaining tasks are dropped after this. A connection
+            // still busy after a moment is left to close as before.
+            if let Ok(Ok(connection)) =
+                tokio::time::timeout(Duration::from_millis(100), write.acquire()).await
+            {
+                std::mem::forget(connection);
+            }
+            std::mem::forget(self);
+        }
+    }
+
     /// Which database this is: `sqlite` or `postgres`.
     pub fn backend(&self) -> &'static str {
         match self.inner {

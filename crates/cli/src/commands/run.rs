@@ -243,10 +243,15 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
             created.run_id,
             created.workspace.display()
         ));
-        match drive_with_progress(&store, Drive::Created(Box::new(created)), &drive, format).await {
-            Ok(outcome) => finish(&outcome, format),
-            Err(error) => engine_error(&error, as_json),
-        }
+        let code =
+            match drive_with_progress(&store, Drive::Created(Box::new(created)), &drive, format)
+                .await
+            {
+                Ok(outcome) => finish(&outcome, format),
+                Err(error) => engine_error(&error, as_json),
+            };
+        store.close_at_exit().await;
+        code
     })
 }
 
@@ -265,10 +270,13 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
             Ok(store) => store,
             Err(code) => return code,
         };
-        match drive_with_progress(&store, Drive::Recorded(&args.run), &options, format).await {
-            Ok(outcome) => finish(&outcome, format),
-            Err(error) => engine_error(&error, format == Format::Json),
-        }
+        let code =
+            match drive_with_progress(&store, Drive::Recorded(&args.run), &options, format).await {
+                Ok(outcome) => finish(&outcome, format),
+                Err(error) => engine_error(&error, format == Format::Json),
+            };
+        store.close_at_exit().await;
+        code
     })
 }
 
@@ -298,10 +306,13 @@ pub(crate) fn rerun(args: &RerunArgs) -> u8 {
             ));
             return exit_code::SUCCESS;
         }
-        match drive_with_progress(&store, Drive::Recorded(&args.run), &options, format).await {
-            Ok(outcome) => finish(&outcome, format),
-            Err(error) => engine_error(&error, format == Format::Json),
-        }
+        let code =
+            match drive_with_progress(&store, Drive::Recorded(&args.run), &options, format).await {
+                Ok(outcome) => finish(&outcome, format),
+                Err(error) => engine_error(&error, format == Format::Json),
+            };
+        store.close_at_exit().await;
+        code
     })
 }
 

@@ -19,6 +19,7 @@ mod project;
 mod queue;
 mod queue_postgres;
 mod run;
+mod sqlite_log;
 mod state;
 mod state_runs;
 mod store_lock;
