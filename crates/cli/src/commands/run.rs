@@ -203,6 +203,17 @@ fn finish(outcome: &Outcome, format: Format) -> u8 {
     }
 }
 
+/// Drives a run, prints how it ended and lets the store go: what `run`,
+/// `resume` and `rerun` end with.
+async fn drive_to_exit(store: Store, run: Drive<'_>, options: &DriveOptions, format: Format) -> u8 {
+    let code = match drive_with_progress(&store, run, options, format).await {
+        Ok(outcome) => finish(&outcome, format),
+        Err(error) => engine_error(&error, format == Format::Json),
+    };
+    store.close_at_exit().await;
+    code
+}
+
 /// `baton run`.
 pub(crate) fn run(args: &RunArgs) -> u8 {
     let format = args.format.format();
@@ -243,15 +254,7 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
             created.run_id,
             created.workspace.display()
         ));
-        let code =
-            match drive_with_progress(&store, Drive::Created(Box::new(created)), &drive, format)
-                .await
-            {
-                Ok(outcome) => finish(&outcome, format),
-                Err(error) => engine_error(&error, as_json),
-            };
-        store.close_at_exit().await;
-        code
+        drive_to_exit(store, Drive::Created(Box::new(created)), &drive, format).await
     })
 }
 
@@ -270,13 +273,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
             Ok(store) => store,
             Err(code) => return code,
         };
-        let code =
-            match drive_with_progress(&store, Drive::Recorded(&args.run), &options, format).await {
-                Ok(outcome) => finish(&outcome, format),
-                Err(error) => engine_error(&error, format == Format::Json),
-            };
-        store.close_at_exit().await;
-        code
+        drive_to_exit(store, Drive::Recorded(&args.run), &options, format).await
     })
 }
 
@@ -306,13 +303,7 @@ pub(crate) fn rerun(args: &RerunArgs) -> u8 {
             ));
             return exit_code::SUCCESS;
         }
-        let code =
-            match drive_with_progress(&store, Drive::Recorded(&args.run), &options, format).await {
-                Ok(outcome) => finish(&outcome, format),
-                Err(error) => engine_error(&error, format == Format::Json),
-            };
-        store.close_at_exit().await;
-        code
+        drive_to_exit(store, Drive::Recorded(&args.run), &options, format).await
     })
 }
 
