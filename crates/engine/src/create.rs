@@ -183,6 +183,31 @@ pub async fn create_run_as(
     request: &RunRequest,
     driver: crate::external::DriverMode,
 ) -> Result<Created> {
+    record_run(store, prepare_run(request, driver)?).await
+}
+
+/// A run compiled and given its id, not yet recorded: the part of
+/// [`create_run`] that needs no store, which a caller may do while the store
+/// opens ([`prepare_run`], then [`record_run`]).
+#[derive(Debug)]
+pub struct Prepared {
+    run_id: String,
+    workspace: PathBuf,
+    plan: Plan,
+    workflow_path: String,
+    yaml_path: PathBuf,
+    run_options: RunOptions,
+    new_run: NewRun,
+    /// `plan.json`'s text.
+    pretty: String,
+}
+
+/// Compiles the workflow of `request` and builds what recording it takes.
+///
+/// # Errors
+///
+/// [`Error::Invalid`] with the diagnostics of an invalid workflow.
+pub fn prepare_run(request: &RunRequest, driver: crate::external::DriverMode) -> Result<Prepared> {
     let options = baton_workflow::compile::Options {
         work_dir: Some(
             request
@@ -206,11 +231,6 @@ pub async fn create_run_as(
     };
     let workspace = base.join(&run_id);
     let PlanText { compact, pretty } = PlanText::new(&plan, &run_id);
-    let run_options = RunOptions {
-        project_dir: request.project_dir.clone(),
-        max_parallel: request.max_parallel.max(1),
-        driver,
-    };
     let new_run = NewRun {
         run_id: run_id.clone(),
         workflow: plan.name.clone(),
@@ -220,15 +240,50 @@ pub async fn create_run_as(
         plan: compact,
         params: serde_json::to_string(&plan.params).expect("plain data"),
         sources,
-        options: crate::worktree::record_base(&run_options, &request.project_dir, &plan)
-            .await
-            .to_string(),
+        // Filled in by `record_run`, which may ask git for the base commit.
+        options: String::new(),
         stages: plan
             .stages
             .iter()
             .map(|stage| stage.name().to_owned())
             .collect(),
     };
+    Ok(Prepared {
+        run_id,
+        workspace,
+        workflow_path: request.workflow_path.clone(),
+        yaml_path: request.project_dir.join(&request.workflow_path),
+        run_options: RunOptions {
+            project_dir: request.project_dir.clone(),
+            max_parallel: request.max_parallel.max(1),
+            driver,
+        },
+        plan,
+        new_run,
+        pretty,
+    })
+}
+
+/// Records a [`Prepared`] run (with its first lease for the built-in
+/// driver) and creates its workspace.
+///
+/// # Errors
+///
+/// A store error, or a workspace that cannot be created.
+pub async fn record_run(store: &Store, prepared: Prepared) -> Result<Created> {
+    let Prepared {
+        run_id,
+        workspace,
+        plan,
+        workflow_path,
+        yaml_path,
+        run_options,
+        mut new_run,
+        pretty,
+    } = prepared;
+    new_run.options = crate::worktree::record_base(&run_options, &run_options.project_dir, &plan)
+        .await
+        .to_string();
     let lease = match run_options.driver {
         crate::external::DriverMode::Builtin => Some(
             store
@@ -244,19 +299,14 @@ pub async fn create_run_as(
             None
         }
     };
-    ensure_new_workspace(
-        &workspace,
-        &run_id,
-        &plan,
-        &request.project_dir.join(&request.workflow_path),
-        now,
-        &pretty,
-    )?;
+    let created_at = new_run.created_at;
+    drop(new_run);
+    ensure_new_workspace(&workspace, &run_id, &plan, &yaml_path, created_at, &pretty)?;
     Ok(Created {
         run_id,
         workspace,
         plan,
-        workflow_path: request.workflow_path.clone(),
+        workflow_path,
         options: run_options,
         lease,
     })

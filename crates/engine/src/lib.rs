@@ -41,7 +41,9 @@ use std::path::PathBuf;
 
 pub use control::{cancel, invalidate};
 pub use coordinator::{DriveOptions, Outcome, Progress, drive, drive_created};
-pub use create::{Created, RunRequest, create_run, create_run_as};
+pub use create::{
+    Created, Prepared, RunRequest, create_run, create_run_as, prepare_run, record_run,
+};
 pub use stage::Limits;
 pub use subrun::{child_run_id, child_workspace};
 pub use work::unit_stage_name;

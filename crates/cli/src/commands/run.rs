@@ -241,11 +241,21 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
         Err(code) => return code,
     };
     block_on(async {
+        // The workflow compiles on a thread of its own while the store
+        // opens: both take a millisecond or more before the run can be
+        // recorded. A store that cannot be opened is still reported first.
+        let prepared = tokio::task::spawn_blocking(move || {
+            baton_engine::prepare_run(&request, baton_engine::external::DriverMode::Builtin)
+        });
         let store = match open_store().await {
             Ok(store) => store,
             Err(code) => return code,
         };
-        let created = match baton_engine::create_run(&store, &request).await {
+        let prepared = match prepared.await {
+            Ok(prepared) => prepared,
+            Err(error) => std::panic::resume_unwind(error.into_panic()),
+        };
+        let created = match async { baton_engine::record_run(&store, prepared?).await }.await {
             Ok(created) => created,
             Err(error) => return engine_error(&error, as_json),
         };
