@@ -191,10 +191,8 @@ pub async fn create_run_as(
 /// opens ([`prepare_run`], then [`record_run`]).
 #[derive(Debug)]
 pub struct Prepared {
-    run_id: String,
     workspace: PathBuf,
     plan: Plan,
-    workflow_path: String,
     yaml_path: PathBuf,
     run_options: RunOptions,
     new_run: NewRun,
@@ -232,7 +230,7 @@ pub fn prepare_run(request: &RunRequest, driver: crate::external::DriverMode) ->
     let workspace = base.join(&run_id);
     let PlanText { compact, pretty } = PlanText::new(&plan, &run_id);
     let new_run = NewRun {
-        run_id: run_id.clone(),
+        run_id,
         workflow: plan.name.clone(),
         workflow_path: request.workflow_path.clone(),
         workspace: workspace.to_string_lossy().into_owned(),
@@ -249,9 +247,7 @@ pub fn prepare_run(request: &RunRequest, driver: crate::external::DriverMode) ->
             .collect(),
     };
     Ok(Prepared {
-        run_id,
         workspace,
-        workflow_path: request.workflow_path.clone(),
         yaml_path: request.project_dir.join(&request.workflow_path),
         run_options: RunOptions {
             project_dir: request.project_dir.clone(),
@@ -272,10 +268,8 @@ pub fn prepare_run(request: &RunRequest, driver: crate::external::DriverMode) ->
 /// A store error, or a workspace that cannot be created.
 pub async fn record_run(store: &Store, prepared: Prepared) -> Result<Created> {
     let Prepared {
-        run_id,
         workspace,
         plan,
-        workflow_path,
         yaml_path,
         run_options,
         mut new_run,
@@ -299,8 +293,13 @@ pub async fn record_run(store: &Store, prepared: Prepared) -> Result<Created> {
             None
         }
     };
-    let created_at = new_run.created_at;
-    drop(new_run);
+    // The run's id and path are kept; its plan's JSON and the rest go.
+    let NewRun {
+        run_id,
+        workflow_path,
+        created_at,
+        ..
+    } = new_run;
     ensure_new_workspace(&workspace, &run_id, &plan, &yaml_path, created_at, &pretty)?;
     Ok(Created {
         run_id,

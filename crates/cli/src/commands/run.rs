@@ -251,11 +251,12 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
             Ok(store) => store,
             Err(code) => return code,
         };
-        let prepared = match prepared.await {
-            Ok(prepared) => prepared,
-            Err(error) => std::panic::resume_unwind(error.into_panic()),
+        let recorded = match prepared.await {
+            Ok(Ok(prepared)) => baton_engine::record_run(&store, prepared).await,
+            Ok(Err(invalid)) => Err(invalid),
+            Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
         };
-        let created = match async { baton_engine::record_run(&store, prepared?).await }.await {
+        let created = match recorded {
             Ok(created) => created,
             Err(error) => return engine_error(&error, as_json),
         };
