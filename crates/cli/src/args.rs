@@ -3,7 +3,9 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::exit_code;
+use deferred::Deferred;
 
+mod deferred;
 pub(crate) mod driver;
 pub(crate) mod queue;
 pub(crate) mod task;
@@ -28,7 +30,7 @@ pub(crate) enum Command {
     #[command(
         after_help = "Examples:\n  baton parse workflows/code/ci-debug.yaml\n  baton parse workflows/code/ci-debug.yaml --json\n\nExit codes: 0 the workflow parses, 1 it does not, 2 usage error."
     )]
-    Parse(FileArgs),
+    Parse(Deferred<FileArgs>),
 
     /// Check a workflow or fragment for errors and likely mistakes.
     ///
@@ -40,13 +42,13 @@ pub(crate) enum Command {
     #[command(
         after_help = "Examples:\n  baton lint workflows/code/open-pr.yaml\n  baton lint workflows/shared/plan-critic.yaml --format json\n  baton lint workflows/code/open-pr.yaml --strict   # warnings fail too\n\nExit codes: 0 valid, 1 invalid (with --strict: any warning), 2 usage error."
     )]
-    Lint(LintArgs),
+    Lint(Deferred<LintArgs>),
 
     /// Compile a workflow into its execution plan: groups, indices, contracts.
     #[command(
         after_help = "Examples:\n  baton compile workflows/code/ci-debug.yaml\n  baton compile workflows/code/ci-debug.yaml --format json | jq '.groups'\n  baton compile wf.yaml --params pr_number=42 --format mermaid > plan.mmd\n  baton compile wf.yaml --format dot | dot -Tsvg > plan.svg\n\nExit codes: 0 compiled, 1 invalid workflow (with --strict: also any warning), 2 usage error."
     )]
-    Compile(CompileArgs),
+    Compile(Deferred<CompileArgs>),
 
     /// Run a workflow: record the run, then execute every stage in dependency order.
     ///
@@ -56,7 +58,7 @@ pub(crate) enum Command {
     #[command(
         after_help = "Examples:\n  baton run examples/quickstart/workflow.yaml\n  baton run wf.yaml --params pr_number=42 --max-parallel 8\n  baton run wf.yaml --dry-run      # show the plan, run nothing\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow, 2 the run failed or is incomplete, 4 store unavailable."
     )]
-    Run(RunArgs),
+    Run(Deferred<RunArgs>),
 
     /// Driver protocol: hand out the ready stages of a run driven externally.
     ///
@@ -69,7 +71,7 @@ pub(crate) enum Command {
     #[command(
         after_help = "Examples:\n  baton run wf.yaml --driver external          # prints the run id, spawns nothing\n  baton next RUN --json                        # [{stage, prompt, dispatch_file, worktree}]\n  baton complete RUN draft                     # verify draft's outputs and record them\n  baton fail RUN draft --error \"agent gave up\"\n\nExit codes: 0 listed, 1 no such run, 2 the workflow changed since the run started, 3 refused (not an external run, or a ready stage this protocol cannot drive yet), 4 store unavailable."
     )]
-    Next(driver::NextArgs),
+    Next(Deferred<driver::NextArgs>),
 
     /// Driver protocol: verify a handed-out stage's outputs and record its result.
     ///
@@ -80,22 +82,22 @@ pub(crate) enum Command {
     #[command(
         after_help = "Examples:\n  baton complete RUN draft\n  baton complete RUN draft --json\n\nExit codes: 0 recorded as succeeded, 1 no such run or stage, 2 verification failed (recorded as a failure), 3 refused (out of order), 4 store unavailable."
     )]
-    Complete(driver::CompleteArgs),
+    Complete(Deferred<driver::CompleteArgs>),
 
     /// Driver protocol: record a handed-out stage as failed.
     #[command(
         after_help = "Examples:\n  baton fail RUN draft --error \"the agent hit its turn limit\"\n\nExit codes: 0 recorded, 1 no such run or stage, 3 refused (out of order), 4 store unavailable."
     )]
-    Fail(driver::FailArgs),
+    Fail(Deferred<driver::FailArgs>),
 
     /// List recorded runs, oldest first.
-    Runs(FormatOnly),
+    Runs(Deferred<FormatOnly>),
 
     /// Show a run's stages with their status and duration.
-    Status(RunRef),
+    Status(Deferred<RunRef>),
 
     /// Show the output of a run's stages (the latest attempt of each).
-    Logs(LogsArgs),
+    Logs(Deferred<LogsArgs>),
 
     /// Continue a run after a crash, a cancel, a failure or a gate decision.
     ///
@@ -106,17 +108,17 @@ pub(crate) enum Command {
     #[command(
         after_help = "Exit codes: 0 success or waiting at a human gate, 1 invalid workflow, 2 the run failed or is incomplete, 4 store unavailable."
     )]
-    Resume(ResumeArgs),
+    Resume(Deferred<ResumeArgs>),
 
     /// Ask the process driving a run to stop it; running stages are killed.
-    Cancel(RunRef),
+    Cancel(Deferred<RunRef>),
 
     /// Run a stage again, and every stage that depends on it.
-    Rerun(RerunArgs),
+    Rerun(Deferred<RerunArgs>),
 
     /// Agent profiles: which CLIs work on this machine.
     #[command(subcommand)]
-    Agents(AgentsCommand),
+    Agents(Deferred<AgentsCommand>),
 
     /// Human gates: see what a gate stage produced, edit it, approve or reject it.
     ///
@@ -128,7 +130,7 @@ pub(crate) enum Command {
         subcommand,
         after_help = "Examples:\n  baton gate list                          # every gate waiting or decided\n  baton gate show RUN review               # the gate's outputs, items numbered\n  baton gate drop RUN review 3             # remove item 3 of its list\n  baton gate edit RUN review 2 priority=high\n  baton gate add RUN review \"Also check the migration\"\n  baton gate approve RUN review --comment \"looks right\"\n  baton resume RUN                         # continue after the approval\n  baton gate reject RUN review --comment \"wrong scope\"   # the run ends rejected\n\nExit codes: 0 done, 1 no such run, 2 usage error or the gate cannot be acted on (not a gate, not run yet, no such item), 3 someone decided or changed the gate first, 4 store unavailable."
     )]
-    Gate(GateCommand),
+    Gate(Deferred<GateCommand>),
 
     /// The governance ledger of a run, task or agent session: stage, rules, evidence (docs/governance.md).
     ///
@@ -142,14 +144,14 @@ pub(crate) enum Command {
         subcommand,
         after_help = "Examples:\n  baton state list\n  baton state show --session 3f2c…\n  baton state check --run RUN            # exit 3 listing violated rules\n  baton state record --task t edited src/lib.rs\n  baton state summary --task t --json    # the workflow_state_summary object\n\nExit codes: 0 done, 1 no such run, 2 usage error, 3 refused or rules violated, 4 store unavailable."
     )]
-    State(state::StateCommand),
+    State(Deferred<state::StateCommand>),
 
     /// Agent CLI hooks that feed the governance ledger (docs/hooks.md).
     #[command(
         subcommand,
         after_help = "Examples:\n  baton hook install claude-code\n  baton hook claude-code PostToolUse < payload.json\n  baton hook claude-code Stop < payload.json   # exit 2 with the reason when blocked"
     )]
-    Hook(state::HookCommand),
+    Hook(Deferred<state::HookCommand>),
 
     /// Work queue jobs: claim, run, heartbeat, report; stop gracefully on SIGTERM.
     ///
@@ -159,15 +161,15 @@ pub(crate) enum Command {
     #[command(
         after_help = "Examples:\n  baton worker                          # the default queue, 4 jobs at once, until SIGTERM\n  baton worker --concurrency 16 --queue deploy\n  baton worker --once                   # drain what is claimable, then exit\n\nJob logs go to .baton/jobs/<id>/<epoch>.stdout|stderr.\n\nExit codes: 0 stopped or drained, 4 store unavailable."
     )]
-    Worker(queue::WorkerArgs),
+    Worker(Deferred<queue::WorkerArgs>),
 
     /// The job queue: list, show, enqueue, retry, requeue dead jobs, purge.
     #[command(subcommand)]
-    Queue(queue::QueueCommand),
+    Queue(Deferred<queue::QueueCommand>),
 
     /// The worktrees and branches of isolated stages: list them, prune those of finished runs.
     #[command(subcommand)]
-    Worktree(worktree::WorktreeCommand),
+    Worktree(Deferred<worktree::WorktreeCommand>),
 
     /// Tasks: artifact-driven phases from SPEC.md to VERDICT.md (docs/tasks.md).
     ///
@@ -180,13 +182,13 @@ pub(crate) enum Command {
         subcommand,
         after_help = "Examples:\n  baton task new \"Add user auth\"      # tasks/add-user-auth/\n  baton task status add-user-auth\n  baton task next add-user-auth        # the next phase and its prompt\n  baton task run add-user-auth         # phases to the verdict; fix tasks on FAIL\n  baton task list --archived\n\nGuide: docs/tasks.md"
     )]
-    Task(task::TaskCommand),
+    Task(Deferred<task::TaskCommand>),
 
     /// List the workflows and fragments under a directory.
     #[command(
         after_help = "Without DIR, lists ./workflows when it exists, else the current directory.\n\nExit codes: 0 listed (even if empty), 2 usage error."
     )]
-    List(ListArgs),
+    List(Deferred<ListArgs>),
 }
 
 /// Output format shared by the read-only commands.

@@ -50,7 +50,9 @@ pub fn main() -> ExitCode {
         Command::Complete(args) => commands::driver::complete(&args),
         Command::Fail(args) => commands::driver::fail(&args),
         Command::Runs(args) => commands::status::runs(&args),
-        Command::Agents(args::AgentsCommand::Check(args)) => commands::agents::check(&args),
+        Command::Agents(command) => match &*command {
+            args::AgentsCommand::Check(args) => commands::agents::check(args),
+        },
         Command::Gate(command) => commands::gate::run(&command),
         Command::State(command) => commands::state::run(&command),
         Command::Hook(command) => commands::hook::run(&command),
