@@ -167,13 +167,18 @@ pub(crate) async fn stale_epoch_completion_is_rejected(fresh: Fresh) {
 pub(crate) async fn heartbeat_extends_and_reports_lost_leases(fresh: Fresh) {
     let store = fresh.open().await;
     store.enqueue(&[job(None), job(None)]).await.unwrap();
-    let claimed = store.claim(&claim("w", 2, 100)).await.unwrap();
+    // Renewed every 150 ms for 600 ms, a 500 ms lease outlives its first
+    // term, and a test thread stalled for a moment on a loaded machine
+    // (past a renewal's slack) does not lose it.
+    let claimed = store.claim(&claim("w", 2, 500)).await.unwrap();
     let held: Vec<(i64, i64)> = claimed.iter().map(|j| (j.id, j.lease_epoch)).collect();
     for _ in 0..4 {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(store.heartbeat("w", &held, 100).await.unwrap().is_empty());
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert!(store.heartbeat("w", &held, 500).await.unwrap().is_empty());
         assert!(store.reap_expired().await.unwrap().is_empty());
     }
+    // The last renewal is short, so that it can be seen to run out.
+    assert!(store.heartbeat("w", &held, 100).await.unwrap().is_empty());
     // Another owner cannot renew them; after expiry the holder learns it lost them.
     assert_eq!(store.heartbeat("other", &held, 100).await.unwrap(), held);
     expire(&store).await;
