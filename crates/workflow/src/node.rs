@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+mod events;
+
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Budget, Options, Spanned};
 
@@ -266,6 +268,15 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
             span: Some(span),
         });
     }
+    match events::parse(text) {
+        Some(node) => Ok(node),
+        None => parse_fully(text),
+    }
+}
+
+/// [`parse`] through serde-saphyr, for every document: its checks, limits
+/// and messages.
+fn parse_fully(text: &str) -> Result<Node, SyntaxError> {
     let mut budget = Budget::default();
     budget.max_depth = MAX_DEPTH;
     budget.flow_nesting_limit = MAX_DEPTH;
