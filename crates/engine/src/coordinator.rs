@@ -18,7 +18,7 @@ use baton_workflow::plan::PlanStage;
 use tokio::sync::{mpsc, watch};
 
 use crate::create;
-use crate::envelopes::EnvelopeWriter;
+use crate::envelopes::{EnvelopeWriter, Ticket};
 use crate::schedule::{self, Next, State, States};
 use crate::stage::{self, Attempt, Finished, Limits, Report};
 use crate::start::Start;
@@ -333,6 +333,66 @@ struct Announced {
     finished_at: i64,
     /// For a unit: the stage it ran and its label.
     unit: Option<(PlanStage, String)>,
+    /// Its envelope when it was written ahead of the commit, to be named
+    /// once the commit lands (see [`prepare_envelopes`]).
+    envelope: Option<Ticket>,
+}
+
+impl Announced {
+    /// A result just arrived, to show once committed.
+    fn arrived(
+        finished: Finished,
+        (started_at, finished_at): (i64, i64),
+        unit: Option<(PlanStage, String)>,
+    ) -> Shown {
+        Shown::Result(Box::new(Announced {
+            finished,
+            started_at,
+            finished_at,
+            unit,
+            envelope: None,
+        }))
+    }
+
+    /// The stage the envelope is of, its status and its times.
+    fn envelope_of<'a>(
+        &'a self,
+        plan: &'a Plan,
+    ) -> (&'a PlanStage, &'static str, (Option<i64>, Option<i64>)) {
+        let stage = self
+            .unit
+            .as_ref()
+            .map_or(&plan.stages[self.finished.index], |(stage, _)| stage);
+        let status = if self.finished.success {
+            "success"
+        } else {
+            "failed"
+        };
+        (
+            stage,
+            status,
+            (Some(self.started_at), Some(self.finished_at)),
+        )
+    }
+}
+
+/// Writes the envelopes of the results a drive's last commit records
+/// before that commit, without names, to be named once it lands.
+///
+/// Only the last: naming a file costs about half of writing it, and what
+/// happens after the last commit is all that is left of a run. Done for
+/// every result, the writing met each next stage's start on a 2-core
+/// machine: in a 1 000-stage chain, the median time from one stage's exit
+/// to the next one's start went from 423–443 us to 494–526 us.
+fn prepare_envelopes(plan: &Plan, envelopes: &EnvelopeWriter, shown: &mut [Shown]) {
+    for shown in shown {
+        if let Shown::Result(announced) = shown {
+            let (stage, status, times) = announced.envelope_of(plan);
+            let errors = announced.finished.error.iter().cloned().collect();
+            let ticket = envelopes.prepare(stage, announced.finished.index, status, times, errors);
+            announced.envelope = Some(ticket);
+        }
+    }
 }
 
 /// What is shown once committed, in the order it happened: a stage's end
@@ -678,9 +738,8 @@ async fn drive_owned(
                             error: error.clone(),
                             artifacts: artifacts.clone(),
                         });
-                        announced.push(Shown::Result(Box::new(Announced {
-                            finished_at: now,
-                            finished: Finished {
+                        announced.push(Announced::arrived(
+                            Finished {
                                 index,
                                 unit: None,
                                 attempt: attempt_numbers[index],
@@ -691,9 +750,9 @@ async fn drive_owned(
                                 cancelled: false,
                                 usage: None,
                             },
-                            started_at: composite.started_at,
-                            unit: None,
-                        })));
+                            (composite.started_at, now),
+                            None,
+                        ));
                     }
                 }
             }
@@ -1017,12 +1076,8 @@ async fn drive_owned(
                                     }
                                 }
                                 if let Some(mut slot) = slot {
-                                    announced.push(Shown::Result(Box::new(Announced {
-                                        started_at: slot.started_at,
-                                        finished_at: now,
-                                        unit: slot.stage.take().zip(slot.label.take()),
-                                        finished: result,
-                                    })));
+                                    let unit = slot.stage.take().zip(slot.label.take());
+                                    announced.push(Announced::arrived(result, (slot.started_at, now), unit));
                                 }
                                 continue;
                             }
@@ -1043,7 +1098,7 @@ async fn drive_owned(
                             // once it is committed.
                             let started_at = running.remove(&Slot::Stage(result.index)).map_or(now, |attempt| attempt.started_at);
                             urgent |= !cheap(&plan.stages[result.index], started_at, now);
-                            announced.push(Shown::Result(Box::new(Announced { finished: result, started_at, finished_at: now, unit: None })));
+                            announced.push(Announced::arrived(result, (started_at, now), None));
                         }
                     }
                 }
@@ -1082,6 +1137,7 @@ async fn drive_owned(
         at: clock::now_ms(),
         error: outcome.error.clone(),
     });
+    prepare_envelopes(&plan, &envelopes, &mut announced);
     settle(&mut in_flight, &plan, &envelopes, progress).await?;
     with_ledger(&mut ledger, &plan, &composites, &mut pending);
     store.apply_and_release(lease, &pending).await?;
@@ -1200,32 +1256,35 @@ fn announce(
     shown: &mut Vec<Shown>,
     progress: &(dyn Fn(Progress) + Sync),
 ) {
+    let mut committed = None;
     for shown in shown.drain(..) {
-        let Announced {
-            finished: result,
-            started_at,
-            finished_at: now,
-            unit,
-        } = match shown {
+        let announced = match shown {
             Shown::Result(announced) => *announced,
             Shown::Start(started) => {
                 progress(started);
                 continue;
             }
         };
-        let index = result.index;
+        match announced.envelope {
+            Some(ticket) => committed = Some(ticket),
+            None => {
+                let (stage, status, times) = announced.envelope_of(plan);
+                let errors = announced.finished.error.iter().cloned().collect();
+                envelopes.stage(stage, announced.finished.index, status, times, errors);
+            }
+        }
+        let Announced {
+            finished: result,
+            started_at,
+            finished_at: now,
+            unit,
+            ..
+        } = announced;
         let status = if result.success { "success" } else { "failed" };
-        let (stage, label) = match &unit {
-            Some((stage, label)) => (stage, label.as_str()),
-            None => (&plan.stages[index], plan.stages[index].name()),
+        let label = match &unit {
+            Some((_, label)) => label.as_str(),
+            None => plan.stages[result.index].name(),
         };
-        envelopes.stage(
-            stage,
-            index,
-            status,
-            (Some(started_at), Some(now)),
-            result.error.iter().cloned().collect(),
-        );
         if result.unit.as_deref() == Some(work::MAIN) {
             // Its stage's own line follows (see the starts).
             continue;
@@ -1236,6 +1295,10 @@ fn announce(
             duration_ms: now - started_at,
             error: result.error,
         });
+    }
+    // Only the last commit's results are prepared, all of them shown here.
+    if let Some(envelope) = committed {
+        envelopes.publish(envelope);
     }
 }
 

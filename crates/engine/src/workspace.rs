@@ -95,7 +95,13 @@ pub fn write_replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// filesystem without `O_TMPFILE`, no `/proc`) leaves nothing behind, and
 /// the caller falls back to the rename.
 fn write_unnamed_then_link(parent: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use rustix::fs::{AtFlags, CWD, Mode, OFlags};
+    name_unnamed(&unnamed(parent, bytes)?, path)
+}
+
+/// A file in `parent` holding `bytes` that has no name yet (`O_TMPFILE`):
+/// it vanishes when closed unless [`name_unnamed`] names it first.
+pub(crate) fn unnamed(parent: &Path, bytes: &[u8]) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags};
 
     let fd = rustix::fs::open(
         parent,
@@ -104,9 +110,16 @@ fn write_unnamed_then_link(parent: &Path, path: &Path, bytes: &[u8]) -> std::io:
     )?;
     let mut file = std::fs::File::from(fd);
     file.write_all(bytes)?;
+    Ok(file)
+}
+
+/// Gives a file made by [`unnamed`] the name `path`, which must not exist.
+pub(crate) fn name_unnamed(file: &std::fs::File, path: &Path) -> std::io::Result<()> {
+    use rustix::fs::{AtFlags, CWD};
+
     // Linking the descriptor itself (`AT_EMPTY_PATH`) needs a capability;
     // its `/proc` name does not.
-    let name = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&file));
+    let name = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(file));
     rustix::fs::linkat(CWD, name.as_str(), CWD, path, AtFlags::SYMLINK_FOLLOW)?;
     Ok(())
 }
