@@ -273,6 +273,14 @@ mod tests {
         Some(json["status"].as_str()?.to_owned())
     }
 
+    /// A run workspace of the two-stage [`plan`], and its writer.
+    fn workspace_with_writer() -> (tempfile::TempDir, Plan, EnvelopeWriter) {
+        let dir = tempfile::tempdir().unwrap();
+        workspace::create(dir.path()).unwrap();
+        let envelopes = EnvelopeWriter::start(dir.path());
+        (dir, plan(), envelopes)
+    }
+
     /// Waits for the writer threads to finish what was sent to them.
     fn drain(envelopes: EnvelopeWriter) {
         drop(envelopes);
@@ -280,10 +288,7 @@ mod tests {
 
     #[test]
     fn a_prepared_envelope_appears_only_once_published() {
-        let dir = tempfile::tempdir().unwrap();
-        workspace::create(dir.path()).unwrap();
-        let plan = plan();
-        let envelopes = EnvelopeWriter::start(dir.path());
+        let (dir, plan, envelopes) = workspace_with_writer();
         let ticket = envelopes.prepare(&plan.stages[0], 0, "success", (Some(1), Some(2)), vec![]);
         envelopes.prepare(&plan.stages[1], 1, "failed", (Some(1), Some(3)), vec![]);
         let first = workspace::envelope_path(dir.path(), 0, "a");
@@ -317,10 +322,7 @@ mod tests {
 
     #[test]
     fn a_later_attempt_replaces_the_earlier_envelope() {
-        let dir = tempfile::tempdir().unwrap();
-        workspace::create(dir.path()).unwrap();
-        let plan = plan();
-        let envelopes = EnvelopeWriter::start(dir.path());
+        let (dir, plan, envelopes) = workspace_with_writer();
         let first = envelopes.prepare(&plan.stages[0], 0, "failed", (Some(1), Some(2)), vec![]);
         envelopes.publish(first);
         let second = envelopes.prepare(&plan.stages[0], 0, "success", (Some(3), Some(4)), vec![]);
@@ -332,10 +334,7 @@ mod tests {
 
     #[test]
     fn more_results_than_held_files_are_all_published() {
-        let dir = tempfile::tempdir().unwrap();
-        workspace::create(dir.path()).unwrap();
-        let plan = plan();
-        let envelopes = EnvelopeWriter::start(dir.path());
+        let (dir, plan, envelopes) = workspace_with_writer();
         let count = super::most_held() * super::WRITERS * 2 + 3;
         let mut last = None;
         for index in 0..count {
