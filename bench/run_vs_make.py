@@ -10,9 +10,18 @@ repetitions: make's wall time; baton's in a fresh directory ("new", which
 creates the store first, as a project's first run does) and in a directory
 whose store exists ("again", as every later run), each with its ratio to
 make; the CPU time (user + system, children included) of baton's new runs
-and of make; baton's peak resident set; and what creating a file cost just
-before the row. Set BATON_DATABASE_URL to measure PostgreSQL instead of the
-embedded SQLite (then "new" and "again" differ only in the workspace).
+and of make; the CPU the rest of the machine used while baton's new runs
+ran ("other cpu": PostgreSQL's server when measuring it, else background
+work); baton's peak resident set; what creating a file cost just before the
+row; and the share of the machine's time the hypervisor took ("steal"). Set
+BATON_DATABASE_URL to measure PostgreSQL instead of the embedded SQLite (then
+"new" and "again" differ only in the workspace).
+
+On a virtual machine whose host is busy, the hypervisor runs other guests on
+this one's cores now and then; a command's wall time then grows by whatever
+it lost. A repetition (make, new, again) in which any of the three lost more
+than --max-steal percent of the machine's time is run again, up to --repeat
+extra times in a row; the steal column says what the kept ones lost.
 
 Scratch directories are removed only at the end. On ext4 without a journal
 the kernel skips inodes freed in the last minute (six while their inode
@@ -67,17 +76,40 @@ def makefile(shape, n):
     return "\n".join(lines) + "\n"
 
 
+def machine_times():
+    """(busy, stolen) CPU seconds of the whole machine since boot, from the
+    first line of /proc/stat; None where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    # user nice system idle iowait irq softirq steal ...
+    busy = fields[0] + fields[1] + fields[2] + fields[5] + fields[6]
+    return busy / tick, (fields[7] if len(fields) > 7 else 0) / tick
+
+
 def timed(command, cwd):
     """Wall time, CPU time (user + system) and peak resident set of one
-    command, from its own wait4: the command and the children it waited for."""
+    command, from its own wait4 (the command and the children it waited
+    for); the CPU time every other process used meanwhile; and the share of
+    the machine's time stolen by the hypervisor (0 to 1)."""
+    before = machine_times()
     start = time.perf_counter()
     child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
+    after = machine_times()
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise SystemExit(f"{' '.join(command)} exited {child.returncode} in {cwd}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    cpu = usage.ru_utime + usage.ru_stime
+    other, steal = 0.0, 0.0
+    if before and after:
+        other = max(0.0, after[0] - before[0] - cpu)
+        steal = (after[1] - before[1]) / (wall * (os.cpu_count() or 1))
+    return wall, cpu, usage.ru_maxrss / 1024, other, steal
 
 
 def creation_cost(root):
@@ -116,6 +148,9 @@ def main():
     parser.add_argument("--create-limit", type=float, default=60,
                         help="wait before a row until creating a file costs at most this many us")
     parser.add_argument("--max-wait", type=float, default=420, help="seconds to wait for that at most")
+    parser.add_argument("--max-steal", type=float, default=5,
+                        help="run a repetition again when the hypervisor took more than this percentage "
+                             "of the machine's time during one of its commands")
     args = parser.parse_args()
     baton = os.path.abspath(args.baton)
     # CPU time says where a gap comes from, and moves less than wall time
@@ -124,7 +159,7 @@ def main():
     # run; "again" runs where the store already exists, as every later run
     # does. Make keeps no state, so it has one column.
     print(f"{'shape':8} {'n':>6} {'make s':>8} {'new s':>8} {'ratio':>6} {'again s':>8} {'ratio':>6} "
-          f"{'baton cpu':>10} {'make cpu':>9} {'peak MiB':>9} {'create us':>10}")
+          f"{'baton cpu':>10} {'make cpu':>9} {'other cpu':>9} {'peak MiB':>9} {'create us':>10} {'steal':>6}")
     root = tempfile.mkdtemp(prefix="baton-bench-", dir=args.scratch)
     try:
         for shape in args.shapes.split(","):
@@ -149,16 +184,26 @@ def measure(args, baton, root, shape, n):
     project = scratch_dir(root, shape, n)
     timed(run, project)  # creates the store the "again" runs find
     new, again, made = [], [], []
-    for _ in range(args.repeat):
+    retries = args.repeat
+    while len(new) < args.repeat:
         scratch = scratch_dir(root, shape, n)
-        new.append(timed(run, scratch))
-        again.append(timed(run, project))
-        made.append(timed(["make", "-s", "-j2"], scratch))
+        triple = (timed(run, scratch), timed(run, project), timed(["make", "-s", "-j2"], scratch))
+        stolen = max(row[4] for row in triple)
+        if stolen * 100 > args.max_steal and retries > 0:
+            retries -= 1
+            print(f"# the hypervisor took {stolen:.0%} of the machine during a repetition; running it again",
+                  file=sys.stderr, flush=True)
+            continue
+        new.append(triple[0])
+        again.append(triple[1])
+        made.append(triple[2])
     median = lambda rows, i: statistics.median(row[i] for row in rows)
     m, b, a = median(made, 0), median(new, 0), median(again, 0)
+    rows = new + again + made
+    steal = sum(row[4] * row[0] for row in rows) / sum(row[0] for row in rows)
     print(f"{shape:8} {n:>6} {m:>8.3f} {b:>8.3f} {b / m:>6.2f} {a:>8.3f} {a / m:>6.2f} "
-          f"{median(new, 1):>10.3f} {median(made, 1):>9.3f} {max(row[2] for row in new + again):>9.1f} "
-          f"{cost:>10.0f}", flush=True)
+          f"{median(new, 1):>10.3f} {median(made, 1):>9.3f} {median(new, 3):>9.3f} "
+          f"{max(row[2] for row in new + again):>9.1f} {cost:>10.0f} {steal:>6.1%}", flush=True)
 
 
 if __name__ == "__main__":
