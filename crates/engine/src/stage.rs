@@ -198,6 +198,9 @@ pub(crate) async fn run(
                 worktree.as_ref(),
             )
             .await;
+            if let Some(meter) = meter.as_ref().filter(|_| failed_on_its_own(&finished)) {
+                explain_failure(&mut finished, meter, &log);
+            }
             // Tokens are spent whether or not the attempt succeeded.
             finished.usage = meter.and_then(|meter| meter.read(&log));
             finished
@@ -207,6 +210,29 @@ pub(crate) async fn run(
         }
     };
     let _ = reports.send(Report::Finished(finished));
+}
+
+/// Whether an attempt failed for a reason its agent may have reported
+/// (not a cancel or one of baton's own limits).
+fn failed_on_its_own(finished: &Finished) -> bool {
+    !finished.success
+        && !finished.cancelled
+        && finished.error.as_deref().is_some_and(|error| {
+            error.starts_with("exited with code")
+                || error.starts_with("killed by signal")
+                || error.starts_with("exited 0 but")
+        })
+}
+
+/// Puts the agent's own account of its failure (from its output) first in
+/// the attempt's error: "exited with code 1" alone says nothing.
+fn explain_failure(finished: &mut Finished, meter: &Meter, log: &Path) {
+    let Some(reported) = meter.reported_error(log) else {
+        return;
+    };
+    let ours = finished.error.take().unwrap_or_default();
+    let ours = ours.split(": ").next().unwrap_or_default();
+    finished.error = Some(format!("the agent reported: {reported} ({ours})"));
 }
 
 /// An attempt that failed before anything ran.
@@ -742,26 +768,35 @@ fn agent_command(
         model,
         tools: spec.agent.tools.clone(),
         permission_mode: None,
-        cwd: worktree.map_or_else(|| attempt.workspace.clone(), |tree| tree.path.clone()),
+        cwd: attempt.project_dir.clone(),
         options: std::collections::BTreeMap::new(),
+        access: Some(access_request(stage, attempt, worktree)),
     };
-    if let Some(worktree) = worktree {
-        base.cwd.clone_from(&worktree.path);
-    }
     let command = baton_executor::profile::command_line(agent.profile, &request)
         .map_err(|error| format!("agent profile '{}': {error}", agent.profile_name))?;
+    for (path, content) in &command.files {
+        workspace::write_atomic(path, content.as_bytes())
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    }
+    base.cwd = command.cwd;
     base.program = command.program;
     base.args = command.args;
     base.stdin = command.stdin.map_or(Stdin::Null, Stdin::Bytes);
     base.clear_env = true;
-    base.env_passthrough
-        .clone_from(&agent.profile.env_passthrough);
+    base.env_passthrough = agent
+        .profile
+        .env_passthrough
+        .iter()
+        .chain(&agent.profile.env_passthrough_extra)
+        .cloned()
+        .collect();
     base.env.extend(
         agent
             .profile
             .env
             .iter()
-            .map(|(key, value)| (key.clone(), value.clone())),
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .chain(command.env),
     );
     let limits = &agent.profile.limits;
     if let Some(wall) = limits.wall {
@@ -778,6 +813,41 @@ fn agent_command(
         spec: base,
         meter: Some(meter),
     })
+}
+
+/// Where an agent works and what it may change: in the project directory
+/// (or its worktree), with the run's workspace writable whatever the
+/// access, and the repository writable only for read-write stages.
+fn access_request(
+    stage: &PlanStage,
+    attempt: &Attempt,
+    worktree: Option<&crate::worktree::Worktree>,
+) -> baton_executor::profile::AccessRequest {
+    use baton_executor::profile::AccessMode;
+    let read_only = stage.spec.agent.access == baton_workflow::schema::Access::ReadOnly;
+    let (mode, project, workspace) = match worktree {
+        Some(tree) if read_only => (AccessMode::ReadOnly, tree.path.clone(), tree.view()),
+        Some(tree) => (AccessMode::Worktree, tree.path.clone(), tree.view()),
+        None if read_only => (
+            AccessMode::ReadOnly,
+            attempt.project_dir.clone(),
+            attempt.workspace.clone(),
+        ),
+        None => (
+            AccessMode::ReadWrite,
+            attempt.project_dir.clone(),
+            attempt.workspace.clone(),
+        ),
+    };
+    baton_executor::profile::AccessRequest {
+        mode,
+        project,
+        workspace,
+        files_dir: attempt
+            .workspace
+            .join("dispatch")
+            .join(format!("{}.access", stage.file_stem())),
+    }
 }
 
 /// `run/stage/item/attempt`, stable across retries of the same attempt.

@@ -27,18 +27,30 @@ const MAX_LOG_BYTES: u64 = 32 * 1024 * 1024;
 impl Meter {
     /// The usage in `log` (the attempt's stdout), priced if need be.
     pub(crate) fn read(&self, log: &Path) -> Option<Usage> {
-        use std::io::Read;
-        let mut bytes = Vec::new();
-        std::fs::File::open(log)
-            .ok()?
-            .take(MAX_LOG_BYTES)
-            .read_to_end(&mut bytes)
-            .ok()?;
-        let text = String::from_utf8_lossy(&bytes);
+        let text = read_log(log)?;
         let mut usage = parse_usage(self.profile.output.as_ref(), &text)?;
         usage.price(self.model.as_deref(), &self.agents.pricing);
         Some(usage)
     }
+}
+
+impl Meter {
+    /// What the agent said went wrong, from `log` (the attempt's stdout).
+    pub(crate) fn reported_error(&self, log: &Path) -> Option<String> {
+        let text = read_log(log)?;
+        baton_executor::profile::parse_error(self.profile.output.as_ref(), &text)
+    }
+}
+
+fn read_log(log: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(log)
+        .ok()?
+        .take(MAX_LOG_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The store row of one attempt's usage.

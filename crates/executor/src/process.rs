@@ -429,18 +429,30 @@ fn resolve(spec: &ProcessSpec) -> Result<PathBuf> {
     })
 }
 
+/// The variables of baton's environment that `names` pass through: each
+/// name as written, or, ending in `*`, every variable with that prefix.
+fn passed_through(names: &[String]) -> Vec<(OsString, OsString)> {
+    let mut passed = Vec::new();
+    for name in names {
+        match name.strip_suffix('*') {
+            Some(prefix) => passed.extend(
+                std::env::vars_os()
+                    .filter(|(key, _)| key.as_encoded_bytes().starts_with(prefix.as_bytes())),
+            ),
+            None => passed.extend(std::env::var_os(name).map(|value| (name.into(), value))),
+        }
+    }
+    passed
+}
+
 /// Starts the leader: `spec`'s program at `program_path`, with its
 /// arguments, directory, environment and stdin (see `spawn.rs`).
 fn start(spec: &ProcessSpec, program_path: &Path) -> std::io::Result<Spawned> {
     // Read from baton's environment now, as std's `Command` would.
-    let passed: Vec<(&str, OsString)> = spec
-        .env_passthrough
-        .iter()
-        .filter_map(|name| Some((name.as_str(), std::env::var_os(name)?)))
-        .collect();
+    let passed = passed_through(&spec.env_passthrough);
     let overrides = passed
         .iter()
-        .map(|(name, value)| (OsStr::new(name), value.as_os_str()))
+        .map(|(name, value)| (name.as_os_str(), value.as_os_str()))
         .chain(
             spec.env
                 .iter()

@@ -38,14 +38,20 @@
 
 mod check;
 mod config;
+mod failure;
 mod render;
 mod schema;
 mod usage;
 
 pub use check::{CheckResult, VERSION_TIMEOUT, check, check_with};
 pub use config::{Agent, AgentChoice, Config, Governance, Price, SelfReview};
-pub use render::{AgentRequest, OptionValue, ProcessCommand, command_line, unsupported_options};
-pub use schema::{Capability, Hooks, Kind, Limits, Profile, Prompt, PromptVia, Success};
+pub use failure::parse_error;
+pub use render::{
+    AccessRequest, AgentRequest, OptionValue, ProcessCommand, command_line, unsupported_options,
+};
+pub use schema::{
+    AccessMode, AccessRule, Capability, Hooks, Kind, Limits, Profile, Prompt, PromptVia, Success,
+};
 pub use usage::{Usage, parse_usage};
 
 use std::path::PathBuf;

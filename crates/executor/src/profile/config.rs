@@ -337,7 +337,6 @@ mod tests {
                 "goose",
                 "local-llm",
                 "opencode",
-                "shell"
             ]
         );
         let claude = config.profile("claude").unwrap();

@@ -10,6 +10,9 @@
 //!   key-value option (`-c {key}={value}`).
 //! * `{cwd}`, `{prompt_file}`, and `{script}` (the prompt text; the shell
 //!   profile runs it).
+//! * With an access rule (see [`AccessRule`](super::AccessRule)):
+//!   `{workspace}`, `{project}`, `{workspace_rel}` and `{file:NAME}`, and
+//!   the escaping filters `|json`, `|regex` and `|toml`.
 //!
 //! An option renders only when the request sets it, and it renders whole or
 //! not at all. A list renders the template once per item unless the
@@ -17,10 +20,10 @@
 //! renders a template without `{value}` when true.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::Error;
-use super::schema::{Kind, Profile, PromptVia};
+use super::schema::{AccessMode, AccessRule, Kind, Profile, PromptVia};
 
 /// What a stage asks of its agent.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,6 +44,23 @@ pub struct AgentRequest {
     /// Any other profile option by name: `session_id`, `json_schema`,
     /// `max_budget_usd`, `sandbox`, `config`, …
     pub options: BTreeMap<String, OptionValue>,
+    /// What the stage may change: renders the profile's access rule for
+    /// the mode, which also sets the working directory. `None` renders none
+    /// and runs in `cwd`.
+    pub access: Option<AccessRequest>,
+}
+
+/// Where a stage works and what it may change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessRequest {
+    /// The access mode.
+    pub mode: AccessMode,
+    /// The project directory (or the stage's worktree): `{project}`.
+    pub project: PathBuf,
+    /// The run's workspace as the agent sees it: `{workspace}`.
+    pub workspace: PathBuf,
+    /// The directory the rule's `files` are written to.
+    pub files_dir: PathBuf,
 }
 
 /// The value of one profile option.
@@ -69,6 +89,12 @@ pub struct ProcessCommand {
     /// When set, the caller writes the prompt text to this file before the
     /// launch.
     pub prompt_file: Option<PathBuf>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// Variables the access rule sets.
+    pub env: Vec<(String, String)>,
+    /// Files the caller writes before the launch: (path, content).
+    pub files: Vec<(PathBuf, String)>,
 }
 
 /// Options rendered first, in this order; the rest follow by name.
@@ -100,11 +126,19 @@ pub fn command_line(profile: &Profile, request: &AgentRequest) -> Result<Process
         ),
         (_, None) => None,
     };
-    let cwd = request.cwd.to_string_lossy();
+    let access = request
+        .access
+        .as_ref()
+        .map(|access| Placed::new(profile, access, &request.cwd));
+    let cwd = access
+        .as_ref()
+        .map_or_else(|| request.cwd.clone(), |placed| placed.cwd.clone());
+    let cwd_text = cwd.to_string_lossy();
     let context = Context {
-        cwd: &cwd,
+        cwd: &cwd_text,
         prompt_file: prompt_file.as_deref(),
         script: &request.prompt,
+        place: access.as_ref(),
     };
 
     let mut args: Vec<String> = profile
@@ -112,16 +146,42 @@ pub fn command_line(profile: &Profile, request: &AgentRequest) -> Result<Process
         .iter()
         .map(|template| render(template, &context, None))
         .collect();
-    for (option, value) in requested_options(request) {
+    let mut tools = request.tools.clone();
+    if let Some(placed) = &access {
+        args.extend(
+            placed
+                .rule
+                .args
+                .iter()
+                .map(|template| render(template, &context, None)),
+        );
+        tools.extend(
+            placed
+                .rule
+                .tools
+                .iter()
+                .map(|template| render(template, &context, None)),
+        );
+    }
+    for (option, value) in requested_options(request, &tools) {
         if let Some(template) = profile.options.get(option) {
             args.extend(render_option(template, &value, &context));
         }
     }
+    args.extend(
+        profile
+            .args_extra
+            .iter()
+            .map(|template| render(template, &context, None)),
+    );
 
     let mut stdin = None;
     let mut written_prompt_file = None;
     match profile.prompt.via {
-        PromptVia::Stdin => stdin = Some(request.prompt.as_bytes().to_vec()),
+        PromptVia::Stdin => {
+            stdin = Some(request.prompt.as_bytes().to_vec());
+            args.extend(profile.prompt.flag.clone());
+        }
         PromptVia::Arg => {
             push_prompt_argument(&mut args, profile.prompt.flag.as_deref(), &request.prompt)
         }
@@ -132,18 +192,93 @@ pub fn command_line(profile: &Profile, request: &AgentRequest) -> Result<Process
         }
         PromptVia::None => {}
     }
+    let (env, files) = match &access {
+        None => (Vec::new(), Vec::new()),
+        Some(placed) => (
+            placed
+                .rule
+                .env
+                .iter()
+                .map(|(key, template)| (key.clone(), render(template, &context, None)))
+                .collect(),
+            placed
+                .rule
+                .files
+                .iter()
+                .map(|(name, template)| {
+                    (
+                        placed.files_dir.join(name),
+                        render(template, &context, None),
+                    )
+                })
+                .collect(),
+        ),
+    };
     Ok(ProcessCommand {
         program,
         args,
         stdin,
         prompt_file: written_prompt_file,
+        cwd,
+        env,
+        files,
     })
+}
+
+/// An access rule placed: its working directory and the paths its texts
+/// may name.
+struct Placed {
+    rule: AccessRule,
+    cwd: PathBuf,
+    project: String,
+    workspace: String,
+    workspace_rel: String,
+    files_dir: PathBuf,
+}
+
+impl Placed {
+    fn new(profile: &Profile, access: &AccessRequest, fallback_cwd: &Path) -> Placed {
+        let rule = profile
+            .access
+            .get(&access.mode)
+            .cloned()
+            .unwrap_or_default();
+        let project = access.project.to_string_lossy().into_owned();
+        let workspace = access.workspace.to_string_lossy().into_owned();
+        let mut placed = Placed {
+            rule,
+            cwd: fallback_cwd.to_path_buf(),
+            project,
+            workspace,
+            workspace_rel: String::new(),
+            files_dir: access.files_dir.clone(),
+        };
+        let cwd_template = placed
+            .rule
+            .cwd
+            .clone()
+            .unwrap_or_else(|| "{project}".into());
+        let context = Context {
+            cwd: "",
+            prompt_file: None,
+            script: "",
+            place: Some(&placed),
+        };
+        let cwd = PathBuf::from(render(&cwd_template, &context, None));
+        placed.workspace_rel = match access.workspace.strip_prefix(&cwd) {
+            Ok(relative) if relative.as_os_str().is_empty() => ".".to_owned(),
+            Ok(relative) => relative.to_string_lossy().into_owned(),
+            Err(_) => placed.workspace.clone(),
+        };
+        placed.cwd = cwd;
+        placed
+    }
 }
 
 /// The options `request` sets that `profile` does not define, so the caller
 /// can warn or refuse instead of silently running without them.
 pub fn unsupported_options(profile: &Profile, request: &AgentRequest) -> Vec<String> {
-    requested_options(request)
+    requested_options(request, &request.tools)
         .into_iter()
         .filter(|(option, _)| !profile.options.contains_key(*option))
         .map(|(option, _)| option.to_owned())
@@ -151,7 +286,10 @@ pub fn unsupported_options(profile: &Profile, request: &AgentRequest) -> Vec<Str
 }
 
 /// The options a request sets, in rendering order.
-fn requested_options(request: &AgentRequest) -> Vec<(&str, OptionValue)> {
+fn requested_options<'r>(
+    request: &'r AgentRequest,
+    tools: &[String],
+) -> Vec<(&'r str, OptionValue)> {
     let mut options = Vec::new();
     if let Some(model) = &request.model {
         options.push(("model", OptionValue::Text(model.clone())));
@@ -159,8 +297,8 @@ fn requested_options(request: &AgentRequest) -> Vec<(&str, OptionValue)> {
     if let Some(mode) = &request.permission_mode {
         options.push(("permission_mode", OptionValue::Text(mode.clone())));
     }
-    if !request.tools.is_empty() {
-        options.push(("allowed_tools", OptionValue::List(request.tools.clone())));
+    if !tools.is_empty() {
+        options.push(("allowed_tools", OptionValue::List(tools.to_vec())));
     }
     for (option, value) in &request.options {
         let set = match value {
@@ -200,6 +338,7 @@ struct Context<'a> {
     cwd: &'a str,
     prompt_file: Option<&'a str>,
     script: &'a str,
+    place: Option<&'a Placed>,
 }
 
 /// What `{value}` (and `{key}`) stand for while rendering one template.
@@ -268,6 +407,9 @@ fn expand(placeholder: &str, context: &Context<'_>, bound: Option<Bound<'_>>) ->
         Some((name, filter)) => (name, Some(filter)),
         None => (placeholder, None),
     };
+    if let Some(text) = placed_value(name, context) {
+        return filter.map_or(Some(text.clone()), |filters| escape_all(&text, filters));
+    }
     match (name, bound) {
         ("cwd", _) => Some(context.cwd.to_owned()),
         ("script" | "prompt", _) => Some(context.script.to_owned()),
@@ -292,6 +434,43 @@ fn expand(placeholder: &str, context: &Context<'_>, bound: Option<Bound<'_>>) ->
         }
         _ => None,
     }
+}
+
+/// The value of an access placeholder, when `name` is one and a rule is
+/// being rendered.
+fn placed_value(name: &str, context: &Context<'_>) -> Option<String> {
+    let place = context.place?;
+    match name {
+        "workspace" => Some(place.workspace.clone()),
+        "project" => Some(place.project.clone()),
+        "workspace_rel" => Some(place.workspace_rel.clone()),
+        _ => {
+            let file = name.strip_prefix("file:")?;
+            Some(place.files_dir.join(file).to_string_lossy().into_owned())
+        }
+    }
+}
+
+/// Applies `|`-separated escaping filters in order; `None` for an unknown
+/// one (the placeholder then stays as written).
+fn escape_all(text: &str, filters: &str) -> Option<String> {
+    let mut value = text.to_owned();
+    for filter in filters.split('|') {
+        value = match filter {
+            "json" => json_string_content(&value),
+            "regex" => regex_lite::escape(&value),
+            // A TOML basic string escapes as JSON does.
+            "toml" => json_string_content(&value),
+            _ => return None,
+        };
+    }
+    Some(value)
+}
+
+/// `text` escaped as the inside of a JSON string (no quotes).
+fn json_string_content(text: &str) -> String {
+    let quoted = json_array(&[text]);
+    quoted[2..quoted.len() - 2].to_owned()
 }
 
 fn json_array(items: &[&str]) -> String {

@@ -22,6 +22,10 @@ pub struct Profile {
     /// (the prompt text, for the shell profile) and `{prompt_file}`.
     #[serde(default)]
     pub args: Vec<String>,
+    /// Arguments added after `args`, the access arguments and the options,
+    /// so a project can add flags without copying the built-in list.
+    #[serde(default)]
+    pub args_extra: Vec<String>,
     /// How the prompt reaches the program.
     #[serde(default)]
     pub prompt: Prompt,
@@ -29,9 +33,14 @@ pub struct Profile {
     #[serde(default)]
     pub cwd: Option<String>,
     /// Variables copied from baton's environment; everything else is
-    /// cleared.
+    /// cleared. A name ending in `*` passes every variable with that
+    /// prefix (`AWS_*`).
     #[serde(default)]
     pub env_passthrough: Vec<String>,
+    /// Passed through as well, so a project can add variables without
+    /// copying the built-in list.
+    #[serde(default)]
+    pub env_passthrough_extra: Vec<String>,
     /// Variables set explicitly.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -44,6 +53,11 @@ pub struct Profile {
     /// Features a stage may rely on.
     #[serde(default)]
     pub capabilities: Vec<Capability>,
+    /// How each `agent.access` maps to the CLI's own permission system:
+    /// `read-only`, `read-write` and `worktree` (a read-write stage in a
+    /// worktree of its own).
+    #[serde(default)]
+    pub access: BTreeMap<AccessMode, AccessRule>,
     /// Hook integration, for CLIs that have hooks.
     #[serde(default)]
     pub hooks: Option<Hooks>,
@@ -80,6 +94,56 @@ pub enum Kind {
     OpenaiChat,
 }
 
+/// What a stage may change, as far as its agent's permissions go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AccessMode {
+    /// The repository is read-only; the run's workspace is writable.
+    ReadOnly,
+    /// The repository and the workspace are writable.
+    ReadWrite,
+    /// A read-write stage in a git worktree of its own.
+    Worktree,
+}
+
+impl AccessMode {
+    /// The TOML key.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccessMode::ReadOnly => "read-only",
+            AccessMode::ReadWrite => "read-write",
+            AccessMode::Worktree => "worktree",
+        }
+    }
+}
+
+/// How one access mode launches the CLI. Every text may use `{workspace}`
+/// (the run's workspace), `{project}` (the project directory, or the
+/// stage's worktree), `{workspace_rel}` (the workspace relative to the
+/// working directory) and `{file:NAME}` (the path of the file `files.NAME`
+/// is written to), with filters `|json`, `|regex` and `|toml` that escape
+/// a value for those syntaxes (they chain: `{workspace|json|regex|toml}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessRule {
+    /// The working directory: `{project}` unless set.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Arguments added after the profile's `args`.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Tools added to the `allowed_tools` option (with the stage's own).
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Variables set for the CLI.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Files written beside the attempt's prompt before the launch (a
+    /// policy file the CLI is pointed at), by name.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+}
+
 /// How the prompt is delivered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -88,7 +152,8 @@ pub struct Prompt {
     #[serde(default)]
     pub via: PromptVia,
     /// For `arg`: the flag before the prompt (none: positional). For `file`:
-    /// the flag before the file's path (none: positional).
+    /// the flag before the file's path (none: positional). For `stdin`: an
+    /// argument, last, that tells the program to read its stdin (`-`).
     #[serde(default)]
     pub flag: Option<String>,
 }

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use baton_executor::profile::{
-    AgentRequest, Config, Error, OptionValue, ProcessCommand, Profile, check_with, command_line,
-    unsupported_options,
+    AccessMode, AccessRequest, AgentRequest, Config, Error, OptionValue, ProcessCommand, Profile,
+    check_with, command_line, unsupported_options,
 };
 
 const PROMPT: &str = "Write outputs/findings.json.";
@@ -25,6 +25,7 @@ fn request(model: &str, options: &[(&str, OptionValue)]) -> AgentRequest {
             .iter()
             .map(|(name, value)| ((*name).to_owned(), value.clone()))
             .collect(),
+        access: None,
     }
 }
 
@@ -55,6 +56,9 @@ fn check(
             args: args.iter().map(|arg| (*arg).to_owned()).collect(),
             stdin: stdin.map(|text| text.as_bytes().to_vec()),
             prompt_file: prompt_file.map(PathBuf::from),
+            cwd: PathBuf::from("/srv/worktree"),
+            env: Vec::new(),
+            files: Vec::new(),
         },
         "profile {name}"
     );
@@ -129,7 +133,7 @@ fn codex() {
             "--json",
             "--color",
             "never",
-            "-",
+            "--skip-git-repo-check",
             "-m",
             "gpt-5.2-codex",
             "-c",
@@ -141,6 +145,7 @@ fn codex() {
             "--sandbox",
             "workspace-write",
             "--skip-git-repo-check",
+            "-",
         ],
         Some(PROMPT),
         None,
@@ -167,16 +172,14 @@ fn gemini() {
             "gemini-2.5-pro",
             "--approval-mode",
             "yolo",
-            "-p",
-            PROMPT,
         ],
-        None,
+        Some(PROMPT),
         None,
     );
-    // A prompt that starts with a dash cannot be mistaken for an option.
-    request.prompt = "- first item".into();
+    // Any prompt goes by stdin, however it starts and however long it is.
+    request.prompt = format!("- first item\n{}", "x".repeat(200_000));
     let command = command_line(&builtin("gemini"), &request).unwrap();
-    assert_eq!(command.args.last().unwrap(), "-p=- first item");
+    assert_eq!(command.stdin.unwrap(), request.prompt.as_bytes());
 }
 
 #[test]
@@ -220,7 +223,7 @@ fn aider() {
 
 #[test]
 fn opencode() {
-    let mut request = request(
+    let request = request(
         "anthropic/claude-sonnet-4-5",
         &[
             ("auto", OptionValue::Flag(true)),
@@ -243,14 +246,10 @@ fn opencode() {
             "--auto",
             "--dir",
             "/srv/worktree",
-            PROMPT,
         ],
-        None,
+        Some(PROMPT),
         None,
     );
-    request.prompt = "-x".into();
-    let command = command_line(&builtin("opencode"), &request).unwrap();
-    assert_eq!(command.args[command.args.len() - 2..], ["--", "-x"]);
 }
 
 #[test]
@@ -290,22 +289,6 @@ fn goose() {
         None,
     );
     assert_eq!(builtin("goose").env["GOOSE_MODE"], "auto");
-}
-
-#[test]
-fn shell() {
-    let request = AgentRequest {
-        prompt: "make test\n".into(),
-        ..AgentRequest::default()
-    };
-    check(
-        "shell",
-        &request,
-        "bash",
-        &["-euo", "pipefail", "-c", "make test\n"],
-        None,
-        None,
-    );
 }
 
 #[test]
@@ -369,7 +352,7 @@ fn every_flag_exists_in_the_cli_help() {
 }
 
 fn profile(program: &str, passthrough: &[&str]) -> Profile {
-    let mut profile = builtin("shell");
+    let mut profile = builtin("aider");
     profile.program = Some(program.into());
     profile.env_passthrough = passthrough.iter().map(|name| (*name).to_owned()).collect();
     profile
@@ -450,4 +433,191 @@ fn check_bounds_a_hanging_version_probe() {
     assert!(!result.available);
     assert!(result.detail.unwrap().contains("did not finish"));
     assert!(took < Duration::from_secs(2), "took {took:?}");
+}
+
+/// A request placed in a project at `/repo` with its run's workspace at
+/// `/repo/.baton/runs/r1`.
+fn placed(mode: AccessMode) -> AgentRequest {
+    AgentRequest {
+        prompt: PROMPT.into(),
+        cwd: PathBuf::from("/elsewhere"),
+        access: Some(AccessRequest {
+            mode,
+            project: PathBuf::from("/repo"),
+            workspace: PathBuf::from("/repo/.baton/runs/r1"),
+            files_dir: PathBuf::from("/repo/.baton/runs/r1/dispatch/001-a.access"),
+        }),
+        ..AgentRequest::default()
+    }
+}
+
+fn launch(name: &str, mode: AccessMode) -> ProcessCommand {
+    command_line(&builtin(name), &placed(mode)).expect("a CLI profile")
+}
+
+fn tail(command: &ProcessCommand, skip: usize) -> Vec<&str> {
+    command.args[skip..].iter().map(String::as_str).collect()
+}
+
+#[test]
+fn claude_access_modes() {
+    let read_only = launch("claude", AccessMode::ReadOnly);
+    assert_eq!(
+        read_only.cwd,
+        PathBuf::from("/repo"),
+        "works where the code is"
+    );
+    assert_eq!(
+        tail(&read_only, 6),
+        [
+            "--add-dir",
+            "/repo/.baton/runs/r1",
+            "--allowedTools",
+            "Read,Glob,Grep,LS,Edit(//repo/.baton/runs/r1/**),Write(//repo/.baton/runs/r1/**)"
+        ]
+    );
+    let read_write = launch("claude", AccessMode::ReadWrite);
+    assert_eq!(
+        tail(&read_write, 6),
+        [
+            "--permission-mode",
+            "acceptEdits",
+            "--add-dir",
+            "/repo/.baton/runs/r1"
+        ]
+    );
+    // The stage's own tools join the access rule's, in one flag.
+    let mut request = placed(AccessMode::ReadOnly);
+    request.tools = vec!["WebSearch".into()];
+    let command = command_line(&builtin("claude"), &request).unwrap();
+    assert!(command.args.last().unwrap().starts_with("WebSearch,Read,"));
+}
+
+#[test]
+fn codex_access_modes() {
+    let read_only = launch("codex", AccessMode::ReadOnly);
+    assert_eq!(
+        read_only.cwd,
+        PathBuf::from("/repo/.baton/runs/r1"),
+        "codex may write its working directory"
+    );
+    assert_eq!(
+        tail(&read_only, 5),
+        [
+            "--sandbox",
+            "workspace-write",
+            "-c",
+            "sandbox_workspace_write.exclude_slash_tmp=true",
+            "-c",
+            "sandbox_workspace_write.exclude_tmpdir_env_var=true",
+            "-"
+        ]
+    );
+    let worktree = launch("codex", AccessMode::Worktree);
+    assert_eq!(worktree.cwd, PathBuf::from("/repo"));
+    assert_eq!(
+        tail(&worktree, 5),
+        [
+            "--sandbox",
+            "workspace-write",
+            "--add-dir",
+            "/repo/.baton/runs/r1",
+            "-"
+        ]
+    );
+}
+
+#[test]
+fn gemini_read_only_writes_a_policy_for_the_workspace() {
+    let read_only = launch("gemini", AccessMode::ReadOnly);
+    let policy = "/repo/.baton/runs/r1/dispatch/001-a.access/policy.toml";
+    assert_eq!(
+        tail(&read_only, 3),
+        [
+            "--approval-mode",
+            "default",
+            "--policy",
+            policy,
+            "--include-directories",
+            "/repo/.baton/runs/r1"
+        ]
+    );
+    assert_eq!(read_only.files.len(), 1);
+    let (path, text) = &read_only.files[0];
+    assert_eq!(path, &PathBuf::from(policy));
+    let parsed: toml::Table = toml::from_str(text).expect("the policy is TOML");
+    let pattern = parsed["rule"][0]["argsPattern"].as_str().unwrap();
+    assert_eq!(pattern, r#""file_path":"/repo/\.baton/runs/r1/"#);
+    assert_eq!(
+        tail(&launch("gemini", AccessMode::ReadWrite), 3),
+        [
+            "--approval-mode",
+            "auto_edit",
+            "--include-directories",
+            "/repo/.baton/runs/r1"
+        ]
+    );
+}
+
+#[test]
+fn opencode_read_only_denies_edits_outside_the_workspace() {
+    let read_only = launch("opencode", AccessMode::ReadOnly);
+    assert_eq!(read_only.cwd, PathBuf::from("/repo"));
+    let (name, config) = &read_only.env[0];
+    assert_eq!(name, "OPENCODE_CONFIG_CONTENT");
+    let config: serde_json::Value = serde_json::from_str(config).expect("JSON");
+    assert_eq!(config["permission"]["edit"]["*"], "deny");
+    assert_eq!(config["permission"]["edit"][".baton/runs/r1/**"], "allow");
+    assert_eq!(config["permission"]["bash"], "deny");
+    assert!(launch("opencode", AccessMode::ReadWrite).env.is_empty());
+}
+
+#[test]
+fn access_texts_escape_what_they_embed() {
+    let mut request = placed(AccessMode::ReadOnly);
+    if let Some(access) = request.access.as_mut() {
+        access.workspace = PathBuf::from("/repo/we\"ird (1)/ws");
+    }
+    let gemini = command_line(&builtin("gemini"), &request).unwrap();
+    let parsed: toml::Table = toml::from_str(&gemini.files[0].1).expect("still TOML");
+    let pattern = parsed["rule"][0]["argsPattern"].as_str().unwrap();
+    assert_eq!(pattern, r#""file_path":"/repo/we\\"ird \(1\)/ws/"#);
+    let opencode = command_line(&builtin("opencode"), &request).unwrap();
+    let config: serde_json::Value = serde_json::from_str(&opencode.env[0].1).expect("JSON");
+    assert_eq!(config["permission"]["edit"]["we\"ird (1)/ws/**"], "allow");
+}
+
+/// The flags of every access mode exist in the CLI's real `--help` too.
+#[test]
+fn every_access_flag_exists_in_the_cli_help() {
+    let Some(dir) = baton_test_support::agent_clis_dir() else {
+        return;
+    };
+    for (name, help_file) in [
+        ("claude", "claude.help"),
+        ("codex", "codex-exec.help"),
+        ("gemini", "gemini.help"),
+        ("opencode", "opencode-run.help"),
+    ] {
+        let help = std::fs::read_to_string(dir.join(help_file)).expect("help text");
+        for mode in [
+            AccessMode::ReadOnly,
+            AccessMode::ReadWrite,
+            AccessMode::Worktree,
+        ] {
+            for flag in launch(name, mode)
+                .args
+                .iter()
+                .filter(|arg| arg.starts_with('-') && arg.len() > 1)
+            {
+                let documented = [' ', ',', '\n', '=', '<', '[']
+                    .iter()
+                    .any(|after| help.contains(&format!("{flag}{after}")));
+                assert!(
+                    documented,
+                    "{name} {mode:?}: `{flag}` is not in {help_file}"
+                );
+            }
+        }
+    }
 }

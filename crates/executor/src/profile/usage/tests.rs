@@ -120,7 +120,7 @@ fn malformed_output_yields_nothing() {
             assert_eq!(parse(profile, stdout), None, "{profile}: {stdout}");
         }
     }
-    assert_eq!(parse("shell", "Tokens: 1 sent"), None, "no rules");
+    assert_eq!(parse_usage(None, "Tokens: 1 sent"), None, "no rules");
     // Wrong types are ignored rather than misread.
     let wrong = r#"{"type":"result","total_cost_usd":"lots","usage":{"input_tokens":"many"}}"#;
     assert_eq!(parse("claude", wrong), None);
