@@ -369,7 +369,7 @@ impl Worktree {
     pub(crate) fn prompt(&self, plan: &Plan, stage: &PlanStage) -> String {
         let mut prompt = crate::prompt::render(plan, stage, &self.view());
         let commit = if stage.spec.agent.access == Access::ReadWrite {
-            "Commit your changes to the repository on this branch (`git add` and `git commit`): a stage that makes no commit fails, and only committed work is merged back."
+            "Change the repository's files here. Commit as you go if you like; when you finish, baton commits whatever you left uncommitted and merges the branch back. A stage that changes nothing fails."
         } else {
             "Do not change the repository's code."
         };
@@ -391,6 +391,27 @@ impl Worktree {
         Ok(())
     }
 
+    /// Commits what the agent changed and left uncommitted: most agent
+    /// CLIs may not run git, and some cannot write the worktree's git
+    /// directory from their sandbox. `inputs/` ignores itself, so it stays
+    /// out.
+    async fn commit_leftovers(&self, stage: &PlanStage, run_id: &str) -> Result<(), String> {
+        git::run(&self.path, ["add", "-A"])
+            .await
+            .map_err(git_error("cannot stage the agent's changes"))?;
+        let unchanged = git::output(&self.path, ["diff", "--cached", "--quiet"])
+            .await
+            .map_err(git_error("cannot compare the agent's changes"))?;
+        if unchanged.success {
+            return Ok(());
+        }
+        let message = format!("baton: changes of stage {} in run {run_id}", stage.name());
+        git::run(&self.path, ["commit", "-q", "--no-verify", "-m", &message])
+            .await
+            .map_err(git_error("cannot commit the agent's changes"))?;
+        Ok(())
+    }
+
     /// Checks the branch and merges it into the target.
     pub(crate) async fn integrate(&self, stage: &PlanStage, run_id: &str) -> Result<(), String> {
         if config_digest(&self.repository).await != self.config {
@@ -399,6 +420,9 @@ impl Worktree {
                 self.branch,
                 self.root.join(CONFIG_RECORD).display()
             ));
+        }
+        if stage.spec.agent.access == Access::ReadWrite {
+            self.commit_leftovers(stage, run_id).await?;
         }
         let commits = git::run(
             &self.repository,
@@ -413,7 +437,7 @@ impl Worktree {
         if commits.trim() == "0" {
             if stage.spec.agent.access == Access::ReadWrite {
                 return Err(format!(
-                    "no commits on branch {} (a read-write stage must commit its changes)",
+                    "no changes on branch {} (a read-write stage must change the repository)",
                     self.branch
                 ));
             }

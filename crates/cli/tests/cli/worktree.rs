@@ -219,24 +219,41 @@ fn two_agents_editing_the_same_lines_conflict_and_the_second_fails_naming_the_pa
 }
 
 #[test]
-fn an_agent_that_edits_without_committing_fails_its_stage() {
+fn what_an_agent_leaves_uncommitted_is_committed_by_baton_and_merged() {
     let project = repository();
     let dir = project.path();
     let (code, status, id) = run(
         &project,
         &isolated("lazy", &["write a.txt edited", "write-listed"], ""),
     );
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(merges(dir), 1);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.txt")).expect("read"),
+        "edited\n"
+    );
+    let subject = git(
+        dir,
+        &["log", "-1", "--format=%s %an", &format!("baton/{id}/lazy")],
+    );
+    assert_eq!(
+        subject,
+        format!("baton: changes of stage lazy in run {id} baton")
+    );
+}
+
+#[test]
+fn a_read_write_agent_that_changes_nothing_fails_its_stage() {
+    let project = repository();
+    let dir = project.path();
+    let (code, status, id) = run(&project, &isolated("idle", &["write-listed"], ""));
     assert_ne!(code, 0, "{status}");
-    let error = stage(&status, "lazy")["error"].as_str().unwrap_or_default();
+    let error = stage(&status, "idle")["error"].as_str().unwrap_or_default();
     assert!(
-        error.contains(&format!("no commits on branch baton/{id}/lazy")),
+        error.contains(&format!("no changes on branch baton/{id}/idle")),
         "{error}"
     );
     assert_eq!(merges(dir), 0);
-    assert_eq!(
-        std::fs::read_to_string(dir.join("a.txt")).expect("read"),
-        "a 1\na 2\n"
-    );
 }
 
 #[test]
@@ -721,7 +738,7 @@ fn a_configuration_one_agent_sets_stops_its_siblings_merges_too() {
 /// The driver protocol hands an isolated stage out with its worktree; the
 /// orchestrator's agent works and commits there; `complete` copies the
 /// outputs back, verifies them and merges the branch, as the built-in
-/// executor does. A stage completed without a commit fails.
+/// executor does. A stage completed without a change fails.
 #[test]
 fn the_driver_protocol_hands_out_worktrees_and_merges_on_complete() {
     let project = repository();
@@ -776,7 +793,7 @@ fn the_driver_protocol_hands_out_worktrees_and_merges_on_complete() {
         "a changed\n"
     );
 
-    // The next stage's agent writes its output but commits nothing.
+    // The next stage's agent writes its output but changes nothing.
     let ready = project.json(&["next", &id, "--json"]);
     assert_eq!(ready[0]["stage"], "lazy", "{ready}");
     let worktree = Path::new(ready[0]["worktree"].as_str().expect("a worktree path"));
@@ -786,7 +803,7 @@ fn the_driver_protocol_hands_out_worktrees_and_merges_on_complete() {
     let status = project.json(&["status", &id, "--json"]);
     let error = stage(&status, "lazy")["error"].as_str().unwrap_or_default();
     assert!(
-        error.contains(&format!("no commits on branch baton/{id}/lazy")),
+        error.contains(&format!("no changes on branch baton/{id}/lazy")),
         "{error}"
     );
     assert_eq!(merges(dir), 1);
