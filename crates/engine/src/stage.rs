@@ -227,7 +227,11 @@ fn failed_on_its_own(finished: &Finished) -> bool {
 /// Puts the agent's own account of its failure (from its output) first in
 /// the attempt's error: "exited with code 1" alone says nothing.
 fn explain_failure(finished: &mut Finished, meter: &Meter, log: &Path) {
-    let Some(reported) = meter.reported_error(log) else {
+    // Some CLIs (Gemini CLI) print the error object on stderr instead.
+    let Some(reported) = meter
+        .reported_error(log)
+        .or_else(|| meter.reported_error(&log.with_extension("stderr")))
+    else {
         return;
     };
     let ours = finished.error.take().unwrap_or_default();

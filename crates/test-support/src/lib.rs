@@ -1,12 +1,16 @@
 //! Helpers shared by baton's tests: locating the reference corpus and the
 //! agent CLIs' help texts, and running the `baton` binary with its output
-//! captured. The `baton-fake-agent` binary stands in for agent CLIs, and
-//! [`openai::FakeOpenAi`] for an OpenAI-compatible server.
+//! captured. The `baton-fake-agent` binary stands in for agent CLIs,
+//! [`openai::FakeOpenAi`] for an OpenAI-compatible server, and
+//! [`model_server::ModelServer`] for the model behind the real agent CLIs
+//! (also runnable as the `baton-fake-model` binary).
 //!
 //! Test-only: nothing here ships in the binary.
 
 #![forbid(unsafe_code)]
 
+pub mod agent_clis;
+pub mod model_server;
 pub mod openai;
 
 use std::path::{Path, PathBuf};
@@ -114,6 +118,21 @@ pub fn run(binary: &Path, cwd: &Path, args: &[&str]) -> Run {
 ///
 /// When the binary cannot be started, or it outlives `limit`.
 pub fn run_bounded(binary: &Path, cwd: &Path, args: &[&str], limit: std::time::Duration) -> Run {
+    run_bounded_with(binary, cwd, args, &[], limit)
+}
+
+/// [`run_bounded`] with variables added to the environment.
+///
+/// # Panics
+///
+/// As [`run_bounded`].
+pub fn run_bounded_with(
+    binary: &Path,
+    cwd: &Path,
+    args: &[&str],
+    env: &[(String, String)],
+    limit: std::time::Duration,
+) -> Run {
     // The output goes to files, not pipes: a full pipe must not stall it.
     static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -127,6 +146,7 @@ pub fn run_bounded(binary: &Path, cwd: &Path, args: &[&str], limit: std::time::D
         .current_dir(cwd)
         .env("NO_COLOR", "1")
         .env_remove("CLICOLOR_FORCE")
+        .envs(env.iter().map(|(key, value)| (key, value)))
         .stdin(std::process::Stdio::null())
         .stdout(file(&out_path))
         .stderr(file(&err_path))

@@ -40,7 +40,10 @@ pub(crate) fn workflow(task: &str, record: &Record, phases: &[Phase], project: &
             "name": phase.slug(),
             "kind": kind(phase),
             "description": description(task, record, phase, project),
-            "agent": {"role": phase.role()},
+            // Every phase writes its artifact into the task folder, a
+            // folder of the repository, and the implementation changes the
+            // project: the phases may write the repository.
+            "agent": {"role": phase.role(), "access": "read-write"},
             "writes_to": [phase.artifact().expect("a phase that runs writes an artifact")],
         });
         if let Some(previous) = earlier.last() {

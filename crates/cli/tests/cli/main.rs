@@ -18,6 +18,7 @@ mod progress;
 mod project;
 mod queue;
 mod queue_postgres;
+mod real_agents;
 mod run;
 mod sqlite_log;
 mod state;

@@ -41,7 +41,7 @@ pub(crate) fn config(roles: &[(&str, &str)]) -> String {
 pub(crate) fn referee(verdict: &str) -> (&'static str, String) {
     (
         "referee",
-        format!("write-lines outputs/VERDICT.md {verdict}"),
+        format!("write-lines $BATON_WORKSPACE/outputs/VERDICT.md {verdict}"),
     )
 }
 

@@ -10,7 +10,7 @@ use crate::tasks::{FAIL, PASS, config, names, project_with, read, referee, task_
 
 #[test]
 fn a_decomposed_task_waits_for_its_sub_tasks_and_its_verdict_considers_theirs() {
-    let decomposition = "write-lines outputs/DECOMPOSITION.md # Sub-tasks\\n- Reader: parse rows\\n- Writer: emit rows";
+    let decomposition = "write-lines $BATON_WORKSPACE/outputs/DECOMPOSITION.md # Sub-tasks\\n- Reader: parse rows\\n- Writer: emit rows";
     let (role, pass) = referee(PASS);
     let (_, fail) = referee(FAIL);
     let project = project_with(&[(role, &pass), ("decomposer", decomposition)]);
@@ -80,7 +80,7 @@ fn a_decomposed_task_waits_for_its_sub_tasks_and_its_verdict_considers_theirs() 
 fn a_bad_decomposition_is_an_error_naming_the_file() {
     let project = project_with(&[(
         "decomposer",
-        "write-lines outputs/DECOMPOSITION.md just prose",
+        "write-lines $BATON_WORKSPACE/outputs/DECOMPOSITION.md just prose",
     )]);
     project.baton(&["task", "new", "Importer", "--decompose"]);
     let run = project.baton(&["task", "run", "importer"]);
@@ -97,7 +97,7 @@ fn a_bad_decomposition_is_an_error_naming_the_file() {
 #[test]
 fn autopilot_runs_the_sub_tasks_then_the_parent() {
     let decomposition =
-        "write-lines outputs/DECOMPOSITION.md - Reader: parse rows\\n- Writer: emit rows";
+        "write-lines $BATON_WORKSPACE/outputs/DECOMPOSITION.md - Reader: parse rows\\n- Writer: emit rows";
     let (role, pass) = referee(PASS);
     let project = project_with(&[(role, &pass), ("decomposer", decomposition)]);
     project.baton(&["task", "new", "Importer", "--decompose"]);

@@ -340,7 +340,7 @@ fn a_correction_of_a_dependency_survives_a_resume() {
         "baton.toml",
         &agents(&[
             ("validator", "findings critical-until 1"),
-            ("correction", "correct\\nwrite outputs/draft.md corrected"),
+            ("correction", "correct\\nwrite $BATON_WORKSPACE/outputs/draft.md corrected"),
         ]),
     );
     // `after` fails until the file `go` exists, so that the run can be resumed.
@@ -374,7 +374,7 @@ fn failed_output_checks_get_one_correction_round_that_can_fix_them() {
         "baton.toml",
         &agents(&[(
             "correction",
-            "correct\\nwrite outputs/x.json {\\\"fixed\\\": true}",
+            "correct\\nwrite $BATON_WORKSPACE/outputs/x.json {\\\"fixed\\\": true}",
         )]),
     );
     let (code, status, workspace) = run(&project, LIST_NOT_OBJECT);

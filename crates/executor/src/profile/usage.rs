@@ -57,7 +57,13 @@ impl Usage {
     /// Fills in `cost_usd` from a price per million tokens when the agent
     /// reported tokens but no dollars. Cache writes are billed as input and
     /// cache reads at `cached_input` (else as input).
+    /// A reported cost of 0 for tokens spent (opencode's, for a provider
+    /// it has no price for) counts as unreported.
     pub fn price(&mut self, model: Option<&str>, pricing: &BTreeMap<String, Price>) {
+        let spent = self.input_tokens.unwrap_or(0) + self.output_tokens.unwrap_or(0) > 0;
+        if self.cost_usd == Some(0.0) && spent {
+            self.cost_usd = None;
+        }
         if self.cost_usd.is_some() {
             return;
         }

@@ -26,7 +26,7 @@
 //!
 //! | directive | effect |
 //! |---|---|
-//! | `write <path> <content…>` | writes the content and a newline to `path` (relative to the working directory), creating parent directories |
+//! | `write <path> <content…>` | writes the content and a newline to `path` (relative to the working directory, or under the run's workspace when it starts with `$BATON_WORKSPACE/`), creating parent directories |
 //! | `write-lines <path> <content…>` | the same, with each `\n` in the content written as a line break (a multi-line file such as a `VERDICT.md` from one directive line) |
 //! | `write-outside <absolute path> [content…]` | the same for an absolute path, to test containment |
 //! | `write-listed` | writes the files listed under `## Files to write` (see below) |
@@ -127,6 +127,9 @@ const VALUE_OPTIONS: &[&str] = &[
     "--dir",
     "--provider",
     "--max-turns",
+    "--add-dir",
+    "--include-directories",
+    "--policy",
 ];
 
 const DEFAULT_SESSION_ID: &str = "fa4e0000-0000-4000-8000-000000000001";
@@ -492,6 +495,16 @@ fn split_path(rest: &str) -> Result<(&str, &str), String> {
 }
 
 fn write_file(path: &Path, content: &str) -> Result<(), String> {
+    // Agents start in the project directory; a test names a file of the
+    // run's workspace as `$BATON_WORKSPACE/…`.
+    let expanded = match (
+        path.strip_prefix("$BATON_WORKSPACE"),
+        std::env::var_os("BATON_WORKSPACE"),
+    ) {
+        (Ok(rest), Some(workspace)) => Some(Path::new(&workspace).join(rest)),
+        _ => None,
+    };
+    let path = expanded.as_deref().unwrap_or(path);
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
@@ -678,7 +691,7 @@ fn print_json(shape: &str, session_id: &str) -> Result<(), String> {
             r#"{"type":"turn.completed","usage":{"input_tokens":1200,"cached_input_tokens":4000,"output_tokens":80}}"#.to_owned(),
         ],
         "gemini" => vec![format!(
-            r#"{{"session_id":{session},"response":"done","stats":{{"models":{{"gemini-2.5-pro":{{"api":{{"totalRequests":1,"totalErrors":0,"totalLatencyMs":1100}},"tokens":{{"prompt":1200,"candidates":80,"total":1280,"cached":4000,"thoughts":0,"tool":0}}}}}},"tools":{{"totalCalls":0,"totalSuccess":0,"totalFail":0}},"files":{{"totalLinesAdded":0,"totalLinesRemoved":0}}}}}}"#
+            r#"{{"session_id":{session},"response":"done","stats":{{"models":{{"gemini-2.5-pro":{{"api":{{"totalRequests":1,"totalErrors":0,"totalLatencyMs":1100}},"tokens":{{"input":1200,"prompt":5200,"candidates":80,"total":1280,"cached":4000,"thoughts":0,"tool":0}}}}}},"tools":{{"totalCalls":0,"totalSuccess":0,"totalFail":0}},"files":{{"totalLinesAdded":0,"totalLinesRemoved":0}}}}}}"#
         )],
         "opencode" => {
             let session = json_string(&format!("ses_{}", session_id.replace('-', "")));

@@ -57,9 +57,10 @@ fn codex_events_are_summed_and_priced() {
 
 #[test]
 fn gemini_sums_over_models() {
-    let stdout = r#"{"session_id":"g","response":"done","stats":{"models":{"a":{"tokens":{"prompt":1000,"candidates":50,"cached":10}},"b":{"tokens":{"prompt":200,"candidates":30,"cached":0}}}}}"#;
+    // `prompt` counts the cached tokens again; `input` does not.
+    let stdout = r#"{"session_id":"g","response":"done","stats":{"models":{"a":{"tokens":{"input":990,"prompt":1000,"candidates":50,"cached":10}},"b":{"tokens":{"input":200,"prompt":200,"candidates":30,"cached":0}}}}}"#;
     let usage = parse("gemini", stdout).unwrap();
-    assert_eq!(usage.input_tokens, Some(1200));
+    assert_eq!(usage.input_tokens, Some(1190));
     assert_eq!(usage.output_tokens, Some(80));
     assert_eq!(usage.cache_read_tokens, Some(10));
     assert_eq!(usage.session_id.as_deref(), Some("g"));
@@ -124,4 +125,30 @@ fn malformed_output_yields_nothing() {
     // Wrong types are ignored rather than misread.
     let wrong = r#"{"type":"result","total_cost_usd":"lots","usage":{"input_tokens":"many"}}"#;
     assert_eq!(parse("claude", wrong), None);
+}
+
+#[test]
+fn a_zero_cost_for_spent_tokens_is_priced() {
+    let mut usage = Usage {
+        input_tokens: Some(1_000_000),
+        output_tokens: Some(0),
+        cost_usd: Some(0.0),
+        ..Usage::default()
+    };
+    let pricing = BTreeMap::from([(
+        "m".to_owned(),
+        Price {
+            input: 2.0,
+            cached_input: None,
+            output: 8.0,
+        },
+    )]);
+    usage.price(Some("m"), &pricing);
+    assert_eq!(usage.cost_usd, Some(2.0));
+    let mut nothing_spent = Usage {
+        cost_usd: Some(0.0),
+        ..Usage::default()
+    };
+    nothing_spent.price(Some("m"), &pricing);
+    assert_eq!(nothing_spent.cost_usd, Some(0.0));
 }
