@@ -96,8 +96,7 @@ fn a_bad_decomposition_is_an_error_naming_the_file() {
 
 #[test]
 fn autopilot_runs_the_sub_tasks_then_the_parent() {
-    let decomposition =
-        "write-lines $BATON_WORKSPACE/outputs/DECOMPOSITION.md - Reader: parse rows\\n- Writer: emit rows";
+    let decomposition = "write-lines $BATON_WORKSPACE/outputs/DECOMPOSITION.md - Reader: parse rows\\n- Writer: emit rows";
     let (role, pass) = referee(PASS);
     let project = project_with(&[(role, &pass), ("decomposer", decomposition)]);
     project.baton(&["task", "new", "Importer", "--decompose"]);

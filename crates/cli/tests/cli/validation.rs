@@ -340,7 +340,10 @@ fn a_correction_of_a_dependency_survives_a_resume() {
         "baton.toml",
         &agents(&[
             ("validator", "findings critical-until 1"),
-            ("correction", "correct\\nwrite $BATON_WORKSPACE/outputs/draft.md corrected"),
+            (
+                "correction",
+                "correct\\nwrite $BATON_WORKSPACE/outputs/draft.md corrected",
+            ),
         ]),
     );
     // `after` fails until the file `go` exists, so that the run can be resumed.

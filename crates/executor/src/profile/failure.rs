@@ -46,18 +46,29 @@ fn events(output: &toml::Table, stdout: &str) -> Vec<Value> {
             .lines()
             .filter_map(|line| serde_json::from_str(line.trim()).ok())
             .collect(),
-        Some("json") => serde_json::from_str(stdout.trim())
-            .ok()
-            .or_else(|| {
-                stdout
-                    .lines()
-                    .rev()
-                    .find_map(|line| serde_json::from_str(line.trim()).ok())
-            })
-            .into_iter()
-            .collect(),
+        Some("json") => last_object(stdout).into_iter().collect(),
         _ => Vec::new(),
     }
+}
+
+/// The last JSON object in `text`: the whole text, or what follows the last
+/// line that starts one (CLIs print banners and warnings before it, and
+/// some print it over several lines).
+fn last_object(text: &str) -> Option<Value> {
+    if let Ok(whole) = serde_json::from_str(text.trim()) {
+        return Some(whole);
+    }
+    let mut starts: Vec<usize> = text
+        .match_indices('\n')
+        .map(|(at, _)| at + 1)
+        .chain(std::iter::once(0))
+        .filter(|&at| text[at..].starts_with('{'))
+        .collect();
+    starts.sort_unstable();
+    starts
+        .iter()
+        .rev()
+        .find_map(|&at| serde_json::from_str(text[at..].trim()).ok())
 }
 
 /// The final event's text when its `is_error` flag is true.
@@ -97,10 +108,25 @@ fn first_text(event: &Value, pointers: &[&str]) -> Option<String> {
     pointers
         .iter()
         .find_map(|pointer| match event.pointer(pointer)? {
-            Value::String(text) if !text.trim().is_empty() => Some(text.trim().to_owned()),
+            Value::String(text) if !text.trim().is_empty() => Some(unwrap_body(text.trim())),
             Value::Null | Value::String(_) => None,
             other => Some(other.to_string()),
         })
+}
+
+/// A message that is itself a provider's error body (`{"error":
+/// {"message": …}}`, as Gemini CLI relays it) says it better inside.
+fn unwrap_body(text: &str) -> String {
+    let inner: Option<Value> = text
+        .starts_with('{')
+        .then(|| serde_json::from_str(text).ok())
+        .flatten();
+    inner
+        .as_ref()
+        .and_then(|inner| inner.pointer("/error/message"))
+        .and_then(Value::as_str)
+        .unwrap_or(text)
+        .to_owned()
 }
 
 /// Whether every key of `criteria` has one of its listed values in `event`.
@@ -168,6 +194,10 @@ mod tests {
             Some("quota exceeded")
         );
         assert_eq!(parse_error(Some(&rules), "not json"), None);
+        // Gemini CLI: warnings, then the object over several lines, its
+        // message a provider's error body.
+        let stderr = "Warning: no 256 colours.\n{\n  \"error\": {\n    \"message\": \"{\\\"error\\\":{\\\"code\\\":500,\\\"message\\\":\\\"boom\\\"}}\"\n  }\n}\n";
+        assert_eq!(parse_error(Some(&rules), stderr).as_deref(), Some("boom"));
         assert_eq!(parse_error(None, stdout), None);
     }
 }
