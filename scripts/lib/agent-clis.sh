@@ -15,7 +15,7 @@ declare -F note >/dev/null || note() { printf '    %s\n' "$*" >&2; }
 install_agent_clis() {
   local list=scripts/agent-clis.txt packages key dir
   mapfile -t packages < <(grep -v '^[[:space:]]*\(#\|$\)' "$list")
-  key=$(printf '%s\n' "${packages[@]}" "node $(node --version 2>/dev/null)" | sha256sum | cut -c1-16)
+  key=$(printf '%s\n' "${packages[@]}" "node $(node --version 2>/dev/null)" layout-2 | sha256sum | cut -c1-16)
   dir=${BATON_AGENT_CLI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/agent-clis}/$key
   if [ ! -f "$dir/installed" ]; then
     if ! command -v npm >/dev/null 2>&1; then
@@ -25,13 +25,22 @@ install_agent_clis() {
     step "installing the agent CLIs into $dir (npm)"
     rm -rf "$dir"
     mkdir -p "$dir"
-    # Install scripts stay off: the CLIs run without them.
-    if ! npm install --prefix "$dir" --no-audit --no-fund --no-save --ignore-scripts \
+    # Install scripts must run: Claude Code's and opencode's put their
+    # native binary in place.
+    if ! npm install --prefix "$dir" --no-audit --no-fund --no-save \
       --loglevel=error "${packages[@]}" >&2; then
       note "npm could not install the agent CLIs: the real-agent tests cannot run"
       rm -rf "$dir"
       return 0
     fi
+    local cli
+    for cli in claude codex gemini opencode; do
+      if ! "$dir/node_modules/.bin/$cli" --version >/dev/null 2>&1; then
+        note "the installed $cli does not run (\`$cli --version\` failed): the real-agent tests cannot run"
+        rm -rf "$dir"
+        return 0
+      fi
+    done
     printf '%s\n' "${packages[@]}" >"$dir/installed"
   fi
   export BATON_TEST_AGENT_CLIS=$dir/node_modules/.bin

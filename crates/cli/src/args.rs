@@ -389,8 +389,10 @@ pub(crate) struct LogsArgs {
 /// `baton agents …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum AgentsCommand {
-    /// Run each profile's version probe and report which work here and
-    /// which lack their credentials.
+    /// Run each profile's version probe and report which are installed and
+    /// which lack their credentials; exits 3 when a profile a role is mapped
+    /// to in baton.toml cannot run here.
+    #[command(after_help = "Examples:\n  baton agents check\n  baton agents check --format json")]
     Check(FormatOnly),
 }
 

@@ -5,7 +5,8 @@ use serde_json::json;
 use crate::args::{Format, FormatOnly};
 use crate::{exit_code, output, settings};
 
-/// Probes every profile (built-in and from `baton.toml`).
+/// Probes every profile (built-in and from `baton.toml`). Exits non-zero
+/// when a profile a role is mapped to (`[agents.*]`) cannot run here.
 pub(crate) fn check(args: &FormatOnly) -> u8 {
     let config = match settings::agent_config(&super::current_dir()) {
         Ok(config) => config,
@@ -56,14 +57,36 @@ pub(crate) fn check(args: &FormatOnly) -> u8 {
                         if result.missing_credentials.is_empty() {
                             result.detail.clone().unwrap_or_default()
                         } else {
-                            format!("set {}", result.missing_credentials.join(", "))
+                            format!(
+                                "set {} (or log in with the CLI itself)",
+                                result.missing_credentials.join(" or ")
+                            )
                         },
                     ]
                 })
                 .collect();
-            output::table(&["profile", "program", "usable", "version", "note"], &rows)
+            output::table(
+                &["profile", "program", "installed", "version", "note"],
+                &rows,
+            )
         }
     };
     output::stdout(&text);
-    exit_code::SUCCESS
+    let broken: Vec<String> = config
+        .agents
+        .iter()
+        .filter_map(|(role, choice)| {
+            let name = choice.profile.as_deref()?;
+            let (_, _, result) = results.iter().find(|(profile, _, _)| *profile == name)?;
+            (!result.available).then(|| format!("[agents.{role}] uses `{name}`"))
+        })
+        .collect();
+    if broken.is_empty() {
+        return exit_code::SUCCESS;
+    }
+    output::stderr_line(&format!(
+        "error: a role's agent cannot run here: {} (install its CLI, or map the role to a profile that is installed)",
+        broken.join("; ")
+    ));
+    exit_code::REFUSED
 }

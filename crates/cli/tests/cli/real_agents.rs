@@ -8,7 +8,8 @@
 //! edit is merged back; a task runs from SPEC.md to its verdict with the
 //! referee on another model. Then what goes wrong: a read-only agent asked
 //! to write the repository is refused, the model's errors reach the stage's
-//! error, and a 200 KB prompt arrives whole.
+//! error, a model that hangs ends at the idle limit, and a 200 KB prompt
+//! arrives whole.
 //!
 //! Without the CLIs these tests say SKIPPED on stderr; under `CI=true` they
 //! fail instead.
@@ -286,6 +287,30 @@ fn a_server_error_is_quoted(cli: &str) {
     );
 }
 
+/// The model accepts the request and never answers: the stage ends at its
+/// idle limit, and nothing of the CLI is left running.
+fn a_hung_model_ends_at_the_idle_limit(cli: &str) {
+    let Some(setup) = Setup::new(cli) else { return };
+    let settings = setup.dir().join("baton.toml");
+    let mut text = std::fs::read_to_string(&settings).expect("baton.toml");
+    text.push_str(&format!(
+        "\n[profiles.{cli}]\nlimits = {{ idle = \"6s\", kill_grace = \"2s\" }}\n"
+    ));
+    std::fs::write(&settings, text).expect("write baton.toml");
+    setup.server.set_mode(Mode::Hang);
+    let started = std::time::Instant::now();
+    let (run, status) = setup.run(&agent_stage(
+        "review",
+        "role: reviewer, access: read-only",
+        &[],
+        "outputs/review.md",
+    ));
+    assert_ne!(run.code, 0, "{cli}");
+    let error = stage_error(&status, "review");
+    assert!(error.contains("idle timeout"), "{cli}: {error}");
+    assert!(started.elapsed() < Duration::from_secs(120), "{cli}");
+}
+
 /// A 200 KB prompt reaches the CLI whole: the model sees the user message
 /// equal to the prompt baton dispatched.
 fn a_large_prompt_arrives_whole(cli: &str) {
@@ -336,4 +361,5 @@ every_cli!(
     read_only_stage_cannot_write_the_repository,
     a_server_error_is_quoted,
     a_large_prompt_arrives_whole,
+    a_hung_model_ends_at_the_idle_limit,
 );

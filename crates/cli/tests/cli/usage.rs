@@ -287,3 +287,28 @@ fn agents_check_asks_an_endpoint_for_its_models() {
         "{down:#}"
     );
 }
+
+#[test]
+fn agents_check_fails_when_a_mapped_role_cannot_run() {
+    let project = Project::new();
+    project.write(
+        "baton.toml",
+        "[agents.default]\nprofile = \"gone\"\n\n[profiles.gone]\nprogram = \"baton-no-such-agent-cli\"\n",
+    );
+    let checked = project.baton(&["agents", "check"]);
+    assert_eq!(checked.code, 3, "{}", checked.stdout);
+    assert!(
+        checked.stderr.contains("[agents.default] uses `gone`"),
+        "{}",
+        checked.stderr
+    );
+    project.write(
+        "baton.toml",
+        "[profiles.gone]\nprogram = \"baton-no-such-agent-cli\"\n",
+    );
+    assert_eq!(
+        project.baton(&["agents", "check"]).code,
+        0,
+        "no role uses it"
+    );
+}

@@ -27,7 +27,8 @@ pub struct CheckResult {
     pub available: bool,
     /// Where the program was found.
     pub program_path: Option<PathBuf>,
-    /// The first non-empty line `--version` printed.
+    /// The line of `--version`'s output that names the version (the first
+    /// non-empty one that is not a warning and has a digit, else the first).
     pub version: Option<String>,
     /// Credential-like variables of `env_passthrough` (`*_API_KEY`,
     /// `*_TOKEN`) that are unset or empty. Informational: a CLI may also be
@@ -191,9 +192,16 @@ fn version(program: &std::path::Path, timeout: Duration) -> Result<Option<String
             program.display()
         ));
     }
-    Ok(String::from_utf8_lossy(&output)
-        .lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
+    // Some CLIs print warnings first (Codex: "WARNING: proceeding, even
+    // though we could not create PATH aliases…"); the version is the first
+    // other line with a digit in it.
+    let text = String::from_utf8_lossy(&output);
+    let lines = || text.lines().map(str::trim).filter(|line| !line.is_empty());
+    Ok(lines()
+        .find(|line| {
+            !line.to_ascii_lowercase().starts_with("warning")
+                && line.chars().any(|c| c.is_ascii_digit())
+        })
+        .or_else(|| lines().next())
         .map(str::to_owned))
 }
