@@ -14,6 +14,8 @@
 
 use serde_json::Value;
 
+use super::usage::matches;
+
 /// What the agent said went wrong, if its output says so.
 pub fn parse_error(output: Option<&toml::Table>, stdout: &str) -> Option<String> {
     let output = output?;
@@ -127,28 +129,6 @@ fn unwrap_body(text: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or(text)
         .to_owned()
-}
-
-/// Whether every key of `criteria` has one of its listed values in `event`.
-fn matches(criteria: Option<&toml::Value>, event: &Value) -> bool {
-    let Some(toml::Value::Table(criteria)) = criteria else {
-        return true;
-    };
-    criteria.iter().all(|(key, wanted)| {
-        let actual = if key.starts_with('/') {
-            event.pointer(key)
-        } else {
-            event.get(key)
-        };
-        let Some(actual) = actual.and_then(Value::as_str) else {
-            return false;
-        };
-        match wanted {
-            toml::Value::String(one) => one == actual,
-            toml::Value::Array(any) => any.iter().any(|one| one.as_str() == Some(actual)),
-            _ => false,
-        }
-    })
 }
 
 #[cfg(test)]

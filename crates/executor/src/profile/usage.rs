@@ -197,7 +197,7 @@ fn is_field(key: &str) -> bool {
 }
 
 /// Whether every key of `criteria` has one of its listed values in `event`.
-fn matches(criteria: Option<&toml::Value>, event: &Value) -> bool {
+pub(super) fn matches(criteria: Option<&toml::Value>, event: &Value) -> bool {
     let Some(toml::Value::Table(criteria)) = criteria else {
         return true;
     };
