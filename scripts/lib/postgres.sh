@@ -120,7 +120,7 @@ start_postgres() {
   local port attempt
   for attempt in 1 2 3 4 5; do
     port=$(free_port)
-    # Throw-away cluster: durability off for speed (reliability.md §6).
+    # Throw-away cluster: durability off for speed.
     cat >>"$pg_dir/data/postgresql.conf" <<EOF
 
 # scripts/${0##*/} (attempt $attempt)

@@ -1,4 +1,4 @@
-//! `validates_output` checks (reference-engine.md §11), run after a stage's
+//! `validates_output` checks (the reference engine's checks), run after a stage's
 //! process exits. Unlike the reference, an unknown check fails.
 
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! The I/O half of governance (product.md C): a scope's ledger read from the
+//! The I/O half of governance (docs/governance.md): a scope's ledger read from the
 //! store and folded through `baton_lifecycle::governance`, and events
 //! appended to it — checked against the state machine when a person or an
 //! agent asks to record one, or as facts when baton observed them (a

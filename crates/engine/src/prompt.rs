@@ -1,5 +1,5 @@
 //! The prompt baton gives an agent, and the dispatch file it is written to
-//! before the agent starts (reference-engine.md §8.5, §9).
+//! before the agent starts, as the reference engine lays it out.
 //!
 //! baton renders the prompt itself: the description with parameters and
 //! `{workspace}` filled in (a single pass; everything else byte for byte),
@@ -243,7 +243,7 @@ pub fn files_to_write(stage: &PlanStage, workspace: &Path) -> Vec<String> {
     files
 }
 
-/// The dispatch file's content (reference-engine.md §8.5).
+/// The dispatch file's content.
 pub fn dispatch(plan: &Plan, stage: &PlanStage, workspace: &Path, prompt: &str) -> Value {
     let spec = &stage.spec;
     json!({

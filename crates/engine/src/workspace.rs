@@ -1,4 +1,4 @@
-//! A run's workspace: the reference engine's layout (reference-engine.md §8)
+//! A run's workspace: the reference engine's layout
 //! in `<base>/<run id>`, so existing agents and prompts keep working.
 //!
 //! ```text
@@ -140,7 +140,7 @@ pub fn pretty_json(value: &Value) -> String {
     text
 }
 
-/// The result envelope of a stage (reference-engine.md §8.4).
+/// The result envelope of a stage.
 #[derive(Debug, Clone)]
 pub struct Envelope<'a> {
     /// Stage name.

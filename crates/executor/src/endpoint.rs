@@ -1,5 +1,5 @@
 //! OpenAI-compatible chat endpoints (`kind = "openai-chat"` profiles): vLLM,
-//! llama.cpp's `llama-server`, Ollama, LM Studio (`ecosystem.md` §2.5).
+//! llama.cpp's `llama-server`, Ollama, LM Studio (docs/agents.md).
 //!
 //! No process runs. baton POSTs `{base_url}/chat/completions` with the
 //! rendered prompt and asks for a structured answer, `{"files": [{"path",

@@ -2,7 +2,7 @@
 //!
 //! A pipe that nobody reads fills up (64 KiB on Linux) and blocks the child,
 //! which then looks hung; reading everything into a `Vec` takes memory
-//! without bound (`reliability.md` T9). Each stream is therefore read by its
+//! without bound. Each stream is therefore read by its
 //! own task through one fixed buffer, written to its log file up to a cap,
 //! and counted and dropped past it. Memory per stream is the read buffer,
 //! the file's write buffer and, for stderr, a 4 KiB tail for error messages,

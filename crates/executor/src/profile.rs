@@ -3,11 +3,12 @@
 //! A [`Profile`] says which program to run, with which fixed arguments, how
 //! the prompt gets in (stdin, an argument, or a file), which optional flags
 //! exist and how they render, which environment variables pass through,
-//! the default limits, and how the output is read (`ecosystem.md` §2.2,
-//! §2.3). Profiles are data, in TOML: the built-in ones ship in
-//! `profile/builtin.toml` (claude, codex, gemini, aider, opencode, goose,
-//! shell, and `local-llm`, which is an OpenAI-compatible endpoint rather
-//! than a CLI), and `baton.toml` overrides or extends them:
+//! the default limits, how the output is read, and how a stage's access
+//! maps onto the CLI's own permissions (docs/agents.md). Profiles are data,
+//! in TOML: the built-in ones ship in `profile/builtin.toml` (claude, codex,
+//! gemini, aider, opencode, goose, and `local-llm`, which is an
+//! OpenAI-compatible endpoint rather than a CLI), and `baton.toml`
+//! overrides or extends them:
 //!
 //! ```toml
 //! [agents.default]

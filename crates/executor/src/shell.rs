@@ -9,7 +9,7 @@
 //! `bash -euo pipefail -c`, so failures inside pipelines are not lost.
 //!
 //! **Substitution.** Workflow values never reach a shell raw
-//! (`ecosystem.md` §1.5, `reliability.md` T1). [`substitute`] replaces each
+//!. [`substitute`] replaces each
 //! known `{name}` in a script in one pass and escapes the value for the
 //! quoting context the placeholder sits in, tracked by a small lexer:
 //!

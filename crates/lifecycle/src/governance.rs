@@ -1,4 +1,4 @@
-//! The governance state machine of product.md C: the stages of one piece of
+//! The governance state machine (docs/governance.md): the stages of one piece of
 //! agent work, the evidence each transition needs, and the rules that keep
 //! an agent from approving its own work, closing on stale tests, skipping
 //! the re-review of a repair or retrying a failing patch a third time.
@@ -75,7 +75,7 @@ impl Identity {
     }
 }
 
-/// What closure must state (product.md C).
+/// What closure must state (docs/governance.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Closure {
     /// What the evidence proves.

@@ -1,5 +1,5 @@
 //! What a task does next: the phases still to run, and what its verdict
-//! decides (product.md B).
+//! decides (docs/tasks.md).
 
 use crate::phase::{Phase, Status};
 use crate::verdict::{FollowUp, Kind, Verdict, follow_ups, sub_task_follow_ups};

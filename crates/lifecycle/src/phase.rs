@@ -1,4 +1,4 @@
-//! The task phase machine of product.md B: which phase a task folder is in,
+//! The task phase machine (docs/tasks.md): which phase a task folder is in,
 //! decided from the artifacts it holds.
 
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ pub struct FileInfo {
     pub modified: SystemTime,
 }
 
-/// A task's phase, in the order of product.md B's table.
+/// A task's phase, in the order of docs/tasks.md's table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Phase {
     /// Empty folder.
@@ -39,7 +39,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    /// The phase's name as product.md B spells it.
+    /// The phase's name as docs/tasks.md spells it.
     pub fn name(self) -> &'static str {
         row(self).name
     }
@@ -88,7 +88,7 @@ impl Phase {
 pub struct Row {
     /// The phase this row describes.
     pub phase: Phase,
-    /// The phase's name as product.md B spells it.
+    /// The phase's name as docs/tasks.md spells it.
     pub name: &'static str,
     /// The artifact whose presence signals the phase (`None` for New).
     pub artifact: Option<&'static str>,
@@ -97,11 +97,11 @@ pub struct Row {
     pub requires: &'static [&'static str],
     /// Artifacts this one must be newer than, when they count (freshness).
     pub after: &'static [&'static str],
-    /// What comes next, as product.md B's table says it.
+    /// What comes next, as docs/tasks.md's table says it.
     pub next: &'static str,
 }
 
-/// The phase table of product.md B, in its order. Design and Test design
+/// The phase table of docs/tasks.md, in its order. Design and Test design
 /// are optional, so Implementation requires only `SPEC.md` but must be newer
 /// than a design or test plan that counts.
 pub const TABLE: &[Row] = &[

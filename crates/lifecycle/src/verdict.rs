@@ -1,5 +1,5 @@
 //! Reading `VERDICT.md` and naming the follow-up tasks it calls for
-//! (product.md B).
+//! (docs/tasks.md).
 //!
 //! Referees write Markdown by hand, so the reader is tolerant: headings may
 //! use `#` or `##` or bold, case does not matter, and list items may start

@@ -1,4 +1,4 @@
-//! From a loaded workflow to a [`Plan`] (reference-engine.md §5).
+//! From a loaded workflow to a [`Plan`].
 
 use std::path::Path;
 
@@ -222,7 +222,7 @@ fn missing_file(stage: &Stage, what: &str, reference: &str, loader: &dyn Loader)
     .with_help("template and guide paths are relative to the current directory")
 }
 
-/// Builds the command of a `mode: invoke` output (reference-engine.md §5.6).
+/// Builds the command of a `mode: invoke` output.
 pub fn invoke_command(
     skill: &str,
     subcommand: Option<&str>,
@@ -275,7 +275,7 @@ fn contract_warnings(stages: &[Stage]) -> Vec<ContractWarning> {
     warnings
 }
 
-/// Groups, levels and indices (reference-engine.md §5.2, §5.3).
+/// Groups, levels and indices.
 pub struct Layout {
     /// Stage positions in index order.
     pub order: Vec<usize>,

@@ -1,4 +1,4 @@
-//! Fragment expansion (reference-engine.md §4).
+//! Fragment expansion.
 //!
 //! Each `include` entry, in order: resolve the path (absolute as-is, else
 //! relative to the current directory if that file exists, else relative to

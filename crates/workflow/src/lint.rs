@@ -1,4 +1,4 @@
-//! `baton lint`: the reference engine's rules (reference-engine.md §6) and
+//! `baton lint`: the reference engine's rules and
 //! baton's own.
 //!
 //! Reference rules: include targets exist (L1), the file parses (L2),

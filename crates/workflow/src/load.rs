@@ -1,6 +1,6 @@
 //! Reads one YAML file into [`crate::schema`] types.
 //!
-//! The checks run in the reference engine's order (reference-engine.md §3)
+//! The checks run in the reference engine's order
 //! and stop at the first error, so the error a user sees for a broken file is
 //! the one the reference would report, worded the same, but pointing at the
 //! line and column. baton is stricter where the reference accepts input by

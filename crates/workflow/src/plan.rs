@@ -21,7 +21,7 @@ pub struct Plan {
     pub params: IndexMap<String, String>,
     /// Stages in index order.
     pub stages: Vec<PlanStage>,
-    /// Groups in order (reference-engine.md §5.2).
+    /// Groups in order.
     pub groups: Vec<Group>,
     /// Number of BFS levels (waves).
     pub levels: usize,

@@ -1,5 +1,5 @@
-//! Checks on the whole, include-expanded stage list (reference-engine.md §3,
-//! step 8): unique names, known references, no dependency cycle, and every
+//! Checks on the whole, include-expanded stage list, in the reference
+//! engine's order: unique names, known references, no dependency cycle, and every
 //! `reads_from` entry a transitive `depends_on` ancestor.
 //!
 //! The steps run in that order; within the first step that finds problems,

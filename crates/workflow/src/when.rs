@@ -1,5 +1,5 @@
 //! `when` conditions: `"<left>" contains "<value>"` and
-//! `"<left>" does not contain "<value>"` (reference-engine.md §2.9).
+//! `"<left>" does not contain "<value>"`.
 //!
 //! The expression is trimmed both when it is checked and when it is
 //! evaluated, so a condition written as a YAML block scalar works (the

@@ -29,7 +29,7 @@ pub(crate) enum StateCommand {
         after_help = "Examples:\n  baton state record --task t clarified --note \"scope agreed\"\n  baton state record --task t inspected src/lib.rs\n  baton state record --task t planned --intent \"cargo test -p core\"\n  baton state record --task t edited src/lib.rs          # hash read from the file\n  baton state record --task t validated --command \"cargo test\" --exit-code 0 --covers src\n  baton state record --task t reviewed --reviewer codex --finding \"leaks a handle\"\n  baton state record --task t repaired 0\n  baton state record --task t re-reviewed 0 --reviewer codex --resolved\n  baton state record --task t released\n  baton state record --task t closed --proven \"tests pass\" --not-proven \"load\" \\\n      --residual-risk low --next-owner maintainers\n\nExit codes: 0 recorded, 2 usage error (a file to hash is missing), 3 refused by a rule (nothing written), 4 store unavailable."
     )]
     Record(RecordArgs),
-    /// The workflow_state_summary object (product.md C), as JSON or text.
+    /// The workflow_state_summary object (docs/governance.md), as JSON or text.
     #[command(
         after_help = "Example:\n  baton state summary --session 3f2c… --json | jq .validation_freshness\n\nThe JSON's shape is docs/schemas/workflow-state-summary.schema.json."
     )]

@@ -1,4 +1,4 @@
-//! Task folders on disk (product.md B): `tasks/<name>/` holds a task's
+//! Task folders on disk (docs/tasks.md): `tasks/<name>/` holds a task's
 //! artifacts and its record `task.json`; `tasks/archive/<name>/` holds the
 //! tasks that left the active list. The decisions (phase, next phases,
 //! verdicts) are the pure `baton-lifecycle` crate's; this module gathers

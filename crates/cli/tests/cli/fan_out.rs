@@ -1,4 +1,4 @@
-//! Fan-out at run time (product.md A6): one child per item of the source
+//! Fan-out at run time (docs/fan-out.md): one child per item of the source
 //! stage's output, inline and with the stand-in agent; keys, placeholders,
 //! hostile keys, the concurrency cap and the errors a bad item list gives.
 

@@ -28,7 +28,7 @@ use serde_json::Value;
 const POISON_JOBS: usize = 5;
 const POISON_ATTEMPTS: i64 = 3;
 
-/// Test timings (reliability.md, "Test timing").
+/// Test timings, generous enough for a busy two-core machine.
 pub(crate) const TIMINGS: [(&str, &str); 6] = [
     ("BATON_WORKER_LEASE_MS", "2000"),
     ("BATON_WORKER_HEARTBEAT_MS", "500"),

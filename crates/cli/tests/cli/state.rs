@@ -1,4 +1,4 @@
-//! `baton state`: the governance rules of product.md C through the binary —
+//! `baton state`: the governance rules of docs/governance.md through the binary —
 //! self-review refused, validation stale after an edit, a repair that needs
 //! a re-review before closure, the third same-path attempt blocked — and
 //! `summary --json` checked against the JSON Schema kept in the repository.
@@ -334,7 +334,7 @@ fn the_summary_is_valid_against_the_schema_in_every_state() {
         .collect();
     assert_eq!(
         required, fields,
-        "the schema requires every field product.md C names"
+        "the schema requires every field docs/governance.md names"
     );
 
     let project = prepared();

@@ -1,4 +1,4 @@
-//! `isolation: worktree` in real git repositories (product.md A6): parallel
+//! `isolation: worktree` in real git repositories (docs/worktrees.md): parallel
 //! stand-in agents that commit on their own branches are merged back one at
 //! a time, conflicts fail the stage with their paths, uncommitted work
 //! fails it, and nothing an agent puts in the repository's hooks or

@@ -1,4 +1,4 @@
-//! The `workflow_state_summary` object of product.md C, built from a folded
+//! The `workflow_state_summary` object of docs/governance.md, built from a folded
 //! ledger. Its shape is pinned by `docs/schemas/workflow-state-summary.schema.json`.
 
 use baton_lifecycle::governance::{FindingStatus, Identity, Stage};

@@ -1,4 +1,4 @@
-//! Fan-out at run time (product.md A6): one child per item of the source
+//! Fan-out at run time (docs/fan-out.md): one child per item of the source
 //! stage's output.
 //!
 //! The items are the array at `fan_out.field` (a dotted path) in the source

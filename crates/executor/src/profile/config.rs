@@ -26,7 +26,7 @@ pub struct Config {
     /// `[pricing]`: USD per million tokens by model, for CLIs that report
     /// tokens but not dollars.
     pub pricing: BTreeMap<String, Price>,
-    /// `[governance]`: the rules of product.md C that a project may tune.
+    /// `[governance]`: the governance rules (docs/governance.md) that a project may tune.
     pub governance: Governance,
 }
 

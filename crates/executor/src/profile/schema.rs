@@ -66,7 +66,7 @@ pub struct Profile {
     #[serde(default)]
     pub options: BTreeMap<String, Vec<String>>,
     /// How to read the output: `format` (`json`, `jsonl` or `text`) and the
-    /// extraction rules of `ecosystem.md` §2.3, kept as written for the
+    /// extraction rules of docs/agents.md, kept as written for the
     /// output parser.
     #[serde(default)]
     pub output: Option<toml::Table>,

@@ -1,6 +1,6 @@
 //! Reading tokens, cost, turns and the session id from an agent's output.
 //!
-//! A profile's `[output]` table says how (`ecosystem.md` §2.2 item 7):
+//! A profile's `[output]` table says how (docs/agents.md):
 //!
 //! * `format = "json"`: stdout is one JSON object; a field given as a string
 //!   is a JSON Pointer into it.

@@ -1,4 +1,4 @@
-//! Integration tests for baton-executor, one binary (see `style.md` §5.8).
+//! Integration tests for baton-executor, one binary.
 //!
 //! They start real processes, but only tiny `sh -c` scripts and coreutils;
 //! agent behaviour is tested against the fake agent in `baton-test-support`.

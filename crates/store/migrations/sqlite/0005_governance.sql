@@ -1,4 +1,4 @@
--- The governance ledger (product.md C): what happened in one piece of agent
+-- The governance ledger (docs/governance.md): what happened in one piece of agent
 -- work, with its evidence. A scope is a run, a task or a free agent session.
 -- Order within a scope is `seq`, assigned from the scope's counter row in
 -- the same transaction as the event: freshness is decided by this order,

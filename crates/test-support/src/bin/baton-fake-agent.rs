@@ -1,7 +1,7 @@
 //! `baton-fake-agent`: a scriptable stand-in for a coding-agent CLI.
 //!
 //! Tests drive baton's executor and engine against this binary instead of
-//! real agents (`reliability.md` H4): it speaks the same contract (a prompt
+//! real agents: it speaks the same contract (a prompt
 //! in, files and output out, an exit status) and can misbehave on request.
 //! Standard library only, so it builds fast and has nothing to hide behind.
 //!
@@ -84,7 +84,7 @@
 //! come from `BATON_RUN_ID`, `BATON_STAGE`, `BATON_ATTEMPT` and
 //! `BATON_IDEMPOTENCY_KEY` (`-` when unset); times are milliseconds since
 //! the Unix epoch. The log is the ground truth of which attempts ran and
-//! when (`reliability.md` H3).
+//! when.
 
 #![forbid(unsafe_code)]
 

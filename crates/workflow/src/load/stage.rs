@@ -1,5 +1,5 @@
 //! Reading one stage and its nested mappings, in the reference engine's
-//! check order (reference-engine.md §3, step 5).
+//! check order.
 
 use std::sync::Arc;
 

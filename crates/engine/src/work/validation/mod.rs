@@ -1,5 +1,5 @@
 //! Validation waves and correction cycles of a stage with `validation:`
-//! (product.md A5, reference-engine.md §13.4; docs/validation.md).
+//! (docs/validation.md).
 //!
 //! Once the stage's primary work has succeeded, validation runs in cycles
 //! numbered from 1. A cycle is a wave of validator units (for

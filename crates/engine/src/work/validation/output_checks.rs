@@ -1,4 +1,4 @@
-//! `validates_output` failures get one correction round (product.md A5).
+//! `validates_output` failures get one correction round (docs/validation.md).
 //!
 //! A stage with output checks runs its work as a `main` unit that does not
 //! judge them; once it has succeeded (exited well, wrote its files), the
