@@ -212,16 +212,12 @@ pub(crate) async fn run(
     let _ = reports.send(Report::Finished(finished));
 }
 
-/// Whether an attempt failed for a reason its agent may have reported
-/// (not a cancel or one of baton's own limits).
+/// Whether an attempt failed because its agent exited unsuccessfully, so
+/// its output may say why. (Killed by one of baton's limits or a cancel,
+/// there is no exit code; after a clean exit, an error event in the output
+/// is one the agent recovered from.)
 fn failed_on_its_own(finished: &Finished) -> bool {
-    !finished.success
-        && !finished.cancelled
-        && finished.error.as_deref().is_some_and(|error| {
-            error.starts_with("exited with code")
-                || error.starts_with("killed by signal")
-                || error.starts_with("exited 0 but")
-        })
+    !finished.success && finished.exit_code.is_some_and(|code| code != 0)
 }
 
 /// Puts the agent's own account of its failure (from its output) first in

@@ -21,8 +21,8 @@
 //!    out since the leader started, except to other stages' leaders, is
 //!    there provably nothing left to kill (`group::alone_since_start`);
 //! 6. waits for the pipe readers for at most [`PIPE_DRAIN_TIMEOUT`]: a
-//!    descendant that escaped the group can hold the pipes open forever
-//!   , and the timeout must bound the whole run.
+//!    descendant that escaped the group can hold the pipes open forever,
+//!    and the timeout must bound the whole run.
 //!
 //! **Zombie rule.** The leader is detected as exited with
 //! `waitid(WEXITED | WNOWAIT)` when its pidfd turns readable (see

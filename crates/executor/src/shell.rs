@@ -8,8 +8,8 @@
 //! keyword as the command, or a leading `VAR=` runs under
 //! `bash -euo pipefail -c`, so failures inside pipelines are not lost.
 //!
-//! **Substitution.** Workflow values never reach a shell raw
-//!. [`substitute`] replaces each
+//! **Substitution.** Workflow values never reach a shell raw.
+//! [`substitute`] replaces each
 //! known `{name}` in a script in one pass and escapes the value for the
 //! quoting context the placeholder sits in, tracked by a small lexer:
 //!

@@ -260,6 +260,14 @@ fn read_only_stage_cannot_write_the_repository(cli: &str) {
         &[&format!("FAKE: write {}", target.display())],
         "outputs/review.md",
     ));
+    // The model did ask: its write call (not only the prompt's line) is in
+    // the conversation the CLI sent back.
+    let target_text = target.display().to_string();
+    let asked = setup
+        .bodies()
+        .replace(&format!("FAKE: write {target_text}"), "")
+        .contains(&target_text);
+    assert!(asked, "{cli}: the model never asked to write {target_text}");
     assert!(!target.exists(), "{cli} wrote the repository");
     assert_eq!(setup.git(&["status", "--porcelain"]), "", "{cli}");
     // The report is still written: only the repository is read-only.

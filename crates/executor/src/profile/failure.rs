@@ -56,7 +56,7 @@ fn events(output: &toml::Table, stdout: &str) -> Vec<Value> {
 /// The last JSON object in `text`: the whole text, or what follows the last
 /// line that starts one (CLIs print banners and warnings before it, and
 /// some print it over several lines).
-fn last_object(text: &str) -> Option<Value> {
+pub(super) fn last_object(text: &str) -> Option<Value> {
     if let Ok(whole) = serde_json::from_str(text.trim()) {
         return Some(whole);
     }

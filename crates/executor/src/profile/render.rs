@@ -257,6 +257,7 @@ impl Placed {
             .rule
             .cwd
             .clone()
+            .or_else(|| profile.cwd.clone())
             .unwrap_or_else(|| "{project}".into());
         let context = Context {
             cwd: "",
@@ -442,7 +443,7 @@ fn placed_value(name: &str, context: &Context<'_>) -> Option<String> {
     let place = context.place?;
     match name {
         "workspace" => Some(place.workspace.clone()),
-        "project" => Some(place.project.clone()),
+        "project" | "worktree" => Some(place.project.clone()),
         "workspace_rel" => Some(place.workspace_rel.clone()),
         _ => {
             let file = name.strip_prefix("file:")?;

@@ -29,7 +29,9 @@ pub struct Profile {
     /// How the prompt reaches the program.
     #[serde(default)]
     pub prompt: Prompt,
-    /// Working directory template; `{worktree}` is the stage's worktree.
+    /// The working directory: `{project}` (the project directory, or the
+    /// stage's worktree; `{worktree}` is another name for it) unless set.
+    /// An access rule's own `cwd` wins.
     #[serde(default)]
     pub cwd: Option<String>,
     /// Variables copied from baton's environment; everything else is
@@ -119,14 +121,15 @@ impl AccessMode {
 
 /// How one access mode launches the CLI. Every text may use `{workspace}`
 /// (the run's workspace), `{project}` (the project directory, or the
-/// stage's worktree), `{workspace_rel}` (the workspace relative to the
-/// working directory) and `{file:NAME}` (the path of the file `files.NAME`
-/// is written to), with filters `|json`, `|regex` and `|toml` that escape
-/// a value for those syntaxes (they chain: `{workspace|json|regex|toml}`).
+/// stage's worktree; also spelled `{worktree}`), `{workspace_rel}` (the
+/// workspace relative to the working directory) and `{file:NAME}` (the path
+/// of the file `files.NAME` is written to), with filters `|json`, `|regex`
+/// and `|toml` that escape a value for those syntaxes (they chain:
+/// `{workspace|json|regex|toml}`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AccessRule {
-    /// The working directory: `{project}` unless set.
+    /// The working directory, instead of the profile's.
     #[serde(default)]
     pub cwd: Option<String>,
     /// Arguments added after the profile's `args`.

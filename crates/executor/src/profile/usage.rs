@@ -116,13 +116,7 @@ pub fn parse_usage(output: Option<&toml::Table>, stdout: &str) -> Option<Usage> 
             structured(output, &events, &mut usage);
         }
         Some("json") => {
-            let whole = serde_json::from_str(stdout.trim()).ok().or_else(|| {
-                // Some CLIs print a banner before the object.
-                stdout
-                    .lines()
-                    .rev()
-                    .find_map(|line| serde_json::from_str(line.trim()).ok())
-            })?;
+            let whole = super::failure::last_object(stdout)?;
             structured(output, &[whole], &mut usage);
         }
         _ => return None,

@@ -573,6 +573,29 @@ fn opencode_read_only_denies_edits_outside_the_workspace() {
 }
 
 #[test]
+fn a_profile_s_own_cwd_applies_unless_the_mode_sets_one() {
+    let mut profile = builtin("claude");
+    profile.cwd = Some("{workspace}".into());
+    let read_write = command_line(&profile, &placed(AccessMode::ReadWrite)).unwrap();
+    assert_eq!(read_write.cwd, PathBuf::from("/repo/.baton/runs/r1"));
+    profile.cwd = Some("{worktree}".into());
+    let read_write = command_line(&profile, &placed(AccessMode::ReadWrite)).unwrap();
+    assert_eq!(
+        read_write.cwd,
+        PathBuf::from("/repo"),
+        "another name for {{project}}"
+    );
+    let mut codex = builtin("codex");
+    codex.cwd = Some("/elsewhere".into());
+    let read_only = command_line(&codex, &placed(AccessMode::ReadOnly)).unwrap();
+    assert_eq!(
+        read_only.cwd,
+        PathBuf::from("/repo/.baton/runs/r1"),
+        "the mode wins"
+    );
+}
+
+#[test]
 fn access_texts_escape_what_they_embed() {
     let mut request = placed(AccessMode::ReadOnly);
     if let Some(access) = request.access.as_mut() {
