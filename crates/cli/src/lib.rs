@@ -23,6 +23,18 @@ use crate::args::{Cli, Command};
 
 /// Runs baton with the process's arguments and returns its exit code.
 pub fn main() -> ExitCode {
+    // The helper that contains a read-only agent: before anything else,
+    // while this process has a single thread.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(baton_executor::contain::SUBCOMMAND.as_ref()) {
+        return match baton_executor::contain::main(args.collect()) {
+            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX)),
+            Err(error) => {
+                output::stderr_line(&format!("baton: cannot contain the agent: {error}"));
+                ExitCode::from(baton_executor::contain::HELPER_FAILED)
+            }
+        };
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

@@ -40,6 +40,10 @@ pub struct DriveOptions {
     pub limits: Limits,
     /// Agent profiles and roles from `baton.toml`; `None` when there is none.
     pub agents: Option<std::sync::Arc<baton_executor::profile::Config>>,
+    /// The program that contains read-only agents (the `baton` binary, see
+    /// [`baton_executor::contain`]); `None` where the machine cannot, and a
+    /// read-only agent's repository is compared before and after instead.
+    pub contain_helper: Option<std::path::PathBuf>,
     /// At a human gate, keep the run (and its lease) and wait for a
     /// decision instead of stopping `awaiting_human`.
     pub wait_gates: bool,
@@ -62,6 +66,7 @@ impl Default for DriveOptions {
             max_parallel: None,
             limits: Limits::default(),
             agents: None,
+            contain_helper: None,
             wait_gates: false,
             local_worker: None,
         }
@@ -850,6 +855,7 @@ async fn drive_owned(
                         limits: options.limits.clone(),
                         plan: std::sync::Arc::clone(&shared_plan),
                         agents: options.agents.clone(),
+                        contain_helper: options.contain_helper.clone(),
                         unit: unit.clone(),
                         env,
                         defer_checks,

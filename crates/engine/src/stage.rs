@@ -69,6 +69,8 @@ pub(crate) struct Attempt {
     pub(crate) plan: Arc<Plan>,
     /// Agent profiles from `baton.toml`, if any.
     pub(crate) agents: Option<Arc<Config>>,
+    /// The helper that contains read-only agents, where the machine can.
+    pub(crate) contain_helper: Option<PathBuf>,
     /// The unit of the stage this attempt runs (a fan-out child, a
     /// validator), or `None` for the stage itself.
     pub(crate) unit: Option<String>,
@@ -136,6 +138,9 @@ enum Launch {
         spec: ProcessSpec,
         success_codes: Vec<i32>,
         meter: Option<Meter>,
+        /// Repository files the agent CLI keeps for itself (see
+        /// `AccessRule::own_files`).
+        own_files: Vec<String>,
     },
     /// A request to an OpenAI-compatible endpoint.
     Endpoint { request: ChatRequest, meter: Meter },
@@ -186,12 +191,13 @@ pub(crate) async fn run(
             spec,
             success_codes,
             meter,
+            own_files,
         }) => {
             let log = spec.stdout_log.clone();
             let mut finished = execute(
                 &stage,
                 &attempt,
-                spec,
+                (spec, &own_files),
                 &success_codes,
                 cancel,
                 &reports,
@@ -253,7 +259,7 @@ fn failed(attempt: &Attempt, error: String) -> Finished {
 async fn execute(
     stage: &PlanStage,
     attempt: &Attempt,
-    spec: ProcessSpec,
+    (mut spec, own_files): (ProcessSpec, &[String]),
     success_codes: &[i32],
     cancel: watch::Receiver<bool>,
     reports: &mpsc::UnboundedSender<Report>,
@@ -275,10 +281,8 @@ async fn execute(
         });
     };
     let mut finished = Finished::unsettled(attempt);
-    // A read-only agent may write its declared outputs in the workspace and
-    // nothing else: the repository is compared before and after.
     let guard = if is_read_only_agent(stage) {
-        RepositoryGuard::take(&attempt.project_dir, &attempt.workspace).await
+        ReadOnly::guard(&mut spec, attempt, stage, worktree).await
     } else {
         None
     };
@@ -295,15 +299,11 @@ async fn execute(
         finished.error = Some(error);
         return finished;
     }
-    if let Some(guard) = guard {
-        let written = guard.changes().await;
-        if !written.is_empty() {
-            finished.error = Some(format!(
-                "a read-only stage wrote outside its workspace: {}",
-                written.into_iter().take(10).collect::<Vec<_>>().join(", ")
-            ));
-            return finished;
-        }
+    if let Some(guard) = guard
+        && let Err(error) = guard.check(own_files).await
+    {
+        finished.error = Some(error);
+        return finished;
     }
     if let Some(worktree) = worktree
         && let Err(error) = worktree.copy_back(stage, &attempt.workspace)
@@ -482,6 +482,91 @@ fn is_read_only_agent(stage: &PlanStage) -> bool {
     !scripted && stage.spec.agent.access == baton_workflow::schema::Access::ReadOnly
 }
 
+/// How a read-only agent is kept from changing the repository: contained
+/// where the machine allows it (its writes outside the workspace never reach
+/// the disk, and are listed afterwards), else by comparing the repository
+/// before and after, which also blames it for anything else that changed
+/// meanwhile.
+enum ReadOnly {
+    Contained { report: PathBuf },
+    Compared(RepositoryGuard),
+}
+
+impl ReadOnly {
+    async fn guard(
+        spec: &mut ProcessSpec,
+        attempt: &Attempt,
+        stage: &PlanStage,
+        worktree: Option<&crate::worktree::Worktree>,
+    ) -> Option<ReadOnly> {
+        // `git status` must not refresh the index of a repository it may
+        // only read.
+        spec.env
+            .push(("GIT_OPTIONAL_LOCKS".to_owned(), "0".to_owned()));
+        let Some(helper) = &attempt.contain_helper else {
+            return RepositoryGuard::take(&attempt.project_dir, &attempt.workspace)
+                .await
+                .map(ReadOnly::Compared);
+        };
+        let root = baton_executor::git::top_level(&attempt.project_dir)
+            .await
+            .unwrap_or_else(|| attempt.project_dir.clone());
+        let place = attempt
+            .workspace
+            .join("dispatch")
+            .join(format!("{}.contain", stage.file_stem()));
+        let scratch = place.join("scratch");
+        let report = place.join("changes.txt");
+        // A report left by an earlier attempt must not stand for this one.
+        let _ = std::fs::remove_file(&report);
+        // Where it cannot be created, the helper fails saying so.
+        let _ = std::fs::create_dir_all(&scratch);
+        let mut writable = vec![attempt.workspace.clone()];
+        writable.extend(worktree.map(crate::worktree::Worktree::view));
+        spec.contain = Some(baton_executor::Contained {
+            helper: helper.clone(),
+            containment: baton_executor::contain::Containment {
+                root,
+                writable,
+                scratch,
+                report: report.clone(),
+            },
+        });
+        Some(ReadOnly::Contained { report })
+    }
+
+    /// What the agent changed outside its workspace, as the stage's error.
+    async fn check(self, own_files: &[String]) -> Result<(), String> {
+        let (mut changed, fate) = match self {
+            ReadOnly::Contained { report } => (
+                baton_executor::contain::read_report(&report)?,
+                " (discarded: the repository never saw them)",
+            ),
+            ReadOnly::Compared(guard) => (guard.changes().await, ""),
+        };
+        changed.retain(|path| !is_own_file(path, own_files));
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let shown: Vec<&str> = changed.iter().take(10).map(String::as_str).collect();
+        let more = changed.len().saturating_sub(shown.len());
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        Err(format!(
+            "a read-only stage wrote outside its workspace: {}{more}{fate}; it may write only its declared outputs (give it `access: read-write` to let it change the repository)",
+            shown.join(", ")
+        ))
+    }
+}
+
+/// Whether a changed path (as a report lists it) is one of the CLI's own.
+fn is_own_file(changed: &str, own_files: &[String]) -> bool {
+    let path = changed.strip_suffix(" (deleted)").unwrap_or(changed);
+    own_files.iter().any(|own| match own.strip_suffix('/') {
+        Some(directory) => path == directory || path.starts_with(own.as_str()),
+        None => path == own,
+    })
+}
+
 /// The state of the project's repository before an agent ran: its changed
 /// and untracked files with their content hashes. Outside a git repository
 /// there is nothing to compare, and the guard is absent.
@@ -656,6 +741,7 @@ fn command(
         // one run run side by side. `BATON_RUN_ID` (in `environment`) is what
         // a resume uses to find everything a crashed driver left.
         marker: Some(("BATON_IDEMPOTENCY_KEY".to_owned(), idempotency_key(attempt))),
+        contain: None,
     };
     match spec
         .script
@@ -666,6 +752,7 @@ fn command(
             spec: shell_command(base, &script.value, attempt),
             success_codes: vec![0],
             meter: None,
+            own_files: Vec::new(),
         }),
         None => agent_command(base, stage, attempt, worktree),
     }
@@ -812,6 +899,7 @@ fn agent_command(
         success_codes: agent.profile.success.exit_codes.clone(),
         spec: base,
         meter: Some(meter),
+        own_files: command.own_files,
     })
 }
 

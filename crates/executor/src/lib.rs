@@ -35,6 +35,7 @@
 // at a site that says why, and has one place that does: `vfork.rs`, the
 // clone that starts a child and the few system calls the child makes.
 
+pub mod contain;
 pub mod endpoint;
 mod error;
 mod exit_watch;
@@ -52,7 +53,8 @@ mod vfork;
 pub use error::{Error, Result};
 pub use group::{kill_group_if_alive, process_start_time};
 pub use process::{
-    KillReason, Outcome, PIPE_DRAIN_TIMEOUT, ProcessSpec, STDERR_TAIL_BYTES, Started, Stdin, run,
+    Contained, KillReason, Outcome, PIPE_DRAIN_TIMEOUT, ProcessSpec, STDERR_TAIL_BYTES, Started,
+    Stdin, run,
 };
 pub use program::find_program;
 pub use vfork::signal_handlers_changed;

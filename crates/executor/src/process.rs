@@ -123,6 +123,18 @@ pub struct ProcessSpec {
     /// left the process group are found in `/proc` by it and killed at the
     /// end of the run. The value should be unique per attempt.
     pub marker: Option<(String, String)>,
+    /// Run the program through this helper, contained (read-only agents;
+    /// see [`crate::contain`]).
+    pub contain: Option<Contained>,
+}
+
+/// The helper that contains a process, and how.
+#[derive(Debug, Clone)]
+pub struct Contained {
+    /// The `baton` binary, which runs the helper.
+    pub helper: PathBuf,
+    /// What the process may change.
+    pub containment: crate::contain::Containment,
 }
 
 /// Identity of a started child, reported before [`run`] waits for it.
@@ -468,10 +480,23 @@ fn start(spec: &ProcessSpec, program_path: &Path) -> std::io::Result<Spawned> {
         Some(file) => spawn::ChildStdin::From(file.as_fd()),
         None => spawn::ChildStdin::Piped,
     };
+    // Contained, the helper starts and is supervised in the program's place
+    // (it ends when the program does, with its exit code).
+    let wrapped = spec.contain.as_ref().map(|contained| {
+        let (helper, args) =
+            contained
+                .containment
+                .wrap(&contained.helper, program_path, &spec.args);
+        (contained.helper.as_path(), helper, args)
+    });
+    let (program_path, argv0, args) = match &wrapped {
+        Some((path, helper, args)) => (*path, helper.as_str(), args.as_slice()),
+        None => (program_path, spec.program.as_str(), spec.args.as_slice()),
+    };
     spawn::spawn(&spawn::Request {
         program: program_path,
-        argv: std::iter::once(OsStr::new(&spec.program))
-            .chain(spec.args.iter().map(OsStr::new))
+        argv: std::iter::once(OsStr::new(argv0))
+            .chain(args.iter().map(OsStr::new))
             .collect(),
         cwd: &spec.cwd,
         clear_env: spec.clear_env,

@@ -95,10 +95,14 @@ pub(crate) fn drive_options(
         output::stderr_line(&format!("error: {error}"));
         exit_code::USAGE
     })?;
+    // Only agents are contained, so only a project with agents pays for the
+    // check.
+    let contain_helper = agents.as_ref().and_then(|_| contain_helper());
     Ok(DriveOptions {
         accept_changes,
         wait_gates,
         agents: agents.map(std::sync::Arc::new),
+        contain_helper,
         local_worker: local_worker.then(|| {
             let mut options = super::queue::worker_options(
                 baton_engine::queue::DEFAULT_QUEUE,
@@ -111,6 +115,23 @@ pub(crate) fn drive_options(
         }),
         ..DriveOptions::default()
     })
+}
+
+/// This binary, when it can contain read-only agents here; otherwise says
+/// what they get instead.
+pub(crate) fn contain_helper() -> Option<std::path::PathBuf> {
+    let checked = std::env::current_exe()
+        .map_err(|error| format!("cannot find baton's own binary: {error}"))
+        .and_then(|helper| baton_executor::contain::check(&helper).map(|()| helper));
+    match checked {
+        Ok(helper) => Some(helper),
+        Err(reason) => {
+            output::stderr_line(&format!(
+                "warning: read-only agents cannot be contained on this machine ({reason}); baton compares the repository before and after each instead, which also counts changes made by anything else meanwhile"
+            ));
+            None
+        }
+    }
 }
 
 /// The run a drive takes on.

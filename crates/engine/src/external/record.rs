@@ -150,6 +150,7 @@ pub(super) async fn run_script(
         limits: stage::Limits::default(),
         plan: Arc::clone(&opened.plan),
         agents: None,
+        contain_helper: None,
         unit: script.unit,
         env: script.env,
         defer_checks: script.defer_checks,

@@ -207,6 +207,7 @@ fn spec(job: &JobRow, payload: &ScriptPayload, options: &WorkerOptions) -> Proce
             "BATON_JOB_MARKER".to_owned(),
             format!("{}/{}/{}", options.owner, job.id, job.lease_epoch),
         )),
+        contain: None,
     }
 }
 

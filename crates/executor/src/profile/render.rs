@@ -95,6 +95,8 @@ pub struct ProcessCommand {
     pub env: Vec<(String, String)>,
     /// Files the caller writes before the launch: (path, content).
     pub files: Vec<(PathBuf, String)>,
+    /// The access rule's [`AccessRule::own_files`].
+    pub own_files: Vec<String>,
 }
 
 /// Options rendered first, in this order; the rest follow by name.
@@ -222,6 +224,9 @@ pub fn command_line(profile: &Profile, request: &AgentRequest) -> Result<Process
         cwd,
         env,
         files,
+        own_files: access
+            .map(|placed| placed.rule.own_files)
+            .unwrap_or_default(),
     })
 }
 

@@ -145,6 +145,12 @@ pub struct AccessRule {
     /// policy file the CLI is pointed at), by name.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// Paths in the repository (relative to its top; a directory ends with
+    /// `/`) that the CLI keeps for itself, such as opencode's
+    /// `.git/opencode`: a contained read-only stage that changes them does
+    /// not fail for it (its changes are discarded like any other).
+    #[serde(default)]
+    pub own_files: Vec<String>,
 }
 
 /// How the prompt is delivered.

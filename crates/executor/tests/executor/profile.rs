@@ -59,6 +59,7 @@ fn check(
             cwd: PathBuf::from("/srv/worktree"),
             env: Vec::new(),
             files: Vec::new(),
+            own_files: Vec::new(),
         },
         "profile {name}"
     );

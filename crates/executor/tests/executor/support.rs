@@ -39,6 +39,7 @@ pub(crate) fn sh(script: &str, dir: &Path) -> ProcessSpec {
         idle_timeout: None,
         kill_grace: Duration::from_millis(300),
         marker: None,
+        contain: None,
     }
 }
 
