@@ -550,7 +550,11 @@ impl ReadOnly {
         }
         let shown: Vec<&str> = changed.iter().take(10).map(String::as_str).collect();
         let more = changed.len().saturating_sub(shown.len());
-        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
         Err(format!(
             "a read-only stage wrote outside its workspace: {}{more}{fate}; it may write only its declared outputs (give it `access: read-write` to let it change the repository)",
             shown.join(", ")

@@ -18,6 +18,7 @@ mod progress;
 mod project;
 mod queue;
 mod queue_postgres;
+mod read_only;
 mod real_agents;
 mod run;
 mod sqlite_log;

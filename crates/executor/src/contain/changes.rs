@@ -63,7 +63,9 @@ fn walk(upper: BorrowedFd<'_>, lower: BorrowedFd<'_>, directory: &Path, out: &mu
                 }
                 walk(upper, lower, &path, out);
             }
-            SFlag::S_IFREG if beneath.is_some_and(|beneath| same_file(upper, lower, &path, &stat, &beneath)) => {}
+            SFlag::S_IFREG
+                if beneath
+                    .is_some_and(|beneath| same_file(upper, lower, &path, &stat, &beneath)) => {}
             SFlag::S_IFLNK
                 if beneath.is_some_and(|beneath| kind(&beneath) == SFlag::S_IFLNK)
                     && readlinkat(upper, &path).ok() == readlinkat(lower, &path).ok() => {}

@@ -41,6 +41,7 @@
 //! | `setsid-grandchild <seconds>` | the same, in a new session (outside the process group) |
 //! | `print-json <shape>` | prints a final result in the shape of `claude` (stream-json lines), `codex` (JSONL events), `gemini` (one JSON object) or `opencode` (JSON events), with session id, tokens and cost where the CLI reports them |
 //! | `git-commit [message…]` | `git add -A` and `git commit --allow-empty` in the working directory (as a coding agent finishing its work) |
+//! | `shell <command…>` | runs the command with `bash -c` in the working directory and waits for it (as an agent's shell tool; background processes it starts stay) |
 //! | `git-config <key> <value>` | `git config <key> <value>` in the working directory (a hostile agent setting, say, `core.fsmonitor`) |
 //! | `chmod-x <path>` | makes the file executable (mode 755), as for a hook script |
 //! | `dump-env` | prints the environment, sorted, one `NAME=value` per line |
@@ -380,6 +381,18 @@ impl State {
                 use std::os::unix::fs::PermissionsExt;
                 std::fs::set_permissions(rest, std::fs::Permissions::from_mode(0o755))
                     .map_err(|error| format!("cannot chmod {rest}: {error}"))?;
+            }
+            "shell" => {
+                // As an agent's shell tool: `bash -c`, waited for; what it
+                // starts in the background is left running.
+                let status = Command::new("bash")
+                    .args(["-c", rest])
+                    .stdin(Stdio::null())
+                    .status()
+                    .map_err(|error| format!("cannot run bash: {error}"))?;
+                if !status.success() {
+                    return Err(format!("shell `{rest}` failed: {status}"));
+                }
             }
             "git-config" => {
                 let (key, value) = rest
