@@ -135,7 +135,7 @@ impl Finished {
 enum Launch {
     /// A process, and how to read its usage afterwards (agents only).
     Process {
-        spec: ProcessSpec,
+        spec: Box<ProcessSpec>,
         success_codes: Vec<i32>,
         meter: Option<Meter>,
         /// Repository files the agent CLI keeps for itself (see
@@ -197,7 +197,7 @@ pub(crate) async fn run(
             let mut finished = execute(
                 &stage,
                 &attempt,
-                (spec, &own_files),
+                (*spec, &own_files),
                 &success_codes,
                 cancel,
                 &reports,
@@ -753,7 +753,7 @@ fn command(
         .filter(|_| spec.executor == Executor::Inline)
     {
         Some(script) => Ok(Launch::Process {
-            spec: shell_command(base, &script.value, attempt),
+            spec: Box::new(shell_command(base, &script.value, attempt)),
             success_codes: vec![0],
             meter: None,
             own_files: Vec::new(),
@@ -901,7 +901,7 @@ fn agent_command(
     }
     Ok(Launch::Process {
         success_codes: agent.profile.success.exit_codes.clone(),
-        spec: base,
+        spec: Box::new(base),
         meter: Some(meter),
         own_files: command.own_files,
     })

@@ -72,6 +72,9 @@ pub(crate) fn check(args: &FormatOnly) -> u8 {
         }
     };
     output::stdout(&text);
+    if args.format.format() == Format::Table {
+        output::stdout(&containment_line());
+    }
     let broken: Vec<String> = config
         .agents
         .iter()
@@ -89,4 +92,17 @@ pub(crate) fn check(args: &FormatOnly) -> u8 {
         broken.join("; ")
     ));
     exit_code::REFUSED
+}
+
+/// How read-only stages are kept from changing the repository here.
+fn containment_line() -> String {
+    let checked = std::env::current_exe()
+        .map_err(|error| format!("cannot find baton's own binary: {error}"))
+        .and_then(|helper| baton_executor::contain::check(&helper));
+    match checked {
+        Ok(()) => "read-only stages: contained (their writes outside the workspace never reach the repository, and no process outlives them)\n".to_owned(),
+        Err(reason) => format!(
+            "read-only stages: compared before and after (containment is not available here: {reason})\n"
+        ),
+    }
 }

@@ -385,6 +385,10 @@ impl State {
             "shell" => {
                 // As an agent's shell tool: `bash -c`, waited for; what it
                 // starts in the background is left running.
+                #[expect(
+                    clippy::disallowed_methods,
+                    reason = "the fake agent's shell tool, as a coding agent's"
+                )]
                 let status = Command::new("bash")
                     .args(["-c", rest])
                     .stdin(Stdio::null())
