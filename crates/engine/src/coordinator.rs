@@ -1040,6 +1040,7 @@ async fn drive_owned(
                 for report in batch {
                     match report {
                         Report::Started { unit: Some(_), .. } => {}
+                        Report::Retrying { note } => progress(Progress::Note(note)),
                         Report::Started { index, unit: None, attempt, started } => pending.push(Transition::ProcessStarted {
                             index: as_i64(index),
                             attempt,

@@ -95,6 +95,9 @@ pub(crate) enum Report {
     },
     /// The attempt is over.
     Finished(Finished),
+    /// The attempt's agent failed in a way that may pass, and runs again
+    /// after a wait: worth showing.
+    Retrying { note: String },
 }
 
 /// The verified end of an attempt.
@@ -193,29 +196,132 @@ pub(crate) async fn run(
             meter,
             own_files,
         }) => {
-            let log = spec.stdout_log.clone();
-            let mut finished = execute(
+            let process = Process {
+                spec: *spec,
+                success_codes,
+                meter,
+                own_files,
+            };
+            run_process(
                 &stage,
                 &attempt,
-                (*spec, &own_files),
-                &success_codes,
+                &process,
                 cancel,
                 &reports,
                 worktree.as_ref(),
             )
-            .await;
-            if let Some(meter) = meter.as_ref().filter(|_| failed_on_its_own(&finished)) {
-                explain_failure(&mut finished, meter, &log);
-            }
-            // Tokens are spent whether or not the attempt succeeded.
-            finished.usage = meter.and_then(|meter| meter.read(&log));
-            finished
+            .await
         }
         Ok(Launch::Endpoint { request, meter }) => {
             crate::endpoint::execute(&stage, &attempt, request, &meter, cancel).await
         }
     };
     let _ = reports.send(Report::Finished(finished));
+}
+
+/// A process to run for an attempt, as [`Launch::Process`] holds it.
+struct Process {
+    spec: ProcessSpec,
+    success_codes: Vec<i32>,
+    meter: Option<Meter>,
+    own_files: Vec<String>,
+}
+
+/// Runs the attempt's process. An agent that reported a rate limit or a
+/// server error runs again after a wait, as its profile's `retry` says
+/// (the earlier tries' logs are kept beside, `N.retry-K.stdout`); the
+/// tokens of every try count.
+async fn run_process(
+    stage: &PlanStage,
+    attempt: &Attempt,
+    process: &Process,
+    cancel: watch::Receiver<bool>,
+    reports: &mpsc::UnboundedSender<Report>,
+    worktree: Option<&crate::worktree::Worktree>,
+) -> Finished {
+    let log = process.spec.stdout_log.clone();
+    let mut spent: Option<baton_executor::profile::Usage> = None;
+    let mut retry = 0;
+    loop {
+        let mut finished = execute(
+            stage,
+            attempt,
+            (process.spec.clone(), &process.own_files),
+            &process.success_codes,
+            cancel.clone(),
+            reports,
+            worktree,
+        )
+        .await;
+        let meter = process.meter.as_ref();
+        let reported = meter
+            .filter(|_| failed_on_its_own(&finished))
+            .and_then(|meter| explain_failure(&mut finished, meter, &log));
+        // Tokens are spent whether or not the attempt succeeded.
+        if let Some(usage) = meter.and_then(|meter| meter.read(&log)) {
+            spent.get_or_insert_with(Default::default).add(&usage);
+        }
+        let policy = meter.map(|meter| &meter.profile.retry);
+        let wait = policy
+            .zip(reported.as_deref())
+            .and_then(|(policy, reported)| {
+                let asked = baton_executor::profile::transient(reported)?;
+                (retry < policy.attempts()).then(|| policy.wait(retry, asked))
+            });
+        let Some(wait) = wait else {
+            finished.usage = spent;
+            return finished;
+        };
+        retry += 1;
+        keep_logs(&log, retry);
+        let _ = reports.send(Report::Retrying {
+            note: format!(
+                "{}: {} — retry {retry} of {} in {:.1}s",
+                unit_label(stage, attempt),
+                finished.error.as_deref().unwrap_or("failed"),
+                policy.map_or(0, baton_executor::profile::Retry::attempts),
+                wait.as_secs_f64()
+            ),
+        });
+        let mut cancelled = cancel.clone();
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            Ok(_) = cancelled.wait_for(|cancelled| *cancelled) => {
+                finished.cancelled = true;
+                finished.error = Some("cancelled".to_owned());
+                finished.usage = spent;
+                return finished;
+            }
+        }
+    }
+}
+
+/// The stage's name, with the unit for a fan-out child or a validator.
+fn unit_label(stage: &PlanStage, attempt: &Attempt) -> String {
+    match &attempt.unit {
+        Some(unit) => format!("{}[{unit}]", stage.name()),
+        None => stage.name().to_owned(),
+    }
+}
+
+/// Moves a try's logs aside (`N.stdout` → `N.retry-K.stdout`), so the next
+/// try writes fresh ones and nothing is lost.
+fn keep_logs(stdout_log: &Path, retry: u32) {
+    for log in [
+        stdout_log.to_path_buf(),
+        stdout_log.with_extension("stderr"),
+    ] {
+        let (Some(stem), Some(extension)) = (log.file_stem(), log.extension()) else {
+            continue;
+        };
+        let kept = log.with_file_name(format!(
+            "{}.retry-{retry}.{}",
+            stem.to_string_lossy(),
+            extension.to_string_lossy()
+        ));
+        // A log that was never written has nothing to keep.
+        let _ = std::fs::rename(&log, kept);
+    }
 }
 
 /// Whether an attempt failed because its agent exited unsuccessfully, so
@@ -227,18 +333,17 @@ fn failed_on_its_own(finished: &Finished) -> bool {
 }
 
 /// Puts the agent's own account of its failure (from its output) first in
-/// the attempt's error: "exited with code 1" alone says nothing.
-fn explain_failure(finished: &mut Finished, meter: &Meter, log: &Path) {
+/// the attempt's error: "exited with code 1" alone says nothing. Returns
+/// that account.
+fn explain_failure(finished: &mut Finished, meter: &Meter, log: &Path) -> Option<String> {
     // Some CLIs (Gemini CLI) print the error object on stderr instead.
-    let Some(reported) = meter
+    let reported = meter
         .reported_error(log)
-        .or_else(|| meter.reported_error(&log.with_extension("stderr")))
-    else {
-        return;
-    };
+        .or_else(|| meter.reported_error(&log.with_extension("stderr")))?;
     let ours = finished.error.take().unwrap_or_default();
     let ours = ours.split(": ").next().unwrap_or_default();
     finished.error = Some(format!("the agent reported: {reported} ({ours})"));
+    Some(reported)
 }
 
 /// An attempt that failed before anything ran.

@@ -46,12 +46,13 @@ mod usage;
 
 pub use check::{CheckResult, VERSION_TIMEOUT, check, check_with};
 pub use config::{Agent, AgentChoice, Config, Governance, Price, SelfReview};
-pub use failure::parse_error;
+pub use failure::{parse_error, transient};
 pub use render::{
     AccessRequest, AgentRequest, OptionValue, ProcessCommand, command_line, unsupported_options,
 };
 pub use schema::{
-    AccessMode, AccessRule, Capability, Hooks, Kind, Limits, Profile, Prompt, PromptVia, Success,
+    AccessMode, AccessRule, Capability, Hooks, Kind, Limits, Profile, Prompt, PromptVia, Retry,
+    Success,
 };
 pub use usage::{Usage, parse_usage};
 

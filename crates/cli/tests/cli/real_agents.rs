@@ -80,6 +80,15 @@ impl Setup {
         self.project.path()
     }
 
+    /// Appends to the project's `baton.toml`.
+    fn settings(&self, text: &str) {
+        let path = self.dir().join("baton.toml");
+        let mut settings = std::fs::read_to_string(&path).expect("baton.toml");
+        settings.push('\n');
+        settings.push_str(text);
+        std::fs::write(&path, settings).expect("write baton.toml");
+    }
+
     fn git(&self, args: &[&str]) -> String {
         #[expect(clippy::disallowed_methods, reason = "tests inspect the repository")]
         let output = Command::new("git")
@@ -277,6 +286,9 @@ fn read_only_stage_cannot_write_the_repository(cli: &str) {
 /// The model answers 500: the stage fails quoting the CLI's own message.
 fn a_server_error_is_quoted(cli: &str) {
     let Some(setup) = Setup::new(cli) else { return };
+    setup.settings(&format!(
+        "[profiles.{cli}.retry]\nattempts = 1\ndelay = \"100ms\"\n"
+    ));
     setup.server.set_mode(Mode::Status(500));
     let (run, status) = setup.run(&agent_stage(
         "review",
@@ -293,18 +305,56 @@ fn a_server_error_is_quoted(cli: &str) {
         !error.contains("the agent reported: (exited"),
         "{cli}: {error}"
     );
+    // A server error may pass: the attempt was tried again, once, as the
+    // profile says.
+    assert!(
+        run.stderr.contains("retry 1 of 1 in 0.1s"),
+        "{cli}: {}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("retry 2"), "{cli}: {}", run.stderr);
+}
+
+/// The model is rate-limited for one request: the CLI reports the 429,
+/// baton waits and runs the attempt again, which succeeds (opencode gets
+/// past it on its own).
+fn a_rate_limit_is_retried_until_it_passes(cli: &str) {
+    let Some(setup) = Setup::new(cli) else { return };
+    setup.settings(&format!("[profiles.{cli}.retry]\ndelay = \"200ms\"\n"));
+    setup.server.fail_next(1, Mode::Status(429));
+    let (run, status) = setup.run(&agent_stage(
+        "review",
+        "role: reviewer, access: read-only",
+        &[],
+        "outputs/review.md",
+    ));
+    assert_eq!(run.code, 0, "{cli}: {}\n{status}", run.stderr);
+    if cli == "opencode" {
+        // opencode retries a 429 itself (it has no setting to stop that),
+        // so its attempt never fails.
+        return;
+    }
+    assert!(run.stderr.contains("retry 1 of 2"), "{cli}: {}", run.stderr);
+    let logs = workspace(&status).join("logs");
+    let kept = std::fs::read_dir(&logs)
+        .expect("logs")
+        .flatten()
+        .flat_map(|stage| {
+            std::fs::read_dir(stage.path())
+                .expect("stage logs")
+                .flatten()
+        })
+        .any(|log| log.file_name().to_string_lossy().contains(".retry-1."));
+    assert!(kept, "{cli}: the first try's logs are kept");
 }
 
 /// The model accepts the request and never answers: the stage ends at its
 /// idle limit, and nothing of the CLI is left running.
 fn a_hung_model_ends_at_the_idle_limit(cli: &str) {
     let Some(setup) = Setup::new(cli) else { return };
-    let settings = setup.dir().join("baton.toml");
-    let mut text = std::fs::read_to_string(&settings).expect("baton.toml");
-    text.push_str(&format!(
-        "\n[profiles.{cli}]\nlimits = {{ idle = \"6s\", kill_grace = \"2s\" }}\n"
+    setup.settings(&format!(
+        "[profiles.{cli}]\nlimits = {{ idle = \"6s\", kill_grace = \"2s\" }}\n"
     ));
-    std::fs::write(&settings, text).expect("write baton.toml");
     setup.server.set_mode(Mode::Hang);
     let started = std::time::Instant::now();
     let (run, status) = setup.run(&agent_stage(
@@ -368,6 +418,7 @@ every_cli!(
     task_runs_to_its_verdict,
     read_only_stage_cannot_write_the_repository,
     a_server_error_is_quoted,
+    a_rate_limit_is_retried_until_it_passes,
     a_large_prompt_arrives_whole,
     a_hung_model_ends_at_the_idle_limit,
 );

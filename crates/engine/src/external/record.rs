@@ -167,7 +167,7 @@ pub(super) async fn run_script(
         tokio::select! {
             report = reports.recv() => match report {
                 Some(Report::Finished(finished)) => break finished,
-                Some(Report::Started { .. }) => {}
+                Some(Report::Started { .. } | Report::Retrying { .. }) => {}
                 None => break stage::Finished {
                     index,
                     unit: None,

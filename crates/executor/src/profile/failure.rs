@@ -12,9 +12,50 @@
 //! * `[output.final]` with `is_error` and `text`: the final event says it
 //!   failed and its text says why (Claude Code's `result` event).
 
+use std::sync::LazyLock;
+use std::time::Duration;
+
 use serde_json::Value;
 
 use super::usage::matches;
+
+/// Words of a failure that may pass: a rate limit, an overloaded or
+/// failing server. Matched against what the agent reported, never
+/// against arbitrary output.
+static TRANSIENT: LazyLock<regex_lite::Regex> = LazyLock::new(|| {
+    regex_lite::Regex::new(
+        r"(?i)\b(429|500|502|503|504|529)\b|rate[ _-]?limit|too many requests|internal (?:server )?error|overloaded|resource[ _]exhausted|quota exceeded|temporarily unavailable|service unavailable|high demand",
+    )
+    .expect("a valid pattern")
+});
+
+/// A wait a message asks for: "retry after 30s", "Please retry in 27.5s",
+/// "try again in 20 seconds", "retry-after: 5".
+static ASKED_WAIT: LazyLock<regex_lite::Regex> = LazyLock::new(|| {
+    regex_lite::Regex::new(
+        r"(?i)(?:retry|try again)(?:[- ]after)?(?: in)?:?\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s\b|secs?\b|seconds?|m\b|min|minutes?)?",
+    )
+    .expect("a valid pattern")
+});
+
+/// Whether a failure the agent reported may pass if tried again, with the
+/// wait its message asks for: `None` when it will not pass by waiting.
+pub fn transient(reported: &str) -> Option<Option<Duration>> {
+    if !TRANSIENT.is_match(reported) {
+        return None;
+    }
+    let asked = ASKED_WAIT.captures(reported).and_then(|captures| {
+        let number: f64 = captures.get(1)?.as_str().parse().ok()?;
+        let unit = captures.get(2).map_or("s", |unit| unit.as_str());
+        let seconds = match unit.chars().next() {
+            Some('m') if unit.starts_with("ms") || unit.starts_with("milli") => number / 1000.0,
+            Some('m') => number * 60.0,
+            _ => number,
+        };
+        Duration::try_from_secs_f64(seconds).ok()
+    });
+    Some(asked)
+}
 
 /// What the agent said went wrong, if its output says so.
 pub fn parse_error(output: Option<&toml::Table>, stdout: &str) -> Option<String> {
@@ -179,5 +220,46 @@ mod tests {
         let stderr = "Warning: no 256 colours.\n{\n  \"error\": {\n    \"message\": \"{\\\"error\\\":{\\\"code\\\":500,\\\"message\\\":\\\"boom\\\"}}\"\n  }\n}\n";
         assert_eq!(parse_error(Some(&rules), stderr).as_deref(), Some("boom"));
         assert_eq!(parse_error(None, stdout), None);
+    }
+}
+
+#[cfg(test)]
+mod transient_tests {
+    use super::*;
+
+    #[test]
+    fn rate_limits_and_server_errors_pass_with_the_wait_they_ask_for() {
+        assert_eq!(
+            transient("API Error: 429 rate_limit_error: slow down"),
+            Some(None)
+        );
+        assert_eq!(
+            transient("Resource exhausted. Please retry in 27.5s."),
+            Some(Some(Duration::from_millis(27_500)))
+        );
+        assert_eq!(
+            transient("Rate limit reached. Please try again in 20 seconds"),
+            Some(Some(Duration::from_secs(20)))
+        );
+        assert_eq!(
+            transient("overloaded_error; retry after 250ms"),
+            Some(Some(Duration::from_millis(250)))
+        );
+        assert_eq!(
+            transient("503 Service Unavailable, retry-after: 2 min"),
+            Some(Some(Duration::from_secs(120)))
+        );
+        assert_eq!(
+            transient("We're currently experiencing high demand"),
+            Some(None)
+        );
+        assert_eq!(transient("fake internal server error"), Some(None));
+    }
+
+    #[test]
+    fn other_failures_do_not() {
+        assert_eq!(transient("invalid x-api-key"), None);
+        assert_eq!(transient("401 Unauthorized"), None);
+        assert_eq!(transient("prompt is too long: 5000 tokens"), None);
     }
 }

@@ -49,6 +49,10 @@ pub struct Profile {
     /// Default limits.
     #[serde(default)]
     pub limits: Limits,
+    /// Retries of an attempt whose agent reported a rate limit or a server
+    /// error.
+    #[serde(default)]
+    pub retry: Retry,
     /// When an attempt counts as successful.
     #[serde(default)]
     pub success: Success,
@@ -195,6 +199,43 @@ pub struct Limits {
     /// Time between SIGTERM and SIGKILL.
     #[serde(default, deserialize_with = "duration")]
     pub kill_grace: Option<Duration>,
+}
+
+/// Retries of an attempt whose agent reported a rate limit or a server
+/// error (429, 5xx, "overloaded"): the CLIs' own retries give up within
+/// seconds or minutes, a provider's limit can last longer, and a run of
+/// many stages should not fail for one busy minute.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Retry {
+    /// How many times (default 2; 0 never retries).
+    #[serde(default)]
+    pub attempts: Option<u32>,
+    /// The wait before the first retry (default 10s), doubled for each
+    /// next one; a longer wait that the agent's error asks for wins.
+    #[serde(default, deserialize_with = "duration")]
+    pub delay: Option<Duration>,
+    /// The longest wait (default 2m).
+    #[serde(default, deserialize_with = "duration")]
+    pub max_delay: Option<Duration>,
+}
+
+impl Retry {
+    /// How many retries an attempt gets.
+    pub fn attempts(&self) -> u32 {
+        self.attempts.unwrap_or(2)
+    }
+
+    /// The wait before retry number `retry` (0 for the first), given the
+    /// wait the agent's error asked for.
+    pub fn wait(&self, retry: u32, asked: Option<Duration>) -> Duration {
+        let max = self.max_delay.unwrap_or(Duration::from_secs(120));
+        let backoff = self
+            .delay
+            .unwrap_or(Duration::from_secs(10))
+            .saturating_mul(2u32.saturating_pow(retry));
+        backoff.max(asked.unwrap_or_default()).min(max)
+    }
 }
 
 /// When an attempt counts as successful (besides the output contract).

@@ -49,6 +49,28 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Adds what another try of the same attempt spent.
+    pub fn add(&mut self, other: &Usage) {
+        fn sum<T: std::ops::Add<Output = T> + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            }
+        }
+        self.input_tokens = sum(self.input_tokens, other.input_tokens);
+        self.output_tokens = sum(self.output_tokens, other.output_tokens);
+        self.cache_read_tokens = sum(self.cache_read_tokens, other.cache_read_tokens);
+        self.cache_write_tokens = sum(self.cache_write_tokens, other.cache_write_tokens);
+        self.cost_usd = sum(self.cost_usd, other.cost_usd);
+        self.turns = sum(self.turns, other.turns);
+        if other.session_id.is_some() {
+            self.session_id.clone_from(&other.session_id);
+        }
+        if other.model.is_some() {
+            self.model.clone_from(&other.model);
+        }
+    }
+
     /// Whether nothing was read.
     pub fn is_empty(&self) -> bool {
         *self == Usage::default()
