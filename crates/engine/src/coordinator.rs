@@ -477,6 +477,7 @@ async fn drive_owned(
         .unwrap_or(run_options.max_parallel)
         .max(1);
     let ttl = i64::try_from(options.lease_ttl.as_millis()).unwrap_or(30_000);
+    let slots = std::sync::Arc::new(stage::Slots::new(options.agents.as_deref()));
 
     let now = clock::now_ms();
     // A run created a moment ago is all pending, with nothing to reconcile:
@@ -683,12 +684,17 @@ async fn drive_owned(
                     });
                     states.set(index, State::Running);
                     if work::is_composite(stage) {
-                        let cap = stage
-                            .spec
-                            .fan_out
-                            .as_ref()
-                            .and_then(|fan_out| fan_out.max_parallel)
-                            .map_or(max_parallel, |cap| cap as usize);
+                        // Items that edit the checkout in place run one at a time.
+                        let cap = if schedule::edits_checkout(stage) {
+                            1
+                        } else {
+                            stage
+                                .spec
+                                .fan_out
+                                .as_ref()
+                                .and_then(|fan_out| fan_out.max_parallel)
+                                .map_or(max_parallel, |cap| cap as usize)
+                        };
                         let units = recorded_units.remove(&index).unwrap_or_default();
                         composites.insert(index, Composite::new(units, cap, now));
                         composite_starts.push(index);
@@ -856,6 +862,7 @@ async fn drive_owned(
                         plan: std::sync::Arc::clone(&shared_plan),
                         agents: options.agents.clone(),
                         contain_helper: options.contain_helper.clone(),
+                        slots: std::sync::Arc::clone(&slots),
                         unit: unit.clone(),
                         env,
                         defer_checks,
@@ -1040,7 +1047,7 @@ async fn drive_owned(
                 for report in batch {
                     match report {
                         Report::Started { unit: Some(_), .. } => {}
-                        Report::Retrying { note } => progress(Progress::Note(note)),
+                        Report::Note { note } => progress(Progress::Note(note)),
                         Report::Started { index, unit: None, attempt, started } => pending.push(Transition::ProcessStarted {
                             index: as_i64(index),
                             attempt,

@@ -80,6 +80,24 @@ pub struct States {
     unfinished: Vec<usize>,
     /// Pending stages with no unfinished dependency, in index order.
     ready: BTreeSet<usize>,
+    /// The stages that edit the checkout itself ([`edits_checkout`]).
+    edits: Vec<bool>,
+    /// How many of those run.
+    editing: usize,
+}
+
+/// Whether a stage's agent changes the user's checkout in place: a
+/// read-write agent without a worktree of its own. Two at once would edit
+/// the same files under each other, so they run one at a time.
+pub fn edits_checkout(stage: &baton_workflow::plan::PlanStage) -> bool {
+    use baton_workflow::schema::{Access, Executor, Isolation};
+    let spec = &stage.spec;
+    let scripted = spec.executor == Executor::Inline && spec.script.is_some();
+    !scripted
+        && spec.executor != Executor::WorkerQueue
+        && spec.sub_workflow.is_none()
+        && spec.agent.access == Access::ReadWrite
+        && spec.agent.isolation != Isolation::Worktree
 }
 
 impl States {
@@ -120,6 +138,8 @@ impl States {
                 .filter(|stage| stage.depends_on.is_empty())
                 .map(|stage| stage.index)
                 .collect(),
+            edits: plan.stages.iter().map(edits_checkout).collect(),
+            editing: 0,
         };
         for (index, state) in states.into_iter().enumerate().take(count) {
             out.set(index, state);
@@ -165,6 +185,9 @@ impl States {
         };
         if state == State::Running {
             change(&mut self.running);
+            if self.edits[index] {
+                change(&mut self.editing);
+            }
         }
         if state.is_terminal() {
             change(&mut self.terminal);
@@ -224,11 +247,14 @@ pub fn next(
         .filter(|stage| states[stage.index] == State::Success && !approved(stage.index))
         .min_by_key(|stage| stage.group)
         .map(|stage| (stage.index, stage.group));
+    // One stage at a time edits the checkout.
+    let mut editing = states.editing > 0;
     let ready: Vec<usize> = states
         .ready
         .iter()
         .copied()
         .filter(|&index| blocking_gate.is_none_or(|(_, group)| plan.stages[index].group <= group))
+        .filter(|&index| !states.edits[index] || !std::mem::replace(&mut editing, true))
         .take(free_slots)
         .collect();
     if !ready.is_empty() {
@@ -268,6 +294,35 @@ mod tests {
         format!(
             "  - {{name: {name}, kind: execute, description: d, executor: inline, script: 'true'{extra}}}\n"
         )
+    }
+
+    #[test]
+    fn agents_that_edit_the_checkout_run_one_at_a_time() {
+        let agent = |name: &str, access: &str, isolation: &str| {
+            format!(
+                "  - {{name: {name}, kind: execute, description: d, executor: agent, agent: {{role: r, access: {access}{isolation}}}}}\n"
+            )
+        };
+        let plan = plan(&format!(
+            "{HEADER}{}{}{}{}{}",
+            agent("edit1", "read-write", ""),
+            agent("edit2", "read-write", ""),
+            agent("read", "read-only", ""),
+            agent("isolated", "read-write", ", isolation: worktree"),
+            stage("shell", ""),
+        ));
+        let mut states = States::new(&plan, vec![State::Pending; 5]);
+        assert_eq!(
+            next(&plan, &mut states, |_| false, 8),
+            Next::Start(vec![0, 2, 3, 4]),
+            "the second editor waits"
+        );
+        for index in [0, 2, 3, 4] {
+            states.set(index, State::Running);
+        }
+        assert_eq!(next(&plan, &mut states, |_| false, 8), Next::Wait);
+        states.set(0, State::Success);
+        assert_eq!(next(&plan, &mut states, |_| false, 8), Next::Start(vec![1]));
     }
 
     #[test]

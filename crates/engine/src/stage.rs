@@ -71,6 +71,8 @@ pub(crate) struct Attempt {
     pub(crate) agents: Option<Arc<Config>>,
     /// The helper that contains read-only agents, where the machine can.
     pub(crate) contain_helper: Option<PathBuf>,
+    /// The run's slots of agent profiles with `max_concurrent`.
+    pub(crate) slots: Arc<Slots>,
     /// The unit of the stage this attempt runs (a fan-out child, a
     /// validator), or `None` for the stage itself.
     pub(crate) unit: Option<String>,
@@ -81,6 +83,29 @@ pub(crate) struct Attempt {
     pub(crate) defer_checks: bool,
     /// The store, for stages run as queue jobs (`executor: worker_queue`).
     pub(crate) store: baton_store::Store,
+}
+
+/// A run's slots of the agent profiles that set `max_concurrent`, by
+/// profile name: an attempt holds one while its agent runs.
+#[derive(Debug, Default)]
+pub(crate) struct Slots(std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>);
+
+impl Slots {
+    pub(crate) fn new(agents: Option<&Config>) -> Slots {
+        Slots(
+            agents
+                .into_iter()
+                .flat_map(|config| &config.profiles)
+                .filter_map(|(name, profile)| {
+                    let limit = profile.max_concurrent?;
+                    Some((
+                        name.clone(),
+                        Arc::new(tokio::sync::Semaphore::new(limit.max(1))),
+                    ))
+                })
+                .collect(),
+        )
+    }
 }
 
 /// What an attempt reports to the coordinator.
@@ -95,9 +120,9 @@ pub(crate) enum Report {
     },
     /// The attempt is over.
     Finished(Finished),
-    /// The attempt's agent failed in a way that may pass, and runs again
-    /// after a wait: worth showing.
-    Retrying { note: String },
+    /// Something about the attempt worth showing: a retry after a wait, a
+    /// wait for a free slot of its profile.
+    Note { note: String },
 }
 
 /// The verified end of an attempt.
@@ -144,6 +169,8 @@ enum Launch {
         /// Repository files the agent CLI keeps for itself (see
         /// `AccessRule::own_files`).
         own_files: Vec<String>,
+        /// The profile's slots, when it limits how many run at once.
+        slot: Option<(String, Arc<tokio::sync::Semaphore>)>,
     },
     /// A request to an OpenAI-compatible endpoint.
     Endpoint { request: ChatRequest, meter: Meter },
@@ -195,12 +222,14 @@ pub(crate) async fn run(
             success_codes,
             meter,
             own_files,
+            slot,
         }) => {
             let process = Process {
                 spec: *spec,
                 success_codes,
                 meter,
                 own_files,
+                slot,
             };
             run_process(
                 &stage,
@@ -225,6 +254,7 @@ struct Process {
     success_codes: Vec<i32>,
     meter: Option<Meter>,
     own_files: Vec<String>,
+    slot: Option<(String, Arc<tokio::sync::Semaphore>)>,
 }
 
 /// Runs the attempt's process. An agent that reported a rate limit or a
@@ -243,6 +273,13 @@ async fn run_process(
     let mut spent: Option<baton_executor::profile::Usage> = None;
     let mut retry = 0;
     loop {
+        let Some(_slot) = take_slot(stage, attempt, process, &cancel, reports).await else {
+            let mut finished = Finished::unsettled(attempt);
+            finished.cancelled = true;
+            finished.error = Some("cancelled".to_owned());
+            finished.usage = spent;
+            return finished;
+        };
         let mut finished = execute(
             stage,
             attempt,
@@ -274,7 +311,7 @@ async fn run_process(
         };
         retry += 1;
         keep_logs(&log, retry);
-        let _ = reports.send(Report::Retrying {
+        let _ = reports.send(Report::Note {
             note: format!(
                 "{}: {} — retry {retry} of {} in {:.1}s",
                 unit_label(stage, attempt),
@@ -293,6 +330,35 @@ async fn run_process(
                 return finished;
             }
         }
+    }
+}
+
+/// A slot of the attempt's profile, waited for (and said so) when all are
+/// taken; `Some(None)` when the profile has no limit, `None` when the
+/// attempt was cancelled meanwhile.
+async fn take_slot(
+    stage: &PlanStage,
+    attempt: &Attempt,
+    process: &Process,
+    cancel: &watch::Receiver<bool>,
+    reports: &mpsc::UnboundedSender<Report>,
+) -> Option<Option<tokio::sync::OwnedSemaphorePermit>> {
+    let Some((profile, slots)) = &process.slot else {
+        return Some(None);
+    };
+    if let Ok(permit) = Arc::clone(slots).try_acquire_owned() {
+        return Some(Some(permit));
+    }
+    let _ = reports.send(Report::Note {
+        note: format!(
+            "{}: waiting for a free `{profile}` slot (its profile's max_concurrent)",
+            unit_label(stage, attempt)
+        ),
+    });
+    let mut cancelled = cancel.clone();
+    tokio::select! {
+        permit = Arc::clone(slots).acquire_owned() => permit.ok().map(Some),
+        Ok(_) = cancelled.wait_for(|cancelled| *cancelled) => None,
     }
 }
 
@@ -862,6 +928,7 @@ fn command(
             success_codes: vec![0],
             meter: None,
             own_files: Vec::new(),
+            slot: None,
         }),
         None => agent_command(base, stage, attempt, worktree),
     }
@@ -1009,6 +1076,11 @@ fn agent_command(
         spec: Box::new(base),
         meter: Some(meter),
         own_files: command.own_files,
+        slot: attempt
+            .slots
+            .0
+            .get(agent.profile_name)
+            .map(|slots| (agent.profile_name.to_owned(), Arc::clone(slots))),
     })
 }
 

@@ -368,7 +368,9 @@ fn correction_crash(database_url: Option<String>, backend: &str) {
         dir: dir.path(),
         database_url: database_url.clone(),
     };
-    let witness = dir.path().join("agents-witness.txt");
+    // Outside the project: the validators are read-only agents, contained.
+    let witness_dir = tempfile::tempdir().expect("temp dir");
+    let witness = witness_dir.path().join("agents-witness.txt");
     std::fs::write(dir.path().join("baton.toml"), correction_agents(&witness)).expect("write");
     // Unique: a PostgreSQL database outlives the test, and a run of the
     // same name left by an earlier test run must not be taken for this one.

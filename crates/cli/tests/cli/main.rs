@@ -4,6 +4,7 @@
 
 mod compat;
 mod compat_runs;
+mod concurrency;
 mod crash;
 mod diagnostics;
 mod driver;

@@ -151,6 +151,7 @@ pub(super) async fn run_script(
         plan: Arc::clone(&opened.plan),
         agents: None,
         contain_helper: None,
+        slots: std::sync::Arc::default(),
         unit: script.unit,
         env: script.env,
         defer_checks: script.defer_checks,
@@ -167,7 +168,7 @@ pub(super) async fn run_script(
         tokio::select! {
             report = reports.recv() => match report {
                 Some(Report::Finished(finished)) => break finished,
-                Some(Report::Started { .. } | Report::Retrying { .. }) => {}
+                Some(Report::Started { .. } | Report::Note { .. }) => {}
                 None => break stage::Finished {
                     index,
                     unit: None,

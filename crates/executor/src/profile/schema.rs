@@ -49,6 +49,10 @@ pub struct Profile {
     /// Default limits.
     #[serde(default)]
     pub limits: Limits,
+    /// At most this many attempts of a run use the profile at once (a
+    /// provider's concurrency limit); others wait for a free slot.
+    #[serde(default)]
+    pub max_concurrent: Option<usize>,
     /// Retries of an attempt whose agent reported a rate limit or a server
     /// error.
     #[serde(default)]
