@@ -200,6 +200,13 @@ pub struct Prepared {
     pretty: String,
 }
 
+impl Prepared {
+    /// The compiled plan the run will follow.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+}
+
 /// Compiles the workflow of `request` and builds what recording it takes.
 ///
 /// # Errors

@@ -16,6 +16,7 @@ pub use baton_lifecycle::governance::{Closure, FindingStatus, Identity, RefusalK
 pub use codec::{Entry, Who};
 pub use fold::{Freshness, Recorded, Report, Violation, decode, fold, owner, rule_name};
 pub(crate) use runs::RunLedger;
+pub(crate) use runs::validator_roles;
 pub use runs::{SelfReviewConflict, preflight, self_reviews};
 pub use summary::summary;
 

@@ -27,6 +27,7 @@ mod owner;
 pub mod prompt;
 pub mod queue;
 mod queued;
+pub mod readiness;
 mod reconcile;
 pub mod schedule;
 mod stage;

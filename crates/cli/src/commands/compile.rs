@@ -400,7 +400,16 @@ pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as
         output::write_json(&plan_view(&plan));
     } else {
         output::stdout(&table(&plan));
-        output::stderr_line("dry run: nothing was recorded or run");
     }
-    exit_code::SUCCESS
+    // The same check `run` makes before it records anything.
+    let agents = match crate::settings::project_agents(&super::current_dir()) {
+        Ok(agents) => agents,
+        Err(error) => {
+            output::stderr_line(&format!("error: {error}"));
+            return exit_code::USAGE;
+        }
+    };
+    let unready = super::run::refuse_unready(&plan, agents.as_ref(), false);
+    output::stderr_line("dry run: nothing was recorded or run");
+    unready.unwrap_or(exit_code::SUCCESS)
 }

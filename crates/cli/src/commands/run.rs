@@ -134,6 +134,33 @@ pub(crate) fn contain_helper() -> Option<std::path::PathBuf> {
     }
 }
 
+/// Refuses (exit 3, before anything is recorded) a run whose agents cannot
+/// start here, naming every stage and role that lacks one.
+pub(crate) fn refuse_unready(
+    plan: &baton_workflow::Plan,
+    agents: Option<&baton_executor::profile::Config>,
+    as_json: bool,
+) -> Option<u8> {
+    let problems = baton_engine::readiness::problems(
+        plan,
+        agents,
+        std::env::var_os("PATH").as_deref(),
+        &super::current_dir(),
+    );
+    if problems.is_empty() {
+        return None;
+    }
+    if as_json {
+        output::write_json(
+            &serde_json::json!({ "error": "agents not ready", "problems": problems }),
+        );
+    }
+    for problem in &problems {
+        output::stderr_line(&format!("error: {problem}"));
+    }
+    Some(exit_code::REFUSED)
+}
+
 /// The run a drive takes on.
 pub(crate) enum Drive<'a> {
     /// A recorded run, by id: its workflow is compiled again and checked
@@ -273,7 +300,17 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
             Err(code) => return code,
         };
         let recorded = match prepared.await {
-            Ok(Ok(prepared)) => baton_engine::record_run(&store, prepared).await,
+            Ok(Ok(prepared)) => {
+                if let Some(code) =
+                    refuse_unready(prepared.plan(), drive.agents.as_deref(), as_json)
+                {
+                    output::stderr_line(
+                        "nothing was run or recorded: map the roles in baton.toml or install the CLIs, then run again",
+                    );
+                    return code;
+                }
+                baton_engine::record_run(&store, prepared).await
+            }
             Ok(Err(invalid)) => Err(invalid),
             Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
         };

@@ -20,6 +20,7 @@ mod project;
 mod queue;
 mod queue_postgres;
 mod read_only;
+mod readiness;
 mod real_agents;
 mod run;
 mod sqlite_log;

@@ -111,7 +111,7 @@ pub(super) fn validated<'p>(plan: &'p Plan, stage: &'p PlanStage) -> Vec<&'p Pla
 }
 
 /// The roles whose units judge a stage's work.
-pub(super) fn validator_roles(strategy: Strategy) -> &'static [&'static str] {
+pub(crate) fn validator_roles(strategy: Strategy) -> &'static [&'static str] {
     match strategy {
         Strategy::Adversarial => &[work::validation::CHALLENGER, work::validation::EVIDENCE],
         _ => &[work::validation::VALIDATOR],

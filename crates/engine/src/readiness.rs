@@ -1,0 +1,105 @@
+//! Whether a run's agents can start here, checked before anything runs: a
+//! role with no profile, or a profile whose program is not installed, is
+//! found before the stages ahead of it have spent their time.
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use baton_executor::profile::{Config, Kind};
+use baton_workflow::Plan;
+use baton_workflow::plan::PlanStage;
+use baton_workflow::schema::Executor;
+
+/// One agent the run will start: which stage, for what, under which role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Needed {
+    /// The stage.
+    pub stage: String,
+    /// `agent` or `validator` (what the agent does there).
+    pub duty: &'static str,
+    /// The role `baton.toml` maps to a profile.
+    pub role: String,
+}
+
+/// Every role the plan's stages certainly run agents under (their own
+/// work, their validators), in stage order, once per stage and role.
+pub fn needed(plan: &Plan) -> Vec<Needed> {
+    let mut out: Vec<Needed> = Vec::new();
+    for stage in &plan.stages {
+        let mut add = |duty: &'static str, role: &str| {
+            let wanted = Needed {
+                stage: stage.name().to_owned(),
+                duty,
+                role: role.to_owned(),
+            };
+            if !out
+                .iter()
+                .any(|seen| seen.stage == wanted.stage && seen.role == wanted.role)
+            {
+                out.push(wanted);
+            }
+        };
+        let own_role = agent_role(stage);
+        if let Some(role) = &own_role {
+            add("agent", role);
+        }
+        if let Some(validation) = &stage.spec.validation {
+            for role in crate::governance::validator_roles(validation.strategy) {
+                add("validator", role);
+            }
+        }
+        // A correction runs only when checks or validators find fault: a
+        // run is not refused for it.
+    }
+    out
+}
+
+/// The role a stage's own work runs under, when an agent does it.
+fn agent_role(stage: &PlanStage) -> Option<String> {
+    let spec = &stage.spec;
+    if spec.sub_workflow.is_some() || spec.executor == Executor::WorkerQueue {
+        return None;
+    }
+    match spec.executor {
+        Executor::Inline if spec.script.is_some() => None,
+        Executor::Inline => Some("inline".to_owned()),
+        _ => Some(spec.agent.role.clone()),
+    }
+}
+
+/// What keeps the plan's agents from starting here, one line each: a role
+/// without a profile, a profile whose program is not on `path`.
+pub fn problems(
+    plan: &Plan,
+    config: Option<&Config>,
+    path: Option<&OsStr>,
+    cwd: &Path,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for needed in needed(plan) {
+        let Needed { stage, duty, role } = &needed;
+        let Some(config) = config else {
+            problems.push(format!(
+                "stage `{stage}` runs an agent ({duty}, role `{role}`), and there is no baton.toml: map the role to a profile with [agents.{role}] or [agents.default]"
+            ));
+            continue;
+        };
+        let Ok(agent) = config.agent(role) else {
+            problems.push(format!(
+                "stage `{stage}` runs an agent ({duty}, role `{role}`) that no profile is mapped to: add [agents.{role}] or [agents.default] to baton.toml"
+            ));
+            continue;
+        };
+        if agent.profile.kind == Kind::OpenaiChat {
+            continue;
+        }
+        let program = agent.profile.program.as_deref().unwrap_or_default();
+        if baton_executor::find_program(program, path, cwd).is_none() {
+            problems.push(format!(
+                "stage `{stage}` runs an agent ({duty}, role `{role}`) with profile `{}`, whose program `{program}` is not installed here (`baton agents check` lists what is)",
+                agent.profile_name
+            ));
+        }
+    }
+    problems
+}
