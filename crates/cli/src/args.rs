@@ -96,7 +96,11 @@ pub(crate) enum Command {
     /// Show a run's stages with their status and duration.
     Status(Deferred<RunRef>),
 
-    /// Show the output of a run's stages (the latest attempt of each).
+    /// Show the output of a run's stages (the latest attempt of each); an
+    /// agent's stream JSON as its transcript unless --raw.
+    #[command(
+        after_help = "Each line is `STAGE | STREAM | text`; STREAM is `agent` for an agent's transcript (its messages, the tools it called and their answers), else `stdout` or `stderr`.\n\nExamples:\n  baton logs RUN\n  baton logs RUN review --follow\n  baton logs RUN review --raw\n  baton logs RUN --format json"
+    )]
     Logs(Deferred<LogsArgs>),
 
     /// Continue a run after a crash, a cancel, a failure or a gate decision.
@@ -382,6 +386,10 @@ pub(crate) struct LogsArgs {
     /// Keep printing new output until the run stops.
     #[arg(long)]
     pub(crate) follow: bool,
+    /// An agent's output as the CLI wrote it (stream JSON), instead of its
+    /// transcript (messages, tool calls and their answers).
+    #[arg(long)]
+    pub(crate) raw: bool,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

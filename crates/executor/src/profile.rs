@@ -42,6 +42,7 @@ mod config;
 mod failure;
 mod render;
 mod schema;
+pub mod transcript;
 mod usage;
 
 pub use check::{CheckResult, VERSION_TIMEOUT, check, check_with};

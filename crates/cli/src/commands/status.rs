@@ -399,7 +399,15 @@ fn log_sources(
     sources
 }
 
-/// `baton logs RUN [STAGE] [--follow]`.
+/// Whether a run with this status has stopped (for now).
+fn ended(status: &str) -> bool {
+    matches!(
+        status,
+        "success" | "failed" | "cancelled" | "awaiting_human" | "rejected"
+    )
+}
+
+/// `baton logs RUN [STAGE] [--follow] [--raw]`.
 pub(crate) fn logs(args: &LogsArgs) -> u8 {
     block_on(async {
         let store = match open_store().await {
@@ -436,10 +444,12 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
                 let entries: Vec<_> = sources
                     .iter()
                     .map(|source| {
+                        let stdout = std::fs::read_to_string(&source.stdout).unwrap_or_default();
                         json!({
                             "stage": source.label,
                             "attempt": source.attempt,
-                            "stdout": std::fs::read_to_string(&source.stdout).unwrap_or_default(),
+                            "transcript": baton_executor::profile::transcript::render(&stdout),
+                            "stdout": stdout,
                             "stderr": std::fs::read_to_string(&source.stderr).unwrap_or_default(),
                         })
                     })
@@ -454,11 +464,28 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
                         continue;
                     };
                     let start = usize::try_from(*offset).unwrap_or(0).min(bytes.len());
-                    if start == bytes.len() {
+                    // While the run goes on, whole lines only: an agent's
+                    // event is read once it is complete.
+                    let end = if args.follow && !ended(&run.status) {
+                        bytes[start..]
+                            .iter()
+                            .rposition(|&byte| byte == b'\n')
+                            .map_or(start, |last| start + last + 1)
+                    } else {
+                        bytes.len()
+                    };
+                    if start == end {
                         continue;
                     }
-                    let text = String::from_utf8_lossy(&bytes[start..]);
-                    *offset = bytes.len() as u64;
+                    let text = String::from_utf8_lossy(&bytes[start..end]);
+                    *offset = end as u64;
+                    let transcript = (stream == "stdout" && !args.raw)
+                        .then(|| baton_executor::profile::transcript::render(&text))
+                        .flatten();
+                    let (text, stream) = match &transcript {
+                        Some(transcript) => (transcript.as_str(), "agent"),
+                        None => (text.as_ref(), stream),
+                    };
                     let mut chunk = String::new();
                     for line in text.lines() {
                         chunk.push_str(&format!("{} | {stream} | {line}\n", source.label));
@@ -466,11 +493,7 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
                     output::stdout(&chunk);
                 }
             }
-            let ended = matches!(
-                run.status.as_str(),
-                "success" | "failed" | "cancelled" | "awaiting_human" | "rejected"
-            );
-            if !args.follow || ended {
+            if !args.follow || ended(&run.status) {
                 return exit_code::SUCCESS;
             }
             tokio::time::sleep(Duration::from_millis(300)).await;

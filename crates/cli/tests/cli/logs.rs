@@ -50,14 +50,14 @@ fn logs_show_every_stage_or_one_plain_and_as_json() {
     assert_eq!(
         entries,
         json!([
-            {"stage": "one", "attempt": 1, "stdout": "alpha\n", "stderr": "warning\n"},
-            {"stage": "two", "attempt": 1, "stdout": "beta\ngamma\n", "stderr": ""},
+            {"stage": "one", "attempt": 1, "transcript": null, "stdout": "alpha\n", "stderr": "warning\n"},
+            {"stage": "two", "attempt": 1, "transcript": null, "stdout": "beta\ngamma\n", "stderr": ""},
         ])
     );
     let one = project.json(&["logs", &id, "one", "--json"]);
     assert_eq!(
         one,
-        json!([{"stage": "one", "attempt": 1, "stdout": "alpha\n", "stderr": "warning\n"}])
+        json!([{"stage": "one", "attempt": 1, "transcript": null, "stdout": "alpha\n", "stderr": "warning\n"}])
     );
 
     let unknown_stage = project.baton(&["logs", &id, "nope"]);

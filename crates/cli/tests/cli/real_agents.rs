@@ -199,6 +199,19 @@ fn read_write_stage_edits_a_tracked_file(cli: &str) {
     );
     assert!(workspace(&status).join("outputs/edit.md").is_file());
     assert_eq!(setup.git(&["status", "--porcelain"]), " M src/app.txt");
+    // The agent's output reads as a transcript; --raw keeps the CLI's own.
+    let id = crate::project::run_id(&run);
+    let logs = setup.baton(&["logs", &id, "edit"]).stdout;
+    assert!(
+        logs.contains("edit | agent | assistant: Done."),
+        "{cli}: {logs}"
+    );
+    let raw = setup.baton(&["logs", &id, "edit", "--raw"]).stdout;
+    assert!(raw.contains("edit | stdout | {"), "{cli}: {raw}");
+    if cli != "gemini" {
+        // Gemini CLI's JSON output has no tool calls in it.
+        assert!(logs.contains("edit | agent | tool "), "{cli}: {logs}");
+    }
 }
 
 /// (c) An isolated stage edits its worktree; baton commits and merges it.
