@@ -103,3 +103,28 @@ pub fn problems(
     }
     problems
 }
+
+/// What a run will do other than the workflow says, one line each: a
+/// stage's `agent.tools` that its profile cannot pass to the CLI (only
+/// profiles with an `allowed_tools` option can; the others run with the
+/// permissions their access gives).
+pub fn warnings(plan: &Plan, config: Option<&Config>) -> Vec<String> {
+    let Some(config) = config else {
+        return Vec::new();
+    };
+    plan.stages
+        .iter()
+        .filter(|stage| !stage.spec.agent.tools.is_empty())
+        .filter_map(|stage| {
+            let role = agent_role(stage)?;
+            let agent = config.agent(&role).ok()?;
+            (!agent.profile.options.contains_key("allowed_tools")).then(|| {
+                format!(
+                    "stage `{}` lists agent.tools, which profile `{}` cannot pass to its CLI (it has no `allowed_tools` option): the CLI's permissions for its access apply instead",
+                    stage.name(),
+                    agent.profile_name
+                )
+            })
+        })
+        .collect()
+}

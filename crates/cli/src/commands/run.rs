@@ -141,6 +141,9 @@ pub(crate) fn refuse_unready(
     agents: Option<&baton_executor::profile::Config>,
     as_json: bool,
 ) -> Option<u8> {
+    for warning in baton_engine::readiness::warnings(plan, agents) {
+        output::stderr_line(&format!("warning: {warning}"));
+    }
     let problems = baton_engine::readiness::problems(
         plan,
         agents,

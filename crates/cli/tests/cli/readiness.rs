@@ -57,3 +57,23 @@ fn a_profile_whose_program_is_missing_is_refused() {
         "the first stage ran"
     );
 }
+
+#[test]
+fn tools_a_profile_cannot_pass_are_a_warning() {
+    let dir =
+        project("[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"sh\"\n");
+    let workflow = WORKFLOW.replace(
+        "agent: {role: reviewer, access: read-only}",
+        "agent: {role: reviewer, access: read-only, tools: [Read, Grep]}",
+    );
+    std::fs::write(dir.path().join("wf.yaml"), workflow).expect("write");
+    let dry = baton(dir.path(), &["run", "wf.yaml", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(
+        dry.stderr.contains(
+            "warning: stage `review` lists agent.tools, which profile `fake` cannot pass to its CLI"
+        ),
+        "{}",
+        dry.stderr
+    );
+}
