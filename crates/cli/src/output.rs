@@ -22,6 +22,21 @@ pub(crate) fn stderr_line(text: &str) {
     let _ = io::stderr().lock().write_all(line.as_bytes());
 }
 
+/// Writes lines to stderr through one buffer: many lines, few writes.
+pub(crate) fn stderr_lines(lines: impl Iterator<Item = String>) {
+    let mut err = io::BufWriter::with_capacity(64 * 1024, io::stderr().lock());
+    for line in lines {
+        if err
+            .write_all(line.as_bytes())
+            .and_then(|()| err.write_all(b"\n"))
+            .is_err()
+        {
+            return;
+        }
+    }
+    let _ = err.flush();
+}
+
 /// Pretty JSON (2-space indent) followed by a newline.
 pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> String {
     let mut text = serde_json::to_string_pretty(value).expect("results are plain data");

@@ -1,6 +1,9 @@
 //! Showing diagnostics: graphical (miette) for people, JSON for scripts.
 
+use std::fmt;
+
 use baton_workflow::Diagnostic;
+use miette::{MietteHandler, ReportHandler};
 use serde::Serialize;
 
 use crate::output;
@@ -8,21 +11,41 @@ use crate::output;
 /// Sets up miette's renderer once per process. Colour follows miette's own
 /// detection, which honours `NO_COLOR` and a non-terminal stderr.
 pub(crate) fn install() {
-    let _ = miette::set_hook(Box::new(|_| {
-        Box::new(
-            miette::MietteHandlerOpts::new()
-                .context_lines(1)
-                .tab_width(4)
-                .build(),
+    let _ = miette::set_hook(Box::new(|_| Box::new(handler())));
+}
+
+fn handler() -> MietteHandler {
+    miette::MietteHandlerOpts::new()
+        .context_lines(1)
+        .tab_width(4)
+        .build()
+}
+
+/// Prints diagnostics to stderr, each with its file, line, column and snippet.
+/// One renderer serves them all: building one asks the terminal for its
+/// size and colours, which costs more than drawing a snippet.
+pub(crate) fn human(diagnostics: &[Diagnostic]) {
+    let handler = handler();
+    output::stderr_lines(diagnostics.iter().map(|diagnostic| {
+        format!(
+            "{:?}",
+            Shown {
+                handler: &handler,
+                diagnostic
+            }
         )
     }));
 }
 
-/// Prints diagnostics to stderr, each with its file, line, column and snippet.
-pub(crate) fn human(diagnostics: &[Diagnostic]) {
-    for diagnostic in diagnostics {
-        let report = miette::Report::new(diagnostic.clone());
-        output::stderr_line(&format!("{report:?}"));
+/// A diagnostic as miette's report of it would print.
+struct Shown<'a> {
+    handler: &'a MietteHandler,
+    diagnostic: &'a Diagnostic,
+}
+
+impl fmt::Debug for Shown<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.handler.debug(self.diagnostic, formatter)
     }
 }
 

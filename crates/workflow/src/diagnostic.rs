@@ -7,7 +7,7 @@
 //! has one, so that people and scripts moving over recognise them.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use miette::{LabeledSpan, MietteSpanContents, SourceCode, SourceSpan, SpanContents};
 
@@ -21,6 +21,10 @@ pub struct SourceFile {
     pub path: String,
     /// The file's text.
     pub text: String,
+    /// Byte offsets where lines start, computed when a snippet is first
+    /// shown: finding a span's line from the start of the file made showing
+    /// N diagnostics take time quadratic in N.
+    line_starts: OnceLock<Vec<usize>>,
 }
 
 impl SourceFile {
@@ -29,8 +33,33 @@ impl SourceFile {
         Arc::new(SourceFile {
             path: path.into(),
             text: text.into(),
+            line_starts: OnceLock::new(),
         })
     }
+
+    /// A zero-based line and where it starts: `lines_before` lines and one
+    /// more above the line holding byte `offset` (fewer at the top). The
+    /// extra line keeps a span off the start of the text miette reads,
+    /// where it treats an empty span differently. Line breaks are miette's:
+    /// `\n`, `\r\n` and a lone `\r`.
+    fn line_start(&self, offset: usize, lines_before: usize) -> (usize, usize) {
+        let starts = self.line_starts.get_or_init(|| line_starts(&self.text));
+        let line = starts.partition_point(|start| *start <= offset) - 1;
+        let line = line.saturating_sub(lines_before.saturating_add(1));
+        (line, starts[line])
+    }
+}
+
+fn line_starts(text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut starts = vec![0];
+    for (index, byte) in bytes.iter().enumerate() {
+        let ends_line = *byte == b'\n' || (*byte == b'\r' && bytes.get(index + 1) != Some(&b'\n'));
+        if ends_line {
+            starts.push(index + 1);
+        }
+    }
+    starts
 }
 
 impl SourceCode for SourceFile {
@@ -40,16 +69,25 @@ impl SourceCode for SourceFile {
         context_lines_before: usize,
         context_lines_after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, miette::MietteError> {
-        let contents = self
-            .text
-            .read_span(span, context_lines_before, context_lines_after)?;
+        // miette scans from the start of the text it is given, so it is
+        // given the text from the first context line on, and its answer is
+        // moved back to the whole file's offsets and lines.
+        if span.offset() > self.text.len() {
+            // miette panics on a span that starts past the end.
+            return Err(miette::MietteError::OutOfBounds);
+        }
+        let (line, start) = self.line_start(span.offset(), context_lines_before);
+        let local = SourceSpan::new((span.offset() - start).into(), span.len());
+        let contents =
+            self.text[start..].read_span(&local, context_lines_before, context_lines_after)?;
+        let found = contents.span();
         Ok(Box::new(MietteSpanContents::new_named(
             self.path.clone(),
             contents.data(),
-            *contents.span(),
-            contents.line(),
+            SourceSpan::new((found.offset() + start).into(), found.len()),
+            contents.line() + line,
             contents.column(),
-            contents.line_count(),
+            contents.line_count() + line,
         )))
     }
 }
@@ -270,5 +308,49 @@ mod tests {
         assert_eq!(suggest("depend_on", &known), Some("depends_on"));
         assert_eq!(suggest("write_to", &known), Some("writes_to"));
         assert_eq!(suggest("mode", &known), None);
+    }
+
+    /// What miette shows of a span: the snippet, where it is, its line and
+    /// column, or why there is none.
+    fn shown(source: &dyn SourceCode, span: SourceSpan, before: usize, after: usize) -> String {
+        match source.read_span(&span, before, after) {
+            Ok(contents) => format!(
+                "{:?} {:?} line {} column {} of {}",
+                std::str::from_utf8(contents.data()),
+                contents.span(),
+                contents.line(),
+                contents.column(),
+                contents.line_count()
+            ),
+            Err(error) => format!("{error}"),
+        }
+    }
+
+    #[test]
+    fn snippets_match_miettes_reading_of_the_whole_text() {
+        let text = "name: x\r\nstages:\n  - a: é\r  - b\n\n\nlast line\r\n";
+        let file = SourceFile::new("w.yaml", text);
+        for offset in 0..=text.len() {
+            for len in [0, 1, 3, 12] {
+                for (before, after) in [(0, 0), (1, 1), (2, 0), (0, 3), (5, 5)] {
+                    let span = SourceSpan::new(offset.into(), len);
+                    assert_eq!(
+                        shown(&*file, span, before, after),
+                        shown(&text, span, before, after),
+                        "offset {offset}, length {len}, context {before}/{after}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_span_past_the_end_has_no_snippet() {
+        let file = SourceFile::new("w.yaml", "a: 1\n");
+        let span = SourceSpan::new(6.into(), 0);
+        assert_eq!(
+            shown(&*file, span, 1, 1),
+            "The given offset is outside the bounds of its Source"
+        );
     }
 }

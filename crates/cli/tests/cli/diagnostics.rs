@@ -136,3 +136,58 @@ fn lint_warnings() {
         assert_points_into_fixtures(name, &run);
     });
 }
+
+/// Many warnings in one file, each shown with its own place and snippet:
+/// snippets are read from the middle of a large file, so a line counted
+/// from the wrong place shows the wrong line.
+#[test]
+fn lint_shows_every_one_of_many_warnings_at_its_own_line() {
+    const STAGES: usize = 1_500;
+    const HEADER: &str =
+        "name: many\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n";
+    let stage = |i: usize| {
+        format!(
+            "  - {{name: s{i}, kind: gather, description: 'read {{v{i}}}', agent: {{role: researcher}}}}"
+        )
+    };
+    let lines: Vec<String> = (0..STAGES).map(stage).collect();
+    let dir = tempfile::tempdir().expect("temporary directory");
+    std::fs::write(
+        dir.path().join("w.yaml"),
+        format!("{HEADER}{}\n", lines.join("\n")),
+    )
+    .expect("write the workflow");
+
+    let run = crate::baton(dir.path(), &["lint", "w.yaml"]);
+
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let blocks: Vec<&str> = run
+        .stderr
+        .split("baton::lint::undeclared-variable")
+        .skip(1)
+        .collect();
+    assert_eq!(blocks.len(), STAGES);
+    let first_stage_line = HEADER.lines().count() + 1;
+    for (i, block) in blocks.iter().enumerate() {
+        let line = first_stage_line + i;
+        let column = lines[i].find('\'').expect("a quoted description") + 1;
+        assert!(
+            block.contains(&format!("references undeclared variable '{{v{i}}}'"))
+                && block.contains(&format!("╭─[w.yaml:{line}:{column}]"))
+                && block.contains(&format!("{line} │ {}\n", lines[i])),
+            "warning {i} is not shown at line {line}:\n{block}"
+        );
+        if i > 0 {
+            let above = format!("{} │ {}\n", line - 1, lines[i - 1]);
+            assert!(
+                block.contains(&above),
+                "warning {i} lacks the line above:\n{block}"
+            );
+        }
+    }
+    assert!(
+        run.stdout.contains(&format!("{STAGES} warnings")),
+        "{}",
+        run.stdout
+    );
+}
