@@ -61,42 +61,54 @@ pub(crate) fn yaml<T: Serialize>(value: &T) -> String {
 
 /// Rows as aligned columns with a header; empty cells print as `-`.
 pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|cell| cell.chars().count()).collect();
+    let mut columns = Columns::new(header);
     for row in rows {
-        for (column, cell) in row.iter().enumerate() {
-            let width = single_line(cell).chars().count();
-            if column < widths.len() && width > widths[column] {
-                widths[column] = width;
-            }
+        columns.fit(row);
+    }
+    let mut out = columns.line(header);
+    for row in rows {
+        out.push_str(&columns.line(row));
+    }
+    out
+}
+
+/// The widths of a table's columns, grown row by row: a listing too long
+/// to hold is measured in one pass over its rows and printed in another.
+pub(crate) struct Columns(Vec<usize>);
+
+impl Columns {
+    /// Columns as wide as their headers.
+    pub(crate) fn new(header: &[&str]) -> Self {
+        Columns(header.iter().map(|cell| cell.chars().count()).collect())
+    }
+
+    /// Widens the columns to hold `row`.
+    pub(crate) fn fit(&mut self, row: &[String]) {
+        for (width, cell) in self.0.iter_mut().zip(row) {
+            *width = (*width).max(single_line(cell).chars().count());
         }
     }
-    let mut out = String::new();
-    let mut line = |cells: &mut dyn Iterator<Item = String>| {
+
+    /// One line of the table, newline included; empty cells print as `-`.
+    pub(crate) fn line<S: AsRef<str>>(&self, cells: &[S]) -> String {
         let mut text = String::new();
-        for (column, cell) in cells.enumerate() {
+        for (column, cell) in cells.iter().enumerate() {
             if column > 0 {
                 text.push_str("  ");
             }
-            let cell = if cell.is_empty() {
-                "-".to_owned()
-            } else {
-                cell
-            };
-            text.push_str(&cell);
-            if column + 1 < widths.len() {
-                for _ in cell.chars().count()..widths[column] {
+            let cell = single_line(cell.as_ref());
+            let cell = if cell.is_empty() { "-" } else { cell.as_str() };
+            text.push_str(cell);
+            if let Some(width) = self.0.get(column).filter(|_| column + 1 < self.0.len()) {
+                for _ in cell.chars().count()..*width {
                     text.push(' ');
                 }
             }
         }
-        out.push_str(text.trim_end());
-        out.push('\n');
-    };
-    line(&mut header.iter().map(|cell| (*cell).to_owned()));
-    for row in rows {
-        line(&mut row.iter().map(|cell| single_line(cell)));
+        let mut line = text.trim_end().to_owned();
+        line.push('\n');
+        line
     }
-    out
 }
 
 fn single_line(text: &str) -> String {

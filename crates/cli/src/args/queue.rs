@@ -25,7 +25,7 @@ pub(crate) struct WorkerArgs {
 pub(crate) enum QueueCommand {
     /// List jobs, oldest first.
     #[command(
-        after_help = "Statuses: available, running, succeeded, failed (a retry is scheduled), error (dead: see `queue show`).\n\nExamples:\n  baton queue list\n  baton queue list --status error --format json"
+        after_help = "Statuses: available, running, succeeded, failed (a retry is scheduled), error (dead: see `queue show`).\n\nExamples:\n  baton queue list\n  baton queue list --status error --format json\n  baton queue list --status available --limit 20"
     )]
     List(QueueListArgs),
     /// Show one job: its payload, lease, attempts, result and error.
@@ -60,6 +60,9 @@ pub(crate) struct QueueListArgs {
     /// Only this queue.
     #[arg(long, value_name = "NAME")]
     pub(crate) queue: Option<String>,
+    /// At most this many jobs (the oldest).
+    #[arg(long, value_name = "N")]
+    pub(crate) limit: Option<u64>,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

@@ -4,15 +4,15 @@
 use std::time::Duration;
 
 use baton_engine::queue::{self, ScriptJob, WorkerOptions, WorkerReport};
-use baton_store::{JobFilter, JobRow, Store};
+use baton_store::{JobRow, Store};
 use serde_json::{Value, json};
 
 use super::run::{block_on, chain, open_store};
 use crate::args::Format;
-use crate::args::queue::{
-    EnqueueArgs, JobRef, PurgeArgs, QueueCommand, QueueListArgs, RequeueArgs, WorkerArgs,
-};
+use crate::args::queue::{EnqueueArgs, JobRef, PurgeArgs, QueueCommand, RequeueArgs, WorkerArgs};
 use crate::{exit_code, output};
+
+mod list;
 
 /// Test and tuning overrides of the worker's timings, in milliseconds.
 /// Suites run with a 2 s lease and 0.5 s heartbeats; the shipped lease is
@@ -156,7 +156,7 @@ pub(crate) fn run(command: &QueueCommand) -> u8 {
             Err(code) => return code,
         };
         let outcome = match command {
-            QueueCommand::List(args) => list(&store, args).await,
+            QueueCommand::List(args) => list::list(&store, args).await,
             QueueCommand::Show(args) => show(&store, args).await,
             QueueCommand::Enqueue(args) => enqueue(&store, args).await,
             QueueCommand::Retry(args) => retry(&store, args).await,
@@ -214,46 +214,6 @@ fn print(value: &Value, format: Format, table: impl FnOnce() -> String) {
         Format::Yaml => output::stdout(&output::yaml(value)),
         Format::Table => output::stdout(&table()),
     }
-}
-
-async fn list(store: &Store, args: &QueueListArgs) -> Result<u8, baton_engine::Error> {
-    let jobs = store
-        .jobs(&JobFilter {
-            status: args.status.clone(),
-            queue: args.queue.clone(),
-            limit: None,
-        })
-        .await?;
-    let value = Value::Array(jobs.iter().map(job_json).collect());
-    print(&value, args.format.format(), || {
-        if jobs.is_empty() {
-            output::stderr_line("No job matches.");
-        }
-        let rows: Vec<Vec<String>> = jobs
-            .iter()
-            .map(|job| {
-                vec![
-                    job.id.to_string(),
-                    job.queue.clone(),
-                    job.kind.clone(),
-                    job.status.clone(),
-                    format!("{}/{}", job.attempts, job.max_attempts),
-                    job.priority.to_string(),
-                    job.error
-                        .as_deref()
-                        .map(|e| e.lines().next().unwrap_or("").chars().take(60).collect())
-                        .unwrap_or_default(),
-                ]
-            })
-            .collect();
-        output::table(
-            &[
-                "id", "queue", "kind", "status", "attempts", "priority", "error",
-            ],
-            &rows,
-        )
-    });
-    Ok(exit_code::SUCCESS)
 }
 
 async fn show(store: &Store, args: &JobRef) -> Result<u8, baton_engine::Error> {

@@ -18,6 +18,7 @@ mod logs;
 mod progress;
 mod project;
 mod queue;
+mod queue_list;
 mod queue_postgres;
 mod read_only;
 mod readiness;

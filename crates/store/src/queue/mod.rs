@@ -125,6 +125,9 @@ pub struct JobFilter {
     pub queue: Option<String>,
     /// At most this many (the newest are dropped).
     pub limit: Option<i64>,
+    /// Only jobs with a greater id: the last id of one page lists the next
+    /// (keyset paging, which costs the same on every page).
+    pub after: Option<i64>,
 }
 
 /// The queue's counters.
@@ -294,14 +297,15 @@ impl Store {
     pub async fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>> {
         let sql = format!(
             "SELECT {JOB_COLUMNS} FROM jobs \
-             WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR queue = $2) \
+             WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR queue = $2) AND id > $4 \
              ORDER BY id LIMIT $3"
         );
         on_pool!(self, |pool| {
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(filter.status.as_deref())
                 .bind(filter.queue.as_deref())
-                .bind(filter.limit.unwrap_or(i64::MAX))
+                .bind(filter.limit.unwrap_or(i64::MAX).max(0))
+                .bind(filter.after.unwrap_or(i64::MIN))
                 .fetch_all(pool)
                 .await
                 .map_err(query_error("list jobs"))?;

@@ -123,5 +123,6 @@ conformance! {
         release_does_not_count_an_attempt,
         priorities_and_not_before,
         purge_removes_old_finished_jobs,
+        jobs_page_by_id_with_filters,
     ],
 }

@@ -413,3 +413,49 @@ pub(crate) async fn purge_removes_old_finished_jobs(fresh: Fresh) {
     ));
     assert!(store.queue_now().await.unwrap() > 1_600_000_000_000);
 }
+
+pub(crate) async fn jobs_page_by_id_with_filters(fresh: Fresh) {
+    let store = fresh.open().await;
+    let jobs: Vec<NewJob> = (0..7).map(|_| job(None)).collect();
+    let ids: Vec<i64> = store
+        .enqueue(&jobs)
+        .await
+        .unwrap()
+        .iter()
+        .map(|entry| entry.id)
+        .collect();
+    let claimed = store.claim(&claim("w", 3, 30_000)).await.unwrap();
+    let running: Vec<i64> = claimed.iter().map(|job| job.id).collect();
+    let listed = |filter: JobFilter| {
+        let store = &store;
+        async move {
+            let rows = store.jobs(&filter).await.unwrap();
+            rows.iter().map(|job| job.id).collect::<Vec<i64>>()
+        }
+    };
+    let page = |after: Option<i64>, limit: i64, status: Option<&str>| JobFilter {
+        status: status.map(str::to_owned),
+        limit: Some(limit),
+        after,
+        ..JobFilter::default()
+    };
+    assert_eq!(listed(page(None, 3, None)).await, ids[..3]);
+    assert_eq!(listed(page(Some(ids[2]), 3, None)).await, ids[3..6]);
+    assert_eq!(listed(page(Some(ids[5]), 3, None)).await, ids[6..]);
+    assert!(listed(page(Some(ids[6]), 3, None)).await.is_empty());
+    assert!(listed(page(None, 0, None)).await.is_empty());
+    let waiting: Vec<i64> = ids
+        .iter()
+        .copied()
+        .filter(|id| !running.contains(id))
+        .collect();
+    let available = Some(status::AVAILABLE);
+    assert_eq!(listed(page(None, 2, available)).await, waiting[..2]);
+    assert_eq!(
+        listed(page(Some(waiting[1]), 9, available)).await,
+        waiting[2..]
+    );
+    let mut running = running;
+    running.sort_unstable();
+    assert_eq!(listed(page(None, 9, Some(status::RUNNING))).await, running);
+}
