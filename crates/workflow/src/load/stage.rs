@@ -32,7 +32,13 @@ impl Reader<'_> {
                         "`stages:` takes a list of stage mappings, each starting with `- name: …`",
                     )
             })?;
-        items.iter().map(|item| self.stage(item)).collect()
+        // Sized up front: a collected `Result` grows by doubling, and while
+        // it grows the old and the new copy of every stage coexist.
+        let mut stages = Vec::with_capacity(items.len());
+        for item in items {
+            stages.push(self.stage(item)?);
+        }
+        Ok(stages)
     }
     #[expect(
         clippy::too_many_lines,
@@ -805,5 +811,31 @@ impl Reader<'_> {
                 .for_field(stage_name, "validation.criteria")),
             _ => Ok(node.python_str()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnostic::SourceFile;
+    use crate::load::{Document, document};
+
+    #[test]
+    fn the_stage_list_holds_no_spare_room() {
+        let stages = (0..3)
+            .map(|i| {
+                format!("  - {{name: s{i}, kind: gather, description: d, agent: {{role: r}}}}\n")
+            })
+            .collect::<String>();
+        let text = format!(
+            "name: w\nversion: '1'\ndescription: d\ntrigger: {{source: manual}}\nstages:\n{stages}"
+        );
+        let file = SourceFile::new("w.yaml", text);
+        let workflow = match document(&file, &mut Vec::new()) {
+            Ok(Document::Workflow(workflow)) => workflow,
+            Ok(Document::Fragment(_)) => panic!("not a fragment"),
+            Err(error) => panic!("{}", error.message),
+        };
+        assert_eq!(workflow.stages.len(), 3);
+        assert_eq!(workflow.stages.capacity(), 3);
     }
 }

@@ -142,8 +142,11 @@ pub(super) fn parse(text: &str) -> Option<Node> {
                 }));
                 continue;
             }
+            // Collections are shrunk as they close: what doubling left
+            // spare in a large workflow's many small mappings adds up.
             Event::SequenceEnd => match open.pop()? {
-                Open::Seq(mut node, items) => {
+                Open::Seq(mut node, mut items) => {
+                    items.shrink_to_fit();
                     node.value = Value::Seq(items);
                     node
                 }
@@ -152,10 +155,11 @@ pub(super) fn parse(text: &str) -> Option<Node> {
             Event::MappingEnd => match open.pop()? {
                 Open::Map(Map {
                     mut node,
-                    entries,
+                    mut entries,
                     key: None,
                     ..
                 }) => {
+                    entries.shrink_to_fit();
                     node.value = Value::Map(entries);
                     node
                 }
@@ -266,6 +270,20 @@ mod tests {
             .unwrap_or_else(|error| panic!("only the builder accepts {text:?}: {}", error.message));
         assert_eq!(fast, full, "the trees differ for {text:?}");
         true
+    }
+
+    #[test]
+    fn collections_hold_no_spare_room() {
+        use super::super::Value;
+        let root = parse("a: [1, 2, 3]\nb: 1\nc: 2\n").expect("a plain document");
+        let Value::Map(entries) = &root.value else {
+            panic!("a mapping at the root");
+        };
+        assert_eq!((entries.len(), entries.capacity()), (3, 3));
+        let Value::Seq(items) = &entries[0].1.value else {
+            panic!("a sequence under a");
+        };
+        assert_eq!((items.len(), items.capacity()), (3, 3));
     }
 
     #[test]
