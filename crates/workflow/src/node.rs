@@ -282,7 +282,7 @@ fn parse_fully(text: &str) -> Result<Node, SyntaxError> {
     budget.flow_nesting_limit = MAX_DEPTH;
     budget.max_aliases = 1_000;
     budget.max_anchors = 10_000;
-    budget.max_nodes = 2_000_000;
+    budget.max_nodes = MAX_EVENTS;
     budget.max_total_scalar_bytes = 64 * 1024 * 1024;
     budget.max_events = MAX_EVENTS;
     let mut options = Options::default();

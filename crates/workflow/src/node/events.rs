@@ -26,9 +26,11 @@ use granit_parser::{Event, Parser, ScalarStyle, Span as ParserSpan};
 
 use super::{MAX_DEPTH, MAX_EVENTS, Node, Span, Value};
 
-/// Below the full parse's budgets (`super::parse`), so a document near one
-/// is left to it and fails or passes there.
-const MAX_NODES: usize = 1_000_000;
+/// A tenth below the full parse's budgets (`super::parse`), so a document
+/// near one is left to it and fails or passes there. Events bound nodes
+/// too: every node is an event, and the node budget is as large. Half the
+/// budget made a 100 000-stage workflow (1.6 million events) be read twice.
+const MAX_COUNT: usize = MAX_EVENTS - MAX_EVENTS / 10;
 const MAX_SCALAR_BYTES: usize = 32 * 1024 * 1024;
 
 /// A mapping with more keys than this checks repeats with a set.
@@ -109,7 +111,7 @@ pub(super) fn parse(text: &str) -> Option<Node> {
     while root.is_none() {
         let (event, place) = next()?;
         count += 1;
-        if count > MAX_EVENTS / 2 || count > MAX_NODES {
+        if count > MAX_COUNT {
             return None;
         }
         let done = match event {
@@ -270,6 +272,12 @@ mod tests {
             .unwrap_or_else(|error| panic!("only the builder accepts {text:?}: {}", error.message));
         assert_eq!(fast, full, "the trees differ for {text:?}");
         true
+    }
+
+    #[test]
+    fn a_document_well_within_the_event_budget_is_read_once() {
+        let text = "- x\n".repeat(super::MAX_COUNT - 10);
+        assert!(parse(&text).is_some(), "left to serde-saphyr");
     }
 
     #[test]
