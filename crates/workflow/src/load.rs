@@ -53,14 +53,14 @@ pub fn document(
     file: &Arc<SourceFile>,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<Document, Diagnostic> {
-    let root = parse_root(file)?;
+    let mut root = parse_root(file)?;
     let mut reader = Reader { file, warnings };
     if let Some(flag) = root.get("fragment")
         && reader.flag(flag, "'fragment'", "<global>", "fragment")?
     {
-        return reader.fragment_body(&root).map(Document::Fragment);
+        return reader.fragment_body(&mut root).map(Document::Fragment);
     }
-    reader.workflow(&root).map(Document::Workflow)
+    reader.workflow(&mut root).map(Document::Workflow)
 }
 
 /// The code of the error for an included file without `fragment: true`.
@@ -75,7 +75,7 @@ pub fn fragment(
     file: &Arc<SourceFile>,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<Fragment, Diagnostic> {
-    let root = parse_root(file)?;
+    let mut root = parse_root(file)?;
     let mut reader = Reader { file, warnings };
     let is_fragment = match root.get("fragment") {
         Some(flag) => reader.flag(flag, "'fragment'", "<global>", "fragment")?,
@@ -91,7 +91,7 @@ pub fn fragment(
             "add `fragment: true` to the included file, or include a file that is a fragment",
         ));
     }
-    reader.fragment_body(&root)
+    reader.fragment_body(&mut root)
 }
 
 fn parse_root(file: &Arc<SourceFile>) -> Result<Node, Diagnostic> {
@@ -193,7 +193,7 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn workflow(&mut self, root: &Node) -> Result<Workflow, Diagnostic> {
+    fn workflow(&mut self, root: &mut Node) -> Result<Workflow, Diagnostic> {
         self.unknown_keys(root, TOP_KEYS, "the workflow", "<global>");
         for key in ["name", "version", "description", "trigger", "stages"] {
             if root.get(key).is_none_or(Node::is_null) {
@@ -211,7 +211,7 @@ impl Reader<'_> {
         let version = self.version(root.get("version").expect("checked above"))?;
         let description = self.required_string(root, "description", "'description'", "<global>")?;
         let trigger = self.trigger(root.get("trigger").expect("checked above"))?;
-        let stages_node = root.get("stages").expect("checked above");
+        let stages_node = root.take("stages").expect("checked above");
         let stages = self.stage_list(stages_node, "'stages' must be a non-empty list")?;
         let includes = self.includes(root)?;
         let workspace_dir = self
@@ -241,9 +241,9 @@ impl Reader<'_> {
             workspace_dir,
         })
     }
-    fn fragment_body(&mut self, root: &Node) -> Result<Fragment, Diagnostic> {
+    fn fragment_body(&mut self, root: &mut Node) -> Result<Fragment, Diagnostic> {
         self.unknown_keys(root, TOP_KEYS, "the fragment", "<global>");
-        let Some(stages_node) = root.get("stages").filter(|node| !node.is_null()) else {
+        let Some(stages_node) = root.take("stages").filter(|node| !node.is_null()) else {
             return Err(self.error(
                 "schema::missing-key",
                 "fragment missing required key 'stages'",

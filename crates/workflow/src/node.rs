@@ -131,6 +131,24 @@ impl Node {
         self.entry(key).map(|(_, value)| value)
     }
 
+    /// Moves a key's value out of a mapping, leaving null in its place.
+    pub fn take(&mut self, key: &str) -> Option<Node> {
+        let Value::Map(entries) = &mut self.value else {
+            return None;
+        };
+        let (_, value) = entries
+            .iter_mut()
+            .find(|(name, _)| name.as_str() == Some(key))?;
+        let span = value.span;
+        Some(std::mem::replace(
+            value,
+            Node {
+                value: Value::Null,
+                span,
+            },
+        ))
+    }
+
     /// Looks a key up in a mapping and returns the key node too.
     pub fn entry(&self, key: &str) -> Option<(&Node, &Node)> {
         self.as_map()?
@@ -514,6 +532,17 @@ impl<'de> Visitor<'de> for ValueVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn take_moves_a_value_out_and_leaves_null() {
+        let mut node = parse("a: [1]\nb: x\n").unwrap();
+        let taken = node.take("a").unwrap();
+        assert_eq!(taken.as_seq().map(<[Node]>::len), Some(1));
+        assert!(node.get("a").unwrap().is_null());
+        assert_eq!(node.get("a").unwrap().span, taken.span);
+        assert_eq!(node.get("b").unwrap().as_str(), Some("x"));
+        assert!(node.take("c").is_none());
+    }
 
     #[test]
     fn scalars_keep_their_types_and_places() {

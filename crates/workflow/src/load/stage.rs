@@ -18,25 +18,28 @@ use crate::schema::{
 };
 
 impl Reader<'_> {
+    /// Reads the stages, dropping each one's YAML tree once it is read: a
+    /// large workflow's tree and its stages are not held whole at once.
     pub(super) fn stage_list(
         &mut self,
-        node: &Node,
+        node: Node,
         empty_message: &str,
     ) -> Result<Vec<Stage>, Diagnostic> {
-        let items = node
-            .as_seq()
-            .filter(|items| !items.is_empty())
-            .ok_or_else(|| {
-                self.error("schema::stages", empty_message, node.span)
+        let items = match node.value {
+            Value::Seq(items) if !items.is_empty() => items,
+            _ => {
+                return Err(self
+                    .error("schema::stages", empty_message, node.span)
                     .with_help(
                         "`stages:` takes a list of stage mappings, each starting with `- name: …`",
-                    )
-            })?;
+                    ));
+            }
+        };
         // Sized up front: a collected `Result` grows by doubling, and while
         // it grows the old and the new copy of every stage coexist.
         let mut stages = Vec::with_capacity(items.len());
         for item in items {
-            stages.push(self.stage(item)?);
+            stages.push(self.stage(&item)?);
         }
         Ok(stages)
     }
