@@ -487,6 +487,29 @@ async fn drive_owned(
         Some(stages) => (stages, Vec::new(), Vec::new()),
         None => reconcile::recorded(store, lease, &plan, &workspace_dir, now, progress).await?,
     };
+    // Stages and units whose attempt a crash cut short: their next attempt
+    // may adopt the queue job that attempt left (`queued.rs`); no other
+    // attempt does, so a failure or a rerun runs a new job.
+    let mut interrupted: std::collections::HashSet<(usize, Option<String>)> = transitions
+        .iter()
+        .filter_map(|transition| match transition {
+            Transition::AttemptInterrupted { index, .. } => {
+                Some((usize::try_from(*index).unwrap_or(usize::MAX), None))
+            }
+            _ => None,
+        })
+        .chain(
+            units
+                .iter()
+                .filter(|unit| unit.status == "running")
+                .map(|unit| {
+                    (
+                        usize::try_from(unit.index).unwrap_or(usize::MAX),
+                        Some(unit.key.clone()),
+                    )
+                }),
+        )
+        .collect();
     // Nothing to reconcile (always so for a new run): the stages and units
     // just read are what the store still holds, and marking the run running
     // (with its ledger's opening) waits for the loop's first commit, like
@@ -863,6 +886,7 @@ async fn drive_owned(
                         agents: options.agents.clone(),
                         contain_helper: options.contain_helper.clone(),
                         slots: std::sync::Arc::clone(&slots),
+                        adopt_job: interrupted.remove(&(launch.index, unit.clone())),
                         unit: unit.clone(),
                         env,
                         defer_checks,

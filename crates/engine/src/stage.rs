@@ -73,6 +73,9 @@ pub(crate) struct Attempt {
     pub(crate) contain_helper: Option<PathBuf>,
     /// The run's slots of agent profiles with `max_concurrent`.
     pub(crate) slots: Arc<Slots>,
+    /// The previous attempt was cut short by a crash: a queue job it left
+    /// is this attempt's (see `queued.rs`).
+    pub(crate) adopt_job: bool,
     /// The unit of the stage this attempt runs (a fan-out child, a
     /// validator), or `None` for the stage itself.
     pub(crate) unit: Option<String>,

@@ -19,6 +19,7 @@ mod progress;
 mod project;
 mod queue;
 mod queue_postgres;
+mod queue_retry;
 mod read_only;
 mod readiness;
 mod real_agents;
