@@ -16,7 +16,7 @@ use std::collections::HashSet;
 
 use crate::compile::{self, Layout};
 use crate::diagnostic::{Diagnostic, GLOBAL};
-use crate::load::{self, Document, is_workspace_relative};
+use crate::load::{self, Document};
 use crate::loader::{Loader, read_source};
 use crate::schema::{Access, Executor, FanOutMode, Stage, Workflow};
 use crate::template;
@@ -173,7 +173,6 @@ fn rules(loaded: &Loaded, report: &mut Report) {
         undeclared_variables(workflow, stage, report);
         queue_fan_out_script(stage, report);
         unquoted_script_placeholders(workflow, stage, report);
-        writes_inside_workspace(stage, report);
         read_only_editing_tools(stage, report);
         inline_without_script(stage, report);
     }
@@ -340,28 +339,6 @@ fn unquoted_placeholders(script: &str) -> Vec<&str> {
         position += 1;
     }
     found
-}
-
-fn writes_inside_workspace(stage: &Stage, report: &mut Report) {
-    for path in &stage.writes_to {
-        if !is_workspace_relative(&path.value) {
-            report.errors.push(
-                Diagnostic::error(
-                    "lint::writes-outside-workspace",
-                    format!(
-                        "stage '{}' writes_to '{}', which is outside the workspace",
-                        stage.name.value, path.value
-                    ),
-                )
-                .at(&stage.file, path.span)
-                .for_field(&stage.name.value, "writes_to")
-                .with_label("absolute, empty, or leaves the workspace with '..'")
-                .with_help(
-                    "writes_to paths are relative to the run's workspace, e.g. `outputs/report.md`",
-                ),
-            );
-        }
-    }
 }
 
 /// `Write` is not on the list: read-only stages still write their own

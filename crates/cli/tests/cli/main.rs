@@ -32,6 +32,7 @@ mod subworkflow;
 mod tasks;
 mod tasks_status;
 mod tasks_sub;
+mod traversal;
 mod usage;
 mod validation;
 mod worktree;
