@@ -45,8 +45,15 @@ pub(crate) async fn run(
         );
         return finished;
     };
+    let substituted = match stage::substitute_script(&script.value, attempt) {
+        Ok(substituted) => substituted,
+        Err(error) => {
+            finished.error = Some(error);
+            return finished;
+        }
+    };
     let before = stage::snapshot(stage, &attempt.workspace);
-    let (id, adopted) = match job_for(stage, attempt, &script.value).await {
+    let (id, adopted) = match job_for(stage, attempt, substituted).await {
         Ok(found) => found,
         Err(error) => {
             finished.error = Some(format!("cannot enqueue the stage's job: {error}"));
@@ -105,7 +112,11 @@ pub(crate) async fn run(
 /// cut the previous attempt short, the job that attempt left (still live,
 /// or finished while no driver watched), unless it ended dead; else a new
 /// one. A failed or rerun attempt never hands its job on.
-async fn job_for(stage: &PlanStage, attempt: &Attempt, script: &str) -> crate::Result<(i64, bool)> {
+async fn job_for(
+    stage: &PlanStage,
+    attempt: &Attempt,
+    substituted: baton_executor::shell::Substituted,
+) -> crate::Result<(i64, bool)> {
     let store = &attempt.store;
     let earlier = (1..attempt.attempt).rev().filter(|_| attempt.adopt_job);
     for number in earlier {
@@ -121,6 +132,7 @@ async fn job_for(stage: &PlanStage, attempt: &Attempt, script: &str) -> crate::R
     let env: BTreeMap<String, String> = stage::environment(stage, attempt)
         .into_iter()
         .filter(|(name, _)| name != RUN_MARKER)
+        .chain(substituted.env)
         .chain([(
             "BATON_IDEMPOTENCY_KEY".to_owned(),
             key_for(attempt, attempt.attempt),
@@ -129,7 +141,7 @@ async fn job_for(stage: &PlanStage, attempt: &Attempt, script: &str) -> crate::R
     let job = ScriptJob {
         kind: kind::WORKFLOW_STAGE,
         payload: ScriptPayload {
-            script: stage::substitute_script(script, attempt),
+            script: substituted.script,
             cwd: Some(attempt.workspace.to_string_lossy().into_owned()),
             env,
             timeout_secs: Some(attempt.limits.wall.as_secs().max(1)),

@@ -248,12 +248,12 @@ fn paths_stay_in_workspace(stages: &[Stage]) -> Result<(), Vec<Diagnostic>> {
     let mut errors = Vec::new();
     for stage in stages {
         let name = &stage.name.value;
-        if name.contains(['/', '\\']) || name.chars().any(char::is_control) {
+        if name.contains('/') || name.chars().any(char::is_control) {
             errors.push(
                 Diagnostic::error(
                     "graph::unsafe-name",
                     format!(
-                        "stage name '{}' contains a path separator or a control character",
+                        "stage name '{}' contains a path separator (/) or a control character",
                         name.escape_debug()
                     ),
                 )
