@@ -8,6 +8,7 @@ mod concurrency;
 mod crash;
 mod diagnostics;
 mod driver;
+mod driver_gone;
 mod examples;
 mod fan_out;
 mod gates;
