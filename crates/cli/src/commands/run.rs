@@ -60,7 +60,8 @@ pub(crate) fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
         baton_engine::Error::Store(
             baton_store::Error::Unavailable { .. }
             | baton_store::Error::Query { .. }
-            | baton_store::Error::TooNew { .. },
+            | baton_store::Error::TooNew { .. }
+            | baton_store::Error::Gone { .. },
         ) => {
             output::stderr_line(&format!("error: {}", chain(error)));
             exit_code::STORE_UNAVAILABLE

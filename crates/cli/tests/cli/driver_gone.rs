@@ -53,3 +53,44 @@ fn a_run_whose_driver_died_says_so_and_logs_follow_ends() {
     let cancelled = project.baton(&["cancel", &id]);
     assert_eq!(cancelled.code, 0, "{}", cancelled.stderr);
 }
+
+/// The store's file deleted (or replaced) while a run goes on: the driver
+/// stops with exit 4 at its next commit instead of reporting a success that
+/// no store holds.
+#[test]
+fn a_store_deleted_mid_run_stops_the_run_with_exit_four() {
+    for replace in [false, true] {
+        let project = Project::new();
+        project.write(
+            "wf.yaml",
+            &format!(
+                "{HEADER}{}{}",
+                stage("first", "touch first-ran\nsleep 1", ""),
+                stage("second", "true", "    depends_on: [first]\n")
+            ),
+        );
+        let driver = project
+            .command(&["run", "wf.yaml"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("baton starts");
+        wait_for("the first stage", Duration::from_secs(30), || {
+            project.path().join(".baton").exists()
+                && std::fs::read_dir(project.path().join(".baton/runs"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|run| run.path().join("first-ran").exists())
+        });
+        let database = project.path().join(".baton/baton.db");
+        std::fs::remove_file(&database).expect("delete the store");
+        if replace {
+            std::fs::write(&database, b"").expect("a new file in its place");
+        }
+        let output = driver.wait_with_output().expect("baton ends");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(4), "replace={replace}: {stderr}");
+        assert!(stderr.contains("was deleted or replaced"), "{stderr}");
+    }
+}
