@@ -28,6 +28,7 @@ mod sqlite_log;
 mod state;
 mod state_runs;
 mod store_lock;
+mod store_url;
 mod subworkflow;
 mod tasks;
 mod tasks_status;
