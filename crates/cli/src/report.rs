@@ -10,6 +10,8 @@ use crate::output;
 pub(crate) fn install() {
     let _ = miette::set_hook(Box::new(|_| {
         Box::new(
+            // Context is asked for but never given: a snippet quotes only
+            // the line of the place (see `SourceFile`), from its start.
             miette::MietteHandlerOpts::new()
                 .context_lines(1)
                 .tab_width(4)

@@ -10,6 +10,7 @@ mod diagnostics;
 mod driver;
 mod examples;
 mod fan_out;
+mod file_content;
 mod gates;
 mod graph;
 mod hooks;
