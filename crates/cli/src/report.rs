@@ -10,6 +10,8 @@ use crate::output;
 pub(crate) fn install() {
     let _ = miette::set_hook(Box::new(|_| {
         Box::new(
+            // Context is asked for but never given: a snippet quotes only
+            // the line of the place (see `SourceFile`), from its start.
             miette::MietteHandlerOpts::new()
                 .context_lines(1)
                 .tab_width(4)
@@ -21,8 +23,24 @@ pub(crate) fn install() {
 /// Prints diagnostics to stderr, each with its file, line, column and snippet.
 pub(crate) fn human(diagnostics: &[Diagnostic]) {
     for diagnostic in diagnostics {
-        let report = miette::Report::new(diagnostic.clone());
-        output::stderr_line(&format!("{report:?}"));
+        let report = miette::Report::new(printable(diagnostic));
+        // miette's colours are baton's own: the texts it renders are
+        // printable already (the snippet too, see `SourceFile`).
+        output::stderr_rendered(&format!("{report:?}"));
+    }
+}
+
+/// The diagnostic with its texts made printable: messages quote stage
+/// names, keys and values from the workflow.
+fn printable(diagnostic: &Diagnostic) -> Diagnostic {
+    let text = |text: &str| output::printable(text).into_owned();
+    Diagnostic {
+        message: text(&diagnostic.message),
+        label: diagnostic.label.as_deref().map(text),
+        help: diagnostic.help.as_deref().map(text),
+        stage: text(&diagnostic.stage),
+        field: text(&diagnostic.field),
+        ..diagnostic.clone()
     }
 }
 
@@ -79,11 +97,7 @@ pub(crate) fn json(diagnostics: &[Diagnostic]) {
     let envelope = Envelope {
         diagnostics: diagnostics.iter().map(JsonDiagnostic::from).collect(),
     };
-    output::stderr_line(
-        serde_json::to_string(&envelope)
-            .expect("plain data")
-            .as_str(),
-    );
+    output::stderr_line(&output::json_line(&envelope));
 }
 
 /// Prints diagnostics in the requested style; nothing when there are none.

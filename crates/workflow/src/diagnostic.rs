@@ -7,11 +7,18 @@
 //! has one, so that people and scripts moving over recognise them.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use miette::{LabeledSpan, MietteSpanContents, SourceCode, SourceSpan, SpanContents};
 
 use crate::node::Span;
+
+/// The most characters of a line a snippet quotes: a file's lines can be
+/// of any length, and an error must not carry a file's content along.
+pub const MAX_SNIPPET_CHARS: usize = 200;
+
+/// How many characters a long line's snippet shows before the place.
+const SNIPPET_LEAD_CHARS: usize = 40;
 
 /// A workflow or fragment file's text, named as the user gave it.
 #[derive(Debug)]
@@ -21,6 +28,8 @@ pub struct SourceFile {
     pub path: String,
     /// The file's text.
     pub text: String,
+    /// The text as snippets show it (see [`shown`]), made on first use.
+    shown: OnceLock<String>,
 }
 
 impl SourceFile {
@@ -29,27 +38,89 @@ impl SourceFile {
         Arc::new(SourceFile {
             path: path.into(),
             text: text.into(),
+            shown: OnceLock::new(),
         })
+    }
+
+    /// The byte range a snippet of the place at `offset` quotes: its line,
+    /// or at most [`MAX_SNIPPET_CHARS`] of it around the place.
+    pub fn snippet_range(&self, offset: usize) -> std::ops::Range<usize> {
+        let text = self.text.as_str();
+        let offset = floor_char_boundary(text, offset.min(text.len()));
+        let line_start = text[..offset].rfind('\n').map_or(0, |at| at + 1);
+        let line_end = text[offset..]
+            .find('\n')
+            .map_or(text.len(), |at| offset + at);
+        let line = &text[line_start..line_end];
+        if line.chars().count() <= MAX_SNIPPET_CHARS {
+            return line_start..line_end;
+        }
+        let before = text[line_start..offset].chars().count();
+        let skip = before.saturating_sub(SNIPPET_LEAD_CHARS);
+        let start = nth_char(line, skip);
+        let end = start + nth_char(&line[start..], MAX_SNIPPET_CHARS);
+        line_start + start..line_start + end
     }
 }
 
+/// The byte offset of the `n`th character of `text`, or its length.
+fn nth_char(text: &str, n: usize) -> usize {
+    text.char_indices().nth(n).map_or(text.len(), |(at, _)| at)
+}
+
+fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// `text` with every control character but tab and line breaks replaced,
+/// byte for byte, by `?`: a terminal shows the snippet instead of obeying
+/// it, and every offset into the text still holds.
+fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let line_break = c == '\n' || (c == '\r' && chars.peek() == Some(&'\n'));
+        if c.is_control() && c != '\t' && !line_break {
+            out.extend(std::iter::repeat_n('?', c.len_utf8()));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 impl SourceCode for SourceFile {
+    /// Only the place's line is quoted, whatever context is asked for, and
+    /// at most [`MAX_SNIPPET_CHARS`] of it. Without context (how miette
+    /// asks for the line and column it names) it starts at the place.
     fn read_span<'a>(
         &'a self,
         span: &SourceSpan,
         context_lines_before: usize,
         context_lines_after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, miette::MietteError> {
-        let contents = self
-            .text
-            .read_span(span, context_lines_before, context_lines_after)?;
+        if span.offset() > self.text.len() {
+            return Err(miette::MietteError::OutOfBounds);
+        }
+        let shown = self.shown.get_or_init(|| shown(&self.text));
+        let mut range = self.snippet_range(span.offset());
+        if context_lines_before == 0 && context_lines_after == 0 {
+            range.start =
+                floor_char_boundary(&self.text, span.offset()).clamp(range.start, range.end);
+        }
+        let line_start = self.text[..range.start].rfind('\n').map_or(0, |at| at + 1);
+        let line = self.text[..range.start].matches('\n').count();
+        let column = self.text[line_start..range.start].chars().count();
         Ok(Box::new(MietteSpanContents::new_named(
             self.path.clone(),
-            contents.data(),
-            *contents.span(),
-            contents.line(),
-            contents.column(),
-            contents.line_count(),
+            &shown.as_bytes()[range.clone()],
+            (range.start, range.len()).into(),
+            line,
+            column,
+            1,
         )))
     }
 }
@@ -222,9 +293,10 @@ impl miette::Diagnostic for Diagnostic {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let location = self.location.as_ref()?;
-        let text_len = location.file.text.len();
-        let offset = location.span.offset.min(text_len);
-        let len = location.span.len.min(text_len - offset);
+        // The label ends with the snippet, which holds one line at most.
+        let shown = location.file.snippet_range(location.span.offset);
+        let offset = location.span.offset.clamp(shown.start, shown.end);
+        let len = location.span.len.min(shown.end - offset);
         let label = LabeledSpan::new(self.label.clone(), offset, len);
         Some(Box::new(std::iter::once(label)))
     }
@@ -270,5 +342,70 @@ mod tests {
         assert_eq!(suggest("depend_on", &known), Some("depends_on"));
         assert_eq!(suggest("write_to", &known), Some("writes_to"));
         assert_eq!(suggest("mode", &known), None);
+    }
+}
+
+#[cfg(test)]
+mod snippet_tests {
+    use miette::SourceCode;
+
+    use super::*;
+
+    fn snippet(file: &SourceFile, offset: usize, context: usize) -> (String, usize, usize) {
+        let contents = file
+            .read_span(&(offset, 1).into(), context, context)
+            .expect("in bounds");
+        let data = String::from_utf8(contents.data().to_vec()).expect("UTF-8");
+        (data, contents.line(), contents.column())
+    }
+
+    #[test]
+    fn a_snippet_quotes_the_line_of_the_place_only() {
+        let file = SourceFile::new("f.yaml", "secret: one\nbad line\nsecret: two\n");
+        let (data, line, column) = snippet(&file, 14, 3);
+        assert_eq!((data.as_str(), line, column), ("bad line", 1, 0));
+        let (data, line, column) = snippet(&file, 14, 0);
+        assert_eq!((data.as_str(), line, column), ("d line", 1, 2));
+    }
+
+    #[test]
+    fn a_long_line_is_quoted_around_the_place_and_no_further() {
+        let line = format!("{}HERE{}", "a".repeat(5_000), "b".repeat(5_000));
+        let file = SourceFile::new("f.yaml", format!("k: v\n{line}\n"));
+        let (data, line, column) = snippet(&file, 5 + 5_000, 1);
+        assert_eq!(data.chars().count(), MAX_SNIPPET_CHARS);
+        assert!(data.contains("HERE"), "{data}");
+        assert_eq!((line, column), (1, 5_000 - SNIPPET_LEAD_CHARS));
+        let (data, _, column) = snippet(&file, 5 + 5_000, 0);
+        assert!(data.starts_with("HERE"), "{data}");
+        assert_eq!(column, 5_000);
+    }
+
+    #[test]
+    fn a_snippet_shows_control_characters_instead_of_sending_them() {
+        let file = SourceFile::new("f.yaml", "a: \u{1b}]0;x\u{7}\u{9b}2K\rb\r\n");
+        let (data, _, _) = snippet(&file, 0, 1);
+        assert_eq!(data, "a: ?]0;x???2K?b\r");
+    }
+
+    #[test]
+    fn a_label_ends_with_its_snippet() {
+        let file = SourceFile::new("f.yaml", format!("k: {}\nnext\n", "v".repeat(1_000)));
+        let diagnostic = Diagnostic::error("t", "t").at(
+            &file,
+            Span {
+                offset: 0,
+                len: 2_000,
+                line: 1,
+                column: 1,
+            },
+        );
+        let labels: Vec<_> = miette::Diagnostic::labels(&diagnostic)
+            .expect("labels")
+            .collect();
+        assert_eq!(
+            (labels[0].offset(), labels[0].len()),
+            (0, MAX_SNIPPET_CHARS)
+        );
     }
 }

@@ -28,8 +28,11 @@ pub(crate) fn block_on<T>(future: impl Future<Output = T>) -> T {
 
 /// Opens the store, or prints why not.
 pub(crate) async fn open_store() -> Result<Store, u8> {
-    let location = settings::store_location(&super::current_dir());
-    Store::open(&location).await.map_err(|error| {
+    let location = settings::store_location(&super::current_dir()).map_err(|why| {
+        output::stderr_line(&format!("error: {why}"));
+        exit_code::STORE_UNAVAILABLE
+    })?;
+    location.open().await.map_err(|error| {
         output::stderr_line(&format!("error: {}", chain(&error)));
         output::stderr_line("hint: check that the database file is writable, or that BATON_DATABASE_URL points at a running PostgreSQL");
         exit_code::STORE_UNAVAILABLE
