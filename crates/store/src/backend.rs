@@ -1138,6 +1138,14 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// The device and inode of the file at `path`, if there is one.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .ok()
+        .map(|metadata| (metadata.dev(), metadata.ino()))
+}
+
 #[cfg(test)]
 mod tests {
     use sqlx::ConnectOptions;
@@ -1311,12 +1319,4 @@ mod tests {
     fn json_string_escapes() {
         assert_eq!(json_string("a\"b\\c\nd\u{1}"), r#""a\"b\\c\nd\u0001""#);
     }
-}
-
-/// The device and inode of the file at `path`, if there is one.
-fn file_identity(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path)
-        .ok()
-        .map(|metadata| (metadata.dev(), metadata.ino()))
 }
