@@ -115,7 +115,11 @@ pub(crate) enum Command {
     )]
     Resume(Deferred<ResumeArgs>),
 
-    /// Ask the process driving a run to stop it; running stages are killed.
+    /// Ask the process driving a run to stop it; running stages are killed
+    /// within a second and none starts after. `baton resume` continues it.
+    #[command(
+        after_help = "Examples:\n  baton cancel RUN\n  baton resume RUN    # continue it later"
+    )]
     Cancel(Deferred<RunRef>),
 
     /// Run a stage again, and every stage that depends on it.

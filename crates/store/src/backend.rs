@@ -692,6 +692,24 @@ impl Store {
         })
     }
 
+    /// Whether someone asked to cancel the run (a cheap read the driver
+    /// makes often, so a cancel takes effect within a fraction of a second).
+    ///
+    /// # Errors
+    ///
+    /// The read fails.
+    pub async fn cancel_requested(&self, run_id: &str) -> Result<bool> {
+        on_pool!(self, |pool| {
+            let requested: Option<i64> =
+                sqlx::query_scalar("SELECT cancel_requested FROM runs WHERE run_id = $1")
+                    .bind(run_id)
+                    .fetch_optional(pool)
+                    .await
+                    .map_err(query_error("read the cancel request"))?;
+            Ok(requested.unwrap_or(0) != 0)
+        })
+    }
+
     /// Asks whoever drives the run to cancel it.
     ///
     /// # Errors
@@ -898,7 +916,9 @@ macro_rules! apply_one {
             }
             Transition::RunStatus { status, at, error } => {
                 let terminal = matches!(status.as_str(), "success" | "failed" | "cancelled" | "rejected");
-                sqlx::query("UPDATE runs SET status = $1, error = $2, finished_at = $3 WHERE run_id = $4")
+                // A run driven again (a resume after a cancel) forgets the
+                // cancel it ended with.
+                sqlx::query("UPDATE runs SET status = $1, error = $2, finished_at = $3, cancel_requested = CASE WHEN $1 = 'running' THEN 0 ELSE cancel_requested END WHERE run_id = $4")
                     .bind(status).bind(error).bind(if terminal { Some(*at) } else { None }).bind($run_id)
                     .execute(&mut *$tx).await.map_err(query_error("set the run status"))?;
                 log_event!($events, *at, "run_status", format!("{{\"status\":{}}}", json_string(status)));
