@@ -20,6 +20,7 @@ pub mod create;
 mod endpoint;
 mod envelopes;
 pub mod external;
+pub mod failpoint;
 pub mod gate;
 pub mod governance;
 pub mod loader;
