@@ -84,7 +84,7 @@ pub enum Error {
         outputs: String,
     },
     /// The edit does not fit the list.
-    #[error("cannot edit {path}: {source}")]
+    #[error("cannot edit {path}")]
     Edit {
         /// The output.
         path: String,
