@@ -9,7 +9,8 @@
 //! that holds it, and [`finish_interrupted`] (run by every resume and every
 //! edit) renames it into place, so the gate is not run again and an
 //! approval given on the edit stays valid. A temporary whose hash was never
-//! recorded is an edit that did not happen, and is removed.
+//! recorded is an edit that did not happen, and is removed. Temporaries of
+//! a process that still runs are its edits in progress, and are left alone.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -153,12 +154,16 @@ pub(crate) fn finish_interrupted(workspace: &Path, artifacts: &[baton_store::Art
         let Ok(entries) = std::fs::read_dir(parent) else {
             continue;
         };
+        // A temporary of a process still running is its edit in progress.
         let temporaries: Vec<PathBuf> = entries
             .flatten()
             .map(|entry| entry.path())
             .filter(|path| {
-                path.file_name()
-                    .is_some_and(|file| file.to_string_lossy().starts_with(&prefix))
+                path.file_name().is_some_and(|file| {
+                    file.to_string_lossy()
+                        .strip_prefix(&prefix)
+                        .is_some_and(|rest| !writer_alive(rest))
+                })
             })
             .collect();
         if temporaries.is_empty() {
@@ -176,6 +181,15 @@ pub(crate) fn finish_interrupted(workspace: &Path, artifacts: &[baton_store::Art
             }
         }
     }
+}
+
+/// Whether the process named in a temporary's name (`PID.ENTROPY.tmp`,
+/// after the prefix) still runs.
+fn writer_alive(rest: &str) -> bool {
+    rest.split('.')
+        .next()
+        .and_then(|pid| pid.parse::<u32>().ok())
+        .is_some_and(|pid| crate::owner::start_time(pid).is_some())
 }
 
 /// Writes `bytes` to a new temporary file next to `target`, flushed to disk.
