@@ -53,8 +53,9 @@ pub(crate) enum Command {
     /// Run a workflow: record the run, then execute every stage in dependency order.
     ///
     /// The run is recorded in the store (`.baton/baton.db`, or
-    /// `$BATON_DATABASE_URL` for PostgreSQL) before anything else happens, so a
-    /// run interrupted at any moment can be continued with `baton resume RUN`.
+    /// `$BATON_DATABASE_URL`: a `postgres://` URL, `sqlite://PATH` or a file
+    /// path) before anything else happens, so a run interrupted at any moment
+    /// can be continued with `baton resume RUN`.
     #[command(
         after_help = "Examples:\n  baton run examples/quickstart/workflow.yaml\n  baton run wf.yaml --params pr_number=42 --max-parallel 8\n  baton run wf.yaml --dry-run      # show the plan, run nothing\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow, 2 the run failed or is incomplete, 4 store unavailable."
     )]
@@ -114,7 +115,11 @@ pub(crate) enum Command {
     )]
     Resume(Deferred<ResumeArgs>),
 
-    /// Ask the process driving a run to stop it; running stages are killed.
+    /// Ask the process driving a run to stop it; running stages are killed
+    /// within a second and none starts after. `baton resume` continues it.
+    #[command(
+        after_help = "Examples:\n  baton cancel RUN\n  baton resume RUN    # continue it later"
+    )]
     Cancel(Deferred<RunRef>),
 
     /// Run a stage again, and every stage that depends on it.

@@ -35,6 +35,11 @@ pub fn main() -> ExitCode {
             }
         };
     }
+    // Crash tests make baton abort at a named point (see the engine's
+    // `failpoint` module).
+    if let Some(point) = std::env::var_os("BATON_FAILPOINT") {
+        baton_engine::failpoint::arm(point.to_string_lossy().into_owned());
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

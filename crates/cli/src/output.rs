@@ -2,20 +2,35 @@
 //!
 //! stdout carries only the result of a command; diagnostics, hints and
 //! progress go to stderr. A closed stdout (`baton … | head`) is not an error.
+//!
+//! Stage names, fan-out keys, error messages and logs come from workflows
+//! and agents, and a terminal obeys the escape sequences in them: a key
+//! could repaint its own FAILED line as ok. So every text written here goes
+//! through [`printable`] first. JSON is written with its control characters
+//! escaped, which leaves it untouched by that and carries the exact values.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use serde::Serialize;
 
-/// Writes text to stdout; a broken pipe is ignored.
+/// Writes text to stdout, made [`printable`]; a broken pipe is ignored.
 pub(crate) fn stdout(text: &str) {
     let mut out = io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    let _ = out
+        .write_all(printable(text).as_bytes())
+        .and_then(|()| out.flush());
 }
 
-/// Writes one line to stderr, in one write: stderr is unbuffered, and a
-/// run prints two progress lines per stage.
+/// Writes one line to stderr, made [`printable`], in one write: stderr is
+/// unbuffered, and a run prints two progress lines per stage.
 pub(crate) fn stderr_line(text: &str) {
+    stderr_rendered(&printable(text));
+}
+
+/// Writes one line to stderr as it is: only for text whose escape sequences
+/// baton produced itself (colours) from strings already made printable.
+pub(crate) fn stderr_rendered(text: &str) {
     let mut line = String::with_capacity(text.len() + 1);
     line.push_str(text);
     line.push('\n');
@@ -37,21 +52,153 @@ pub(crate) fn stderr_lines(lines: impl Iterator<Item = String>) {
     let _ = err.flush();
 }
 
-/// Pretty JSON (2-space indent) followed by a newline.
+/// Text with every control character removed but newline and tab, and
+/// with escape sequences (CSI, OSC, DCS and the like, 7- or 8-bit) removed
+/// whole, so that their parameters do not show up as litter either.
+pub(crate) fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_unprintable) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => skip_escape(&mut chars),
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
+            c if is_unprintable(c) => {}
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`printable`] on one line: line breaks show as ` ⏎ `, a trailing one
+/// not at all, so that a multi-line error cannot pass for lines of its own.
+pub(crate) fn one_line(text: &str) -> String {
+    let text = printable(text);
+    let mut lines = text.trim_end_matches('\n').split('\n');
+    let mut out = lines.next().unwrap_or_default().to_owned();
+    for line in lines {
+        out.push_str(" ⏎ ");
+        out.push_str(line);
+    }
+    out
+}
+
+fn is_unprintable(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
+
+type Chars<'a> = std::iter::Peekable<std::str::Chars<'a>>;
+
+/// Skips what follows an ESC: a CSI, a control string, or a short sequence.
+fn skip_escape(chars: &mut Chars<'_>) {
+    match chars.peek() {
+        Some('[') => {
+            chars.next();
+            skip_csi(chars);
+        }
+        Some(']' | 'P' | 'X' | '^' | '_') => {
+            chars.next();
+            skip_string(chars);
+        }
+        Some(' '..='/') => {
+            while chars.next_if(|c| matches!(c, ' '..='/')).is_some() {}
+            chars.next_if(|c| matches!(c, '0'..='~'));
+        }
+        Some('0'..='~') => {
+            chars.next();
+        }
+        _ => {}
+    }
+}
+
+/// Skips a CSI's parameters, intermediates and final byte.
+fn skip_csi(chars: &mut Chars<'_>) {
+    while chars.next_if(|c| matches!(c, ' '..='?')).is_some() {}
+    chars.next_if(|c| matches!(c, '@'..='~'));
+}
+
+/// Skips a control string (OSC, DCS, …) up to its terminator: BEL, ST
+/// (`ESC \` or U+009C). An unterminated one ends at the line's end, not
+/// the text's, so that it cannot swallow every line after it.
+fn skip_string(chars: &mut Chars<'_>) {
+    while let Some(c) = chars.next_if(|c| *c != '\n') {
+        match c {
+            '\u{7}' | '\u{9c}' => return,
+            '\u{1b}' => {
+                chars.next_if_eq(&'\\');
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Pretty JSON (2-space indent) followed by a newline, its control
+/// characters escaped (see [`JsonEscapes`]).
 pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> String {
-    let mut text = serde_json::to_string_pretty(value).expect("results are plain data");
+    let mut text = Vec::new();
+    let mut out = JsonEscapes(&mut text);
+    serde_json::to_writer_pretty(&mut out, value).expect("results are plain data");
+    let mut text = String::from_utf8(text).expect("JSON is UTF-8");
     text.push('\n');
     text
 }
 
-/// Writes pretty JSON (2-space indent) and a newline straight to stdout; a
-/// broken pipe is ignored.
+/// Compact JSON on one line, its control characters escaped.
+pub(crate) fn json_line<T: Serialize + ?Sized>(value: &T) -> String {
+    let mut text = Vec::new();
+    serde_json::to_writer(JsonEscapes(&mut text), value).expect("results are plain data");
+    String::from_utf8(text).expect("JSON is UTF-8")
+}
+
+/// Writes pretty JSON (2-space indent) and a newline straight to stdout,
+/// its control characters escaped; a broken pipe is ignored.
 pub(crate) fn write_json<T: Serialize>(value: &T) {
-    let mut out = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+    let mut out = JsonEscapes(io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()));
     let _ = serde_json::to_writer_pretty(&mut out, value)
         .map_err(io::Error::from)
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush());
+}
+
+/// Escapes DEL and the C1 controls in serde_json's output as `\u00XX`,
+/// which serde_json leaves raw (it escapes only C0). They can occur only
+/// inside strings, where the escape means the same character: the values
+/// stay exact and the text holds no control character a terminal obeys.
+struct JsonEscapes<W>(W);
+
+impl<W: Write> Write for JsonEscapes<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // serde_json writes whole characters per call, so a C1 control's
+        // two bytes (0xC2 0x80..=0x9F) always arrive together.
+        let mut start = 0;
+        let mut at = 0;
+        while at < buf.len() {
+            let escaped = match (buf[at], buf.get(at + 1)) {
+                (0x7f, _) => Some((0x7f, 1)),
+                (0xc2, Some(&next @ 0x80..=0x9f)) => Some((next, 2)),
+                _ => None,
+            };
+            match escaped {
+                Some((code, len)) => {
+                    self.0.write_all(&buf[start..at])?;
+                    write!(self.0, "\\u{code:04x}")?;
+                    at += len;
+                    start = at;
+                }
+                None => at += 1,
+            }
+        }
+        self.0.write_all(&buf[start..])?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// YAML.
@@ -111,11 +258,75 @@ impl Columns {
     }
 }
 
+/// A cell on one line: its first, made [`printable`], and ` …` if more
+/// follow.
 fn single_line(text: &str) -> String {
+    let text = printable(text);
     let first = text.lines().next().unwrap_or("");
     if text.contains('\n') {
         format!("{first} …")
     } else {
         first.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printable_drops_controls_and_whole_escape_sequences() {
+        let cases = [
+            ("plain text\tand\nlines", "plain text\tand\nlines"),
+            ("\u{1b}[2K\rok      a", "ok      a"),
+            ("\u{1b}[1;31mred\u{1b}[0m", "red"),
+            ("\u{1b}]0;title\u{7}after", "after"),
+            ("\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\", "link"),
+            ("\u{1b}Pdcs\u{1b}\\x", "x"),
+            ("\u{1b}(Bx\u{1b}7y\u{1b}c", "xy"),
+            ("\u{9b}2Kc1\u{9d}0;t\u{9c}!", "c1!"),
+            ("bell\u{7} del\u{7f} nul\u{0} c1\u{85}", "bell del nul c1"),
+            // An unterminated title ends with its line, not the text.
+            ("\u{1b}]0;title\nnext", "\nnext"),
+            ("trailing escape\u{1b}", "trailing escape"),
+            ("naïve ✓", "naïve ✓"),
+        ];
+        for (text, shown) in cases {
+            assert_eq!(printable(text), shown, "{text:?}");
+        }
+        assert!(matches!(printable("clean"), Cow::Borrowed("clean")));
+    }
+
+    #[test]
+    fn one_line_marks_line_breaks() {
+        assert_eq!(one_line("first\r\nsecond\n"), "first ⏎ second");
+        assert_eq!(one_line("\u{1b}[2Kjust one"), "just one");
+    }
+
+    #[test]
+    fn table_cells_stay_on_their_line_and_column() {
+        let rows = vec![
+            vec!["\u{1b}[32mok\u{1b}[0m".to_owned(), "x".to_owned()],
+            vec!["two\nlines".to_owned(), "y".to_owned()],
+        ];
+        assert_eq!(table(&["A", "B"], &rows), "A      B\nok     x\ntwo …  y\n");
+    }
+
+    #[test]
+    fn json_escapes_every_control_character_and_keeps_the_value() {
+        let value = serde_json::json!({"k\u{1b}": "a\u{1b}[2K\u{7f}\u{9b}\u{85}é"});
+        for text in [json(&value), json_line(&value)] {
+            assert!(!text.chars().any(is_unprintable), "{text:?}");
+            assert_eq!(printable(&text), text);
+            let back: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+            assert_eq!(back, value);
+        }
+    }
+
+    #[test]
+    fn yaml_carries_no_raw_control_character() {
+        let value = serde_json::json!({"k": "a\u{1b}[2K\u{7f}\u{9b}"});
+        let text = yaml(&value);
+        assert!(!text.chars().any(is_unprintable), "{text:?}");
     }
 }

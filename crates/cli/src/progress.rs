@@ -71,8 +71,9 @@ impl Reporter {
         }
     }
 
-    /// Shows one event.
+    /// Shows one event, its texts on one printable line each.
     pub(crate) fn report(&self, event: Progress) {
+        let event = printable(event);
         match self {
             Reporter::Plain(start) => output::stderr_line(&plain_line(start.elapsed(), event)),
             Reporter::Live(live) => live.report(event),
@@ -91,6 +92,29 @@ impl Reporter {
 impl Drop for Reporter {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+/// The event with its stage name, error and note made printable on one
+/// line: they come from the workflow and from agents.
+fn printable(event: Progress) -> Progress {
+    match event {
+        Progress::Started { stage, attempt } => Progress::Started {
+            stage: output::one_line(&stage),
+            attempt,
+        },
+        Progress::Finished {
+            stage,
+            status,
+            duration_ms,
+            error,
+        } => Progress::Finished {
+            stage: output::one_line(&stage),
+            status,
+            duration_ms,
+            error: error.as_deref().map(output::one_line),
+        },
+        Progress::Note(note) => Progress::Note(output::one_line(&note)),
     }
 }
 

@@ -14,6 +14,8 @@ pub(crate) fn install() {
     let _ = miette::set_hook(Box::new(|_| Box::new(handler())));
 }
 
+/// Context is asked for but never given: a snippet quotes only the line of
+/// the place (see `SourceFile`), from its start.
 fn handler() -> MietteHandler {
     miette::MietteHandlerOpts::new()
         .context_lines(1)
@@ -23,15 +25,18 @@ fn handler() -> MietteHandler {
 
 /// Prints diagnostics to stderr, each with its file, line, column and snippet.
 /// One renderer serves them all: building one asks the terminal for its
-/// size and colours, which costs more than drawing a snippet.
+/// size and colours, which costs more than drawing a snippet. miette's
+/// colours are baton's own: the texts it renders are made printable first
+/// (the snippet too, see `SourceFile`).
 pub(crate) fn human(diagnostics: &[Diagnostic]) {
     let handler = handler();
     output::stderr_lines(diagnostics.iter().map(|diagnostic| {
+        let diagnostic = printable(diagnostic);
         format!(
             "{:?}",
             Shown {
                 handler: &handler,
-                diagnostic
+                diagnostic: &diagnostic
             }
         )
     }));
@@ -46,6 +51,20 @@ struct Shown<'a> {
 impl fmt::Debug for Shown<'_> {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.handler.debug(self.diagnostic, formatter)
+    }
+}
+
+/// The diagnostic with its texts made printable: messages quote stage
+/// names, keys and values from the workflow.
+fn printable(diagnostic: &Diagnostic) -> Diagnostic {
+    let text = |text: &str| output::printable(text).into_owned();
+    Diagnostic {
+        message: text(&diagnostic.message),
+        label: diagnostic.label.as_deref().map(text),
+        help: diagnostic.help.as_deref().map(text),
+        stage: text(&diagnostic.stage),
+        field: text(&diagnostic.field),
+        ..diagnostic.clone()
     }
 }
 
@@ -102,11 +121,7 @@ pub(crate) fn json(diagnostics: &[Diagnostic]) {
     let envelope = Envelope {
         diagnostics: diagnostics.iter().map(JsonDiagnostic::from).collect(),
     };
-    output::stderr_line(
-        serde_json::to_string(&envelope)
-            .expect("plain data")
-            .as_str(),
-    );
+    output::stderr_line(&output::json_line(&envelope));
 }
 
 /// Prints diagnostics in the requested style; nothing when there are none.

@@ -1,23 +1,82 @@
 //! Settings read from the environment, in one place.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// `BATON_DATABASE_URL`: a `postgres://` URL selects PostgreSQL; otherwise
-/// the embedded SQLite file `.baton/baton.db` in the current directory.
+/// `BATON_DATABASE_URL`: where the store is. Unset or empty: the embedded
+/// SQLite file `.baton/baton.db` in the current directory.
 pub(crate) const DATABASE_URL: &str = "BATON_DATABASE_URL";
 
+/// What `BATON_DATABASE_URL` accepts, for the error that refuses a value.
+const DATABASE_URL_ACCEPTS: &str = "a postgres:// or postgresql:// URL (PostgreSQL), sqlite://PATH or a plain file path (SQLite), or unset for .baton/baton.db";
+
 /// Where the store is.
-pub(crate) fn store_location(project_dir: &Path) -> String {
-    std::env::var(DATABASE_URL)
-        .ok()
-        .filter(|url| !url.trim().is_empty())
-        .unwrap_or_else(|| {
-            project_dir
-                .join(".baton")
-                .join("baton.db")
-                .to_string_lossy()
-                .into_owned()
-        })
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StoreLocation {
+    /// A PostgreSQL connection URL.
+    Postgres(String),
+    /// A SQLite file.
+    Sqlite(PathBuf),
+}
+
+impl StoreLocation {
+    /// Opens the store here.
+    pub(crate) async fn open(&self) -> Result<baton_store::Store, baton_store::Error> {
+        match self {
+            StoreLocation::Postgres(url) => baton_store::Store::open_postgres(url).await,
+            StoreLocation::Sqlite(path) => baton_store::Store::open_sqlite(path).await,
+        }
+    }
+}
+
+/// Where the store is: `BATON_DATABASE_URL`, else `.baton/baton.db` in
+/// `project_dir`. A value baton cannot read is refused rather than taken
+/// for a file name: that would run against a new, empty store and succeed.
+pub(crate) fn store_location(project_dir: &Path) -> Result<StoreLocation, String> {
+    let Some(value) = std::env::var_os(DATABASE_URL).filter(|value| !value.is_empty()) else {
+        return Ok(StoreLocation::Sqlite(
+            project_dir.join(".baton").join("baton.db"),
+        ));
+    };
+    let value = value.into_string().map_err(|_| {
+        format!("{DATABASE_URL} is not valid UTF-8; set it to {DATABASE_URL_ACCEPTS}")
+    })?;
+    parse_database_url(&value)
+}
+
+/// Reads a non-empty `BATON_DATABASE_URL`. The value is never quoted back:
+/// a URL may carry a password.
+fn parse_database_url(value: &str) -> Result<StoreLocation, String> {
+    if value.trim() != value {
+        return Err(format!(
+            "{DATABASE_URL} starts or ends with whitespace; remove it (accepted: {DATABASE_URL_ACCEPTS})"
+        ));
+    }
+    let Some((scheme, rest)) = value
+        .split_once("://")
+        .filter(|(scheme, _)| is_scheme(scheme))
+    else {
+        return Ok(StoreLocation::Sqlite(PathBuf::from(value)));
+    };
+    match scheme.to_ascii_lowercase().as_str() {
+        "postgres" | "postgresql" => Ok(StoreLocation::Postgres(value.to_owned())),
+        "sqlite" if rest.is_empty() => Err(format!(
+            "{DATABASE_URL} is sqlite:// with no file path; write sqlite://PATH, e.g. sqlite:///srv/baton.db"
+        )),
+        "sqlite" => Ok(StoreLocation::Sqlite(PathBuf::from(rest))),
+        _ => Err(format!(
+            "{DATABASE_URL} has the scheme {scheme}://, which baton cannot use; set it to {DATABASE_URL_ACCEPTS}"
+        )),
+    }
+}
+
+/// A URL scheme (RFC 3986): a letter, then letters, digits, `+`, `-`, `.`.
+/// Anything else before `://` is part of a file path.
+fn is_scheme(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
 /// The project's `baton.toml`: agent profiles and roles, merged over the
@@ -41,4 +100,57 @@ pub(crate) fn project_agents(
     baton_executor::profile::Config::from_toml(&text)
         .map(Some)
         .map_err(|error| format!("{}: {error}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite(path: &str) -> Result<StoreLocation, String> {
+        Ok(StoreLocation::Sqlite(PathBuf::from(path)))
+    }
+
+    #[test]
+    fn postgres_urls_are_recognised_in_any_letter_case() {
+        for url in [
+            "postgres://u@h/db",
+            "postgresql://u@h/db",
+            "POSTGRES://u@h/db",
+            "PostgreSQL://u@h/db",
+        ] {
+            assert_eq!(
+                parse_database_url(url),
+                Ok(StoreLocation::Postgres(url.to_owned()))
+            );
+        }
+    }
+
+    #[test]
+    fn sqlite_urls_and_plain_paths_name_a_sqlite_file() {
+        assert_eq!(
+            parse_database_url("sqlite:///srv/b.db"),
+            sqlite("/srv/b.db")
+        );
+        assert_eq!(parse_database_url("SQLITE://rel/b.db"), sqlite("rel/b.db"));
+        assert_eq!(parse_database_url("/srv/b.db"), sqlite("/srv/b.db"));
+        assert_eq!(parse_database_url("b.db"), sqlite("b.db"));
+        // Not a scheme: a path that happens to contain `://`.
+        assert_eq!(parse_database_url("./a://b.db"), sqlite("./a://b.db"));
+    }
+
+    #[test]
+    fn other_schemes_and_surrounding_whitespace_are_refused_without_quoting_the_value() {
+        for (value, says) in [
+            ("mysql://root:pw@h/db", "scheme mysql://"),
+            ("sqlite://", "no file path"),
+            (" /tmp/x.db", "whitespace"),
+            ("postgres://root:pw@h/db\n", "whitespace"),
+            ("   ", "whitespace"),
+        ] {
+            let error = parse_database_url(value).expect_err(value);
+            assert!(error.contains(DATABASE_URL), "{error}");
+            assert!(error.contains(says), "{error}");
+            assert!(!error.contains("pw"), "{error}");
+        }
+    }
 }

@@ -172,3 +172,22 @@ pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
         }
     ))
 }
+
+/// Whether a run recorded as running has nobody driving it (not driven
+/// from outside, and its lease expired or is held by a process on this
+/// host that has ended): a crashed or killed driver. `baton resume`
+/// continues such a run.
+///
+/// # Errors
+///
+/// No such run, or the store fails.
+pub async fn driver_gone(store: &Store, run_id: &str) -> Result<bool> {
+    let run = store.run(run_id).await?;
+    if run.status != "running" || crate::external::is_external(&run) {
+        return Ok(false);
+    }
+    Ok(match store.lease_holder(run_id, clock::now_ms()).await? {
+        None => true,
+        Some(holder) => owner::provably_dead(&holder.owner),
+    })
+}

@@ -4,8 +4,9 @@
 //! repeatedly asks the scheduler what may start, records the starts, spawns
 //! the attempts, and records their results. Every batch of transitions that
 //! arrives together is one store transaction (group commit), fenced by the
-//! lease's epoch; the lease is renewed on a timer, and a cancel request seen
-//! at renewal stops every running attempt.
+//! lease's epoch; the lease is renewed on a timer, and a cancel request
+//! (looked for every `CANCEL_POLL` and at renewal) stops every running
+//! attempt and starts nothing more.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -52,6 +53,20 @@ pub struct DriveOptions {
     /// `baton worker` processes.
     pub local_worker: Option<crate::queue::WorkerOptions>,
 }
+
+/// Stops every running attempt, once a cancel was requested.
+fn stop_running<K>(running: &HashMap<K, Running>, progress: &(dyn Fn(Progress) + Sync)) {
+    progress(Progress::Note(
+        "cancel requested; stopping running stages".to_owned(),
+    ));
+    for attempt in running.values() {
+        let _ = attempt.cancel.send(true);
+    }
+}
+
+/// How often a driver looks for a cancel request (a cheap read), besides
+/// when it renews its lease.
+const CANCEL_POLL: Duration = Duration::from_millis(250);
 
 /// The default [`DriveOptions::lease_ttl`], in ms: also the first lease's,
 /// which [`create_run`](crate::create_run) takes along with the run.
@@ -125,7 +140,8 @@ pub async fn drive(
 ) -> Result<Outcome> {
     {
         let run = store.run(run_id).await?;
-        if matches!(run.status.as_str(), "success" | "cancelled" | "rejected") {
+        // A cancelled run is driven again: `resume` continues it.
+        if matches!(run.status.as_str(), "success" | "rejected") {
             return Ok(Outcome {
                 run_id: run_id.to_owned(),
                 status: run.status,
@@ -487,6 +503,29 @@ async fn drive_owned(
         Some(stages) => (stages, Vec::new(), Vec::new()),
         None => reconcile::recorded(store, lease, &plan, &workspace_dir, now, progress).await?,
     };
+    // Stages and units whose attempt a crash cut short: their next attempt
+    // may adopt the queue job that attempt left (`queued.rs`); no other
+    // attempt does, so a failure or a rerun runs a new job.
+    let mut interrupted: std::collections::HashSet<(usize, Option<String>)> = transitions
+        .iter()
+        .filter_map(|transition| match transition {
+            Transition::AttemptInterrupted { index, .. } => {
+                Some((usize::try_from(*index).unwrap_or(usize::MAX), None))
+            }
+            _ => None,
+        })
+        .chain(
+            units
+                .iter()
+                .filter(|unit| unit.status == "running")
+                .map(|unit| {
+                    (
+                        usize::try_from(unit.index).unwrap_or(usize::MAX),
+                        Some(unit.key.clone()),
+                    )
+                }),
+        )
+        .collect();
     // Nothing to reconcile (always so for a new run): the stages and units
     // just read are what the store still holds, and marking the run running
     // (with its ledger's opening) waits for the loop's first commit, like
@@ -544,6 +583,7 @@ async fn drive_owned(
     let (report_sender, mut reports) = mpsc::unbounded_channel::<Report>();
     let mut running: HashMap<Slot, Running> = HashMap::new();
     let mut renew = clock::every(options.lease_ttl / 3);
+    let mut cancel_poll = clock::every(CANCEL_POLL);
     let mut cancelled = false;
 
     // Transitions not yet committed, and what to show once they are. The
@@ -863,6 +903,7 @@ async fn drive_owned(
                         agents: options.agents.clone(),
                         contain_helper: options.contain_helper.clone(),
                         slots: std::sync::Arc::clone(&slots),
+                        adopt_job: interrupted.remove(&(launch.index, unit.clone())),
                         unit: unit.clone(),
                         env,
                         defer_checks,
@@ -1130,10 +1171,13 @@ async fn drive_owned(
                 let wants_cancel = store.renew(lease, clock::now_ms(), ttl).await?;
                 if wants_cancel && !cancelled {
                     cancelled = true;
-                    progress(Progress::Note("cancel requested; stopping running stages".to_owned()));
-                    for attempt in running.values() {
-                        let _ = attempt.cancel.send(true);
-                    }
+                    stop_running(&running, progress);
+                }
+            }
+            _ = cancel_poll.tick(), if !cancelled => {
+                if store.cancel_requested(&lease.run_id).await? {
+                    cancelled = true;
+                    stop_running(&running, progress);
                 }
             }
         }

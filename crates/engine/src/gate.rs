@@ -12,7 +12,7 @@
 //! stale output.
 
 mod artifact;
-mod edit;
+pub(crate) mod edit;
 pub mod list;
 
 use std::path::{Path, PathBuf};
@@ -84,7 +84,7 @@ pub enum Error {
         outputs: String,
     },
     /// The edit does not fit the list.
-    #[error("cannot edit {path}: {source}")]
+    #[error("cannot edit {path}")]
     Edit {
         /// The output.
         path: String,
@@ -316,6 +316,7 @@ pub async fn list(store: &Store, run_id: Option<&str>) -> Result<Vec<GateStatus>
 /// No such run or stage, the stage is not a gate, or the store fails.
 pub async fn show(store: &Store, run_id: &str, stage: &str) -> Result<GateView> {
     let run = store.run(run_id).await?;
+    edit::finish_interrupted(Path::new(&run.workspace), &store.artifacts(run_id).await?);
     let stages = store.stages(run_id).await?;
     let gate = find_stage(&run, &stages, stage)?;
     if !gate.human_gate {
@@ -368,6 +369,9 @@ pub async fn decide(
     comment: Option<String>,
 ) -> Result<GateDecisionRow> {
     let run = store.run(run_id).await?;
+    // A decision is made on the edited output, even if the edit's rename
+    // was cut short.
+    edit::finish_interrupted(Path::new(&run.workspace), &store.artifacts(run_id).await?);
     let stages = store.stages(run_id).await?;
     let gate = find_stage(&run, &stages, stage)?;
     if !gate.human_gate {

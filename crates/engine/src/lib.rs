@@ -20,6 +20,7 @@ pub mod create;
 mod endpoint;
 mod envelopes;
 pub mod external;
+pub mod failpoint;
 pub mod gate;
 pub mod governance;
 pub mod loader;
@@ -40,7 +41,7 @@ mod worktree;
 
 use std::path::PathBuf;
 
-pub use control::{cancel, invalidate};
+pub use control::{cancel, driver_gone, invalidate};
 pub use coordinator::{DriveOptions, Outcome, Progress, drive, drive_created};
 pub use create::{
     Created, Prepared, RunRequest, create_run, create_run_as, prepare_run, record_run,

@@ -4,6 +4,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use baton_workflow::Loader;
+use baton_workflow::loader::NotRegularFile;
+
+/// File systems whose files are views of the kernel, a process or a
+/// device: `/proc/self/environ` says it is a regular file, yet holds every
+/// secret of the environment.
+const SPECIAL_TREES: &[&str] = &["/proc", "/sys", "/dev"];
 
 /// Reads from the file system, relative to a root directory.
 #[derive(Debug, Clone)]
@@ -26,10 +32,13 @@ impl Loader for FsLoader {
     fn read(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>> {
         use std::io::Read;
 
-        let file = std::fs::File::open(self.full(path))?;
+        let full = self.full(path);
+        // Checked before opening: opening a FIFO would wait for a writer.
+        refuse_special(&full)?;
+        let file = std::fs::File::open(&full)?;
         let metadata = file.metadata()?;
-        if metadata.is_dir() {
-            return Err(io::Error::other("is a directory"));
+        if !metadata.is_file() {
+            return Err(NotRegularFile::error());
         }
         if metadata.len() > limit as u64 {
             return Err(io::Error::new(
@@ -51,10 +60,25 @@ impl Loader for FsLoader {
     }
 
     fn exists(&self, path: &Path) -> bool {
-        self.full(path).is_file()
+        self.full(path)
+            .metadata()
+            .is_ok_and(|metadata| !metadata.is_dir())
     }
 
     fn root(&self) -> &Path {
         &self.root
     }
+}
+
+/// Refuses what is not a regular file, or lies in a [`SPECIAL_TREES`]
+/// (through symbolic links too), without opening it.
+fn refuse_special(path: &Path) -> io::Result<()> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(NotRegularFile::error());
+    }
+    let real = std::fs::canonicalize(path)?;
+    if SPECIAL_TREES.iter().any(|tree| real.starts_with(tree)) {
+        return Err(NotRegularFile::error());
+    }
+    Ok(())
 }

@@ -8,11 +8,14 @@
 //! like any stage's: exit status, declared outputs written during the
 //! attempt, output checks.
 //!
-//! A driver that crashed left its job in the queue. The next attempt adopts
-//! that job instead of enqueuing another (it looks up the keys of earlier
-//! attempts), unless the job ended dead: then it is a failure to retry, and a
-//! new job is enqueued. So a resume never runs a stage's job twice because
-//! of the crash alone.
+//! A driver that crashed left its job in the queue. The next attempt of a
+//! stage or unit whose attempt the crash cut short adopts that job instead
+//! of enqueuing another (it looks up the keys of earlier attempts), unless
+//! the job ended dead: then it is a failure to retry, and a new job is
+//! enqueued. So a resume never runs a stage's job twice because of the
+//! crash alone; and what the job wrote before the new attempt began counts
+//! as its output. Any other attempt (after a failure, a rerun) enqueues a
+//! job of its own.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -42,9 +45,16 @@ pub(crate) async fn run(
         );
         return finished;
     };
+    let substituted = match stage::substitute_script(&script.value, attempt) {
+        Ok(substituted) => substituted,
+        Err(error) => {
+            finished.error = Some(error);
+            return finished;
+        }
+    };
     let before = stage::snapshot(stage, &attempt.workspace);
-    let id = match job_for(stage, attempt, &script.value).await {
-        Ok(id) => id,
+    let (id, adopted) = match job_for(stage, attempt, substituted).await {
+        Ok(found) => found,
         Err(error) => {
             finished.error = Some(format!("cannot enqueue the stage's job: {error}"));
             return finished;
@@ -81,6 +91,13 @@ pub(crate) async fn run(
         ));
         return finished;
     }
+    // An adopted job may have written its outputs before this attempt
+    // began: what it wrote counts.
+    let before = if adopted {
+        stage::Snapshot::new()
+    } else {
+        before
+    };
     match stage::verify(stage, &attempt.workspace, &before, attempt.defer_checks) {
         Ok(artifacts) => {
             finished.success = true;
@@ -91,15 +108,21 @@ pub(crate) async fn run(
     finished
 }
 
-/// The id of the attempt's job: an earlier attempt's that is still live or
-/// succeeded (adopted after a crash), else a new one.
-async fn job_for(stage: &PlanStage, attempt: &Attempt, script: &str) -> crate::Result<i64> {
+/// The id of the attempt's job, and whether it was adopted: after a crash
+/// cut the previous attempt short, the job that attempt left (still live,
+/// or finished while no driver watched), unless it ended dead; else a new
+/// one. A failed or rerun attempt never hands its job on.
+async fn job_for(
+    stage: &PlanStage,
+    attempt: &Attempt,
+    substituted: baton_executor::shell::Substituted,
+) -> crate::Result<(i64, bool)> {
     let store = &attempt.store;
-    for earlier in (1..attempt.attempt).rev() {
-        let key = key_for(attempt, earlier);
-        if let Some(job) = store.job_by_key(&key).await? {
+    let earlier = (1..attempt.attempt).rev().filter(|_| attempt.adopt_job);
+    for number in earlier {
+        if let Some(job) = store.job_by_key(&key_for(attempt, number)).await? {
             if job.status != status::ERROR {
-                return Ok(job.id);
+                return Ok((job.id, true));
             }
             break;
         }
@@ -109,6 +132,7 @@ async fn job_for(stage: &PlanStage, attempt: &Attempt, script: &str) -> crate::R
     let env: BTreeMap<String, String> = stage::environment(stage, attempt)
         .into_iter()
         .filter(|(name, _)| name != RUN_MARKER)
+        .chain(substituted.env)
         .chain([(
             "BATON_IDEMPOTENCY_KEY".to_owned(),
             key_for(attempt, attempt.attempt),
@@ -117,7 +141,7 @@ async fn job_for(stage: &PlanStage, attempt: &Attempt, script: &str) -> crate::R
     let job = ScriptJob {
         kind: kind::WORKFLOW_STAGE,
         payload: ScriptPayload {
-            script: stage::substitute_script(script, attempt),
+            script: substituted.script,
             cwd: Some(attempt.workspace.to_string_lossy().into_owned()),
             env,
             timeout_secs: Some(attempt.limits.wall.as_secs().max(1)),
@@ -129,7 +153,7 @@ async fn job_for(stage: &PlanStage, attempt: &Attempt, script: &str) -> crate::R
         ..ScriptJob::shell(String::new())
     };
     let enqueued = queue::enqueue_script(store, &[job]).await?;
-    Ok(enqueued.first().map_or(0, |job| job.id))
+    Ok((enqueued.first().map_or(0, |job| job.id), false))
 }
 
 /// The idempotency key of attempt `number` of this stage or unit.

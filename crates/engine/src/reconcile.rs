@@ -54,6 +54,8 @@ pub(crate) async fn recorded(
     forget_unrecorded_logs(plan, &stages, &units, workspace_dir);
     let attempts = store.attempts(run_id).await?;
     let artifacts = store.artifacts(run_id).await?;
+    // A gate edit a crash cut short is completed before outputs are judged.
+    crate::gate::edit::finish_interrupted(workspace_dir, &artifacts);
     let mut transitions = Vec::new();
     for attempt in attempts
         .iter()

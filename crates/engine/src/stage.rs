@@ -73,6 +73,9 @@ pub(crate) struct Attempt {
     pub(crate) contain_helper: Option<PathBuf>,
     /// The run's slots of agent profiles with `max_concurrent`.
     pub(crate) slots: Arc<Slots>,
+    /// The previous attempt was cut short by a crash: a queue job it left
+    /// is this attempt's (see `queued.rs`).
+    pub(crate) adopt_job: bool,
     /// The unit of the stage this attempt runs (a fan-out child, a
     /// validator), or `None` for the stage itself.
     pub(crate) unit: Option<String>,
@@ -924,7 +927,7 @@ fn command(
         .filter(|_| spec.executor == Executor::Inline)
     {
         Some(script) => Ok(Launch::Process {
-            spec: Box::new(shell_command(base, &script.value, attempt)),
+            spec: Box::new(shell_command(base, &script.value, attempt)?),
             success_codes: vec![0],
             meter: None,
             own_files: Vec::new(),
@@ -934,17 +937,26 @@ fn command(
     }
 }
 
-fn shell_command(mut base: ProcessSpec, script: &str, attempt: &Attempt) -> ProcessSpec {
-    let script = substitute_script(script, attempt);
-    let (program, args) = baton_executor::shell::command_for_script(&script);
+fn shell_command(
+    mut base: ProcessSpec,
+    script: &str,
+    attempt: &Attempt,
+) -> Result<ProcessSpec, String> {
+    let substituted = substitute_script(script, attempt)?;
+    let (program, args) = baton_executor::shell::command_for_script(&substituted.script);
     base.program = program;
     base.args = args;
-    base
+    base.env.extend(substituted.env);
+    Ok(base)
 }
 
 /// The script with `{workspace}` and every parameter (and fan-out item
-/// value) substituted, shell-quoted.
-pub(crate) fn substitute_script(script: &str, attempt: &Attempt) -> String {
+/// value) moved into variables it refers to, or why a value cannot go
+/// where the script puts it.
+pub(crate) fn substitute_script(
+    script: &str,
+    attempt: &Attempt,
+) -> Result<baton_executor::shell::Substituted, String> {
     let workspace_text = attempt.workspace.to_string_lossy().into_owned();
     let lookup = |name: &str| {
         if name == "workspace" {
@@ -954,6 +966,7 @@ pub(crate) fn substitute_script(script: &str, attempt: &Attempt) -> String {
         }
     };
     baton_executor::shell::substitute(script, lookup)
+        .map_err(|error| format!("cannot run the script: {error}"))
 }
 
 /// An agent stage (or an inline stage without a script): the role's profile

@@ -54,11 +54,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .unwrap_or_default();
     let temporary = parent.join(format!(".{name}.{}.tmp", std::process::id()));
     {
-        let mut file = std::fs::File::create(&temporary)?;
+        let mut file = create_new(&temporary)?;
         file.write_all(bytes)?;
         file.sync_all()?;
     }
     std::fs::rename(&temporary, path)
+}
+
+/// Creates `path` afresh: whatever was there (a stale temporary, or a
+/// symlink an agent planted to redirect baton's write) is removed, not
+/// followed.
+fn create_new(path: &Path) -> std::io::Result<std::fs::File> {
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
+        _ => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
 }
 
 /// Writes a file atomically but without forcing it to disk: for mirrors of
@@ -79,7 +93,7 @@ pub fn write_replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temporary = parent.join(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&temporary, bytes)?;
+    create_new(&temporary)?.write_all(bytes)?;
     std::fs::rename(&temporary, path)
 }
 

@@ -199,7 +199,15 @@ async fn open_log(path: &std::path::Path) -> std::io::Result<tokio::fs::File> {
     {
         tokio::fs::create_dir_all(parent).await?;
     }
-    tokio::fs::File::create(path).await
+    // A symlink planted where the log goes (by an earlier stage's agent,
+    // which may write its workspace) must not redirect baton's writes.
+    tokio::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .await
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! transaction takes its lock, the migrations, SQLite's busy retry on
 //! connect — the code is per backend.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
@@ -42,6 +42,9 @@ pub(crate) enum Inner {
         /// Whether this process has checkpointed the write-ahead log yet
         /// (see [`Store::checkpoint_once`]); shared by every clone.
         checkpointed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        /// The file opened, and its device and inode then: a file deleted
+        /// or replaced under a running driver would swallow its commits.
+        identity: std::sync::Arc<(PathBuf, Option<(u64, u64)>)>,
     },
     Postgres(PgPool),
 }
@@ -224,6 +227,7 @@ impl Store {
                 read,
                 write,
                 checkpointed: std::sync::Arc::default(),
+                identity: std::sync::Arc::new((path.to_path_buf(), file_identity(path))),
             },
         })
     }
@@ -688,6 +692,24 @@ impl Store {
         })
     }
 
+    /// Whether someone asked to cancel the run (a cheap read the driver
+    /// makes often, so a cancel takes effect within a fraction of a second).
+    ///
+    /// # Errors
+    ///
+    /// The read fails.
+    pub async fn cancel_requested(&self, run_id: &str) -> Result<bool> {
+        on_pool!(self, |pool| {
+            let requested: Option<i64> =
+                sqlx::query_scalar("SELECT cancel_requested FROM runs WHERE run_id = $1")
+                    .bind(run_id)
+                    .fetch_optional(pool)
+                    .await
+                    .map_err(query_error("read the cancel request"))?;
+            Ok(requested.unwrap_or(0) != 0)
+        })
+    }
+
     /// Asks whoever drives the run to cancel it.
     ///
     /// # Errors
@@ -722,6 +744,23 @@ impl Store {
         self.commit(lease, transitions, false).await
     }
 
+    /// Refuses to go on when the SQLite file opened is no longer the one at
+    /// its path (deleted, or replaced by another): SQLite would keep writing
+    /// to the unlinked file, and the run would report a success nobody can
+    /// see. One `stat` per commit.
+    fn still_there(&self) -> Result<()> {
+        let Inner::Sqlite { identity, .. } = &self.inner else {
+            return Ok(());
+        };
+        let (path, opened) = identity.as_ref();
+        if opened.is_some() && file_identity(path) != *opened {
+            return Err(Error::Gone {
+                location: path.display().to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// [`Store::apply`] for a drive's last transitions, giving the lease up
     /// in the same transaction ([`Store::release`] would be a commit of its
     /// own at the end of every run).
@@ -737,6 +776,7 @@ impl Store {
         if transitions.is_empty() && !release {
             return Ok(());
         }
+        self.still_there()?;
         let run_id = lease.run_id.as_str();
         // The fence: the write lock SQLite's `BEGIN IMMEDIATE` already holds,
         // or a row lock on PostgreSQL, keeps the epoch from changing before
@@ -876,7 +916,9 @@ macro_rules! apply_one {
             }
             Transition::RunStatus { status, at, error } => {
                 let terminal = matches!(status.as_str(), "success" | "failed" | "cancelled" | "rejected");
-                sqlx::query("UPDATE runs SET status = $1, error = $2, finished_at = $3 WHERE run_id = $4")
+                // A run driven again (a resume after a cancel) forgets the
+                // cancel it ended with.
+                sqlx::query("UPDATE runs SET status = $1, error = $2, finished_at = $3, cancel_requested = CASE WHEN $1 = 'running' THEN 0 ELSE cancel_requested END WHERE run_id = $4")
                     .bind(status).bind(error).bind(if terminal { Some(*at) } else { None }).bind($run_id)
                     .execute(&mut *$tx).await.map_err(query_error("set the run status"))?;
                 log_event!($events, *at, "run_status", format!("{{\"status\":{}}}", json_string(status)));
@@ -1114,6 +1156,14 @@ fn redact(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
+}
+
+/// The device and inode of the file at `path`, if there is one.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .ok()
+        .map(|metadata| (metadata.dev(), metadata.ino()))
 }
 
 #[cfg(test)]

@@ -54,6 +54,15 @@ pub enum Error {
         #[source]
         source: sqlx::Error,
     },
+    /// The SQLite file this store opened was deleted or replaced since:
+    /// what is written now would be lost.
+    #[error(
+        "the store at {location} was deleted or replaced while baton used it; nothing more is recorded there (check what removed it, then `baton resume` the run from a store that has it)"
+    )]
+    Gone {
+        /// The file.
+        location: String,
+    },
     /// A query failed.
     #[error("store query failed: {what}")]
     Query {

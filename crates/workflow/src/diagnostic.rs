@@ -13,6 +13,13 @@ use miette::{LabeledSpan, MietteSpanContents, SourceCode, SourceSpan, SpanConten
 
 use crate::node::Span;
 
+/// The most characters of a line a snippet quotes: a file's lines can be
+/// of any length, and an error must not carry a file's content along.
+pub const MAX_SNIPPET_CHARS: usize = 200;
+
+/// How many characters a long line's snippet shows before the place.
+const SNIPPET_LEAD_CHARS: usize = 40;
+
 /// A workflow or fragment file's text, named as the user gave it.
 #[derive(Debug)]
 pub struct SourceFile {
@@ -25,6 +32,8 @@ pub struct SourceFile {
     /// shown: finding a span's line from the start of the file made showing
     /// N diagnostics take time quadratic in N.
     line_starts: OnceLock<Vec<usize>>,
+    /// The text as snippets show it (see [`shown`]), made on first use.
+    shown: OnceLock<String>,
 }
 
 impl SourceFile {
@@ -34,28 +43,68 @@ impl SourceFile {
             path: path.into(),
             text: text.into(),
             line_starts: OnceLock::new(),
+            shown: OnceLock::new(),
         })
     }
 
-    /// A zero-based line and where it starts: `lines_before` lines and one
-    /// more above the line holding byte `offset` (fewer at the top). The
-    /// extra line keeps a span off the start of the text miette reads,
-    /// where it treats an empty span differently. Line breaks are miette's:
-    /// `\n`, `\r\n` and a lone `\r`.
-    fn line_start(&self, offset: usize, lines_before: usize) -> (usize, usize) {
-        let starts = self.line_starts.get_or_init(|| line_starts(&self.text));
-        let line = starts.partition_point(|start| *start <= offset) - 1;
-        let line = line.saturating_sub(lines_before.saturating_add(1));
-        (line, starts[line])
+    /// The byte range a snippet of the place at `offset` quotes: its line,
+    /// or at most [`MAX_SNIPPET_CHARS`] of it around the place.
+    pub fn snippet_range(&self, offset: usize) -> std::ops::Range<usize> {
+        let text = self.text.as_str();
+        let offset = floor_char_boundary(text, offset.min(text.len()));
+        let line_start = text[..offset].rfind('\n').map_or(0, |at| at + 1);
+        let line_end = text[offset..]
+            .find('\n')
+            .map_or(text.len(), |at| offset + at);
+        let line = &text[line_start..line_end];
+        if line.chars().count() <= MAX_SNIPPET_CHARS {
+            return line_start..line_end;
+        }
+        let before = text[line_start..offset].chars().count();
+        let skip = before.saturating_sub(SNIPPET_LEAD_CHARS);
+        let start = nth_char(line, skip);
+        let end = start + nth_char(&line[start..], MAX_SNIPPET_CHARS);
+        line_start + start..line_start + end
     }
 }
 
+/// The byte offset of the `n`th character of `text`, or its length.
+fn nth_char(text: &str, n: usize) -> usize {
+    text.char_indices().nth(n).map_or(text.len(), |(at, _)| at)
+}
+
+fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// `text` with every control character but tab and line breaks replaced,
+/// byte for byte, by `?`: a terminal shows the snippet instead of obeying
+/// it, and every offset into the text still holds.
+fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let line_break = c == '\n' || (c == '\r' && chars.peek() == Some(&'\n'));
+        if c.is_control() && c != '\t' && !line_break {
+            out.extend(std::iter::repeat_n('?', c.len_utf8()));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Byte offsets where lines start (after each `\n`, as snippets count), found
+/// once per file: counting lines from the start of the file for every
+/// diagnostic made showing N of them take time quadratic in N.
 fn line_starts(text: &str) -> Vec<usize> {
     let bytes = text.as_bytes();
     let mut starts = vec![0];
     for (index, byte) in bytes.iter().enumerate() {
-        let ends_line = *byte == b'\n' || (*byte == b'\r' && bytes.get(index + 1) != Some(&b'\n'));
-        if ends_line {
+        if *byte == b'\n' {
             starts.push(index + 1);
         }
     }
@@ -63,31 +112,35 @@ fn line_starts(text: &str) -> Vec<usize> {
 }
 
 impl SourceCode for SourceFile {
+    /// Only the place's line is quoted, whatever context is asked for, and
+    /// at most [`MAX_SNIPPET_CHARS`] of it. Without context (how miette
+    /// asks for the line and column it names) it starts at the place.
     fn read_span<'a>(
         &'a self,
         span: &SourceSpan,
         context_lines_before: usize,
         context_lines_after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, miette::MietteError> {
-        // miette scans from the start of the text it is given, so it is
-        // given the text from the first context line on, and its answer is
-        // moved back to the whole file's offsets and lines.
         if span.offset() > self.text.len() {
-            // miette panics on a span that starts past the end.
             return Err(miette::MietteError::OutOfBounds);
         }
-        let (line, start) = self.line_start(span.offset(), context_lines_before);
-        let local = SourceSpan::new((span.offset() - start).into(), span.len());
-        let contents =
-            self.text[start..].read_span(&local, context_lines_before, context_lines_after)?;
-        let found = contents.span();
+        let shown = self.shown.get_or_init(|| shown(&self.text));
+        let mut range = self.snippet_range(span.offset());
+        if context_lines_before == 0 && context_lines_after == 0 {
+            range.start =
+                floor_char_boundary(&self.text, span.offset()).clamp(range.start, range.end);
+        }
+        let starts = self.line_starts.get_or_init(|| line_starts(&self.text));
+        let line = starts.partition_point(|start| *start <= range.start) - 1;
+        let line_start = starts[line];
+        let column = self.text[line_start..range.start].chars().count();
         Ok(Box::new(MietteSpanContents::new_named(
             self.path.clone(),
-            contents.data(),
-            SourceSpan::new((found.offset() + start).into(), found.len()),
-            contents.line() + line,
-            contents.column(),
-            contents.line_count() + line,
+            &shown.as_bytes()[range.clone()],
+            (range.start, range.len()).into(),
+            line,
+            column,
+            1,
         )))
     }
 }
@@ -260,9 +313,10 @@ impl miette::Diagnostic for Diagnostic {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let location = self.location.as_ref()?;
-        let text_len = location.file.text.len();
-        let offset = location.span.offset.min(text_len);
-        let len = location.span.len.min(text_len - offset);
+        // The label ends with the snippet, which holds one line at most.
+        let shown = location.file.snippet_range(location.span.offset);
+        let offset = location.span.offset.clamp(shown.start, shown.end);
+        let len = location.span.len.min(shown.end - offset);
         let label = LabeledSpan::new(self.label.clone(), offset, len);
         Some(Box::new(std::iter::once(label)))
     }
@@ -327,20 +381,19 @@ mod tests {
     }
 
     #[test]
-    fn snippets_match_miettes_reading_of_the_whole_text() {
-        let text = "name: x\r\nstages:\n  - a: é\r  - b\n\n\nlast line\r\n";
+    fn snippet_lines_and_columns_match_a_count_from_the_start() {
+        use miette::SourceCode;
+        let text = "name: x\nstages:\n  - a: é\n  - b\n\n\nlast line\n";
         let file = SourceFile::new("w.yaml", text);
-        for offset in 0..=text.len() {
-            for len in [0, 1, 3, 12] {
-                for (before, after) in [(0, 0), (1, 1), (2, 0), (0, 3), (5, 5)] {
-                    let span = SourceSpan::new(offset.into(), len);
-                    assert_eq!(
-                        shown(&*file, span, before, after),
-                        shown(&text, span, before, after),
-                        "offset {offset}, length {len}, context {before}/{after}"
-                    );
-                }
-            }
+        for offset in (0..=text.len()).filter(|offset| text.is_char_boundary(*offset)) {
+            let contents = file
+                .read_span(&SourceSpan::new(offset.into(), 0), 1, 1)
+                .expect("in bounds");
+            let line = text[..offset].matches('\n').count();
+            assert_eq!(contents.line(), line, "offset {offset}");
+            let start = text[..offset].rfind('\n').map_or(0, |at| at + 1);
+            let column = text[start..contents.span().offset()].chars().count();
+            assert_eq!(contents.column(), column, "offset {offset}");
         }
     }
 
@@ -351,6 +404,71 @@ mod tests {
         assert_eq!(
             shown(&*file, span, 1, 1),
             "The given offset is outside the bounds of its Source"
+        );
+    }
+}
+
+#[cfg(test)]
+mod snippet_tests {
+    use miette::SourceCode;
+
+    use super::*;
+
+    fn snippet(file: &SourceFile, offset: usize, context: usize) -> (String, usize, usize) {
+        let contents = file
+            .read_span(&(offset, 1).into(), context, context)
+            .expect("in bounds");
+        let data = String::from_utf8(contents.data().to_vec()).expect("UTF-8");
+        (data, contents.line(), contents.column())
+    }
+
+    #[test]
+    fn a_snippet_quotes_the_line_of_the_place_only() {
+        let file = SourceFile::new("f.yaml", "secret: one\nbad line\nsecret: two\n");
+        let (data, line, column) = snippet(&file, 14, 3);
+        assert_eq!((data.as_str(), line, column), ("bad line", 1, 0));
+        let (data, line, column) = snippet(&file, 14, 0);
+        assert_eq!((data.as_str(), line, column), ("d line", 1, 2));
+    }
+
+    #[test]
+    fn a_long_line_is_quoted_around_the_place_and_no_further() {
+        let line = format!("{}HERE{}", "a".repeat(5_000), "b".repeat(5_000));
+        let file = SourceFile::new("f.yaml", format!("k: v\n{line}\n"));
+        let (data, line, column) = snippet(&file, 5 + 5_000, 1);
+        assert_eq!(data.chars().count(), MAX_SNIPPET_CHARS);
+        assert!(data.contains("HERE"), "{data}");
+        assert_eq!((line, column), (1, 5_000 - SNIPPET_LEAD_CHARS));
+        let (data, _, column) = snippet(&file, 5 + 5_000, 0);
+        assert!(data.starts_with("HERE"), "{data}");
+        assert_eq!(column, 5_000);
+    }
+
+    #[test]
+    fn a_snippet_shows_control_characters_instead_of_sending_them() {
+        let file = SourceFile::new("f.yaml", "a: \u{1b}]0;x\u{7}\u{9b}2K\rb\r\n");
+        let (data, _, _) = snippet(&file, 0, 1);
+        assert_eq!(data, "a: ?]0;x???2K?b\r");
+    }
+
+    #[test]
+    fn a_label_ends_with_its_snippet() {
+        let file = SourceFile::new("f.yaml", format!("k: {}\nnext\n", "v".repeat(1_000)));
+        let diagnostic = Diagnostic::error("t", "t").at(
+            &file,
+            Span {
+                offset: 0,
+                len: 2_000,
+                line: 1,
+                column: 1,
+            },
+        );
+        let labels: Vec<_> = miette::Diagnostic::labels(&diagnostic)
+            .expect("labels")
+            .collect();
+        assert_eq!(
+            (labels[0].offset(), labels[0].len()),
+            (0, MAX_SNIPPET_CHARS)
         );
     }
 }

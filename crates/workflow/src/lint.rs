@@ -16,7 +16,7 @@ use std::collections::HashSet;
 
 use crate::compile::{self, Layout};
 use crate::diagnostic::{Diagnostic, GLOBAL};
-use crate::load::{self, Document, is_workspace_relative};
+use crate::load::{self, Document};
 use crate::loader::{Loader, read_source};
 use crate::schema::{Access, Executor, FanOutMode, Stage, Workflow};
 use crate::template;
@@ -173,7 +173,7 @@ fn rules(loaded: &Loaded, report: &mut Report) {
         undeclared_variables(workflow, stage, report);
         queue_fan_out_script(stage, report);
         unquoted_script_placeholders(workflow, stage, report);
-        writes_inside_workspace(stage, report);
+        evaluated_placeholders(workflow, stage, report);
         read_only_editing_tools(stage, report);
         inline_without_script(stage, report);
     }
@@ -309,6 +309,101 @@ fn unquoted_script_placeholders(workflow: &Workflow, stage: &Stage, report: &mut
     }
 }
 
+/// Placeholders where bash evaluates what they hold: arithmetic (the value
+/// must be an integer, or the stage fails before bash starts) and `eval`,
+/// `bash -c`, `sh -c`, `source` (the value runs as code, whatever quoting).
+fn evaluated_placeholders(workflow: &Workflow, stage: &Stage, report: &mut Report) {
+    let fan_out_key = stage.fan_out.as_ref().map(|fan_out| fan_out.key.as_str());
+    let scripts = [
+        ("script", stage.script.as_ref()),
+        (
+            "fan_out.script",
+            stage
+                .fan_out
+                .as_ref()
+                .and_then(|fan_out| fan_out.script.as_ref()),
+        ),
+    ];
+    for (field, script) in scripts {
+        let Some(script) = script else { continue };
+        for line in script.value.lines() {
+            for name in placeholders_in(line) {
+                if Some(name) != fan_out_key && !workflow.trigger.params.contains_key(name) {
+                    continue;
+                }
+                let (code, message, help) = if evaluates_code(line) {
+                    (
+                        "lint::placeholder-in-eval",
+                        format!("'{{{name}}}' is substituted where the shell runs text as code"),
+                        "its value runs as a command, however it is quoted: pass data, not code (e.g. as an argument to a script)",
+                    )
+                } else if is_arithmetic(line, name) {
+                    (
+                        "lint::placeholder-in-arithmetic",
+                        format!("'{{{name}}}' is substituted where bash evaluates arithmetic"),
+                        "bash would evaluate any expression in the value, so it must be an integer: any other value fails the stage before bash starts",
+                    )
+                } else {
+                    continue;
+                };
+                report.warnings.push(
+                    Diagnostic::warning(code, message)
+                        .at(&stage.file, script.span)
+                        .for_field(&stage.name.value, field)
+                        .with_help(help),
+                );
+            }
+        }
+    }
+}
+
+/// The `{name}`s in a line of script.
+fn placeholders_in(line: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = line;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) if is_identifier(&after[..close]) => {
+                found.push(&after[..close]);
+                rest = &after[close + 1..];
+            }
+            _ => rest = after,
+        }
+    }
+    found
+}
+
+/// A line whose command runs text as code.
+fn evaluates_code(line: &str) -> bool {
+    line.split([';', '&', '|', '(', '`']).any(|command| {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        match words.as_slice() {
+            ["eval", ..] | ["source", ..] | [".", ..] => true,
+            [shell, "-c", ..] => matches!(*shell, "bash" | "sh" | "zsh" | "dash"),
+            _ => false,
+        }
+    })
+}
+
+/// Whether `{name}` sits in arithmetic on this line.
+fn is_arithmetic(line: &str, name: &str) -> bool {
+    let placeholder = format!("{{{name}}}");
+    let Some(at) = line.find(&placeholder) else {
+        return false;
+    };
+    let before = &line[..at];
+    let opened = before.matches("((").count() > before.matches("))").count();
+    let subscript = before.ends_with('[')
+        && before[..before.len() - 1].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+    let first = line.split_whitespace().next().unwrap_or_default();
+    let numeric_test = line.contains("[[")
+        && ["-eq", "-ne", "-lt", "-le", "-gt", "-ge"]
+            .iter()
+            .any(|operator| line.split_whitespace().any(|word| word == *operator));
+    opened || subscript || first == "let" || numeric_test
+}
+
 /// Placeholders outside single and double quotes, in the shell's sense.
 fn unquoted_placeholders(script: &str) -> Vec<&str> {
     #[derive(PartialEq)]
@@ -340,28 +435,6 @@ fn unquoted_placeholders(script: &str) -> Vec<&str> {
         position += 1;
     }
     found
-}
-
-fn writes_inside_workspace(stage: &Stage, report: &mut Report) {
-    for path in &stage.writes_to {
-        if !is_workspace_relative(&path.value) {
-            report.errors.push(
-                Diagnostic::error(
-                    "lint::writes-outside-workspace",
-                    format!(
-                        "stage '{}' writes_to '{}', which is outside the workspace",
-                        stage.name.value, path.value
-                    ),
-                )
-                .at(&stage.file, path.span)
-                .for_field(&stage.name.value, "writes_to")
-                .with_label("absolute, empty, or leaves the workspace with '..'")
-                .with_help(
-                    "writes_to paths are relative to the run's workspace, e.g. `outputs/report.md`",
-                ),
-            );
-        }
-    }
 }
 
 /// `Write` is not on the list: read-only stages still write their own
@@ -490,5 +563,33 @@ mod tests {
             vec!["domain"]
         );
         assert_eq!(unquoted_placeholders("echo \"a {b}\" {c}"), vec!["c"]);
+    }
+
+    #[test]
+    fn finds_placeholders_that_bash_evaluates() {
+        let yaml = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual, params: {n: {type: string}, c: {type: string}, s: {type: string}}}\nstages:\n  - name: a\n    kind: execute\n    description: d\n    executor: inline\n    script: |\n      echo $(( {n} + 1 ))\n      eval \"{c}\"\n      echo \"{s}\"\n";
+        let loader = crate::MemoryLoader::new().with("w.yaml", yaml);
+        let report = lint("w.yaml", &loader, &Default::default(), false);
+        let codes: Vec<(&str, &str)> = report
+            .warnings
+            .iter()
+            .filter(|warning| warning.code.starts_with("lint::placeholder-in"))
+            .map(|warning| (warning.code, warning.message.as_str()))
+            .collect();
+        assert_eq!(
+            codes,
+            vec![
+                (
+                    "lint::placeholder-in-arithmetic",
+                    "'{n}' is substituted where bash evaluates arithmetic"
+                ),
+                (
+                    "lint::placeholder-in-eval",
+                    "'{c}' is substituted where the shell runs text as code"
+                ),
+            ],
+            "{:?}",
+            report.warnings
+        );
     }
 }

@@ -13,16 +13,32 @@ use std::sync::Arc;
 use crate::diagnostic::{Diagnostic, SourceFile};
 use crate::load::MAX_FILE_BYTES;
 
+/// What a [`Loader`] returns, inside an [`io::Error`], for a path that is
+/// not a regular file (a FIFO, a device, a `/proc` file): such a file is
+/// never read, so that its content cannot end up quoted in an error.
+#[derive(Debug, thiserror::Error)]
+#[error("not a regular file")]
+pub struct NotRegularFile;
+
+impl NotRegularFile {
+    /// The error a loader returns.
+    pub fn error() -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidInput, NotRegularFile)
+    }
+}
+
 /// Reads workflow, fragment and template files.
 pub trait Loader {
     /// Reads a whole file; relative paths are relative to [`Loader::root`].
     ///
     /// # Errors
     ///
-    /// Any I/O error, or `FileTooLarge` when the file exceeds `limit` bytes.
+    /// Any I/O error, `FileTooLarge` when the file exceeds `limit` bytes, or
+    /// [`NotRegularFile::error`] when it is not a regular file.
     fn read(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>>;
 
-    /// Whether a regular file exists at the path.
+    /// Whether something other than a directory exists at the path (what
+    /// is not a regular file is then refused by [`Loader::read`]).
     fn exists(&self, path: &Path) -> bool;
 
     /// The directory relative paths start from (the current directory).
@@ -100,6 +116,11 @@ pub fn read_source(loader: &dyn Loader, path: &str) -> Result<Arc<SourceFile>, D
             format!("{path} is larger than {MAX_FILE_BYTES} bytes, the most baton reads for a workflow file"),
         )
         .with_help("split the workflow into fragments with `include`"),
+        _ if error.get_ref().is_some_and(|inner| inner.is::<NotRegularFile>()) => Diagnostic::error(
+            "file::not-regular",
+            format!("{path} is not a regular file"),
+        )
+        .with_help("workflows, fragments and templates must be regular files; baton does not read devices, pipes, or /proc, /sys and /dev files"),
         _ => Diagnostic::error("file::unreadable", format!("cannot read {path}: {error}")),
     })?;
     match String::from_utf8(bytes) {

@@ -13,6 +13,8 @@ mod events;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Budget, Options, Spanned};
 
+use crate::diagnostic::MAX_SNIPPET_CHARS;
+
 /// Where a node sits in its source text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Span {
@@ -399,6 +401,7 @@ fn clean_message(message: &str) -> String {
             .split(", set DuplicateKeyPolicy")
             .next()
             .unwrap_or(rest);
+        let key = bounded(key);
         return format!("duplicate key '{key}' (each key may appear once per mapping)");
     }
     if let Some(breach) = message.strip_prefix("budget breached: ") {
@@ -420,7 +423,16 @@ fn clean_message(message: &str) -> String {
             ),
         };
     }
-    message.to_owned()
+    bounded(message)
+}
+
+/// At most [`MAX_SNIPPET_CHARS`] characters of a message that may quote
+/// the file, like a snippet.
+fn bounded(text: &str) -> String {
+    match text.char_indices().nth(MAX_SNIPPET_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
 }
 
 /// The byte offset of a one-based line and (character) column.

@@ -1,6 +1,9 @@
 //! Checks on the whole, include-expanded stage list, in the reference
 //! engine's order: unique names, known references, no dependency cycle, and every
-//! `reads_from` entry a transitive `depends_on` ancestor.
+//! `reads_from` entry a transitive `depends_on` ancestor. Then baton's own:
+//! every name that becomes a path baton writes stays inside the run's
+//! workspace (stage names are file names of logs and prompts; `writes_to`
+//! paths are where outputs land).
 //!
 //! The steps run in that order; within the first step that finds problems,
 //! all of them are reported, in stage order, so the first one is the error
@@ -28,6 +31,7 @@ pub fn check(stages: &[Stage]) -> Result<Graph, Vec<Diagnostic>> {
     let dependencies = references(stages, &positions)?;
     no_cycle(stages, &dependencies)?;
     reads_are_ancestors(stages, &positions, &dependencies)?;
+    paths_stay_in_workspace(stages)?;
     Ok(Graph { dependencies })
 }
 
@@ -227,6 +231,54 @@ fn reads_are_ancestors(
                     .at(&stage.file, reference.span)
                     .for_field(&stage.name.value, "reads_from")
                     .with_label("not an ancestor of this stage"),
+                );
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Stage names without path separators or control characters, and
+/// `writes_to` paths relative to the workspace and never climbing out of it.
+fn paths_stay_in_workspace(stages: &[Stage]) -> Result<(), Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    for stage in stages {
+        let name = &stage.name.value;
+        if name.contains('/') || name.chars().any(char::is_control) {
+            errors.push(
+                Diagnostic::error(
+                    "graph::unsafe-name",
+                    format!(
+                        "stage name '{}' contains a path separator (/) or a control character",
+                        name.escape_debug()
+                    ),
+                )
+                .at(&stage.file, stage.name.span)
+                .for_field(name, "name")
+                .with_label("names become file names of the stage's logs and prompts")
+                .with_help("use letters, digits, '-', '_' and '.', e.g. `review-api`"),
+            );
+        }
+        for path in &stage.writes_to {
+            if !crate::load::is_workspace_relative(&path.value) {
+                errors.push(
+                    Diagnostic::error(
+                        "graph::writes-outside-workspace",
+                        format!(
+                            "stage '{name}' writes_to '{}', which is outside the workspace",
+                            path.value.escape_debug()
+                        ),
+                    )
+                    .at(&stage.file, path.span)
+                    .for_field(name, "writes_to")
+                    .with_label("absolute, empty, or leaves the workspace with '..'")
+                    .with_help(
+                        "writes_to paths are relative to the run's workspace, e.g. `outputs/report.md`",
+                    ),
                 );
             }
         }

@@ -126,17 +126,15 @@ fn claude_code(event: &str, stdin: &str) -> Result<Option<String>, String> {
 }
 
 async fn open(project: &Path) -> Result<baton_store::Store, String> {
-    let location = settings::store_location(project);
-    if !location.starts_with("postgres") {
+    let location = settings::store_location(project)?;
+    if let settings::StoreLocation::Sqlite(path) = &location
+        && let Some(parent) = path.parent()
+    {
         // A fresh project has no .baton yet; SQLite creates the file, not the folder.
-        if let Some(parent) = Path::new(&location).parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
-        }
+        std::fs::create_dir_all(parent)
+            .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
     }
-    baton_store::Store::open(&location)
-        .await
-        .map_err(|error| chain(&error))
+    location.open().await.map_err(|error| chain(&error))
 }
 
 /// `[governance] test_commands` from `baton.toml`, else the defaults.

@@ -28,8 +28,11 @@ pub(crate) fn block_on<T>(future: impl Future<Output = T>) -> T {
 
 /// Opens the store, or prints why not.
 pub(crate) async fn open_store() -> Result<Store, u8> {
-    let location = settings::store_location(&super::current_dir());
-    Store::open(&location).await.map_err(|error| {
+    let location = settings::store_location(&super::current_dir()).map_err(|why| {
+        output::stderr_line(&format!("error: {why}"));
+        exit_code::STORE_UNAVAILABLE
+    })?;
+    location.open().await.map_err(|error| {
         output::stderr_line(&format!("error: {}", chain(&error)));
         output::stderr_line("hint: check that the database file is writable, or that BATON_DATABASE_URL points at a running PostgreSQL");
         exit_code::STORE_UNAVAILABLE
@@ -60,7 +63,8 @@ pub(crate) fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
         baton_engine::Error::Store(
             baton_store::Error::Unavailable { .. }
             | baton_store::Error::Query { .. }
-            | baton_store::Error::TooNew { .. },
+            | baton_store::Error::TooNew { .. }
+            | baton_store::Error::Gone { .. },
         ) => {
             output::stderr_line(&format!("error: {}", chain(error)));
             exit_code::STORE_UNAVAILABLE

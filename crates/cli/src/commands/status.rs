@@ -86,6 +86,9 @@ pub(crate) fn status(args: &RunRef) -> u8 {
             .await
             .unwrap_or_default();
         let work = Work::read(&store, &args.run).await;
+        let gone = baton_engine::driver_gone(&store, &args.run)
+            .await
+            .unwrap_or(false);
         let costs = super::cost::Costs::read(&store, &args.run).await;
         let subruns = super::subruns::SubRuns::read(&store).await;
         let text = match args.format.format() {
@@ -108,6 +111,7 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                     "started_at": utc(run.created_at),
                     "finished_at": run.finished_at.map(utc),
                     "error": run.error,
+                    "driver_gone": gone,
                     "stages": stages.iter().map(|stage| {
                         let mut entry = json!({
                             "index": stage.index,
@@ -133,8 +137,16 @@ pub(crate) fn status(args: &RunRef) -> u8 {
             }
             Format::Table => {
                 let mut text = format!(
-                    "run: {}\nworkflow: {}\nstatus: {}\nworkspace: {}\n",
-                    run.run_id, run.workflow, run.status, run.workspace
+                    "run: {}\nworkflow: {}\nstatus: {}{}\nworkspace: {}\n",
+                    run.run_id,
+                    run.workflow,
+                    run.status,
+                    if gone {
+                        format!(" (driver gone — `baton resume {}`)", run.run_id)
+                    } else {
+                        String::new()
+                    },
+                    run.workspace
                 );
                 if let Some(error) = &run.error {
                     text.push_str(&format!("error: {error}\n"));
@@ -399,6 +411,13 @@ fn log_sources(
     sources
 }
 
+/// What to say of a run whose driver is gone.
+fn driver_gone_note(run_id: &str) -> String {
+    format!(
+        "run {run_id} is recorded as running, but no process drives it (its driver was stopped or crashed): `baton resume {run_id}` continues it"
+    )
+}
+
 /// Whether a run with this status has stopped (for now).
 fn ended(status: &str) -> bool {
     matches!(
@@ -495,6 +514,13 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
             }
             if !args.follow || ended(&run.status) {
                 return exit_code::SUCCESS;
+            }
+            if baton_engine::driver_gone(&store, &args.run)
+                .await
+                .unwrap_or(false)
+            {
+                output::stderr_line(&driver_gone_note(&args.run));
+                return exit_code::RUN_FAILED;
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         }

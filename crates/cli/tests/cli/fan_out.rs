@@ -771,3 +771,56 @@ fn kill_nine_during_a_fan_out_of_200_then_resume_on_postgres() {
         }
     }
 }
+
+/// Whether `value` holds a string containing `needle`, anywhere.
+fn holds(value: &Value, needle: &str) -> bool {
+    match value {
+        Value::String(text) => text.contains(needle),
+        Value::Array(items) => items.iter().any(|item| holds(item, needle)),
+        Value::Object(map) => map.values().any(|item| holds(item, needle)),
+        _ => false,
+    }
+}
+
+#[test]
+fn escape_sequences_in_keys_and_errors_never_reach_the_terminal_but_json_keeps_them() {
+    let project = Project::new();
+    let key = "\u{1b}[2K\rok \u{1b}]0;title\u{7}\u{9b}1A";
+    let items = json!({ "items": [{"id": key}] });
+    project.write("items.json", &items.to_string());
+    let fan = inline_fan(
+        "id",
+        "printf 'boom\\033[2K\\r\\033]0;pwned\\007\\n' >&2\nexit 1",
+        "",
+    );
+    project.write("wf.yaml", &format!("{HEADER}{SOURCE}{fan}"));
+    let run = project.baton(&["run", "wf.yaml"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    let id = run
+        .stdout
+        .split_whitespace()
+        .next()
+        .expect("run id")
+        .to_owned();
+    let texts = [
+        ("run stdout", run.stdout.clone()),
+        ("run stderr", run.stderr.clone()),
+        ("status", project.baton(&["status", &id]).stdout),
+        ("runs", project.baton(&["runs"]).stdout),
+        ("logs", project.baton(&["logs", &id]).stdout),
+    ];
+    for (what, text) in &texts {
+        assert!(
+            !text.contains(['\u{1b}', '\u{7}', '\r', '\u{9b}']),
+            "{what}: {text:?}"
+        );
+    }
+    assert!(texts[1].1.contains("FAILED"), "{:?}", texts[1].1);
+    assert!(texts[4].1.contains("boom"), "{:?}", texts[4].1);
+    let status = project.json(&["status", &id, "--format", "json"]);
+    assert!(holds(&status, key), "the exact key: {status}");
+    assert!(
+        holds(&status, "boom\u{1b}[2K\r\u{1b}]0;pwned\u{7}"),
+        "the exact error: {status}"
+    );
+}

@@ -580,3 +580,59 @@ fn racing_edits_lose_nothing() {
     assert_eq!(status["status"], "success");
     assert_eq!(status["stages"][0]["attempts"], 1);
 }
+
+/// `baton gate drop` killed at every point of its work (written, swapped
+/// in the store, renamed into place), then an approval and a resume: the
+/// gate stage does not run again, and what the person did survives — the
+/// dropped item stays dropped once the store took the edit, and the
+/// approval holds.
+#[test]
+fn a_crash_at_every_point_of_a_gate_edit_keeps_the_edit_and_the_approval() {
+    for (point, edited) in [
+        ("gate-edit:written", false),
+        ("gate-edit:swapped", true),
+        ("gate-edit:renamed", true),
+    ] {
+        let project = Project::new(&json_workflow());
+        let id = project.run_to_gate();
+        let crashed = baton_test_support::run_bounded_with(
+            Path::new(env!("CARGO_BIN_EXE_baton")),
+            project.path(),
+            &["gate", "drop", &id, "review", "2"],
+            &[("BATON_FAILPOINT".to_owned(), point.to_owned())],
+            Duration::from_secs(60),
+        );
+        assert_ne!(crashed.code, 0, "{point}: the edit was cut short");
+        let approved = project.baton(&["gate", "approve", &id, "review"]);
+        assert_eq!(approved.code, 0, "{point}: {}", approved.stderr);
+        let resumed = project.baton(&["resume", &id]);
+        assert_eq!(resumed.code, 0, "{point}: {}", resumed.stderr);
+        let status = project.json(&["status", &id, "--json"]);
+        assert_eq!(status["status"], "success", "{point}: {status}");
+        assert_eq!(
+            status["stages"][0]["attempts"], 1,
+            "{point}: the gate ran again"
+        );
+        let workspace = PathBuf::from(status["workspace"].as_str().expect("workspace"));
+        let final_list =
+            std::fs::read_to_string(workspace.join("outputs/final.json")).expect("final.json");
+        let expected = if edited {
+            ["a", "c"].as_slice()
+        } else {
+            ["a", "b", "c"].as_slice()
+        };
+        let ids: Vec<String> = serde_json::from_str::<Value>(&final_list).expect("json")["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|item| item["id"].as_str().expect("id").to_owned())
+            .collect();
+        assert_eq!(ids, expected, "{point}");
+        let leftovers = std::fs::read_dir(workspace.join("outputs"))
+            .expect("outputs")
+            .flatten()
+            .filter(|entry| entry.file_name().to_string_lossy().contains("gate-edit"))
+            .count();
+        assert_eq!(leftovers, 0, "{point}: a temporary was left");
+    }
+}

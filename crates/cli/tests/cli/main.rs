@@ -2,14 +2,17 @@
 
 #![allow(clippy::print_stderr, reason = "tests say on stderr why they skip")]
 
+mod cancel;
 mod compat;
 mod compat_runs;
 mod concurrency;
 mod crash;
 mod diagnostics;
 mod driver;
+mod driver_gone;
 mod examples;
 mod fan_out;
+mod file_content;
 mod gates;
 mod graph;
 mod hooks;
@@ -20,6 +23,7 @@ mod project;
 mod queue;
 mod queue_list;
 mod queue_postgres;
+mod queue_retry;
 mod read_only;
 mod readiness;
 mod real_agents;
@@ -28,10 +32,12 @@ mod sqlite_log;
 mod state;
 mod state_runs;
 mod store_lock;
+mod store_url;
 mod subworkflow;
 mod tasks;
 mod tasks_status;
 mod tasks_sub;
+mod traversal;
 mod usage;
 mod validation;
 mod worktree;

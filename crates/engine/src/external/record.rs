@@ -152,6 +152,7 @@ pub(super) async fn run_script(
         agents: None,
         contain_helper: None,
         slots: std::sync::Arc::default(),
+        adopt_job: false,
         unit: script.unit,
         env: script.env,
         defer_checks: script.defer_checks,

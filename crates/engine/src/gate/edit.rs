@@ -4,9 +4,13 @@
 //! renamed over the output. Of two racing edits one swaps and the other
 //! fails with the file untouched.
 //!
-//! A crash between the swap and the rename leaves a recorded hash that no
-//! file has: the next resume sees the output as changed and reruns the
-//! gate, which is safe.
+//! The person's edit is durable from the swap on: a crash between the swap
+//! and the rename leaves the recorded hash and a flushed temporary file
+//! that holds it, and [`finish_interrupted`] (run by every resume and every
+//! edit) renames it into place, so the gate is not run again and an
+//! approval given on the edit stays valid. A temporary whose hash was never
+//! recorded is an edit that did not happen, and is removed. Temporaries of
+//! a process that still runs are its edits in progress, and are left alone.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -74,6 +78,7 @@ pub async fn edit(store: &Store, run_id: &str, stage: &str, change: &GateEdit) -
         });
     }
     let workspace = Path::new(&run.workspace);
+    finish_interrupted(workspace, &store.artifacts(run_id).await?);
     let (path, kind, text) =
         editable(workspace, &gate.writes_to).ok_or_else(|| Error::NotEditable {
             stage: stage.to_owned(),
@@ -90,6 +95,7 @@ pub async fn edit(store: &Store, run_id: &str, stage: &str, change: &GateEdit) -
     })?;
     let target = workspace.join(&path);
     let temporary = write_temporary(&target, rewritten.as_bytes())?;
+    crate::failpoint::hit("gate-edit:written");
     let new_sha256 = sha256_hex(rewritten.as_bytes());
     let swap = ArtifactEdit {
         run_id: run_id.to_owned(),
@@ -111,22 +117,79 @@ pub async fn edit(store: &Store, run_id: &str, stage: &str, change: &GateEdit) -
         let _ = std::fs::remove_file(&temporary);
         return Err(Error::Changed { path });
     }
+    crate::failpoint::hit("gate-edit:swapped");
     std::fs::rename(&temporary, &target).map_err(|source| Error::Io {
         path: target.clone(),
         source,
     })?;
-    // The rename is durable once the directory is.
-    if let Some(parent) = target.parent()
-        && let Ok(directory) = std::fs::File::open(parent)
-    {
-        let _ = directory.sync_all();
-    }
+    crate::failpoint::hit("gate-edit:renamed");
+    sync_directory(&target);
     Ok(Edited {
         items: list::items(kind, &rewritten),
         path,
         kind,
         sha256: new_sha256,
     })
+}
+
+/// The rename is durable once the directory is.
+fn sync_directory(target: &Path) {
+    if let Some(parent) = target.parent()
+        && let Ok(directory) = std::fs::File::open(parent)
+    {
+        let _ = directory.sync_all();
+    }
+}
+
+/// Completes edits a crash interrupted: for each recorded output whose file
+/// does not hold the recorded hash, a gate-edit temporary beside it that
+/// does is renamed into place; temporaries no record names are removed.
+pub(crate) fn finish_interrupted(workspace: &Path, artifacts: &[baton_store::ArtifactRow]) {
+    for artifact in artifacts {
+        let target = workspace.join(&artifact.path);
+        let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
+            continue;
+        };
+        let prefix = format!(".{}.gate-edit.", name.to_string_lossy());
+        let Ok(entries) = std::fs::read_dir(parent) else {
+            continue;
+        };
+        // A temporary of a process still running is its edit in progress.
+        let temporaries: Vec<PathBuf> = entries
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| {
+                path.file_name().is_some_and(|file| {
+                    file.to_string_lossy()
+                        .strip_prefix(&prefix)
+                        .is_some_and(|rest| !writer_alive(rest))
+                })
+            })
+            .collect();
+        if temporaries.is_empty() {
+            continue;
+        }
+        let holds = |path: &Path| {
+            std::fs::read(path).is_ok_and(|bytes| sha256_hex(&bytes) == artifact.sha256)
+        };
+        let settled = holds(&target);
+        for temporary in temporaries {
+            if !settled && holds(&temporary) && std::fs::rename(&temporary, &target).is_ok() {
+                sync_directory(&target);
+            } else {
+                let _ = std::fs::remove_file(&temporary);
+            }
+        }
+    }
+}
+
+/// Whether the process named in a temporary's name (`PID.ENTROPY.tmp`,
+/// after the prefix) still runs.
+fn writer_alive(rest: &str) -> bool {
+    rest.split('.')
+        .next()
+        .and_then(|pid| pid.parse::<u32>().ok())
+        .is_some_and(|pid| crate::owner::start_time(pid).is_some())
 }
 
 /// Writes `bytes` to a new temporary file next to `target`, flushed to disk.

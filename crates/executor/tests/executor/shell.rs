@@ -92,10 +92,11 @@ fn quote_round_trips_through_bash() {
     clippy::disallowed_methods,
     reason = "the test checks what bash makes of the quoting"
 )]
-fn run_bash(script: &str, cwd: &Path) -> String {
+fn run_bash_with(script: &str, cwd: &Path, env: &[(String, String)]) -> String {
     let output = Command::new("bash")
         .args(["-c", script])
         .current_dir(cwd)
+        .envs(env.iter().map(|(name, value)| (name, value)))
         .output()
         .expect("bash runs");
     assert!(
@@ -106,27 +107,233 @@ fn run_bash(script: &str, cwd: &Path) -> String {
     String::from_utf8(output.stdout).expect("bash prints the UTF-8 it was given")
 }
 
-/// One bash invocation prints the value from every context, separated by
-/// NUL bytes (which a value cannot contain).
-///
-/// The last context's backticks are the script's own and unquoted: bash
-/// splits and globs what they print, as it would any command's output
-/// there. `set -f` turns the globbing off, so that a value such as `/*`,
-/// printed intact by the inner `printf`, is not compared as the list of
-/// `/`; no other expansion in the script is unquoted.
-const CONTEXTS: &str = concat!(
-    "set -f\n",
-    "printf %s {v}; printf '\\0'\n",
-    "printf %s \"{v}\"; printf '\\0'\n",
-    "printf %s '{v}'; printf '\\0'\n",
-    "printf %s \"pre {v} post\"; printf '\\0'\n",
-    "printf %s 'pre {v} post'; printf '\\0'\n",
-    "printf %s \"$(printf %s {v})\"; printf '\\0'\n",
-    "printf %s $'{v}'; printf '\\0'\n",
-    "cat <<EOF\n{v}\nEOF\nprintf '\\0'\n",
-    "cat <<'EOF'\n{v}\nEOF\nprintf '\\0'\n",
-    "printf %s `printf %s {v}`; printf '\\0'\n",
-);
+fn run_bash(script: &str, cwd: &Path) -> String {
+    run_bash_with(script, cwd, &[])
+}
+
+/// The bash contexts a placeholder is tried in, each printing what it
+/// received (or only using it), with how to compare: the value exactly,
+/// with its trailing newlines trimmed (command substitution), with its
+/// blanks squeezed out (unquoted expansions split words), or not at all.
+/// Each line runs in one bash process, its outputs separated by NUL bytes.
+#[derive(Clone, Copy)]
+enum Expect {
+    Exact,
+    Trimmed,
+    Squeezed,
+    Wrapped,
+    Heredoc,
+    Nothing,
+}
+
+const CONTEXTS: &[(&str, &str, Expect)] = &[
+    ("bare", "printf %s {v}", Expect::Exact),
+    ("double quotes", "printf %s \"{v}\"", Expect::Exact),
+    ("single quotes", "printf %s '{v}'", Expect::Exact),
+    (
+        "inside double-quoted text",
+        "printf %s \"pre {v} post\"",
+        Expect::Wrapped,
+    ),
+    (
+        "inside single-quoted text",
+        "printf %s 'pre {v} post'",
+        Expect::Wrapped,
+    ),
+    (
+        "command substitution",
+        "printf %s \"$(printf %s {v})\"",
+        Expect::Trimmed,
+    ),
+    ("$'…'", "printf %s $'{v}'", Expect::Exact),
+    ("heredoc", "cat <<EOF\n{v}\nEOF", Expect::Heredoc),
+    ("quoted heredoc", "cat <<'EOF'\n{v}\nEOF", Expect::Heredoc),
+    ("backticks", "printf %s `printf %s {v}`", Expect::Squeezed),
+    (
+        "default in double quotes",
+        "printf %s \"${UNSET:-{v}}\"",
+        Expect::Exact,
+    ),
+    ("default bare", "printf %s ${UNSET:-{v}}", Expect::Squeezed),
+    (
+        "case arm in $(…)",
+        "printf %s \"$(case a in a) printf %s '{v}';; esac)\"",
+        Expect::Trimmed,
+    ),
+    (
+        "after $((…)) in $(…)",
+        "printf %s \"$(printf %s $((1+1)) >/dev/null; printf %s '{v}')\"",
+        Expect::Trimmed,
+    ),
+    (
+        "after (( … << … ))",
+        "(( y = 1 << 2 )); printf %s '{v}'",
+        Expect::Exact,
+    ),
+    (
+        "apostrophe in double quotes",
+        "printf %s \"it's {v}\"",
+        Expect::Nothing,
+    ),
+    (
+        "nested $(…)",
+        "printf %s \"$(printf %s \"$(printf %s {v})\")\"",
+        Expect::Trimmed,
+    ),
+    (
+        "function body",
+        "f() { printf %s \"{v}\"; }; f",
+        Expect::Exact,
+    ),
+    (
+        "if branch",
+        "if true; then printf %s {v}; fi",
+        Expect::Exact,
+    ),
+    ("pipeline", "printf %s {v} | cat", Expect::Exact),
+    ("subshell", "(printf %s '{v}')", Expect::Exact),
+    (
+        "for loop",
+        "for _ in 1; do printf %s \"{v}\"; done",
+        Expect::Exact,
+    ),
+    ("assignment", "x={v}; printf %s \"$x\"", Expect::Exact),
+    (
+        "array",
+        "arr=({v}); printf %s \"${arr[*]}\"",
+        Expect::Nothing,
+    ),
+    ("string test", "[[ {v} == x ]] || true", Expect::Nothing),
+    ("test builtin", "[ \"{v}\" = x ] || true", Expect::Nothing),
+    (
+        "redirection target",
+        "printf %s x > \"out-{v}\" 2>/dev/null || true",
+        Expect::Nothing,
+    ),
+];
+
+/// The script of every context, one after another.
+fn contexts_script() -> String {
+    let mut script = String::from("set -f\n");
+    for (_, context, _) in CONTEXTS {
+        script.push_str(context);
+        script.push_str("\nprintf '\\0'\n");
+    }
+    script
+}
+
+/// Runs every context with `value`; checks what each printed, and that no
+/// payload ran (a payload touches `canary`).
+fn check_contexts(value: &str) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let substituted = substitute(&contexts_script(), |name| (name == "v").then_some(value))
+        .map_err(TestCaseError::fail)?;
+    let printed = run_bash_with(&substituted.script, dir.path(), &substituted.env);
+    let fields: Vec<&str> = printed.split('\0').collect();
+    prop_assert_eq!(
+        fields.len(),
+        CONTEXTS.len() + 1,
+        "script:\n{}",
+        substituted.script
+    );
+    let squeeze = |text: &str| text.split_whitespace().collect::<String>();
+    for ((name, _, expect), printed) in CONTEXTS.iter().zip(&fields) {
+        match expect {
+            Expect::Exact => prop_assert_eq!(*printed, value, "{}", name),
+            Expect::Trimmed => prop_assert_eq!(*printed, value.trim_end_matches('\n'), "{}", name),
+            Expect::Squeezed => prop_assert_eq!(squeeze(printed), squeeze(value), "{}", name),
+            Expect::Wrapped => prop_assert_eq!(*printed, format!("pre {value} post"), "{}", name),
+            Expect::Heredoc if !value.split('\n').any(|line| line == "EOF") => {
+                prop_assert_eq!(*printed, format!("{value}\n"), "{}", name);
+            }
+            Expect::Heredoc | Expect::Nothing => {}
+        }
+    }
+    prop_assert!(
+        !dir.path().join("canary").exists(),
+        "a payload ran: {:?}",
+        value
+    );
+    Ok(())
+}
+
+/// Values built to break out of every context, and to run `touch canary`
+/// when they do.
+const HOSTILE: &[&str] = &[
+    "$(touch canary)",
+    "`touch canary`",
+    "'; touch canary; '",
+    "\"; touch canary; \"",
+    "'\"$(touch canary)\"'",
+    "\ntouch canary\n",
+    "a\nEOF\ntouch canary\n",
+    "x'; touch canary #",
+    "$((a[$(touch canary)]))",
+    "a[$(touch canary)]",
+    "${X:-$(touch canary)}",
+    "$'\\x27'; touch canary",
+    "\\'; touch canary; \\'",
+    "\\\"; touch canary; \\\"",
+    ")\"; touch canary; \"(",
+    "esac; touch canary; case x in x)",
+    "}; touch canary; {",
+    ")); touch canary; ((",
+    "]; touch canary; [",
+    "*",
+    "-n",
+    "--",
+    "$HOME",
+    "~",
+    "{v}",
+    "{{v}}",
+    "$(echo $(touch canary))",
+    "`echo \\`touch canary\\``",
+    "\t;touch\tcanary",
+    "é ü 😀 $(touch canary)",
+];
+
+#[test]
+fn hostile_values_never_run_in_any_context() {
+    for value in HOSTILE {
+        check_contexts(value).unwrap_or_else(|error| panic!("{value:?}: {error}"));
+    }
+    eprintln!(
+        "{} bash contexts × {} hostile values: no payload ran",
+        CONTEXTS.len(),
+        HOSTILE.len()
+    );
+}
+
+#[test]
+fn a_value_bash_would_evaluate_as_arithmetic_must_be_an_integer() {
+    for script in [
+        "echo $(( {v} ))",
+        "echo $(( \"{v}\" ))",
+        "(( x = {v} ))",
+        "let x={v}",
+        "[[ {v} -eq 1 ]]",
+        "echo ${a[{v}]}",
+        "a[{v}]=1",
+    ] {
+        for value in ["a[$(touch canary)]", "1+1", "x", ""] {
+            assert!(
+                substitute(script, |name| (name == "v").then_some(value)).is_err(),
+                "{script} with {value:?}"
+            );
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let substituted =
+            substitute(script, |name| (name == "v").then_some("-7")).expect("an integer");
+        let _ = run_bash_with(
+            &format!(
+                "a=(1 2 3 4 5 6 7 8); {} >/dev/null || true",
+                substituted.script
+            ),
+            dir.path(),
+            &substituted.env,
+        );
+    }
+}
 
 fn hostile_value() -> impl Strategy<Value = String> {
     let pieces = prop::collection::vec(
@@ -155,6 +362,10 @@ fn hostile_value() -> impl Strategy<Value = String> {
             Just("`touch canary`"),
             Just("-n"),
             Just("é"),
+            Just("esac"),
+            Just("))"),
+            Just("["),
+            Just("]"),
         ],
         0..16,
     )
@@ -166,29 +377,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn substituted_values_reach_printf_intact(value in hostile_value()) {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let script = substitute(CONTEXTS, |name| (name == "v").then_some(value.as_str()));
-        let printed = run_bash(&script, dir.path());
-        let fields: Vec<&str> = printed.split('\0').collect();
-        prop_assert_eq!(fields.len(), 11, "script:\n{}", script);
-        let ends_heredoc = value.split('\n').any(|line| line == "EOF");
-        let trimmed = value.trim_end_matches('\n');
-        prop_assert_eq!(fields[0], value.as_str(), "bare");
-        prop_assert_eq!(fields[1], value.as_str(), "double quotes");
-        prop_assert_eq!(fields[2], value.as_str(), "single quotes");
-        prop_assert_eq!(fields[3], format!("pre {value} post"), "inside double-quoted text");
-        prop_assert_eq!(fields[4], format!("pre {value} post"), "inside single-quoted text");
-        prop_assert_eq!(fields[5], trimmed, "command substitution in double quotes");
-        prop_assert_eq!(fields[6], value.as_str(), "$'…'");
-        if !ends_heredoc {
-            prop_assert_eq!(fields[7], format!("{value}\n"), "heredoc");
-            prop_assert_eq!(fields[8], format!("{value}\n"), "quoted heredoc");
-        }
-        // Unquoted backticks split words; printf %s joins them, so compare
-        // without whitespace.
-        let squeeze = |text: &str| text.split_whitespace().collect::<String>();
-        prop_assert_eq!(squeeze(fields[9]), squeeze(&value), "backticks");
-        prop_assert!(!dir.path().join("canary").exists(), "a payload ran");
+    fn substituted_values_reach_bash_intact(value in hostile_value()) {
+        check_contexts(&value)?;
     }
 }

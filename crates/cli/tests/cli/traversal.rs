@@ -1,0 +1,114 @@
+//! Names that become paths never lead baton's writes out of the run's
+//! workspace: stage names with separators, `writes_to` paths that climb
+//! out or are absolute, and symlinks planted where baton writes next.
+
+use std::path::Path;
+
+use crate::baton;
+
+const HEADER: &str = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n";
+
+fn inline(name: &str, script: &str, writes_to: &str) -> String {
+    format!(
+        "  - name: {name}\n    kind: execute\n    description: d\n    executor: inline\n    script: |\n      {script}\n    writes_to: {writes_to}\n"
+    )
+}
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                stack.push(path);
+            } else {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn names_and_outputs_that_leave_the_workspace_are_refused_with_their_place() {
+    let outside = tempfile::tempdir().expect("temp dir");
+    let project = outside.path().join("project");
+    std::fs::create_dir(&project).expect("project");
+    for (stage, line, column, message) in [
+        (
+            inline("'../../escaped'", "true", "[]"),
+            6,
+            11,
+            "stage name '../../escaped' contains a path separator",
+        ),
+        (
+            inline("\"a\\nb\"", "true", "[]"),
+            6,
+            11,
+            "or a control character",
+        ),
+        (
+            inline("climb", "echo x > ../../x.txt", "['../../x.txt']"),
+            12,
+            17,
+            "stage 'climb' writes_to '../../x.txt', which is outside the workspace",
+        ),
+        (
+            inline("absolute", "true", "['/tmp/baton-escape.txt']"),
+            12,
+            17,
+            "stage 'absolute' writes_to '/tmp/baton-escape.txt'",
+        ),
+    ] {
+        std::fs::write(project.join("wf.yaml"), format!("{HEADER}{stage}")).expect("write");
+        for command in [&["compile", "wf.yaml"][..], &["run", "wf.yaml"][..]] {
+            let run = baton(&project, command);
+            assert_eq!(run.code, 1, "{command:?}: {}", run.stderr);
+            assert!(run.stderr.contains(message), "{command:?}: {}", run.stderr);
+            assert!(
+                run.stderr.contains(&format!("wf.yaml:{line}:{column}")),
+                "{command:?} names the place: {}",
+                run.stderr
+            );
+        }
+    }
+    let written: Vec<String> = files(outside.path())
+        .into_iter()
+        .filter(|file| !file.ends_with("wf.yaml") && !file.contains("/.baton/"))
+        .collect();
+    assert_eq!(written, Vec::<String>::new(), "nothing written outside");
+    assert!(!Path::new("/tmp/baton-escape.txt").exists());
+}
+
+#[test]
+fn a_symlink_planted_where_baton_writes_a_log_is_not_followed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let victim = tempfile::tempdir().expect("temp dir");
+    let target = victim.path().join("victim.txt");
+    std::fs::write(&target, "untouched\n").expect("write");
+    // The first stage plants symlinks where the second stage's logs and
+    // the temporary file of its result will be written.
+    let plant = format!(
+        "mkdir -p logs/001-second && ln -s '{0}' logs/001-second/1.stdout && ln -s '{0}' logs/001-second/1.stderr",
+        target.display()
+    );
+    let workflow = [
+        inline("first", &plant, "[]"),
+        format!(
+            "{}    depends_on: [first]\n",
+            inline("second", "echo pwned; echo pwned >&2", "[]")
+        ),
+    ]
+    .concat();
+    std::fs::write(dir.path().join("wf.yaml"), format!("{HEADER}{workflow}")).expect("write");
+    let run = baton(dir.path(), &["run", "wf.yaml"]);
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("victim"),
+        "untouched\n",
+        "{}",
+        run.stderr
+    );
+}
