@@ -276,9 +276,9 @@ fn queue_fan_out_script(stage: &Stage, report: &mut Report) {
     }
 }
 
-fn unquoted_script_placeholders(workflow: &Workflow, stage: &Stage, report: &mut Report) {
-    let fan_out_key = stage.fan_out.as_ref().map(|fan_out| fan_out.key.as_str());
-    let scripts = [
+/// A stage's shell scripts, by field.
+fn scripts(stage: &Stage) -> [(&'static str, Option<&crate::schema::Spanned<String>>); 2] {
+    [
         ("script", stage.script.as_ref()),
         (
             "fan_out.script",
@@ -287,8 +287,12 @@ fn unquoted_script_placeholders(workflow: &Workflow, stage: &Stage, report: &mut
                 .as_ref()
                 .and_then(|fan_out| fan_out.script.as_ref()),
         ),
-    ];
-    for (field, script) in scripts {
+    ]
+}
+
+fn unquoted_script_placeholders(workflow: &Workflow, stage: &Stage, report: &mut Report) {
+    let fan_out_key = stage.fan_out.as_ref().map(|fan_out| fan_out.key.as_str());
+    for (field, script) in scripts(stage) {
         let Some(script) = script else { continue };
         for name in unquoted_placeholders(&script.value) {
             if Some(name) != fan_out_key && !workflow.trigger.params.contains_key(name) {
@@ -314,17 +318,7 @@ fn unquoted_script_placeholders(workflow: &Workflow, stage: &Stage, report: &mut
 /// `bash -c`, `sh -c`, `source` (the value runs as code, whatever quoting).
 fn evaluated_placeholders(workflow: &Workflow, stage: &Stage, report: &mut Report) {
     let fan_out_key = stage.fan_out.as_ref().map(|fan_out| fan_out.key.as_str());
-    let scripts = [
-        ("script", stage.script.as_ref()),
-        (
-            "fan_out.script",
-            stage
-                .fan_out
-                .as_ref()
-                .and_then(|fan_out| fan_out.script.as_ref()),
-        ),
-    ];
-    for (field, script) in scripts {
+    for (field, script) in scripts(stage) {
         let Some(script) = script else { continue };
         for line in script.value.lines() {
             for name in placeholders_in(line) {

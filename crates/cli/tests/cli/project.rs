@@ -135,3 +135,27 @@ pub(crate) fn wait_bounded(child: &mut Child, what: &str, limit: Duration) -> i3
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Makes `dir` a git repository with `files` committed (author `t`).
+pub(crate) fn git_repository(dir: &Path, files: &[(&str, &str)]) {
+    let git = |args: &[&str]| {
+        #[expect(clippy::disallowed_methods, reason = "tests set up a git repository")]
+        let status = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .stdout(Stdio::null())
+            .status()
+            .expect("git runs");
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).expect("write");
+    }
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "first commit"]);
+}

@@ -4,7 +4,7 @@
 //! The stand-in agent plays both.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -26,25 +26,10 @@ fn project() -> Option<tempfile::TempDir> {
         return None;
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let git = |args: &[&str]| {
-        #[expect(clippy::disallowed_methods, reason = "tests set up a git repository")]
-        let status = Command::new("git")
-            .args(args)
-            .current_dir(dir.path())
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .stdout(Stdio::null())
-            .status()
-            .expect("git runs");
-        assert!(status.success(), "git {args:?}");
-    };
-    git(&["init", "-q"]);
-    write(dir.path(), "hello.txt", "hello\n");
-    write(dir.path(), ".gitignore", "*.log\n.baton/\n");
-    git(&["add", "."]);
-    git(&["commit", "-q", "-m", "first commit"]);
+    crate::project::git_repository(
+        dir.path(),
+        &[("hello.txt", "hello\n"), (".gitignore", "*.log\n.baton/\n")],
+    );
     write(dir.path(), "debug.log", "ignored\n");
     let fake = baton_binary.with_file_name("baton-fake-agent");
     write(

@@ -18,25 +18,10 @@ struct Project {
 impl Project {
     fn new() -> Project {
         let dir = tempfile::tempdir().expect("temp dir");
-        let git = |args: &[&str]| {
-            #[expect(clippy::disallowed_methods, reason = "tests set up a git repository")]
-            let status = Command::new("git")
-                .args(args)
-                .current_dir(dir.path())
-                .env("GIT_AUTHOR_NAME", "t")
-                .env("GIT_AUTHOR_EMAIL", "t@example.com")
-                .env("GIT_COMMITTER_NAME", "t")
-                .env("GIT_COMMITTER_EMAIL", "t@example.com")
-                .stdout(Stdio::null())
-                .status()
-                .expect("git runs");
-            assert!(status.success(), "git {args:?}");
-        };
-        git(&["init", "-q"]);
-        std::fs::write(dir.path().join("hello.txt"), "hello\n").expect("write");
-        std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").expect("write");
-        git(&["add", "."]);
-        git(&["commit", "-q", "-m", "first commit"]);
+        crate::project::git_repository(
+            dir.path(),
+            &[("hello.txt", "hello\n"), ("main.rs", "fn main() {}\n")],
+        );
         Project { dir }
     }
 
