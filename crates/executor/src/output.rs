@@ -185,10 +185,19 @@ pub(crate) async fn drain(
             buffer = vec![0_u8; READ_BUFFER_BYTES];
         }
     }
-    if let Some(mut file) = log
-        && file.flush().await.is_err()
-    {
-        stats.truncated.store(true, Ordering::Relaxed);
+    if let Some(mut file) = log {
+        // A log that stops at the cap says so, in the file itself: a reader
+        // must not take its last line for the stream's.
+        let dropped = stats.bytes.load(Ordering::Relaxed).saturating_sub(written);
+        if dropped > 0 && !log_broken {
+            let mark = format!(
+                "\n[baton: this log stops at {written} bytes; {dropped} more were not kept]\n"
+            );
+            let _ = file.write_all(mark.as_bytes()).await;
+        }
+        if file.flush().await.is_err() {
+            stats.truncated.store(true, Ordering::Relaxed);
+        }
     }
 }
 

@@ -340,18 +340,16 @@ async fn a_gigabyte_flood_is_capped_counted_and_memory_bounded() {
     assert!(outcome.success(), "{outcome:?}");
     assert_eq!((outcome.stdout_bytes, outcome.stderr_bytes), (GIB, GIB));
     assert!(outcome.stdout_truncated && outcome.stderr_truncated);
-    assert_eq!(
-        std::fs::metadata(dir.path().join("logs/stdout.log"))
-            .unwrap()
-            .len(),
-        CAP
+    // The cap's worth of the stream, then a line that says the rest was cut.
+    let mark = format!(
+        "\n[baton: this log stops at {CAP} bytes; {} more were not kept]\n",
+        GIB - CAP
     );
-    assert_eq!(
-        std::fs::metadata(dir.path().join("logs/stderr.log"))
-            .unwrap()
-            .len(),
-        CAP
-    );
+    for log in ["logs/stdout.log", "logs/stderr.log"] {
+        let bytes = std::fs::read(dir.path().join(log)).unwrap();
+        assert_eq!(bytes.len() as u64, CAP + mark.len() as u64, "{log}");
+        assert!(bytes.ends_with(mark.as_bytes()), "{log}");
+    }
     assert_eq!(outcome.stderr_tail.len(), baton_executor::STDERR_TAIL_BYTES);
     let base = if reset { rss_before } else { peak_before };
     let growth = peak_after.saturating_sub(base);
