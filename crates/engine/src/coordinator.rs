@@ -140,7 +140,12 @@ pub async fn drive(
 ) -> Result<Outcome> {
     {
         let run = store.run(run_id).await?;
-        // A cancelled run is driven again: `resume` continues it.
+        // A cancelled run is driven again (`resume` continues it), without
+        // the request it ended with. (Only then: a request that arrives
+        // while a drive starts must stop it.)
+        if run.status == "cancelled" {
+            store.clear_cancel(run_id).await?;
+        }
         if matches!(run.status.as_str(), "success" | "rejected") {
             return Ok(Outcome {
                 run_id: run_id.to_owned(),

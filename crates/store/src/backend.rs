@@ -710,6 +710,23 @@ impl Store {
         })
     }
 
+    /// Forgets the cancel a run ended with, so that it can be driven
+    /// again (`baton resume` of a cancelled run).
+    ///
+    /// # Errors
+    ///
+    /// The write fails.
+    pub async fn clear_cancel(&self, run_id: &str) -> Result<()> {
+        on_writer!(self, |pool| {
+            sqlx::query("UPDATE runs SET cancel_requested = 0 WHERE run_id = $1")
+                .bind(run_id)
+                .execute(pool)
+                .await
+                .map_err(query_error("clear the cancel request"))?;
+            Ok(())
+        })
+    }
+
     /// Asks whoever drives the run to cancel it.
     ///
     /// # Errors
@@ -916,9 +933,7 @@ macro_rules! apply_one {
             }
             Transition::RunStatus { status, at, error } => {
                 let terminal = matches!(status.as_str(), "success" | "failed" | "cancelled" | "rejected");
-                // A run driven again (a resume after a cancel) forgets the
-                // cancel it ended with.
-                sqlx::query("UPDATE runs SET status = $1, error = $2, finished_at = $3, cancel_requested = CASE WHEN $1 = 'running' THEN 0 ELSE cancel_requested END WHERE run_id = $4")
+                sqlx::query("UPDATE runs SET status = $1, error = $2, finished_at = $3 WHERE run_id = $4")
                     .bind(status).bind(error).bind(if terminal { Some(*at) } else { None }).bind($run_id)
                     .execute(&mut *$tx).await.map_err(query_error("set the run status"))?;
                 log_event!($events, *at, "run_status", format!("{{\"status\":{}}}", json_string(status)));
