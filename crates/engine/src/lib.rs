@@ -28,6 +28,7 @@ mod owner;
 pub mod prompt;
 pub mod queue;
 mod queued;
+mod read_only;
 pub mod readiness;
 mod reconcile;
 pub mod schedule;

@@ -96,11 +96,8 @@ pub(crate) fn check(args: &FormatOnly) -> u8 {
 
 /// How read-only stages are kept from changing the repository here.
 fn containment_line() -> String {
-    let checked = std::env::current_exe()
-        .map_err(|error| format!("cannot find baton's own binary: {error}"))
-        .and_then(|helper| baton_executor::contain::check(&helper));
-    match checked {
-        Ok(()) => "read-only stages: contained (their writes outside the workspace never reach the repository, and no process outlives them)\n".to_owned(),
+    match super::run::contain_check() {
+        Ok(_) => "read-only stages: contained (their writes outside the workspace never reach the repository, and no process outlives them)\n".to_owned(),
         Err(reason) => format!(
             "read-only stages: compared before and after (containment is not available here: {reason})\n"
         ),

@@ -124,10 +124,7 @@ pub(crate) fn drive_options(
 /// This binary, when it can contain read-only agents here; otherwise says
 /// what they get instead.
 pub(crate) fn contain_helper() -> Option<std::path::PathBuf> {
-    let checked = std::env::current_exe()
-        .map_err(|error| format!("cannot find baton's own binary: {error}"))
-        .and_then(|helper| baton_executor::contain::check(&helper).map(|()| helper));
-    match checked {
+    match contain_check() {
         Ok(helper) => Some(helper),
         Err(reason) => {
             output::stderr_line(&format!(
@@ -166,6 +163,13 @@ pub(crate) fn refuse_unready(
         output::stderr_line(&format!("error: {problem}"));
     }
     Some(exit_code::REFUSED)
+}
+
+/// This binary, if it can contain a process here, or why not.
+pub(crate) fn contain_check() -> Result<std::path::PathBuf, String> {
+    std::env::current_exe()
+        .map_err(|error| format!("cannot find baton's own binary: {error}"))
+        .and_then(|helper| baton_executor::contain::check(&helper).map(|()| helper))
 }
 
 /// The run a drive takes on.

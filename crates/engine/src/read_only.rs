@@ -1,0 +1,174 @@
+//! A read-only agent may change its workspace and nothing else of the
+//! repository: contained where the machine allows it (see
+//! `baton_executor::contain`), else checked by comparing the repository
+//! before and after the attempt.
+
+use std::path::{Path, PathBuf};
+
+use baton_executor::ProcessSpec;
+use baton_workflow::plan::PlanStage;
+use baton_workflow::schema::Executor;
+
+use crate::create::sha256_hex;
+use crate::stage::Attempt;
+
+/// Whether the stage runs an agent that may not change the repository.
+pub(crate) fn is_read_only_agent(stage: &PlanStage) -> bool {
+    let scripted = stage.spec.executor == Executor::Inline && stage.spec.script.is_some();
+    !scripted && stage.spec.agent.access == baton_workflow::schema::Access::ReadOnly
+}
+
+/// How a read-only agent is kept from changing the repository: contained
+/// where the machine allows it (its writes outside the workspace never reach
+/// the disk, and are listed afterwards), else by comparing the repository
+/// before and after, which also blames it for anything else that changed
+/// meanwhile.
+pub(crate) enum ReadOnly {
+    Contained { report: PathBuf },
+    Compared(RepositoryGuard),
+}
+
+impl ReadOnly {
+    pub(crate) async fn guard(
+        spec: &mut ProcessSpec,
+        attempt: &Attempt,
+        stage: &PlanStage,
+        worktree: Option<&crate::worktree::Worktree>,
+    ) -> Option<ReadOnly> {
+        // `git status` must not refresh the index of a repository it may
+        // only read.
+        spec.env
+            .push(("GIT_OPTIONAL_LOCKS".to_owned(), "0".to_owned()));
+        let Some(helper) = &attempt.contain_helper else {
+            return RepositoryGuard::take(&attempt.project_dir, &attempt.workspace)
+                .await
+                .map(ReadOnly::Compared);
+        };
+        let root = baton_executor::git::top_level(&attempt.project_dir)
+            .await
+            .unwrap_or_else(|| attempt.project_dir.clone());
+        let place = attempt
+            .workspace
+            .join("dispatch")
+            .join(format!("{}.contain", stage.file_stem()));
+        let scratch = place.join("scratch");
+        let report = place.join("changes.txt");
+        // A report left by an earlier attempt must not stand for this one.
+        let _ = std::fs::remove_file(&report);
+        // Where it cannot be created, the helper fails saying so.
+        let _ = std::fs::create_dir_all(&scratch);
+        let mut writable = vec![attempt.workspace.clone()];
+        writable.extend(worktree.map(crate::worktree::Worktree::view));
+        spec.contain = Some(baton_executor::Contained {
+            helper: helper.clone(),
+            containment: baton_executor::contain::Containment {
+                root,
+                writable,
+                scratch,
+                report: report.clone(),
+            },
+        });
+        Some(ReadOnly::Contained { report })
+    }
+
+    /// What the agent changed outside its workspace, as the stage's error.
+    pub(crate) async fn check(self, own_files: &[String]) -> Result<(), String> {
+        let (mut changed, fate) = match self {
+            ReadOnly::Contained { report } => (
+                baton_executor::contain::read_report(&report)?,
+                " (discarded: the repository never saw them)",
+            ),
+            ReadOnly::Compared(guard) => (guard.changes().await, ""),
+        };
+        changed.retain(|path| !is_own_file(path, own_files));
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let shown: Vec<&str> = changed.iter().take(10).map(String::as_str).collect();
+        let more = changed.len().saturating_sub(shown.len());
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        Err(format!(
+            "a read-only stage wrote outside its workspace: {}{more}{fate}; it may write only its declared outputs (give it `access: read-write` to let it change the repository)",
+            shown.join(", ")
+        ))
+    }
+}
+
+/// Whether a changed path (as a report lists it) is one of the CLI's own.
+fn is_own_file(changed: &str, own_files: &[String]) -> bool {
+    let path = changed.strip_suffix(" (deleted)").unwrap_or(changed);
+    own_files.iter().any(|own| match own.strip_suffix('/') {
+        Some(directory) => path == directory || path.starts_with(own.as_str()),
+        None => path == own,
+    })
+}
+
+/// The state of the project's repository before an agent ran: its changed
+/// and untracked files with their content hashes. Outside a git repository
+/// there is nothing to compare, and the guard is absent.
+pub(crate) struct RepositoryGuard {
+    top: PathBuf,
+    excluded: Vec<PathBuf>,
+    before: std::collections::HashMap<String, Option<String>>,
+}
+
+impl RepositoryGuard {
+    async fn take(project_dir: &Path, workspace: &Path) -> Option<RepositoryGuard> {
+        let top = baton_executor::git::top_level(project_dir).await?;
+        let excluded = vec![workspace.to_path_buf(), project_dir.join(".baton")];
+        let mut guard = RepositoryGuard {
+            top,
+            excluded,
+            before: std::collections::HashMap::new(),
+        };
+        guard.before = guard.snapshot().await?;
+        Some(guard)
+    }
+
+    async fn snapshot(&self) -> Option<std::collections::HashMap<String, Option<String>>> {
+        let paths = baton_executor::git::changed_paths(&self.top).await?;
+        Some(
+            paths
+                .into_iter()
+                .filter(|path| {
+                    let full = self.top.join(path);
+                    !self
+                        .excluded
+                        .iter()
+                        .any(|excluded| full.starts_with(excluded))
+                })
+                .map(|path| {
+                    let hash = std::fs::read(self.top.join(&path))
+                        .ok()
+                        .map(|bytes| sha256_hex(&bytes));
+                    (path, hash)
+                })
+                .collect(),
+        )
+    }
+
+    /// Paths that changed since the guard was taken.
+    async fn changes(&self) -> Vec<String> {
+        let Some(after) = self.snapshot().await else {
+            return Vec::new();
+        };
+        let mut changed: Vec<String> = after
+            .iter()
+            .filter(|(path, hash)| self.before.get(*path) != Some(*hash))
+            .map(|(path, _)| path.clone())
+            .collect();
+        // A file that was dirty before and is clean now was written too.
+        changed.extend(
+            self.before
+                .keys()
+                .filter(|path| !after.contains_key(*path))
+                .cloned(),
+        );
+        changed.sort();
+        changed
+    }
+}
