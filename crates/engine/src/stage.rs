@@ -455,11 +455,7 @@ async fn execute(
         });
     };
     let mut finished = Finished::unsettled(attempt);
-    let guard = if crate::read_only::is_read_only_agent(stage) {
-        crate::read_only::ReadOnly::guard(&mut spec, attempt, stage, worktree).await
-    } else {
-        None
-    };
+    let guard = crate::guard::contain(&mut spec, attempt, stage, worktree).await;
     let outcome = match baton_executor::run(spec, cancel, report_started).await {
         Ok(outcome) => outcome,
         Err(error) => {

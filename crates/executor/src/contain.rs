@@ -1,27 +1,33 @@
-//! Read-only agents run in a contained view of the repository.
+//! Agents run in a contained view of the project.
 //!
-//! A read-only stage may change its workspace and nothing else of the
-//! repository. Asking the agent CLI is not enough (a shell tool, a hook or
-//! a leftover process writes where it likes), and comparing the repository
-//! before and after blames the stage for whatever else changed meanwhile.
-//! So baton runs such an agent through a helper, `baton __contain`, which
-//! gives the agent's processes a view of the repository of their own:
+//! No agent may change baton's own state (`.baton/`: the store, other
+//! runs' workspaces, logs, gates), and a read-only agent may change its
+//! workspace and nothing else of the repository. Asking the agent CLI is
+//! not enough (a shell tool, a hook or a leftover process writes where it
+//! likes), and comparing the repository before and after blames the stage
+//! for whatever else changed meanwhile. So baton runs every agent through a
+//! helper, `baton __contain`, which gives the agent's processes a view of
+//! their own:
 //!
-//! * a new mount namespace in which the repository is an overlay: reads see
-//!   the real files, writes land in a scratch layer on a tmpfs that only
-//!   this attempt sees; the workspace (and any other writable directory) is
-//!   bind-mounted through, so the stage's reports reach the real disk;
+//! * a new mount namespace in which, for a read-only agent, the repository
+//!   is an overlay: reads see the real files, writes land in a scratch
+//!   layer on a tmpfs that only this attempt sees; directories the agent
+//!   may not write at all (`.baton/`) are mounted read-only; the workspace
+//!   (and any other writable path: a worktree, the store's files, which
+//!   baton's own hooks write) is bind-mounted through, so the stage's
+//!   reports reach the real disk;
 //! * a new PID namespace whose first process is the helper's init: when the
 //!   agent exits, the kernel kills everything else in the namespace, a
 //!   daemon started with `setsid` included, so nothing outlives the stage;
-//! * when the agent is gone, the helper lists what the scratch layer holds
-//!   (files written, created, deleted; a file rewritten with the same bytes
-//!   does not count) into a report file, and the tmpfs vanishes with the
-//!   namespace: the real repository never saw the writes.
+//! * for a read-only agent, when it is gone, the helper lists what the
+//!   scratch layer holds (files written, created, deleted; a file rewritten
+//!   with the same bytes does not count) into a report file, and the tmpfs
+//!   vanishes with the namespace: the real repository never saw the writes.
 //!
 //! The engine reads the report ([`read_report`]) and fails the stage naming
 //! the files. Where the kernel refuses the namespaces ([`check`] says why),
-//! the engine falls back to comparing the repository before and after.
+//! the engine falls back to comparing the repository before and after, and
+//! `.baton/` stays writable.
 
 mod changes;
 mod namespace;
@@ -33,12 +39,22 @@ use std::path::{Path, PathBuf};
 pub const SUBCOMMAND: &str = "__contain";
 
 /// How one agent process is contained.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Containment {
-    /// The tree the agent may read but not change (the repository).
-    pub root: PathBuf,
-    /// Directories under `root` the agent may change (its workspace).
+    /// The tree the agent may read but whose changes are kept from the
+    /// disk (a read-only agent's repository), if any.
+    pub overlay: Option<Overlay>,
+    /// Directories the agent may read but not write at all.
+    pub read_only: Vec<PathBuf>,
+    /// Directories and files the agent may change, within those above.
     pub writable: Vec<PathBuf>,
+}
+
+/// A tree seen through an overlay whose changes are listed, then dropped.
+#[derive(Debug, Clone)]
+pub struct Overlay {
+    /// The tree.
+    pub root: PathBuf,
     /// An empty directory under a writable one, where the helper mounts
     /// its scratch tmpfs; the agent sees it empty.
     pub scratch: PathBuf,
@@ -51,19 +67,25 @@ impl Containment {
     /// The argv that runs `program` (an absolute path) with `args` inside
     /// the containment, through `helper` (the `baton` binary).
     pub fn wrap(&self, helper: &Path, program: &Path, args: &[String]) -> (String, Vec<String>) {
-        let mut argv = vec![
-            SUBCOMMAND.to_owned(),
-            "run".to_owned(),
-            "--root".to_owned(),
-            text(&self.root),
-            "--scratch".to_owned(),
-            text(&self.scratch),
-            "--report".to_owned(),
-            text(&self.report),
-        ];
-        for directory in &self.writable {
-            argv.push("--writable".to_owned());
-            argv.push(text(directory));
+        let mut argv = vec![SUBCOMMAND.to_owned(), "run".to_owned()];
+        if let Some(overlay) = &self.overlay {
+            for (flag, path) in [
+                ("--overlay", &overlay.root),
+                ("--scratch", &overlay.scratch),
+                ("--report", &overlay.report),
+            ] {
+                argv.push(flag.to_owned());
+                argv.push(text(path));
+            }
+        }
+        for (flag, paths) in [
+            ("--read-only", &self.read_only),
+            ("--writable", &self.writable),
+        ] {
+            for path in paths {
+                argv.push(flag.to_owned());
+                argv.push(text(path));
+            }
         }
         argv.push("--".to_owned());
         argv.push(text(program));

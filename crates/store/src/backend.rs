@@ -280,6 +280,24 @@ impl Store {
         }
     }
 
+    /// The files this store keeps its data in (a SQLite database and its
+    /// write-ahead log and shared memory, those that exist); none for
+    /// PostgreSQL.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let Inner::Sqlite { identity, .. } = &self.inner else {
+            return Vec::new();
+        };
+        let path = &identity.0;
+        let mut files = vec![path.clone()];
+        for suffix in ["-wal", "-shm"] {
+            let mut name = path.clone().into_os_string();
+            name.push(suffix);
+            files.push(PathBuf::from(name));
+        }
+        files.retain(|file| file.is_file());
+        files
+    }
+
     /// Which database this is: `sqlite` or `postgres`.
     pub fn backend(&self) -> &'static str {
         match self.inner {

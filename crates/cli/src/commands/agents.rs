@@ -94,12 +94,12 @@ pub(crate) fn check(args: &FormatOnly) -> u8 {
     exit_code::REFUSED
 }
 
-/// How read-only stages are kept from changing the repository here.
+/// How agents are kept from writing where they may not, here.
 fn containment_line() -> String {
     match super::run::contain_check() {
-        Ok(_) => "read-only stages: contained (their writes outside the workspace never reach the repository, and no process outlives them)\n".to_owned(),
+        Ok(_) => "agents: contained (none can write `.baton/`, a read-only one's writes outside its workspace never reach the repository, and no process outlives its stage)\n".to_owned(),
         Err(reason) => format!(
-            "read-only stages: compared before and after (containment is not available here: {reason})\n"
+            "agents: not contained ({reason}): read-only stages are compared before and after, and agents can write `.baton/`\n"
         ),
     }
 }

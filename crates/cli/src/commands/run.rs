@@ -121,14 +121,14 @@ pub(crate) fn drive_options(
     })
 }
 
-/// This binary, when it can contain read-only agents here; otherwise says
-/// what they get instead.
+/// This binary, when it can contain agents here; otherwise says what they
+/// get instead.
 pub(crate) fn contain_helper() -> Option<std::path::PathBuf> {
     match contain_check() {
         Ok(helper) => Some(helper),
         Err(reason) => {
             output::stderr_line(&format!(
-                "warning: read-only agents cannot be contained on this machine ({reason}); baton compares the repository before and after each instead, which also counts changes made by anything else meanwhile"
+                "warning: agents cannot be contained on this machine ({reason}): baton compares the repository before and after each read-only agent instead, which also counts changes made by anything else meanwhile, and agents can write `.baton/`"
             ));
             None
         }

@@ -193,3 +193,76 @@ fn an_honest_read_only_agent_is_not_blamed_for_what_others_change() {
     assert!(output.contains("reader"), "{output}");
     assert_eq!(read(dir, "notes.txt").as_deref(), Some("new\n"));
 }
+
+/// A hook payload as Claude Code sends it after a Write, for `session`.
+fn write_hook(dir: &Path, session: &str) -> String {
+    let payload = serde_json::json!({
+        "session_id": session,
+        "cwd": dir,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": dir.join("hello.txt"), "content": "x"},
+        "tool_response": {"type": "update"},
+        "tool_use_id": "toolu_1",
+    });
+    format!(
+        "shell printf '%s' '{payload}' | {} hook claude-code PostToolUse",
+        env!("CARGO_BIN_EXE_baton")
+    )
+}
+
+#[test]
+fn no_agent_can_write_baton_state_but_its_hooks_still_record() {
+    let Some(dir) = project() else { return };
+    let dir = dir.path();
+    std::fs::create_dir_all(dir.join(".baton")).expect(".baton");
+    let workflow = [
+        agent(
+            "planter",
+            "read-write",
+            &["shell echo x > .baton/planted.txt"],
+        ),
+        agent(
+            "other-run",
+            "read-write",
+            &["shell mkdir -p .baton/runs/elsewhere && echo x > .baton/runs/elsewhere/x"],
+        ),
+        agent("editor", "read-write", &["shell echo edited > hello.txt"]),
+        agent("rw-hooked", "read-write", &[&write_hook(dir, "rw-session")]),
+        agent("ro-hooked", "read-only", &[&write_hook(dir, "ro-session")]),
+    ]
+    .concat();
+    write(dir, "wf.yaml", &format!("{HEADER}{workflow}"));
+    let run = baton(dir, &["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 0, "optional stages: {}", run.stderr);
+    let stages = stages(dir, &run);
+    let status = |name: &str| {
+        let found = stages
+            .iter()
+            .find(|found| found["stage"] == name)
+            .expect("stage");
+        (found["status"].clone(), found["error"].clone())
+    };
+    for refused in ["planter", "other-run"] {
+        let (status, error) = status(refused);
+        assert_eq!(status, "failed", "{refused}: {error}");
+    }
+    assert!(!dir.join(".baton/planted.txt").exists());
+    assert!(!dir.join(".baton/runs/elsewhere").exists());
+    // A read-write agent still changes the repository, and baton's own
+    // hooks record into the store from inside either kind of agent.
+    for allowed in ["editor", "rw-hooked", "ro-hooked"] {
+        let (status, error) = status(allowed);
+        assert_eq!(status, "success", "{allowed}: {error}");
+    }
+    assert_eq!(read(dir, "hello.txt").as_deref(), Some("edited\n"));
+    for session in ["rw-session", "ro-session"] {
+        let shown = baton(dir, &["state", "show", "--session", session, "--json"]);
+        assert_eq!(shown.code, 0, "{}", shown.stderr);
+        assert!(
+            shown.stdout.contains("hello.txt"),
+            "{session}: {}",
+            shown.stdout
+        );
+    }
+}

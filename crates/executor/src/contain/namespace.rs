@@ -1,6 +1,7 @@
 //! The helper's two processes. `run` (outside) enters new mount and PID
-//! namespaces, mounts the overlay, starts `init` and, once init is gone,
-//! writes the report. `init` is PID 1 of the new PID namespace: it runs the
+//! namespaces, mounts the view (an overlay for a read-only agent, read-only
+//! and writable binds), starts `init` and, once init is gone, writes the
+//! overlay's report. `init` is PID 1 of the new PID namespace: it runs the
 //! agent, reaps the orphans it adopts, and exits with the agent's status,
 //! upon which the kernel kills whatever else the agent left running.
 //!
@@ -28,10 +29,12 @@ use nix::unistd::{Gid, Pid, Uid};
 use super::SUBCOMMAND;
 
 /// What `__contain run` was asked.
+#[derive(Default)]
 struct Options {
-    root: PathBuf,
+    overlay: Option<PathBuf>,
     scratch: PathBuf,
     report: PathBuf,
+    read_only: Vec<PathBuf>,
     writable: Vec<PathBuf>,
     command: Vec<OsString>,
 }
@@ -48,13 +51,7 @@ pub(super) fn main(args: Vec<OsString>) -> Result<i32, String> {
 
 impl Options {
     fn parse(mut args: impl Iterator<Item = OsString>) -> Result<Options, String> {
-        let mut options = Options {
-            root: PathBuf::new(),
-            scratch: PathBuf::new(),
-            report: PathBuf::new(),
-            writable: Vec::new(),
-            command: Vec::new(),
-        };
+        let mut options = Options::default();
         while let Some(arg) = args.next() {
             let mut value = || {
                 args.next()
@@ -62,9 +59,10 @@ impl Options {
                     .ok_or_else(|| format!("{} needs a value", arg.to_string_lossy()))
             };
             match arg.to_str() {
-                Some("--root") => options.root = value()?,
+                Some("--overlay") => options.overlay = Some(value()?),
                 Some("--scratch") => options.scratch = value()?,
                 Some("--report") => options.report = value()?,
+                Some("--read-only") => options.read_only.push(value()?),
                 Some("--writable") => options.writable.push(value()?),
                 Some("--") => {
                     options.command = args.collect();
@@ -73,8 +71,13 @@ impl Options {
                 _ => return Err(format!("unknown argument {}", arg.to_string_lossy())),
             }
         }
-        if options.command.is_empty() || options.root.as_os_str().is_empty() {
-            return Err("--root and a command after -- are required".to_owned());
+        if options.command.is_empty() {
+            return Err("a command after -- is required".to_owned());
+        }
+        if options.overlay.is_some()
+            && (options.scratch.as_os_str().is_empty() || options.report.as_os_str().is_empty())
+        {
+            return Err("--overlay needs --scratch and --report".to_owned());
         }
         Ok(options)
     }
@@ -83,12 +86,56 @@ impl Options {
 /// Sets up the view, runs init to its end, and reports what changed.
 fn outer(options: &Options) -> Result<i32, String> {
     let user_namespace = enter_namespaces()?;
-    let root = open_directory(&options.root)?;
+    // Opened before any mount changes what their names show: the binds
+    // reach the real files.
     let writable = options
         .writable
         .iter()
-        .map(|directory| open_directory(directory))
+        .map(|path| open_path(path))
         .collect::<Result<Vec<_>, _>>()?;
+    let overlay = match &options.overlay {
+        Some(root) => Some(mount_overlay(root, options, user_namespace)?),
+        None => None,
+    };
+    for path in &options.read_only {
+        bind_read_only(path)?;
+    }
+    for (path, fd) in options.writable.iter().zip(&writable) {
+        bind(fd, path)?;
+    }
+    let signals = stop_signals();
+    signals
+        .thread_block()
+        .map_err(|error| format!("cannot block signals: {error}"))?;
+    // The working directory is looked up again, through the new mounts.
+    let cwd = std::env::current_dir().map_err(|error| format!("no working directory: {error}"))?;
+    let init = Command::new("/proc/self/exe")
+        .args([SUBCOMMAND, "init", "--"])
+        .args(&options.command)
+        .current_dir(cwd)
+        .spawn()
+        .map_err(|error| format!("cannot start init: {error}"))?;
+    let code = wait_for(pid_of(&init), &signals)?;
+    if let Some((upper, lower)) = overlay {
+        let changed = super::changes::list(&upper, &lower);
+        let mut report = changed.join("\n");
+        if !report.is_empty() {
+            report.push('\n');
+        }
+        std::fs::write(&options.report, report)
+            .map_err(|error| failed("write the report", &options.report, error))?;
+    }
+    Ok(code)
+}
+
+/// Mounts an overlay on `root` whose upper layer is a tmpfs on the
+/// scratch directory; returns the upper layer and the tree beneath.
+fn mount_overlay(
+    root: &Path,
+    options: &Options,
+    user_namespace: bool,
+) -> Result<(OwnedFd, OwnedFd), String> {
+    let lower = open_directory(root)?;
     mount(
         Some("tmpfs"),
         &options.scratch,
@@ -106,7 +153,7 @@ fn outer(options: &Options) -> Result<i32, String> {
     let work = layer("work")?;
     let mut data = format!(
         "lowerdir={},upperdir={},workdir={}",
-        fd_path(&root),
+        fd_path(&lower),
         fd_path(&upper),
         fd_path(&work)
     );
@@ -115,43 +162,66 @@ fn outer(options: &Options) -> Result<i32, String> {
     }
     mount(
         Some("overlay"),
-        &options.root,
+        root,
         Some("overlay"),
         MsFlags::empty(),
         Some(data.as_str()),
     )
-    .map_err(|error| failed("mount an overlay on", &options.root, error))?;
-    for (path, directory) in options.writable.iter().zip(&writable) {
-        mount(
-            Some(fd_path(directory).as_str()),
-            path,
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        )
-        .map_err(|error| failed("bind-mount", path, error))?;
-    }
-    let signals = stop_signals();
-    signals
-        .thread_block()
-        .map_err(|error| format!("cannot block signals: {error}"))?;
-    // The working directory is looked up again, through the overlay.
-    let cwd = std::env::current_dir().map_err(|error| format!("no working directory: {error}"))?;
-    let init = Command::new("/proc/self/exe")
-        .args([SUBCOMMAND, "init", "--"])
-        .args(&options.command)
-        .current_dir(cwd)
-        .spawn()
-        .map_err(|error| format!("cannot start init: {error}"))?;
-    let code = wait_for(pid_of(&init), &signals)?;
-    let changed = super::changes::list(&upper, &root);
-    let mut report = changed.join("\n");
-    if !report.is_empty() {
-        report.push('\n');
-    }
-    std::fs::write(&options.report, report)
-        .map_err(|error| failed("write the report", &options.report, error))?;
-    Ok(code)
+    .map_err(|error| failed("mount an overlay on", root, error))?;
+    Ok((upper, lower))
+}
+
+/// Mounts what `fd` holds (a directory or a file) on `path`.
+fn bind(fd: &OwnedFd, path: &Path) -> Result<(), String> {
+    mount(
+        Some(fd_path(fd).as_str()),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(|error| failed("bind-mount", path, error))
+}
+
+/// Makes `path` read-only in this namespace: a bind of itself, remounted
+/// read-only. The remount keeps the flags the mount beneath already has,
+/// which a user namespace may not drop.
+fn bind_read_only(path: &Path) -> Result<(), String> {
+    mount(
+        Some(path),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|error| failed("bind-mount", path, error))?;
+    let kept = nix::sys::statvfs::statvfs(path)
+        .map(|stat| locked_flags(stat.flags()))
+        .map_err(|error| failed("read the mount flags of", path, error))?;
+    mount(
+        None::<&str>,
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept,
+        None::<&str>,
+    )
+    .map_err(|error| failed("make read-only", path, error))
+}
+
+/// The flags of a mount that a remount inside a user namespace must keep.
+fn locked_flags(flags: nix::sys::statvfs::FsFlags) -> MsFlags {
+    use nix::sys::statvfs::FsFlags;
+    [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ]
+    .into_iter()
+    .filter(|(flag, _)| flags.contains(*flag))
+    .fold(MsFlags::empty(), |all, (_, flag)| all | flag)
 }
 
 /// PID 1 of the new namespace: runs the agent and exits with its status.
@@ -244,7 +314,8 @@ fn check() -> Result<(), String> {
         MsFlags::empty(),
         Some(data.as_str()),
     )
-    .map_err(|error| failed("mount an overlay on", &base.join("view"), error))
+    .map_err(|error| failed("mount an overlay on", &base.join("view"), error))?;
+    bind_read_only(&base.join("lower"))
 }
 
 /// Waits for `child`, passing on the signals that ask a process to stop,
@@ -291,6 +362,11 @@ fn stop_signals() -> SigSet {
 
 fn pid_of(child: &std::process::Child) -> Pid {
     Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX))
+}
+
+fn open_path(path: &Path) -> Result<OwnedFd, String> {
+    open(path, OFlag::O_PATH | OFlag::O_CLOEXEC, Mode::empty())
+        .map_err(|error| failed("open", path, error))
 }
 
 fn open_directory(path: &Path) -> Result<OwnedFd, String> {

@@ -1,21 +1,23 @@
-//! A read-only agent may change its workspace and nothing else of the
-//! repository: contained where the machine allows it (see
-//! `baton_executor::contain`), else checked by comparing the repository
-//! before and after the attempt.
+//! What an agent may write. No agent may write baton's own state
+//! (`.baton/`) beyond its workspace, and a read-only agent may change its
+//! workspace and nothing else of the repository. Where the machine allows
+//! it, every agent runs contained (see `baton_executor::contain`); else a
+//! read-only agent's repository is compared before and after the attempt,
+//! and `.baton/` stays writable.
 
 use std::path::{Path, PathBuf};
 
 use baton_executor::ProcessSpec;
+use baton_executor::contain::{Containment, Overlay};
 use baton_workflow::plan::PlanStage;
-use baton_workflow::schema::Executor;
+use baton_workflow::schema::{Access, Executor};
 
 use crate::create::sha256_hex;
 use crate::stage::Attempt;
 
-/// Whether the stage runs an agent that may not change the repository.
-pub(crate) fn is_read_only_agent(stage: &PlanStage) -> bool {
-    let scripted = stage.spec.executor == Executor::Inline && stage.spec.script.is_some();
-    !scripted && stage.spec.agent.access == baton_workflow::schema::Access::ReadOnly
+/// Whether the stage runs an agent (not a script of its own).
+fn is_agent(stage: &PlanStage) -> bool {
+    !(stage.spec.executor == Executor::Inline && stage.spec.script.is_some())
 }
 
 /// How a read-only agent is kept from changing the repository: contained
@@ -28,22 +30,53 @@ pub(crate) enum ReadOnly {
     Compared(RepositoryGuard),
 }
 
-impl ReadOnly {
-    pub(crate) async fn guard(
-        spec: &mut ProcessSpec,
-        attempt: &Attempt,
-        stage: &PlanStage,
-        worktree: Option<&crate::worktree::Worktree>,
-    ) -> Option<ReadOnly> {
+/// Contains the agent a stage runs, where the machine allows it. Returns
+/// how a read-only agent's writes are checked afterwards; `None` for a
+/// read-write agent or a script.
+pub(crate) async fn contain(
+    spec: &mut ProcessSpec,
+    attempt: &Attempt,
+    stage: &PlanStage,
+    worktree: Option<&crate::worktree::Worktree>,
+) -> Option<ReadOnly> {
+    if !is_agent(stage) {
+        return None;
+    }
+    let read_only = stage.spec.agent.access == Access::ReadOnly;
+    if read_only {
         // `git status` must not refresh the index of a repository it may
         // only read.
         spec.env
             .push(("GIT_OPTIONAL_LOCKS".to_owned(), "0".to_owned()));
-        let Some(helper) = &attempt.contain_helper else {
-            return RepositoryGuard::take(&attempt.project_dir, &attempt.workspace)
-                .await
-                .map(ReadOnly::Compared);
-        };
+    }
+    let Some(helper) = &attempt.contain_helper else {
+        if !read_only {
+            return None;
+        }
+        return RepositoryGuard::take(&attempt.project_dir, &attempt.workspace)
+            .await
+            .map(ReadOnly::Compared);
+    };
+    let mut containment = Containment {
+        writable: vec![attempt.workspace.clone()],
+        ..Containment::default()
+    };
+    if let Some(worktree) = worktree {
+        containment.writable.push(if read_only {
+            worktree.view()
+        } else {
+            worktree.path.clone()
+        });
+    }
+    // The store stays writable: baton's own hooks record into it from
+    // inside an agent's session.
+    containment.writable.extend(attempt.store.files());
+    let state = attempt.project_dir.join(".baton");
+    if state.is_dir() {
+        containment.read_only.push(state);
+    }
+    let mut checked = None;
+    if read_only {
         let root = baton_executor::git::top_level(&attempt.project_dir)
             .await
             .unwrap_or_else(|| attempt.project_dir.clone());
@@ -57,20 +90,21 @@ impl ReadOnly {
         let _ = std::fs::remove_file(&report);
         // Where it cannot be created, the helper fails saying so.
         let _ = std::fs::create_dir_all(&scratch);
-        let mut writable = vec![attempt.workspace.clone()];
-        writable.extend(worktree.map(crate::worktree::Worktree::view));
-        spec.contain = Some(baton_executor::Contained {
-            helper: helper.clone(),
-            containment: baton_executor::contain::Containment {
-                root,
-                writable,
-                scratch,
-                report: report.clone(),
-            },
+        containment.overlay = Some(Overlay {
+            root,
+            scratch,
+            report: report.clone(),
         });
-        Some(ReadOnly::Contained { report })
+        checked = Some(ReadOnly::Contained { report });
     }
+    spec.contain = Some(baton_executor::Contained {
+        helper: helper.clone(),
+        containment,
+    });
+    checked
+}
 
+impl ReadOnly {
     /// What the agent changed outside its workspace, as the stage's error.
     pub(crate) async fn check(self, own_files: &[String]) -> Result<(), String> {
         let (mut changed, fate) = match self {
