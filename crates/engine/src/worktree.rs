@@ -100,8 +100,10 @@ pub(crate) struct Worktree {
 }
 
 /// The digest of the repository configuration when the run's first
-/// isolated stage started, in the run's directory of worktrees.
-const CONFIG_RECORD: &str = "config.digest";
+/// isolated stage started, in the run's directory of worktrees. Records
+/// there start with a dot, which no worktree's name does, so a stage named
+/// `config.digest` (or `a.start`) has a directory of its own.
+const CONFIG_RECORD: &str = ".config.digest";
 
 /// A git ref component from a name: only `[A-Za-z0-9._-]`, no leading dot,
 /// no `..`, no `.lock` ending (`git check-ref-format`).
@@ -215,7 +217,7 @@ impl Names {
             target,
             branch,
             path: root.join(&name),
-            start_file: root.join(format!("{name}.start")),
+            start_file: root.join(format!(".{name}.start")),
             config_file: root.join(CONFIG_RECORD),
             root,
         })

@@ -243,6 +243,35 @@ fn what_an_agent_leaves_uncommitted_is_committed_by_baton_and_merged() {
 }
 
 #[test]
+fn stages_named_like_baton_s_worktree_records_get_worktrees_of_their_own() {
+    let project = repository();
+    let dir = project.path();
+    let stages = [
+        isolated(
+            "config.digest",
+            &["write a.txt from config", "write-listed"],
+            "",
+        ),
+        isolated("b", &["write b.txt from b", "write-listed"], ""),
+        isolated("b.start", &["write c.txt from b.start", "write-listed"], ""),
+    ]
+    .concat();
+    let (code, status, _) = run(&project, &stages);
+    assert_eq!(code, 0, "{status}");
+    for (file, text) in [
+        ("a.txt", "from config\n"),
+        ("b.txt", "from b\n"),
+        ("c.txt", "from b.start\n"),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(file)).expect("read"),
+            text,
+            "{file}"
+        );
+    }
+}
+
+#[test]
 fn a_read_write_agent_that_changes_nothing_fails_its_stage() {
     let project = repository();
     let dir = project.path();
