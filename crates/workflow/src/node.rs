@@ -396,6 +396,9 @@ fn too_many_compact_sequences(text: &str) -> Option<Span> {
 /// without advice about its own options.
 fn clean_message(message: &str) -> String {
     let message = message.split(" at line ").next().unwrap_or(message);
+    if message.starts_with("multiple YAML documents detected") {
+        return "a second YAML document starts here; a workflow file holds one document (remove the `---` or `...` line, or split the file and use `include`)".to_owned();
+    }
     if let Some(rest) = message.strip_prefix("duplicate mapping key: ") {
         let key = rest
             .split(", set DuplicateKeyPolicy")
@@ -577,5 +580,23 @@ mod tests {
         assert!(error.message.contains("duplicate"), "{}", error.message);
         let span = error.span.unwrap();
         assert_eq!(span.line, 4);
+    }
+
+    #[test]
+    fn a_second_document_is_named_in_baton_s_words_at_its_place() {
+        for (text, line) in [
+            ("a: 1\n---\nb: 2\n", 3),
+            ("---\n---\n", 2),
+            ("a: 1\n...\nfoo\n", 3),
+        ] {
+            let error = parse(text).unwrap_err();
+            assert!(
+                error.message.starts_with("a second YAML document starts here")
+                    && !error.message.contains("from_str"),
+                "{text:?}: {}",
+                error.message
+            );
+            assert_eq!(error.span.map(|span| span.line), Some(line), "{text:?}");
+        }
     }
 }
