@@ -86,6 +86,22 @@ pub(crate) fn one_line(text: &str) -> String {
     out
 }
 
+/// `text` cut to about `max` characters for a line a person reads: its
+/// start and end, with how much was left out between. Keys and errors can
+/// be huge (a fan-out key is whatever an item holds); the whole text stays
+/// in the store and in `--format json`.
+pub(crate) fn clipped(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_owned();
+    }
+    let tail = max / 4;
+    let head = max - tail;
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(count - tail).collect();
+    format!("{start}…[{} characters]…{end}", count - head - tail)
+}
+
 fn is_unprintable(c: char) -> bool {
     c.is_control() && c != '\n' && c != '\t'
 }
@@ -273,6 +289,16 @@ fn single_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clipped_text_keeps_its_start_and_end_and_counts_the_rest() {
+        assert_eq!(clipped("short", 10), "short");
+        let long = format!("fan[{}]", "é".repeat(1_000));
+        let shown = clipped(&long, 40);
+        assert!(shown.starts_with("fan[éé"), "{shown}");
+        assert!(shown.ends_with("éé]"), "{shown}");
+        assert!(shown.contains("…[965 characters]…"), "{shown}");
+    }
 
     #[test]
     fn printable_drops_controls_and_whole_escape_sequences() {

@@ -95,12 +95,20 @@ impl Drop for Reporter {
     }
 }
 
+/// The most characters of a stage's name (with its fan-out key) and of an
+/// error or note that a progress line shows.
+const NAME_CHARS: usize = 120;
+const TEXT_CHARS: usize = 2_000;
+
 /// The event with its stage name, error and note made printable on one
-/// line: they come from the workflow and from agents.
+/// line, of a readable length: they come from the workflow, from items and
+/// from agents.
 fn printable(event: Progress) -> Progress {
+    let name = |stage: &str| output::clipped(&output::one_line(stage), NAME_CHARS);
+    let text = |text: &str| output::clipped(&output::one_line(text), TEXT_CHARS);
     match event {
         Progress::Started { stage, attempt } => Progress::Started {
-            stage: output::one_line(&stage),
+            stage: name(&stage),
             attempt,
         },
         Progress::Finished {
@@ -109,12 +117,12 @@ fn printable(event: Progress) -> Progress {
             duration_ms,
             error,
         } => Progress::Finished {
-            stage: output::one_line(&stage),
+            stage: name(&stage),
             status,
             duration_ms,
-            error: error.as_deref().map(output::one_line),
+            error: error.as_deref().map(text),
         },
-        Progress::Note(note) => Progress::Note(output::one_line(&note)),
+        Progress::Note(note) => Progress::Note(text(&note)),
     }
 }
 

@@ -199,6 +199,10 @@ const SHELL_WORDS: &[&str] = &[
 /// renderer); longer brace groups are text.
 const MAX_NAME_LEN: usize = 128;
 
+/// The most bytes one `NAME=value` string passed to a program may take,
+/// its terminating NUL included (Linux's `MAX_ARG_STRLEN`).
+const MAX_VARIABLE_BYTES: usize = 128 * 1024;
+
 fn plain_words(script: &str) -> Option<Vec<String>> {
     let body = script.strip_suffix('\n').unwrap_or(script);
     let plain = |byte: u8| byte.is_ascii_alphanumeric() || b"_./=:,+@%- ".contains(&byte);
@@ -653,6 +657,18 @@ impl Lexer<'_> {
             });
             return None;
         }
+        // `BATON_P_<name>=<value>` must fit the kernel's limit for one
+        // variable (MAX_ARG_STRLEN, with its NUL), or the script cannot start.
+        let limit = MAX_VARIABLE_BYTES - "BATON_P_=".len() - name.len() - 1;
+        if value.len() > limit {
+            self.error.get_or_insert_with(|| {
+                format!(
+                    "`{{{name}}}` holds {} bytes, more than the {limit} a script's variable can carry; pass a value this large through a file (an upstream stage's output, say)",
+                    value.len()
+                )
+            });
+            return None;
+        }
         if self.arithmetic_at(i) {
             let digits = value.strip_prefix('-').unwrap_or(value);
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -817,6 +833,16 @@ mod tests {
                 .expect_err(script);
             assert!(error.contains("`{v}`"), "{error}");
         }
+    }
+
+    #[test]
+    fn a_value_too_large_for_one_variable_is_refused_naming_its_size() {
+        let large = "k".repeat(MAX_VARIABLE_BYTES);
+        let error = substitute("echo {v}", |name| (name == "v").then_some(large.as_str()))
+            .expect_err("refused");
+        assert!(error.contains("`{v}` holds 131072 bytes"), "{error}");
+        let fits = "k".repeat(MAX_VARIABLE_BYTES - "BATON_P_v=".len() - 1);
+        substitute("echo {v}", |name| (name == "v").then_some(fits.as_str())).expect("fits");
     }
 
     #[test]

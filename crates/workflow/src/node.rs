@@ -591,7 +591,9 @@ mod tests {
         ] {
             let error = parse(text).unwrap_err();
             assert!(
-                error.message.starts_with("a second YAML document starts here")
+                error
+                    .message
+                    .starts_with("a second YAML document starts here")
                     && !error.message.contains("from_str"),
                 "{text:?}: {}",
                 error.message

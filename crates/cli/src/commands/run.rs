@@ -250,7 +250,7 @@ fn finish(outcome: &Outcome, format: Format) -> u8 {
                 outcome
                     .error
                     .as_ref()
-                    .map(|error| format!(" ({error})"))
+                    .map(|error| format!(" ({})", output::clipped(error, 2_000)))
                     .unwrap_or_default()
             ));
             output::stderr_line(&format!(

@@ -824,3 +824,37 @@ fn escape_sequences_in_keys_and_errors_never_reach_the_terminal_but_json_keeps_t
         "the exact error: {status}"
     );
 }
+
+#[test]
+fn a_key_too_large_for_a_variable_fails_its_child_saying_so_and_lines_stay_short() {
+    let project = Project::new();
+    let huge = "k".repeat(200_000);
+    project.write(
+        "items.json",
+        &json!({ "items": [{"id": huge}, {"id": "b"}] }).to_string(),
+    );
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{SOURCE}{}",
+            inline_fan("id", "echo {id} > outputs/out.txt", "")
+        ),
+    );
+    let run = project.baton(&["run", "wf.yaml"]);
+    assert_eq!(run.code, 2, "a failed run");
+    assert!(
+        run.stderr.contains(
+            "`{id}` holds 200000 bytes, more than the 131060 a script's variable can carry"
+        ),
+        "{}",
+        &run.stderr[..run.stderr.len().min(2_000)]
+    );
+    assert!(!run.stderr.contains("cannot start"));
+    for line in run.stderr.lines() {
+        assert!(
+            line.chars().count() < 3_000,
+            "a line of {} chars",
+            line.len()
+        );
+    }
+}
