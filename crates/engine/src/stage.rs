@@ -548,6 +548,22 @@ pub(crate) fn verify(
     let fresh = |path: &Path, metadata: &std::fs::Metadata| {
         before.get(path) != Some(&Fingerprint::of(metadata))
     };
+    let escaping: Vec<String> = stage
+        .spec
+        .writes_to
+        .iter()
+        .filter_map(|declared| {
+            let relative = output_path(&declared.value);
+            let real = workspace::escapes(workspace, &relative)?;
+            Some(format!("{relative} (to {})", real.display()))
+        })
+        .collect();
+    if !escaping.is_empty() {
+        return Err(format!(
+            "an output leads outside the workspace through a symlink: {}; baton reads and writes a stage's outputs only inside its workspace (write real files there)",
+            escaping.join(", ")
+        ));
+    }
     for declared in &stage.spec.writes_to {
         let relative = output_path(&declared.value);
         let path = workspace.join(&relative);

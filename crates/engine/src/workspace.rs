@@ -27,6 +27,43 @@ pub fn output_path(relative: &str) -> String {
     }
 }
 
+/// Where `relative` (a declared output's workspace path) really leads when
+/// that is outside the workspace — through a symlinked directory or file an
+/// agent planted, say — or `None` when it stays inside (or does not exist).
+///
+/// `outputs/` itself may be a link to a directory of the project outside
+/// `.baton/` (a task's folder is a run's outputs so); anything under it is
+/// then judged against that directory.
+pub fn escapes(workspace: &Path, relative: &str) -> Option<PathBuf> {
+    let root = std::fs::canonicalize(workspace).ok()?;
+    let mut allowed = vec![root.clone()];
+    let outputs = workspace.join("outputs");
+    if std::fs::symlink_metadata(&outputs).is_ok_and(|metadata| metadata.is_symlink())
+        && let Ok(target) = std::fs::canonicalize(&outputs)
+        && let Some(state) = root.ancestors().find(|dir| dir.ends_with(".baton"))
+        && let Some(project) = state.parent()
+        && target.starts_with(project)
+        && !target.starts_with(state)
+    {
+        allowed.push(target);
+    }
+    // The deepest part of the path that exists (a file not yet written is
+    // judged by its directory).
+    let mut path = workspace.join(relative.trim_end_matches('/'));
+    let real = loop {
+        match std::fs::canonicalize(&path) {
+            Ok(real) => break real,
+            Err(_) if std::fs::symlink_metadata(&path).is_ok() => {
+                // A dangling link: where it points is what counts.
+                let target = std::fs::read_link(&path).ok()?;
+                break path.parent()?.join(target);
+            }
+            Err(_) => path = path.parent()?.to_path_buf(),
+        }
+    };
+    (!allowed.iter().any(|dir| real.starts_with(dir))).then_some(real)
+}
+
 /// Creates the directory layout.
 ///
 /// # Errors
@@ -282,6 +319,45 @@ pub fn run_id(workflow: &str, now_ms: i64, entropy: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_through_planted_links_escape_and_the_task_folder_link_does_not() {
+        let project = tempfile::tempdir().expect("dir");
+        let workspace = project.path().join(".baton/runs/r");
+        create(&workspace).expect("layout");
+        std::fs::create_dir_all(workspace.join("outputs/inner")).expect("dir");
+        let elsewhere = tempfile::tempdir().expect("dir");
+        let link = |target: &Path, name: &str| {
+            std::os::unix::fs::symlink(target, workspace.join(name)).expect("link");
+        };
+        link(elsewhere.path(), "outputs/sub");
+        link(&elsewhere.path().join("x.md"), "outputs/file.md");
+        link(Path::new("inner"), "outputs/near");
+        link(Path::new("/nonexistent/x"), "outputs/dangling.md");
+        assert!(escapes(&workspace, "outputs/sub/a.md").is_some());
+        assert!(escapes(&workspace, "outputs/sub/").is_some());
+        assert!(escapes(&workspace, "outputs/file.md").is_some());
+        assert!(escapes(&workspace, "outputs/dangling.md").is_some());
+        assert_eq!(escapes(&workspace, "outputs/near/a.md"), None);
+        assert_eq!(escapes(&workspace, "outputs/new/a.md"), None);
+        assert_eq!(escapes(&workspace, "validation/v.json"), None);
+        // `outputs` linked to a folder of the project (as a task's run is).
+        std::fs::create_dir_all(project.path().join("tasks/t")).expect("dir");
+        let task_workspace = project.path().join(".baton/tasks/t/r");
+        create(&task_workspace).expect("layout");
+        std::fs::remove_dir(task_workspace.join("outputs")).expect("rm");
+        std::os::unix::fs::symlink("../../../../tasks/t", task_workspace.join("outputs"))
+            .expect("link");
+        assert_eq!(escapes(&task_workspace, "outputs/SPEC.md"), None);
+        // … but not to another run's, nor out of the project.
+        std::fs::remove_file(task_workspace.join("outputs")).expect("rm");
+        std::os::unix::fs::symlink("../../../runs/r", task_workspace.join("outputs"))
+            .expect("link");
+        assert!(escapes(&task_workspace, "outputs/SPEC.md").is_some());
+        std::fs::remove_file(task_workspace.join("outputs")).expect("rm");
+        std::os::unix::fs::symlink(elsewhere.path(), task_workspace.join("outputs")).expect("link");
+        assert!(escapes(&task_workspace, "outputs/SPEC.md").is_some());
+    }
 
     #[test]
     fn output_paths_follow_the_reference() {

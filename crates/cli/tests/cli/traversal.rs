@@ -112,3 +112,62 @@ fn a_symlink_planted_where_baton_writes_a_log_is_not_followed() {
         run.stderr
     );
 }
+
+#[test]
+fn an_output_that_leads_outside_through_a_symlinked_directory_fails_its_stage() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let victim = tempfile::tempdir().expect("temp dir");
+    let outside = victim.path().display();
+    let workflow = [
+        // A directory of the outputs replaced by a link, and an output
+        // file that is a link: both lead out.
+        inline(
+            "through-dir",
+            &format!("ln -s '{outside}' outputs/sub && echo '- a' > outputs/sub/list.md"),
+            "[sub/list.md]",
+        ),
+        inline(
+            "through-file",
+            &format!("echo '- b' > '{outside}/b.md' && ln -s '{outside}/b.md' outputs/b.md"),
+            "[b.md]",
+        ),
+        // A link that stays inside the workspace is fine.
+        inline(
+            "inside",
+            "mkdir -p outputs/real && echo '- c' > outputs/real/c.md && ln -s real outputs/near",
+            "[near/c.md]",
+        ),
+    ]
+    .concat()
+    .replace("writes_to:", "required: false\n    writes_to:");
+    std::fs::write(dir.path().join("wf.yaml"), format!("{HEADER}{workflow}")).expect("write");
+    let run = baton(dir.path(), &["run", "wf.yaml", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {}\n{}", run.stdout, run.stderr));
+    let id = value["run_id"].as_str().expect("run id");
+    let status = baton(dir.path(), &["status", id, "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&status.stdout).expect("status");
+    let stage = |name: &str| {
+        status["stages"]
+            .as_array()
+            .expect("stages")
+            .iter()
+            .find(|stage| stage["stage"] == name)
+            .cloned()
+            .expect("stage")
+    };
+    for (name, relative) in [
+        ("through-dir", "outputs/sub/list.md"),
+        ("through-file", "outputs/b.md"),
+    ] {
+        let found = stage(name);
+        assert_eq!(found["status"], "failed", "{found}");
+        let error = found["error"].as_str().expect("error");
+        assert!(
+            error.contains("leads outside the workspace through a symlink")
+                && error.contains(relative),
+            "{error}"
+        );
+    }
+    assert_eq!(stage("inside")["status"], "success", "{}", stage("inside"));
+}

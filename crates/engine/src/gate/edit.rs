@@ -46,6 +46,9 @@ pub(crate) fn editable(
         .iter()
         .map(|declared| output_path(declared))
         .filter(|relative| !relative.ends_with('/'))
+        // Never one that leads outside the workspace through a symlink: an
+        // edit would rewrite whatever it points at.
+        .filter(|relative| crate::workspace::escapes(workspace, relative).is_none())
         .find_map(|relative| {
             let text = std::fs::read_to_string(workspace.join(&relative)).ok()?;
             let kind = list::detect(&text)?;
