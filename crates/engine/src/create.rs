@@ -406,13 +406,15 @@ fn write_workspace(
     // fsync each was a tenth of a one-stage run): a crash of the machine
     // may leave one empty or torn, and the resume that follows writes it
     // again (`intact`).
-    workspace::write_replace(&manifest_path, workspace::pretty_json(&manifest).as_bytes())
-        .map_err(io)?;
-    match plan_file {
-        Some(text) => workspace::write_replace(&plan_path, text.as_bytes()),
-        None => workspace::write_replace(&plan_path, plan_pretty(plan, run_id).as_bytes()),
-    }
-    .map_err(io)
+    // The parameters in both keep no secret (they are in the store).
+    let redactor = baton_executor::redact::Redactor::global();
+    let manifest = workspace::pretty_json(&manifest);
+    workspace::write_replace(&manifest_path, redactor.redact(&manifest).as_bytes()).map_err(io)?;
+    let plan_text = match plan_file {
+        Some(text) => std::borrow::Cow::Borrowed(text),
+        None => std::borrow::Cow::Owned(plan_pretty(plan, run_id)),
+    };
+    workspace::write_replace(&plan_path, redactor.redact(&plan_text).as_bytes()).map_err(io)
 }
 
 /// Whether `path` holds a whole JSON document.

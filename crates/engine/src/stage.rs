@@ -188,12 +188,12 @@ pub(crate) async fn run(
 ) {
     if stage.spec.sub_workflow.is_some() {
         let finished = crate::subrun::run(&stage, &attempt, cancel).await;
-        let _ = reports.send(Report::Finished(finished));
+        let _ = reports.send(Report::Finished(redacted(finished)));
         return;
     }
     if stage.spec.executor == Executor::WorkerQueue {
         let finished = crate::queued::run(&stage, &attempt, cancel).await;
-        let _ = reports.send(Report::Finished(finished));
+        let _ = reports.send(Report::Finished(redacted(finished)));
         return;
     }
     // An isolated agent runs in a git worktree of its own (`worktree.rs`).
@@ -248,7 +248,20 @@ pub(crate) async fn run(
             crate::endpoint::execute(&stage, &attempt, request, &meter, cancel).await
         }
     };
-    let _ = reports.send(Report::Finished(finished));
+    let _ = reports.send(Report::Finished(redacted(finished)));
+}
+
+/// The attempt's error without secrets: it is recorded and shown (a
+/// process's output is redacted as it is logged; an endpoint's reply or a
+/// message built from a value is not).
+fn redacted(mut finished: Finished) -> Finished {
+    if let Some(error) = &finished.error
+        && let std::borrow::Cow::Owned(clean) =
+            baton_executor::redact::Redactor::global().redact(error)
+    {
+        finished.error = Some(clean);
+    }
+    finished
 }
 
 /// A process to run for an attempt, as [`Launch::Process`] holds it.
@@ -850,9 +863,17 @@ fn agent_command(
         .workspace
         .join("dispatch")
         .join(format!("{}.json", stage.file_stem()));
+    // The record of the dispatch keeps no secret a prompt was given; the
+    // prompt file is what the agent reads.
+    let recorded = baton_executor::redact::Redactor::global();
     workspace::write_json(
         &dispatch_path,
-        &crate::prompt::dispatch(&attempt.plan, stage, &attempt.workspace, &prompt),
+        &crate::prompt::dispatch(
+            &attempt.plan,
+            stage,
+            &attempt.workspace,
+            &recorded.redact(&prompt),
+        ),
     )
     .map_err(|error| format!("cannot write {}: {error}", dispatch_path.display()))?;
     let prompt_file = attempt

@@ -45,6 +45,7 @@ mod output;
 pub mod process;
 pub mod profile;
 mod program;
+pub mod redact;
 pub mod shell;
 mod spawn;
 mod spawn_clock;

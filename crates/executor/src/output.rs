@@ -114,6 +114,7 @@ impl Tail {
 /// `log`, which is created (with its directory) only when the first byte
 /// arrives: most stages of a large workflow print nothing, and creating two
 /// empty files per stage is most of what their bookkeeping would cost.
+/// What is written is redacted ([`crate::redact`]) first.
 ///
 /// Read errors end the stream (the child's end is gone). A write error (a
 /// full disk) stops writing but not reading: the child must never block on
@@ -121,17 +122,12 @@ impl Tail {
 /// the stream truncated.
 pub(crate) async fn drain(
     mut pipe: impl AsyncRead + Unpin,
-    log_path: std::path::PathBuf,
-    cap: u64,
-    stats: Arc<StreamStats>,
+    mut log: Log,
     activity: Arc<Activity>,
-    tail: Option<Arc<Mutex<Tail>>>,
+    mut lines: crate::redact::Lines,
 ) {
     let mut first = [0_u8; FIRST_READ_BYTES];
     let mut buffer: Vec<u8> = Vec::new();
-    let mut written: u64 = 0;
-    let mut log_broken = false;
-    let mut log: Option<tokio::fs::File> = None;
     loop {
         let target: &mut [u8] = if buffer.is_empty() {
             &mut first
@@ -151,52 +147,116 @@ pub(crate) async fn drain(
         } else {
             &buffer[..read]
         };
-        let read = read as u64;
-        stats.bytes.fetch_add(read, Ordering::Relaxed);
-        activity.record(read);
-        if let Some(tail) = &tail {
-            tail.lock()
-                .expect("tail lock is never poisoned")
-                .push(chunk);
-        }
-        let keep = cap.saturating_sub(written).min(read);
-        if keep < read || log_broken {
-            stats.truncated.store(true, Ordering::Relaxed);
-        }
-        if keep > 0 && !log_broken && log.is_none() {
-            match open_log(&log_path).await {
-                Ok(file) => log = Some(file),
-                Err(_) => {
-                    log_broken = true;
-                    stats.truncated.store(true, Ordering::Relaxed);
-                }
-            }
-        }
-        if let (true, false, Some(file)) = (keep > 0, log_broken, log.as_mut()) {
-            let keep_len = usize::try_from(keep).expect("keep <= read, which is a usize");
-            if file.write_all(&chunk[..keep_len]).await.is_ok() {
-                written += keep;
-            } else {
-                log_broken = true;
-                stats.truncated.store(true, Ordering::Relaxed);
-            }
+        log.stats.bytes.fetch_add(read as u64, Ordering::Relaxed);
+        activity.record(read as u64);
+        if log.full() {
+            log.drop_bytes(read);
+        } else {
+            log.write(&lines.feed(chunk)).await;
         }
         if grow {
             buffer = vec![0_u8; READ_BUFFER_BYTES];
         }
     }
-    if let Some(mut file) = log {
+    if !log.full() {
+        log.write(&lines.finish()).await;
+    }
+    log.close().await;
+}
+
+/// A stream's log file, written up to its cap.
+pub(crate) struct Log {
+    path: std::path::PathBuf,
+    cap: u64,
+    file: Option<tokio::fs::File>,
+    written: u64,
+    dropped: u64,
+    broken: bool,
+    stats: Arc<StreamStats>,
+    tail: Option<Arc<Mutex<Tail>>>,
+}
+
+impl Log {
+    /// The log at `path`, not yet created; `tail` (if any) keeps the end of
+    /// what is written.
+    pub(crate) fn new(
+        path: std::path::PathBuf,
+        cap: u64,
+        stats: Arc<StreamStats>,
+        tail: Option<Arc<Mutex<Tail>>>,
+    ) -> Log {
+        Log {
+            path,
+            cap,
+            file: None,
+            written: 0,
+            dropped: 0,
+            broken: false,
+            stats,
+            tail,
+        }
+    }
+
+    /// Nothing more can be written: the cap is reached or the file broke.
+    fn full(&self) -> bool {
+        self.written >= self.cap || self.broken
+    }
+
+    fn drop_bytes(&mut self, count: usize) {
+        self.dropped += count as u64;
+        self.stats.truncated.store(true, Ordering::Relaxed);
+    }
+
+    /// Writes what fits under the cap, opening the file at the first byte.
+    async fn write(&mut self, ready: &[u8]) {
+        if ready.is_empty() {
+            return;
+        }
+        if let Some(tail) = &self.tail {
+            tail.lock()
+                .expect("tail lock is never poisoned")
+                .push(ready);
+        }
+        let keep = usize::try_from(self.cap.saturating_sub(self.written))
+            .unwrap_or(usize::MAX)
+            .min(ready.len());
+        if keep < ready.len() {
+            self.drop_bytes(ready.len() - keep);
+        }
+        if self.file.is_none() {
+            match open_log(&self.path).await {
+                Ok(file) => self.file = Some(file),
+                Err(_) => {
+                    self.broken = true;
+                    self.drop_bytes(ready.len());
+                    return;
+                }
+            }
+        }
+        let file = self.file.as_mut().expect("opened above");
+        if file.write_all(&ready[..keep]).await.is_ok() {
+            self.written += keep as u64;
+        } else {
+            self.broken = true;
+            self.drop_bytes(keep);
+        }
+    }
+
+    async fn close(self) {
+        let Some(mut file) = self.file else {
+            return;
+        };
         // A log that stops at the cap says so, in the file itself: a reader
         // must not take its last line for the stream's.
-        let dropped = stats.bytes.load(Ordering::Relaxed).saturating_sub(written);
-        if dropped > 0 && !log_broken {
+        if self.dropped > 0 && !self.broken {
             let mark = format!(
-                "\n[baton: this log stops at {written} bytes; {dropped} more were not kept]\n"
+                "\n[baton: this log stops at {} bytes; {} more were not kept]\n",
+                self.written, self.dropped
             );
             let _ = file.write_all(mark.as_bytes()).await;
         }
         if file.flush().await.is_err() {
-            stats.truncated.store(true, Ordering::Relaxed);
+            self.stats.truncated.store(true, Ordering::Relaxed);
         }
     }
 }

@@ -290,21 +290,28 @@ pub async fn run(
     let stdout_stats = Arc::new(StreamStats::default());
     let stderr_stats = Arc::new(StreamStats::default());
     let stderr_tail = Arc::new(Mutex::new(Tail::new(STDERR_TAIL_BYTES)));
+    let redactor = crate::redact::Redactor::for_variables(&spec.env);
     let mut stdout_reader = AbortOnDrop(tokio::spawn(output::drain(
         stdout,
-        stdout_log,
-        spec.log_cap_bytes,
-        Arc::clone(&stdout_stats),
+        output::Log::new(
+            stdout_log,
+            spec.log_cap_bytes,
+            Arc::clone(&stdout_stats),
+            None,
+        ),
         Arc::clone(&activity),
-        None,
+        crate::redact::Lines::new(Arc::clone(&redactor)),
     )));
     let mut stderr_reader = AbortOnDrop(tokio::spawn(output::drain(
         stderr,
-        stderr_log,
-        spec.log_cap_bytes,
-        Arc::clone(&stderr_stats),
+        output::Log::new(
+            stderr_log,
+            spec.log_cap_bytes,
+            Arc::clone(&stderr_stats),
+            Some(Arc::clone(&stderr_tail)),
+        ),
         Arc::clone(&activity),
-        Some(Arc::clone(&stderr_tail)),
+        crate::redact::Lines::new(redactor),
     )));
 
     let killed = supervise(&spec, origin, &activity, &mut cancel, &mut exit).await;

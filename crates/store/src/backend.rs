@@ -717,6 +717,9 @@ impl Store {
     ///
     /// The read fails.
     pub async fn cancel_requested(&self, run_id: &str) -> Result<bool> {
+        // Asked often while a run is driven: a store deleted or replaced
+        // meanwhile is reported as such, not as whatever the read finds.
+        self.still_there()?;
         on_pool!(self, |pool| {
             let requested: Option<i64> =
                 sqlx::query_scalar("SELECT cancel_requested FROM runs WHERE run_id = $1")

@@ -28,6 +28,7 @@ mod read_only;
 mod readiness;
 mod real_agents;
 mod run;
+mod secrets;
 mod sqlite_log;
 mod state;
 mod state_runs;

@@ -1,0 +1,123 @@
+//! Secrets never reach what baton writes or shows: the values of variables
+//! named like secrets, and text shaped like an API key, are redacted from
+//! logs, errors and dispatch records, whether a script or an agent prints
+//! them.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::project::Project;
+
+const SECRET: &str = "tok-supersecret-1234";
+const KEY_SHAPE: &str = "sk-abcdefghijklmnopqrstuvwx0123";
+
+/// Every file under `dir` whose name ends with one of `suffixes`, with its
+/// text.
+fn files_ending(dir: &Path, suffixes: &[&str]) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                stack.push(path);
+            } else if suffixes
+                .iter()
+                .any(|suffix| path.to_string_lossy().ends_with(suffix))
+            {
+                let text =
+                    String::from_utf8_lossy(&std::fs::read(&path).expect("read")).into_owned();
+                found.push((path.display().to_string(), text));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn secrets_printed_by_scripts_and_agents_are_redacted_everywhere_baton_writes_them() {
+    let project = Project::new();
+    let fake = Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent");
+    project.write(
+        "baton.toml",
+        &format!(
+            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\", \"MY_SERVICE_TOKEN\"]\n",
+            fake.display()
+        ),
+    );
+    let workflow = r#"name: t
+version: '1'
+description: d
+trigger: {source: manual}
+stages:
+  - name: script
+    kind: execute
+    description: d
+    executor: inline
+    required: false
+    script: |
+      echo "token=$MY_SERVICE_TOKEN and KEY_SHAPE"
+      echo "failing with $MY_SERVICE_TOKEN" >&2
+      exit 1
+  - name: agent
+    kind: execute
+    description: |
+      Use {note}.
+      FAKE-AGENT: shell echo "agent sees $MY_SERVICE_TOKEN"
+      FAKE-AGENT: write-listed
+    agent: {role: coder, access: read-write}
+    writes_to: [agent.md]
+"#;
+    project.write("wf.yaml", &workflow.replace("KEY_SHAPE", KEY_SHAPE));
+    let output = project
+        .command(&[
+            "run",
+            "wf.yaml",
+            "--json",
+            "--params",
+            &format!("note={SECRET}"),
+        ])
+        .env("MY_SERVICE_TOKEN", SECRET)
+        .output()
+        .expect("baton runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains(SECRET), "{stderr}");
+    let value: Value = serde_json::from_str(&stdout).expect("run JSON");
+    let id = value["run_id"].as_str().expect("run id");
+    let status = project.baton(&["status", id, "--json"]);
+    assert!(!status.stdout.contains(SECRET), "{}", status.stdout);
+    assert!(
+        status.stdout.contains("failing with [redacted]"),
+        "{}",
+        status.stdout
+    );
+    for stage in ["script", "agent"] {
+        let logs = project.baton(&["logs", id, stage]);
+        assert!(
+            !logs.stdout.contains(SECRET) && !logs.stdout.contains(KEY_SHAPE),
+            "{stage}: {}",
+            logs.stdout
+        );
+        assert!(
+            logs.stdout.contains("[redacted]"),
+            "{stage}: {}",
+            logs.stdout
+        );
+    }
+    let written = files_ending(
+        &project.path().join(".baton"),
+        &[".stdout", ".stderr", ".json"],
+    );
+    assert!(written.iter().any(|(path, _)| path.contains("dispatch")));
+    for (path, text) in written {
+        assert!(
+            !text.contains(SECRET) && !text.contains(KEY_SHAPE),
+            "{path}: {text}"
+        );
+    }
+}
