@@ -138,9 +138,13 @@ impl Redactor {
                 out = Cow::Owned(replace_all(&out, value.as_bytes()));
             }
         }
-        let shaped = SHAPE_STARTS
-            .iter()
-            .any(|start| memchr::memmem::find(&out, start.as_bytes()).is_some());
+        static STARTS: LazyLock<Vec<memchr::memmem::Finder<'static>>> = LazyLock::new(|| {
+            SHAPE_STARTS
+                .iter()
+                .map(|start| memchr::memmem::Finder::new(start.as_bytes()))
+                .collect()
+        });
+        let shaped = STARTS.iter().any(|start| start.find(&out).is_some());
         if shaped
             && let Ok(text) = std::str::from_utf8(&out)
             && let Cow::Owned(replaced) = SHAPES.replace_all(text, REDACTED)
