@@ -31,6 +31,7 @@ mod queued;
 mod read_only;
 pub mod readiness;
 mod reconcile;
+pub mod retries;
 pub mod schedule;
 mod stage;
 mod start;

@@ -11,6 +11,7 @@ pub(crate) mod lint;
 pub(crate) mod list;
 pub(crate) mod parse;
 pub(crate) mod queue;
+mod retries;
 pub(crate) mod run;
 pub(crate) mod state;
 pub(crate) mod status;

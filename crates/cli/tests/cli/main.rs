@@ -2,6 +2,7 @@
 
 #![allow(clippy::print_stderr, reason = "tests say on stderr why they skip")]
 
+mod agent_retries;
 mod cancel;
 mod compat;
 mod compat_runs;
