@@ -3,6 +3,7 @@
 #![allow(clippy::print_stderr, reason = "tests say on stderr why they skip")]
 
 mod agent_retries;
+mod agent_tools;
 mod cancel;
 mod compat;
 mod compat_runs;
