@@ -25,6 +25,7 @@ pub mod gate;
 pub mod governance;
 pub mod loader;
 mod owner;
+pub mod probe;
 pub mod prompt;
 pub mod queue;
 mod queued;

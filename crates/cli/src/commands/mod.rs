@@ -1,6 +1,7 @@
 //! One module per subcommand; shared set-up lives here.
 
 pub(crate) mod agents;
+mod agents_probe;
 pub(crate) mod compile;
 mod cost;
 pub(crate) mod driver;

@@ -4,6 +4,7 @@
 
 mod agent_retries;
 mod agent_tools;
+mod agents_probe;
 mod cancel;
 mod compat;
 mod compat_runs;

@@ -410,8 +410,9 @@ fn duration<'de, D: serde::Deserializer<'de>>(
     deserializer.deserialize_any(Visitor).map(Some)
 }
 
-/// Parses a sequence of `<number><unit>` with units `ms`, `s`, `m`, `h`.
-pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
+/// Parses a sequence of `<number><unit>` with units `ms`, `s`, `m`, `h`
+/// (`90s`, `1h30m`, `500ms`).
+pub fn parse_duration(text: &str) -> Option<Duration> {
     let mut rest = text.trim();
     if rest.is_empty() {
         return None;
