@@ -5,6 +5,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::exit_code;
 use deferred::Deferred;
 
+pub(crate) mod agents;
 mod deferred;
 pub(crate) mod driver;
 pub(crate) mod queue;
@@ -127,7 +128,7 @@ pub(crate) enum Command {
 
     /// Agent profiles: which CLIs work on this machine.
     #[command(subcommand)]
-    Agents(Deferred<AgentsCommand>),
+    Agents(Deferred<agents::AgentsCommand>),
 
     /// Human gates: see what a gate stage produced, edit it, approve or reject it.
     ///
@@ -397,16 +398,6 @@ pub(crate) struct LogsArgs {
     pub(crate) raw: bool,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
-}
-
-/// `baton agents …`.
-#[derive(Debug, Subcommand)]
-pub(crate) enum AgentsCommand {
-    /// Run each profile's version probe and report which are installed and
-    /// which lack their credentials; exits 3 when a profile a role is mapped
-    /// to in baton.toml cannot run here.
-    #[command(after_help = "Examples:\n  baton agents check\n  baton agents check --format json")]
-    Check(FormatOnly),
 }
 
 /// `baton gate …`.

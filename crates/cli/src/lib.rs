@@ -68,7 +68,7 @@ pub fn main() -> ExitCode {
         Command::Fail(args) => commands::driver::fail(&args),
         Command::Runs(args) => commands::status::runs(&args),
         Command::Agents(command) => match &*command {
-            args::AgentsCommand::Check(args) => commands::agents::check(args),
+            args::agents::AgentsCommand::Check(args) => commands::agents::check(args),
         },
         Command::Gate(command) => commands::gate::run(&command),
         Command::State(command) => commands::state::run(&command),

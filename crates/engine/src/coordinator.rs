@@ -1094,6 +1094,12 @@ async fn drive_owned(
                     match report {
                         Report::Started { unit: Some(_), .. } => {}
                         Report::Note { note } => progress(Progress::Note(note)),
+                        Report::Retry(retry) => {
+                            progress(Progress::Note(retry.note()));
+                            // Recorded, so `baton status` says why the
+                            // stage waits; it commits within `LINGER`.
+                            pending.push(retry.transition(now));
+                        }
                         Report::Started { index, unit: None, attempt, started } => pending.push(Transition::ProcessStarted {
                             index: as_i64(index),
                             attempt,

@@ -105,9 +105,10 @@ pub fn problems(
 }
 
 /// What a run will do other than the workflow says, one line each: a
-/// stage's `agent.tools` that its profile cannot pass to the CLI (only
-/// profiles with an `allowed_tools` option can; the others run with the
-/// permissions their access gives).
+/// stage's `agent.tools` that its profile cannot pass to the CLI (a profile
+/// passes them with an `allowed_tools` option or a `[tools]` rule; without
+/// either, or for a tool its rule has no name for, the permissions of the
+/// stage's access apply instead).
 pub fn warnings(plan: &Plan, config: Option<&Config>) -> Vec<String> {
     let Some(config) = config else {
         return Vec::new();
@@ -118,11 +119,25 @@ pub fn warnings(plan: &Plan, config: Option<&Config>) -> Vec<String> {
         .filter_map(|stage| {
             let role = agent_role(stage)?;
             let agent = config.agent(&role).ok()?;
-            (!agent.profile.options.contains_key("allowed_tools")).then(|| {
-                format!(
-                    "stage `{}` lists agent.tools, which profile `{}` cannot pass to its CLI (it has no `allowed_tools` option): the CLI's permissions for its access apply instead",
+            let tools = &stage.spec.agent.tools;
+            let profile = agent.profile;
+            if profile.options.contains_key("allowed_tools") {
+                return None;
+            }
+            let Some(rule) = &profile.tools else {
+                return Some(format!(
+                    "stage `{}` lists agent.tools, which profile `{}` cannot pass to its CLI (it has neither an `allowed_tools` option nor a `[tools]` rule): the CLI's permissions for its access apply instead",
                     stage.name(),
                     agent.profile_name
+                ));
+            };
+            let unknown = rule.unknown(tools);
+            (!unknown.is_empty()).then(|| {
+                format!(
+                    "stage `{}` lists agent.tools that profile `{}` has no equivalent for ({}): its CLI neither offers nor refuses them by name, and the CLI's permissions for its access apply to them",
+                    stage.name(),
+                    agent.profile_name,
+                    unknown.join(", ")
                 )
             })
         })

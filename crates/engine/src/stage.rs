@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, watch};
 use crate::checks;
 use crate::create::sha256_hex;
 use crate::reconcile::RUN_MARKER;
+use crate::retries::Retry;
 use crate::usage::Meter;
 use crate::workspace::{self, output_path};
 
@@ -123,9 +124,12 @@ pub(crate) enum Report {
     },
     /// The attempt is over.
     Finished(Finished),
-    /// Something about the attempt worth showing: a retry after a wait, a
-    /// wait for a free slot of its profile.
+    /// Something about the attempt worth showing: a wait for a free slot
+    /// of its profile.
     Note { note: String },
+    /// The agent reported a failure that may pass, and the attempt runs
+    /// again after a wait: shown, and recorded so `baton status` says why.
+    Retry(Retry),
 }
 
 /// The verified end of an attempt.
@@ -327,15 +331,19 @@ async fn run_process(
         };
         retry += 1;
         keep_logs(&log, retry);
-        let _ = reports.send(Report::Note {
-            note: format!(
-                "{}: {} — retry {retry} of {} in {:.1}s",
-                unit_label(stage, attempt),
-                finished.error.as_deref().unwrap_or("failed"),
-                policy.map_or(0, baton_executor::profile::Retry::attempts),
-                wait.as_secs_f64()
-            ),
-        });
+        let _ = reports.send(Report::Retry(Retry {
+            label: unit_label(stage, attempt),
+            index: attempt.index,
+            unit: attempt.unit.clone(),
+            attempt: attempt.attempt,
+            retry,
+            of: policy.map_or(0, baton_executor::profile::Retry::attempts),
+            wait,
+            reason: finished
+                .error
+                .clone()
+                .unwrap_or_else(|| "failed".to_owned()),
+        }));
         let mut cancelled = cancel.clone();
         tokio::select! {
             () = tokio::time::sleep(wait) => {}

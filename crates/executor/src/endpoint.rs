@@ -211,6 +211,60 @@ async fn post(request: &ChatRequest) -> Result<String, EndpointError> {
     Ok(text)
 }
 
+/// One short chat request with `prompt` and nothing else (`baton agents
+/// check --probe`): the answer's body, which the profile's `[output]`
+/// rules read usage from. The whole exchange is bounded by `timeout`.
+///
+/// # Errors
+///
+/// The server is unreachable or slow, or answers an error status.
+pub async fn probe(
+    base_url: &str,
+    model: Option<&str>,
+    api_key_env: Option<&str>,
+    prompt: &str,
+    timeout: Duration,
+) -> Result<String, EndpointError> {
+    let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+    let body = json!({
+        "model": model.unwrap_or("default"),
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": 8,
+    });
+    let mut builder = reqwest::Client::new().post(&url).json(&body);
+    let key = api_key_env
+        .and_then(|name| std::env::var(name).ok())
+        .filter(|key| !key.is_empty());
+    if let Some(key) = key {
+        builder = builder.bearer_auth(key);
+    }
+    let exchange = async {
+        let unreachable = |source| EndpointError::Unreachable {
+            url: url.clone(),
+            source,
+        };
+        let mut response = builder.send().await.map_err(unreachable)?;
+        let status = response.status();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
+            let room = MAX_RESPONSE_BYTES.saturating_sub(bytes.len());
+            bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if status.is_success() {
+            Ok(text)
+        } else {
+            Err(EndpointError::Status {
+                status: status.as_u16(),
+                message: error_message(&text),
+            })
+        }
+    };
+    tokio::time::timeout(timeout, exchange)
+        .await
+        .unwrap_or(Err(EndpointError::Timeout(timeout)))
+}
+
 /// `error.message`, `error` or `message` of a JSON error body, else the
 /// body's first 300 characters.
 fn error_message(body: &str) -> String {

@@ -53,7 +53,7 @@ pub use render::{
 };
 pub use schema::{
     AccessMode, AccessRule, Capability, Hooks, Kind, Limits, Profile, Prompt, PromptVia, Retry,
-    Success,
+    Success, ToolNames, ToolRule, parse_duration,
 };
 pub use usage::{Usage, parse_usage};
 

@@ -555,6 +555,33 @@ impl Store {
         })
     }
 
+    /// A run's events of one kind, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// The read fails.
+    pub async fn events_of_kind(&self, run_id: &str, kind: &str) -> Result<Vec<EventRow>> {
+        on_pool!(self, |pool| {
+            let rows = sqlx::query("SELECT seq, at, kind, detail FROM events WHERE run_id = $1 AND kind = $2 ORDER BY seq")
+                .bind(run_id)
+                .bind(kind)
+                .fetch_all(pool)
+                .await
+                .map_err(query_error("list events"))?;
+            rows.iter()
+                .map(|row| {
+                    Ok(EventRow {
+                        seq: row.try_get("seq")?,
+                        at: row.try_get("at")?,
+                        kind: row.try_get("kind")?,
+                        detail: row.try_get("detail")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(query_error("read events"))
+        })
+    }
+
     /// Who holds the run's lease, if anyone does and it has not expired.
     ///
     /// # Errors

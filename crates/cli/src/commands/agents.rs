@@ -1,13 +1,18 @@
 //! `baton agents check`.
 
+use baton_executor::profile::CheckResult;
 use serde_json::json;
 
-use crate::args::{Format, FormatOnly};
+use super::agents_probe::{self, Probed};
+use crate::args::Format;
+use crate::args::agents::AgentsCheckArgs;
 use crate::{exit_code, output, settings};
 
-/// Probes every profile (built-in and from `baton.toml`). Exits non-zero
-/// when a profile a role is mapped to (`[agents.*]`) cannot run here.
-pub(crate) fn check(args: &FormatOnly) -> u8 {
+/// Checks every profile (built-in and from `baton.toml`), or those named;
+/// with `--probe`, also asks them for a one-word answer. Exits non-zero
+/// when a profile a role is mapped to (`[agents.*]`) cannot run here, or a
+/// probe fails.
+pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
     let config = match settings::agent_config(&super::current_dir()) {
         Ok(config) => config,
         Err(error) => {
@@ -15,16 +20,83 @@ pub(crate) fn check(args: &FormatOnly) -> u8 {
             return exit_code::USAGE;
         }
     };
-    let results: Vec<_> = config
+    if let Some(unknown) = args
         .profiles
         .iter()
-        .map(|(name, profile)| (name, profile, baton_executor::profile::check(profile)))
-        .collect();
+        .find(|name| !config.profiles.contains_key(*name))
+    {
+        let known: Vec<&str> = config.profiles.keys().map(String::as_str).collect();
+        output::stderr_line(&format!(
+            "error: there is no profile `{unknown}`: the profiles are {} (a `[profiles.{unknown}]` table in baton.toml adds one)",
+            known.join(", ")
+        ));
+        return exit_code::USAGE;
+    }
+    // One `--version` each, side by side: a slow CLI delays none of the
+    // others.
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let checks: Vec<_> = config
+            .profiles
+            .iter()
+            .filter(|(name, _)| args.profiles.is_empty() || args.profiles.contains(name))
+            .map(|(name, profile)| {
+                let check = scope.spawn(|| baton_executor::profile::check(profile));
+                (name, profile, check)
+            })
+            .collect();
+        checks
+            .into_iter()
+            .map(|(name, profile, check)| {
+                let result = check.join().unwrap_or_else(|_| CheckResult {
+                    detail: Some("the check failed".to_owned()),
+                    ..CheckResult::default()
+                });
+                (name, profile, result)
+            })
+            .collect()
+    });
+    let probed = if args.probe {
+        let targets = agents_probe::targets(&config, &args.profiles);
+        if targets.is_empty() {
+            output::stderr_line(
+                "error: nothing to probe: baton.toml maps no role to a profile; name the profiles to probe (`baton agents check --probe claude`) or add [agents.default]",
+            );
+            return exit_code::USAGE;
+        }
+        let checks: Vec<_> = results
+            .iter()
+            .map(|(name, _, result)| (*name, result.clone()))
+            .collect();
+        match agents_probe::run(&config, targets, &checks, args.timeout) {
+            Ok(probed) => Some(probed),
+            Err(error) => {
+                output::stderr_line(&format!("error: {error}"));
+                return exit_code::USAGE;
+            }
+        }
+    } else {
+        None
+    };
+    let roles_of = |name: &str| -> Vec<&str> {
+        config
+            .agents
+            .iter()
+            .filter(|(_, choice)| choice.profile.as_deref() == Some(name))
+            .map(|(role, _)| role.as_str())
+            .collect()
+    };
     let text = match args.format.format() {
         Format::Json | Format::Yaml => {
             let rows: Vec<_> = results
                 .iter()
                 .map(|(name, profile, result)| {
+                    let probes = probed.as_ref().map(|(probed, contained)| {
+                        probed
+                            .iter()
+                            .filter(|one| &one.probe.profile == *name)
+                            .map(|one| agents_probe::probe_json(one, *contained))
+                            .collect::<Vec<_>>()
+                    });
                     json!({
                         "profile": name,
                         "program": profile.program,
@@ -32,6 +104,8 @@ pub(crate) fn check(args: &FormatOnly) -> u8 {
                         "version": result.version,
                         "missing_credentials": result.missing_credentials,
                         "detail": result.detail,
+                        "roles": roles_of(name),
+                        "probe": probes,
                     })
                 })
                 .collect();
@@ -54,6 +128,7 @@ pub(crate) fn check(args: &FormatOnly) -> u8 {
                             "no".to_owned()
                         },
                         result.version.clone().unwrap_or_default(),
+                        roles_of(name).join(", "),
                         if result.missing_credentials.is_empty() {
                             result.detail.clone().unwrap_or_default()
                         } else {
@@ -65,33 +140,75 @@ pub(crate) fn check(args: &FormatOnly) -> u8 {
                     ]
                 })
                 .collect();
-            output::table(
-                &["profile", "program", "installed", "version", "note"],
+            let mut text = output::table(
+                &[
+                    "profile",
+                    "program",
+                    "installed",
+                    "version",
+                    "roles",
+                    "note",
+                ],
                 &rows,
-            )
+            );
+            text.push_str(&containment_line());
+            if let Some((probed, contained)) = &probed {
+                text.push_str(&agents_probe::table(probed, *contained, args.timeout));
+            }
+            text
         }
     };
     output::stdout(&text);
-    if args.format.format() == Format::Table {
-        output::stdout(&containment_line());
-    }
+    refusal(
+        &config,
+        &results,
+        probed.as_ref().map(|(probed, _)| probed.as_slice()),
+    )
+}
+
+/// Exit 3, saying why, when a role's profile cannot run here or a probe
+/// failed; else success.
+fn refusal(
+    config: &baton_executor::profile::Config,
+    results: &[(&String, &baton_executor::profile::Profile, CheckResult)],
+    probed: Option<&[Probed]>,
+) -> u8 {
+    // A profile whose probe ran is judged by its probe.
+    let probed_ran = |name: &str| {
+        probed.is_some_and(|probed| {
+            probed
+                .iter()
+                .any(|one| one.probe.profile == name && one.not_run.is_none())
+        })
+    };
     let broken: Vec<String> = config
         .agents
         .iter()
         .filter_map(|(role, choice)| {
             let name = choice.profile.as_deref()?;
             let (_, _, result) = results.iter().find(|(profile, _, _)| *profile == name)?;
-            (!result.available).then(|| format!("[agents.{role}] uses `{name}`"))
+            (!result.available && !probed_ran(name))
+                .then(|| format!("[agents.{role}] uses `{name}`"))
         })
         .collect();
-    if broken.is_empty() {
-        return exit_code::SUCCESS;
+    let failed = probed.map(agents_probe::failures).unwrap_or_default();
+    if !broken.is_empty() {
+        output::stderr_line(&format!(
+            "error: a role's agent cannot run here: {} (install its CLI, or map the role to a profile that is installed)",
+            broken.join("; ")
+        ));
     }
-    output::stderr_line(&format!(
-        "error: a role's agent cannot run here: {} (install its CLI, or map the role to a profile that is installed)",
-        broken.join("; ")
-    ));
-    exit_code::REFUSED
+    if !failed.is_empty() {
+        output::stderr_line(&format!(
+            "error: the probe of {} failed (its detail says why; the CLI's own settings, credentials or server are the place to look)",
+            failed.join(", ")
+        ));
+    }
+    if broken.is_empty() && failed.is_empty() {
+        exit_code::SUCCESS
+    } else {
+        exit_code::REFUSED
+    }
 }
 
 /// How agents are kept from writing where they may not, here.

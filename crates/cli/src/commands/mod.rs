@@ -1,6 +1,7 @@
 //! One module per subcommand; shared set-up lives here.
 
 pub(crate) mod agents;
+mod agents_probe;
 pub(crate) mod compile;
 mod cost;
 pub(crate) mod driver;
@@ -11,6 +12,7 @@ pub(crate) mod lint;
 pub(crate) mod list;
 pub(crate) mod parse;
 pub(crate) mod queue;
+mod retries;
 pub(crate) mod run;
 pub(crate) mod state;
 pub(crate) mod status;

@@ -9,7 +9,7 @@ use super::run::{block_on, chain, open_store};
 use crate::args::{Format, FormatOnly, LogsArgs, RunRef};
 use crate::{exit_code, output};
 
-fn utc(ms: i64) -> String {
+pub(super) fn utc(ms: i64) -> String {
     baton_engine::workspace::utc(ms)
 }
 
@@ -90,6 +90,7 @@ pub(crate) fn status(args: &RunRef) -> u8 {
             .await
             .unwrap_or(false);
         let costs = super::cost::Costs::read(&store, &args.run).await;
+        let retries = super::retries::Retries::read(&store, &args.run).await;
         let subruns = super::subruns::SubRuns::read(&store).await;
         let text = match args.format.format() {
             Format::Json | Format::Yaml => {
@@ -124,6 +125,7 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                         });
                         work.describe_json(stage.index, &mut entry);
                         costs.describe_json(Some(stage.index), &mut entry);
+                        retries.describe_json(stage, &mut entry);
                         subruns.describe_json(&run.run_id, &stage.name, &mut entry);
                         entry
                     }).collect::<Vec<_>>(),
@@ -181,6 +183,7 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                             work.summary(stage.index)
                                 .into_iter()
                                 .chain(stage.error.clone().or_else(|| stage.note.clone()))
+                                .chain(retries.detail(stage))
                                 .collect::<Vec<_>>()
                                 .join("; "),
                         ];

@@ -2,6 +2,9 @@
 
 #![allow(clippy::print_stderr, reason = "tests say on stderr why they skip")]
 
+mod agent_retries;
+mod agent_tools;
+mod agents_probe;
 mod cancel;
 mod compat;
 mod compat_runs;

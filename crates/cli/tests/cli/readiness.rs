@@ -71,9 +71,55 @@ fn tools_a_profile_cannot_pass_are_a_warning() {
     assert_eq!(dry.code, 0, "{}", dry.stderr);
     assert!(
         dry.stderr.contains(
-            "warning: stage `review` lists agent.tools, which profile `fake` cannot pass to its CLI"
+            "warning: stage `review` lists agent.tools, which profile `fake` cannot pass to its CLI (it has neither"
         ),
         "{}",
         dry.stderr
+    );
+}
+
+/// `agent.tools` warns only for a CLI that has no way to take them (Codex,
+/// Aider, Goose), or for a tool the profile has no name for.
+#[test]
+fn tools_warn_only_where_the_cli_has_no_equivalent() {
+    let warned = |profile: &str, tools: &str| {
+        // `sh` stands in for the CLI: only the warnings are looked at.
+        let dir = project(&format!(
+            "[agents.default]\nprofile = \"{profile}\"\n\n[profiles.{profile}]\nprogram = \"sh\"\n"
+        ));
+        let workflow = WORKFLOW.replace(
+            "agent: {role: reviewer, access: read-only}",
+            &format!("agent: {{role: reviewer, access: read-only, tools: [{tools}]}}"),
+        );
+        std::fs::write(dir.path().join("wf.yaml"), workflow).expect("write");
+        let dry = baton(dir.path(), &["run", "wf.yaml", "--dry-run"]);
+        assert_eq!(dry.code, 0, "{profile}: {}", dry.stderr);
+        dry.stderr
+            .lines()
+            .filter(|line| line.contains("lists agent.tools"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    for profile in ["claude", "gemini", "opencode"] {
+        assert_eq!(
+            warned(profile, "Read, Grep, Bash, Write, Edit"),
+            Vec::<String>::new(),
+            "{profile}"
+        );
+    }
+    for profile in ["codex", "aider", "goose"] {
+        let warnings = warned(profile, "Read, Grep");
+        assert_eq!(warnings.len(), 1, "{profile}: {warnings:?}");
+        assert!(
+            warnings[0].contains(&format!("which profile `{profile}` cannot pass to its CLI")),
+            "{warnings:?}"
+        );
+    }
+    let warnings = warned("gemini", "Read, NotebookEdit");
+    assert_eq!(
+        warnings,
+        [
+            "warning: stage `review` lists agent.tools that profile `gemini` has no equivalent for (NotebookEdit): its CLI neither offers nor refuses them by name, and the CLI's permissions for its access apply to them"
+        ]
     );
 }

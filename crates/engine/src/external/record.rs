@@ -169,7 +169,7 @@ pub(super) async fn run_script(
         tokio::select! {
             report = reports.recv() => match report {
                 Some(Report::Finished(finished)) => break finished,
-                Some(Report::Started { .. } | Report::Note { .. }) => {}
+                Some(Report::Started { .. } | Report::Note { .. } | Report::Retry(_)) => {}
                 None => break stage::Finished {
                     index,
                     unit: None,

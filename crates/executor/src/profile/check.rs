@@ -14,8 +14,9 @@ use super::schema::{Kind, Profile};
 use crate::group::signal_group;
 use crate::program::find_program;
 
-/// How long `<program> --version` may take.
-pub const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long `<program> --version` may take: a Node CLI loading its
+/// bundle on a busy machine takes several seconds.
+pub const VERSION_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Output of `--version` beyond this is not read.
 const VERSION_OUTPUT_CAP: u64 = 64 * 1024;

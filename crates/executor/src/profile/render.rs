@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::Error;
-use super::schema::{AccessMode, AccessRule, Kind, Profile, PromptVia};
+use super::schema::{AccessMode, AccessRule, Kind, Profile, PromptVia, ToolRule};
 
 /// What a stage asks of its agent.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -136,11 +136,16 @@ pub fn command_line(profile: &Profile, request: &AgentRequest) -> Result<Process
         .as_ref()
         .map_or_else(|| request.cwd.clone(), |placed| placed.cwd.clone());
     let cwd_text = cwd.to_string_lossy();
+    // A tool rule's texts may name files, which only an access request
+    // gives a place; a stage always has one.
+    let decided =
+        tool_decisions(profile.tools.as_ref(), &request.tools).filter(|_| request.access.is_some());
     let context = Context {
         cwd: &cwd_text,
         prompt_file: prompt_file.as_deref(),
         script: &request.prompt,
         place: access.as_ref(),
+        tools: decided.as_ref(),
     };
 
     let mut args: Vec<String> = profile
@@ -170,6 +175,14 @@ pub fn command_line(profile: &Profile, request: &AgentRequest) -> Result<Process
             args.extend(render_option(template, &value, &context));
         }
     }
+    let tool_rule = profile.tools.as_ref().filter(|_| decided.is_some());
+    if let Some(rule) = tool_rule {
+        args.extend(
+            rule.args
+                .iter()
+                .map(|template| render(template, &context, None)),
+        );
+    }
     args.extend(
         profile
             .args_extra
@@ -194,28 +207,17 @@ pub fn command_line(profile: &Profile, request: &AgentRequest) -> Result<Process
         }
         PromptVia::None => {}
     }
-    let (env, files) = match &access {
+    let (mut env, mut files) = match &access {
         None => (Vec::new(), Vec::new()),
         Some(placed) => (
-            placed
-                .rule
-                .env
-                .iter()
-                .map(|(key, template)| (key.clone(), render(template, &context, None)))
-                .collect(),
-            placed
-                .rule
-                .files
-                .iter()
-                .map(|(name, template)| {
-                    (
-                        placed.files_dir.join(name),
-                        render(template, &context, None),
-                    )
-                })
-                .collect(),
+            render_env(&placed.rule.env, &context),
+            render_files(&placed.rule.files, &placed.files_dir, &context),
         ),
     };
+    if let (Some(rule), Some(placed)) = (tool_rule, &access) {
+        env.extend(render_env(&rule.env, &context));
+        files.extend(render_files(&rule.files, &placed.files_dir, &context));
+    }
     Ok(ProcessCommand {
         program,
         args,
@@ -228,6 +230,41 @@ pub fn command_line(profile: &Profile, request: &AgentRequest) -> Result<Process
             .map(|placed| placed.rule.own_files)
             .unwrap_or_default(),
     })
+}
+
+fn render_env(
+    templates: &BTreeMap<String, String>,
+    context: &Context<'_>,
+) -> Vec<(String, String)> {
+    templates
+        .iter()
+        .map(|(key, template)| (key.clone(), render(template, context, None)))
+        .collect()
+}
+
+fn render_files(
+    templates: &BTreeMap<String, String>,
+    files_dir: &Path,
+    context: &Context<'_>,
+) -> Vec<(PathBuf, String)> {
+    templates
+        .iter()
+        .map(|(name, template)| (files_dir.join(name), render(template, context, None)))
+        .collect()
+}
+
+/// The CLI tools a profile's tool rule allows and refuses for a stage's
+/// `agent.tools`; `None` when the profile has no rule or the stage lists
+/// no tools (its access alone decides then).
+struct Decided {
+    allowed: Vec<String>,
+    denied: Vec<String>,
+}
+
+fn tool_decisions(rule: Option<&ToolRule>, tools: &[String]) -> Option<Decided> {
+    let rule = rule.filter(|_| !tools.is_empty())?;
+    let (allowed, denied) = rule.decide(tools);
+    Some(Decided { allowed, denied })
 }
 
 /// An access rule placed: its working directory and the paths its texts
@@ -269,6 +306,7 @@ impl Placed {
             prompt_file: None,
             script: "",
             place: Some(&placed),
+            tools: None,
         };
         let cwd = PathBuf::from(render(&cwd_template, &context, None));
         placed.workspace_rel = match access.workspace.strip_prefix(&cwd) {
@@ -345,6 +383,7 @@ struct Context<'a> {
     prompt_file: Option<&'a str>,
     script: &'a str,
     place: Option<&'a Placed>,
+    tools: Option<&'a Decided>,
 }
 
 /// What `{value}` (and `{key}`) stand for while rendering one template.
@@ -416,6 +455,11 @@ fn expand(placeholder: &str, context: &Context<'_>, bound: Option<Bound<'_>>) ->
     if let Some(text) = placed_value(name, context) {
         return filter.map_or(Some(text.clone()), |filters| escape_all(&text, filters));
     }
+    if let Some(decided) = context.tools
+        && let Some(text) = tool_value(name, filter, decided)
+    {
+        return Some(text);
+    }
     match (name, bound) {
         ("cwd", _) => Some(context.cwd.to_owned()),
         ("script" | "prompt", _) => Some(context.script.to_owned()),
@@ -454,6 +498,35 @@ fn placed_value(name: &str, context: &Context<'_>) -> Option<String> {
             let file = name.strip_prefix("file:")?;
             Some(place.files_dir.join(file).to_string_lossy().into_owned())
         }
+    }
+}
+
+/// The value of a tool rule's placeholder: `{allowed}`, `{denied}` (JSON
+/// arrays with `|json`, else joined with commas) and `{decisions}` (a JSON
+/// object of every CLI tool name to `"allow"` or `"deny"`).
+fn tool_value(name: &str, filter: Option<&str>, decided: &Decided) -> Option<String> {
+    let list = |names: &[String]| {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        match filter {
+            None => Some(names.join(",")),
+            Some("json") => Some(json_array(&names)),
+            Some(_) => None,
+        }
+    };
+    match name {
+        "allowed" => list(&decided.allowed),
+        "denied" => list(&decided.denied),
+        "decisions" if filter.is_none_or(|filter| filter == "json") => {
+            let entries: Vec<String> = decided
+                .allowed
+                .iter()
+                .map(|tool| (tool, "allow"))
+                .chain(decided.denied.iter().map(|tool| (tool, "deny")))
+                .map(|(tool, decision)| format!("\"{}\":\"{decision}\"", json_string_content(tool)))
+                .collect();
+            Some(format!("{{{}}}", entries.join(",")))
+        }
+        _ => None,
     }
 }
 

@@ -68,6 +68,10 @@ pub struct Profile {
     /// worktree of its own).
     #[serde(default)]
     pub access: BTreeMap<AccessMode, AccessRule>,
+    /// How a stage's `agent.tools` reach a CLI that takes no list of
+    /// allowed tools as a flag (see [`ToolRule`]).
+    #[serde(default)]
+    pub tools: Option<ToolRule>,
     /// Hook integration, for CLIs that have hooks.
     #[serde(default)]
     pub hooks: Option<Hooks>,
@@ -159,6 +163,85 @@ pub struct AccessRule {
     /// not fail for it (its changes are discarded like any other).
     #[serde(default)]
     pub own_files: Vec<String>,
+}
+
+/// How a stage's `agent.tools` (the workflow's tool names: `Bash`, `Read`,
+/// `Grep`, …) become a CLI's own permissions: the rule allows the CLI's
+/// tools for the names listed and refuses those for the other names it
+/// knows. Its texts render as an access rule's do, with `{allowed}` and
+/// `{denied}` (the CLI's tool names; `|json` makes a JSON array, else they
+/// are joined with commas) and `{decisions}` (a JSON object, each CLI tool
+/// name to `"allow"` or `"deny"`). It applies when a stage lists tools
+/// (with an access request, which gives its files a place).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRule {
+    /// The CLI's tool name (or names) for each workflow tool name.
+    #[serde(default)]
+    pub names: BTreeMap<String, ToolNames>,
+    /// Workflow tool names whose use the stage's access decides instead
+    /// (the editing tools): listed or not, the rule leaves them alone.
+    #[serde(default)]
+    pub by_access: Vec<String>,
+    /// Arguments added after the access rule's.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Variables set for the CLI.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Files written beside the attempt's prompt before the launch, by name
+    /// (`{file:NAME}` is the path).
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+}
+
+/// One CLI tool name, or several.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ToolNames {
+    /// One name.
+    One(String),
+    /// Several names.
+    Many(Vec<String>),
+}
+
+impl ToolNames {
+    /// The names.
+    pub fn names(&self) -> &[String] {
+        match self {
+            ToolNames::One(name) => std::slice::from_ref(name),
+            ToolNames::Many(names) => names,
+        }
+    }
+}
+
+impl ToolRule {
+    /// The CLI tool names the rule allows and those it refuses for a
+    /// stage listing `tools`, each sorted and without repeats.
+    pub fn decide(&self, tools: &[String]) -> (Vec<String>, Vec<String>) {
+        let mut allowed = std::collections::BTreeSet::new();
+        let mut denied = std::collections::BTreeSet::new();
+        for (tool, names) in &self.names {
+            let target = if tools.contains(tool) {
+                &mut allowed
+            } else {
+                &mut denied
+            };
+            target.extend(names.names().iter().cloned());
+        }
+        // A CLI tool two workflow names share is allowed if either is listed.
+        denied.retain(|name| !allowed.contains(name));
+        (allowed.into_iter().collect(), denied.into_iter().collect())
+    }
+
+    /// The listed tools the rule can neither pass nor leave to the access.
+    pub fn unknown<'t>(&self, tools: &'t [String]) -> Vec<&'t str> {
+        tools
+            .iter()
+            .filter(|tool| !self.names.contains_key(*tool) && !self.by_access.contains(tool))
+            .map(String::as_str)
+            .collect()
+    }
 }
 
 /// How the prompt is delivered.
@@ -327,8 +410,9 @@ fn duration<'de, D: serde::Deserializer<'de>>(
     deserializer.deserialize_any(Visitor).map(Some)
 }
 
-/// Parses a sequence of `<number><unit>` with units `ms`, `s`, `m`, `h`.
-pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
+/// Parses a sequence of `<number><unit>` with units `ms`, `s`, `m`, `h`
+/// (`90s`, `1h30m`, `500ms`).
+pub fn parse_duration(text: &str) -> Option<Duration> {
     let mut rest = text.trim();
     if rest.is_empty() {
         return None;

@@ -573,6 +573,110 @@ fn opencode_read_only_denies_edits_outside_the_workspace() {
     assert!(launch("opencode", AccessMode::ReadWrite).env.is_empty());
 }
 
+/// A request placed in `mode` whose stage lists `tools`.
+fn with_tools(mode: AccessMode, tools: &[&str]) -> AgentRequest {
+    let mut request = placed(mode);
+    request.tools = tools.iter().map(|tool| (*tool).to_owned()).collect();
+    request
+}
+
+#[test]
+fn gemini_tools_become_a_policy_that_refuses_the_others() {
+    let command = command_line(
+        &builtin("gemini"),
+        &with_tools(AccessMode::ReadWrite, &["Read", "Bash", "Write"]),
+    )
+    .unwrap();
+    let policy = "/repo/.baton/runs/r1/dispatch/001-a.access/tools.toml";
+    assert_eq!(
+        tail(&command, 3),
+        [
+            "--approval-mode",
+            "auto_edit",
+            "--include-directories",
+            "/repo/.baton/runs/r1",
+            "--policy",
+            policy
+        ]
+    );
+    assert_eq!(command.files.len(), 1);
+    let (path, text) = &command.files[0];
+    assert_eq!(path, &PathBuf::from(policy));
+    let parsed: toml::Table = toml::from_str(text).expect("the policy is TOML");
+    let names = |rule: usize| -> Vec<&str> {
+        parsed["rule"][rule]["toolName"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter_map(toml::Value::as_str)
+            .collect()
+    };
+    assert_eq!(parsed["rule"][0]["decision"].as_str(), Some("allow"));
+    assert_eq!(
+        names(0),
+        ["read_file", "read_many_files", "run_shell_command"]
+    );
+    assert_eq!(parsed["rule"][1]["decision"].as_str(), Some("deny"));
+    // Edits are the access rule's: neither allowed nor refused here.
+    assert_eq!(
+        names(1),
+        [
+            "glob",
+            "google_web_search",
+            "grep_search",
+            "invoke_agent",
+            "list_directory",
+            "web_fetch",
+            "write_todos"
+        ]
+    );
+    // Read-only: the workspace policy (which outranks this one) and the
+    // tools' policy both apply.
+    let read_only = command_line(
+        &builtin("gemini"),
+        &with_tools(AccessMode::ReadOnly, &["Read"]),
+    )
+    .unwrap();
+    let policies: Vec<&str> = read_only
+        .args
+        .windows(2)
+        .filter(|pair| pair[0] == "--policy")
+        .map(|pair| pair[1].as_str())
+        .collect();
+    assert_eq!(policies.len(), 2, "{:?}", read_only.args);
+    assert_eq!(read_only.files.len(), 2);
+    // No tools listed: the access alone decides, as before.
+    assert_eq!(launch("gemini", AccessMode::ReadWrite).files.len(), 0);
+}
+
+#[test]
+fn opencode_tools_become_permissions_over_the_access_rule() {
+    let command = command_line(
+        &builtin("opencode"),
+        &with_tools(AccessMode::ReadOnly, &["Bash", "Read", "Edit"]),
+    )
+    .unwrap();
+    let env: BTreeMap<&str, &str> = command
+        .env
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    assert!(env.contains_key("OPENCODE_CONFIG_CONTENT"), "{env:?}");
+    let permission: serde_json::Value =
+        serde_json::from_str(env["OPENCODE_PERMISSION"]).expect("JSON");
+    assert_eq!(permission["bash"], "allow");
+    assert_eq!(permission["read"], "allow");
+    assert_eq!(permission["grep"], "deny");
+    assert_eq!(permission["webfetch"], "deny");
+    assert!(permission.get("edit").is_none(), "{permission}");
+    assert!(
+        !launch("opencode", AccessMode::ReadWrite)
+            .env
+            .iter()
+            .any(|(name, _)| name == "OPENCODE_PERMISSION")
+    );
+}
+
 #[test]
 fn a_profile_s_own_cwd_applies_unless_the_mode_sets_one() {
     let mut profile = builtin("claude");

@@ -89,6 +89,7 @@ conformance! {
         event,
         batch_is_atomic,
         events_are_ordered,
+        events_of_one_kind,
     ],
     concurrency: [
         concurrent_applies_serialize,

@@ -967,6 +967,52 @@ pub(crate) async fn events_are_ordered(fresh: Fresh) {
     assert_eq!(event_kinds(&store, "other").await, ["run_created"]);
 }
 
+pub(crate) async fn events_of_one_kind(fresh: Fresh) {
+    let (store, lease) = driven_run(&fresh).await;
+    let event = |at: i64, kind: &str| Transition::Event {
+        at,
+        kind: kind.to_owned(),
+        detail: format!("{{\"at\":{at}}}"),
+    };
+    store
+        .apply(
+            &lease,
+            &[
+                event(3000, "agent_retry"),
+                event(2000, "other"),
+                event(1000, "agent_retry"),
+            ],
+        )
+        .await
+        .unwrap();
+    store
+        .create_run(&new_run("other", 1000, &["x"]))
+        .await
+        .unwrap();
+    let other_lease = store
+        .acquire("other", "owner", 1000, 60_000, None)
+        .await
+        .unwrap();
+    store
+        .apply(&other_lease, &[event(4000, "agent_retry")])
+        .await
+        .unwrap();
+
+    // Only that kind, only that run, in the order they were logged.
+    let found = store.events_of_kind("r1", "agent_retry").await.unwrap();
+    let details: Vec<&str> = found.iter().map(|row| row.detail.as_str()).collect();
+    assert_eq!(details, ["{\"at\":3000}", "{\"at\":1000}"]);
+    assert!(found.iter().all(|row| row.kind == "agent_retry"));
+    assert!(found[0].seq < found[1].seq);
+    assert!(
+        store
+            .events_of_kind("r1", "missing")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
 pub(crate) async fn usage_recorded_per_attempt_and_unit(fresh: Fresh) {
     let (store, lease) = driven_run(&fresh).await;
     let usage = |unit: &str, attempt: i64, cost: Option<i64>| {
