@@ -886,6 +886,7 @@ fn agent_command(
         cwd: attempt.project_dir.clone(),
         options: std::collections::BTreeMap::new(),
         access: Some(access_request(stage, attempt, worktree)),
+        resume: None,
     };
     let command = baton_executor::profile::command_line(agent.profile, &request)
         .map_err(|error| format!("agent profile '{}': {error}", agent.profile_name))?;
