@@ -805,6 +805,7 @@ async fn drive_owned(
                                 artifacts,
                                 cancelled: false,
                                 usage: None,
+                                resumed: None,
                             },
                             (composite.started_at, now),
                             None,
@@ -847,25 +848,26 @@ async fn drive_owned(
                     }));
                 }
                 for launch in launches {
-                    let (stage_to_run, unit, label, attempt_number, values, env, defer_checks) =
+                    let (stage_to_run, unit, label, attempt_number, extras) =
                         match launch.unit {
                             None => (
                                 plan.stages[launch.index].clone(),
                                 None,
                                 None,
                                 attempt_numbers[launch.index],
-                                Vec::new(),
-                                Vec::new(),
-                                false,
+                                (Vec::new(), Vec::new(), false, None),
                             ),
                             Some((key, label, attempts, Ok(materialized))) => (
                                 materialized.stage,
                                 Some(key),
                                 Some(label),
                                 attempts,
-                                materialized.values,
-                                materialized.env,
-                                materialized.defer_checks,
+                                (
+                                    materialized.values,
+                                    materialized.env,
+                                    materialized.defer_checks,
+                                    materialized.continues,
+                                ),
                             ),
                             Some((key, _, attempts, Err(error))) => {
                                 // The unit cannot even be built: it fails
@@ -880,6 +882,7 @@ async fn drive_owned(
                                     artifacts: Vec::new(),
                                     cancelled: false,
                                     usage: None,
+                                    resumed: None,
                                 }));
                                 running.insert(
                                     Slot::Unit(launch.index, key),
@@ -893,6 +896,7 @@ async fn drive_owned(
                                 continue;
                             }
                         };
+                    let (values, env, defer_checks, continues) = extras;
                     let (cancel_sender, cancel_receiver) = watch::channel(false);
                     let mut attempt_params: stage::Params = unit_params.clone();
                     attempt_params.extend(values);
@@ -913,6 +917,7 @@ async fn drive_owned(
                         env,
                         defer_checks,
                         store: store.clone(),
+                        continues,
                     };
                     // A composite stage's main unit is the stage's own
                     // work: the stage's lines already say it started.
@@ -1103,12 +1108,18 @@ async fn drive_owned(
                         }),
                         Report::Finished(result) => {
                             let status = if result.success { "success" } else { "failed" };
-                            if let Some(usage) = &result.usage {
+                            // A continued session is recorded even when the
+                            // agent's output reported no usage.
+                            let usage = result.usage.clone().or_else(|| {
+                                result.resumed.as_ref().map(|_| Default::default())
+                            });
+                            if let Some(usage) = &usage {
                                 pending.push(Transition::UsageRecorded(crate::usage::row(
                                     as_i64(result.index),
                                     result.unit.as_deref(),
                                     result.attempt,
                                     usage,
+                                    result.resumed.as_deref(),
                                 )));
                             }
                             if let Some(key) = &result.unit {

@@ -32,6 +32,7 @@ mod read_only;
 pub mod readiness;
 mod reconcile;
 pub mod schedule;
+mod session;
 mod stage;
 mod start;
 mod subrun;

@@ -180,6 +180,7 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                             costs.tokens_cell(stage.index),
                             work.summary(stage.index)
                                 .into_iter()
+                                .chain(costs.continued_cells(stage.index))
                                 .chain(stage.error.clone().or_else(|| stage.note.clone()))
                                 .collect::<Vec<_>>()
                                 .join("; "),

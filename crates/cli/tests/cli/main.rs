@@ -27,6 +27,7 @@ mod queue_retry;
 mod read_only;
 mod readiness;
 mod real_agents;
+mod real_sessions;
 mod run;
 mod sqlite_log;
 mod state;

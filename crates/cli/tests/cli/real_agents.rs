@@ -24,10 +24,10 @@ use serde_json::Value;
 
 /// A git repository with baton's settings for one CLI, the CLI's home and
 /// the fake model it talks to.
-struct Setup {
+pub(crate) struct Setup {
     project: tempfile::TempDir,
     _home: tempfile::TempDir,
-    server: ModelServer,
+    pub(crate) server: ModelServer,
     env: Vec<(String, String)>,
 }
 
@@ -36,7 +36,7 @@ const LIMIT: Duration = Duration::from_secs(240);
 
 impl Setup {
     /// `None` (the test is skipped, loudly) without the CLIs.
-    fn new(cli: &str) -> Option<Setup> {
+    pub(crate) fn new(cli: &str) -> Option<Setup> {
         let bin = agent_clis()?;
         let server = ModelServer::start();
         let home = tempfile::tempdir().expect("a home");
@@ -76,12 +76,12 @@ impl Setup {
         Some(setup)
     }
 
-    fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.project.path()
     }
 
     /// Appends to the project's `baton.toml`.
-    fn settings(&self, text: &str) {
+    pub(crate) fn settings(&self, text: &str) {
         let path = self.dir().join("baton.toml");
         let mut settings = std::fs::read_to_string(&path).expect("baton.toml");
         settings.push('\n');
@@ -104,13 +104,13 @@ impl Setup {
     }
 
     /// Runs `baton` in the project with the CLIs' environment.
-    fn baton(&self, args: &[&str]) -> baton_test_support::Run {
+    pub(crate) fn baton(&self, args: &[&str]) -> baton_test_support::Run {
         let bin = Path::new(env!("CARGO_BIN_EXE_baton"));
         baton_test_support::run_bounded_with(bin, self.dir(), args, &self.env, LIMIT)
     }
 
     /// Runs a workflow of `stages`; returns the run's status JSON.
-    fn run(&self, stages: &str) -> (baton_test_support::Run, Value) {
+    pub(crate) fn run(&self, stages: &str) -> (baton_test_support::Run, Value) {
         std::fs::write(
             self.dir().join("wf.yaml"),
             format!(
@@ -146,7 +146,7 @@ fn stage_error<'a>(status: &'a Value, name: &str) -> &'a str {
         .unwrap_or_default()
 }
 
-fn workspace(status: &Value) -> PathBuf {
+pub(crate) fn workspace(status: &Value) -> PathBuf {
     PathBuf::from(status["workspace"].as_str().expect("the run's workspace"))
 }
 

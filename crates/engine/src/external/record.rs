@@ -157,6 +157,7 @@ pub(super) async fn run_script(
         env: script.env,
         defer_checks: script.defer_checks,
         store: store.clone(),
+        continues: None,
     };
     let (_cancel, cancelled) = watch::channel(false);
     let (sender, mut reports) = mpsc::unbounded_channel();
@@ -180,6 +181,7 @@ pub(super) async fn run_script(
                     artifacts: Vec::new(),
                     cancelled: false,
                     usage: None,
+                    resumed: None,
                 },
             },
             _ = renew.tick() => {
