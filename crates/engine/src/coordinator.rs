@@ -848,54 +848,53 @@ async fn drive_owned(
                     }));
                 }
                 for launch in launches {
-                    let (stage_to_run, unit, label, attempt_number, extras) =
-                        match launch.unit {
-                            None => (
-                                plan.stages[launch.index].clone(),
-                                None,
-                                None,
-                                attempt_numbers[launch.index],
-                                (Vec::new(), Vec::new(), false, None),
+                    let (stage_to_run, unit, label, attempt_number, extras) = match launch.unit {
+                        None => (
+                            plan.stages[launch.index].clone(),
+                            None,
+                            None,
+                            attempt_numbers[launch.index],
+                            (Vec::new(), Vec::new(), false, None),
+                        ),
+                        Some((key, label, attempts, Ok(materialized))) => (
+                            materialized.stage,
+                            Some(key),
+                            Some(label),
+                            attempts,
+                            (
+                                materialized.values,
+                                materialized.env,
+                                materialized.defer_checks,
+                                materialized.continues,
                             ),
-                            Some((key, label, attempts, Ok(materialized))) => (
-                                materialized.stage,
-                                Some(key),
-                                Some(label),
-                                attempts,
-                                (
-                                    materialized.values,
-                                    materialized.env,
-                                    materialized.defer_checks,
-                                    materialized.continues,
-                                ),
-                            ),
-                            Some((key, _, attempts, Err(error))) => {
-                                // The unit cannot even be built: it fails
-                                // without a process.
-                                let _ = report_sender.send(Report::Finished(Finished {
-                                    index: launch.index,
-                                    unit: Some(key.clone()),
-                                    attempt: attempts,
-                                    success: false,
-                                    exit_code: None,
-                                    error: Some(error),
-                                    artifacts: Vec::new(),
-                                    cancelled: false,
-                                    usage: None,
-                                    resumed: None,
-                                }));
-                                running.insert(
-                                    Slot::Unit(launch.index, key),
-                                    Running {
-                                        cancel: watch::channel(false).0,
-                                        started_at: clock::now_ms(),
-                                        stage: None,
-                                        label: None,
-                                    },
-                                );
-                                continue;
-                            }
-                        };
+                        ),
+                        Some((key, _, attempts, Err(error))) => {
+                            // The unit cannot even be built: it fails
+                            // without a process.
+                            let _ = report_sender.send(Report::Finished(Box::new(Finished {
+                                index: launch.index,
+                                unit: Some(key.clone()),
+                                attempt: attempts,
+                                success: false,
+                                exit_code: None,
+                                error: Some(error),
+                                artifacts: Vec::new(),
+                                cancelled: false,
+                                usage: None,
+                                resumed: None,
+                            })));
+                            running.insert(
+                                Slot::Unit(launch.index, key),
+                                Running {
+                                    cancel: watch::channel(false).0,
+                                    started_at: clock::now_ms(),
+                                    stage: None,
+                                    label: None,
+                                },
+                            );
+                            continue;
+                        }
+                    };
                     let (values, env, defer_checks, continues) = extras;
                     let (cancel_sender, cancel_receiver) = watch::channel(false);
                     let mut attempt_params: stage::Params = unit_params.clone();
@@ -1107,6 +1106,7 @@ async fn drive_owned(
                             proc_start: i64::try_from(started.start_time).unwrap_or(0),
                         }),
                         Report::Finished(result) => {
+                            let result = *result;
                             let status = if result.success { "success" } else { "failed" };
                             // A continued session is recorded even when the
                             // agent's output reported no usage.

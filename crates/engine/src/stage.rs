@@ -123,8 +123,8 @@ pub(crate) enum Report {
         attempt: i64,
         started: Started,
     },
-    /// The attempt is over.
-    Finished(Finished),
+    /// The attempt is over (boxed: it is much larger than the others).
+    Finished(Box<Finished>),
     /// Something about the attempt worth showing: a retry after a wait, a
     /// wait for a free slot of its profile.
     Note { note: String },
@@ -193,12 +193,12 @@ pub(crate) async fn run(
 ) {
     if stage.spec.sub_workflow.is_some() {
         let finished = crate::subrun::run(&stage, &attempt, cancel).await;
-        let _ = reports.send(Report::Finished(finished));
+        let _ = reports.send(Report::Finished(Box::new(finished)));
         return;
     }
     if stage.spec.executor == Executor::WorkerQueue {
         let finished = crate::queued::run(&stage, &attempt, cancel).await;
-        let _ = reports.send(Report::Finished(finished));
+        let _ = reports.send(Report::Finished(Box::new(finished)));
         return;
     }
     // An isolated agent runs in a git worktree of its own (`worktree.rs`).
@@ -206,7 +206,7 @@ pub(crate) async fn run(
         match crate::worktree::Worktree::prepare(&stage, &attempt).await {
             Ok(worktree) => Some(worktree),
             Err(error) => {
-                let _ = reports.send(Report::Finished(failed(&attempt, error)));
+                let _ = reports.send(Report::Finished(Box::new(failed(&attempt, error))));
                 return;
             }
         }
@@ -217,7 +217,7 @@ pub(crate) async fn run(
         Some(resume) => crate::session::run(&stage, &attempt, resume, cancel, &reports).await,
         None => launch(&stage, &attempt, None, cancel, &reports, worktree.as_ref()).await,
     };
-    let _ = reports.send(Report::Finished(finished));
+    let _ = reports.send(Report::Finished(Box::new(finished)));
 }
 
 /// Builds the attempt's command (continuing `resume`'s session, if given)

@@ -113,11 +113,10 @@ impl Costs {
     /// The rows of a stage's attempts that continued an agent session, with
     /// the session.
     fn continued(&self, index: i64) -> impl Iterator<Item = (&baton_store::UsageRow, &str)> {
-        self.rows.iter().filter(move |row| row.index == index).filter_map(|row| {
-            row.resumed_session
-                .as_deref()
-                .map(|session| (row, session))
-        })
+        self.rows
+            .iter()
+            .filter(move |row| row.index == index)
+            .filter_map(|row| row.resumed_session.as_deref().map(|session| (row, session)))
     }
 
     /// `c1:correct continued session 8d1f…`, one per attempt that did, for

@@ -169,7 +169,7 @@ pub(super) async fn run_script(
     let finished = loop {
         tokio::select! {
             report = reports.recv() => match report {
-                Some(Report::Finished(finished)) => break finished,
+                Some(Report::Finished(finished)) => break *finished,
                 Some(Report::Started { .. } | Report::Note { .. }) => {}
                 None => break stage::Finished {
                     index,
