@@ -99,8 +99,14 @@ fn a_correction_continues_the_agents_session(cli: &str) {
         "{cli}: {prompt}"
     );
 
-    // The continued attempt's log reads like any other.
     let id = crate::project::run_id(&run);
+    let table = setup.baton(&["status", &id]).stdout;
+    assert!(
+        table.contains(&format!("c1:correct-outputs continued session {session}")),
+        "{cli}: {table}"
+    );
+
+    // The continued attempt's log reads like any other.
     let logs = setup.baton(&["logs", &id, "report[c1:correct-outputs]"]);
     assert_eq!(logs.code, 0, "{cli}: {}", logs.stderr);
     assert!(
