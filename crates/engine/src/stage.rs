@@ -213,7 +213,13 @@ pub(crate) async fn run(
     } else {
         None
     };
-    let finished = match crate::session::resume(&stage, &attempt) {
+    // A correction may continue its agent's session (`session.rs`); it
+    // never runs in a worktree.
+    let resume = worktree
+        .is_none()
+        .then(|| crate::session::resume(&stage, &attempt))
+        .flatten();
+    let finished = match resume {
         Some(resume) => crate::session::run(&stage, &attempt, resume, cancel, &reports).await,
         None => launch(&stage, &attempt, None, cancel, &reports, worktree.as_ref()).await,
     };

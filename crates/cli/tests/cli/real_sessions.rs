@@ -8,12 +8,16 @@
 //! the model server sees the first attempt's conversation — its prompt and
 //! the wrong write — in the correction's requests, and the corrected report
 //! passes. When the CLI has no such session, the correction starts a fresh
-//! one with the full prompt, once, and says so.
+//! one with the full prompt, once, and says so: end to end with the two CLIs
+//! that start fastest, and for every CLI its own error for an unknown
+//! session holds the words its profile looks for.
 
+use baton_executor::profile::{AgentRequest, Config, command_line};
+use baton_test_support::agent_clis::agent_clis;
 use baton_test_support::model_server::{WRONG_CONTENT, fake_content};
 use serde_json::Value;
 
-use crate::real_agents::{Setup, workspace};
+use crate::real_agents::{LIMIT, Setup, workspace};
 
 /// The words the continued correction's prompt starts with.
 const CONTINUED: &str = "Your work in this session was checked";
@@ -117,19 +121,68 @@ fn a_correction_continues_the_agents_session(cli: &str) {
     );
 }
 
+/// A session id of the form the CLI's own take, of a session it never had.
+fn unknown_session(cli: &str) -> &'static str {
+    if cli == "opencode" {
+        "ses_000000000000000000000000000"
+    } else {
+        "00000000-0000-4000-8000-000000000000"
+    }
+}
+
+/// The CLI, asked by its built-in profile to continue a session it does not
+/// have, fails in the words the profile's `not_found` looks for.
+fn an_unknown_session_is_refused_in_the_profile_s_words(cli: &str) {
+    let Some(setup) = Setup::new(cli) else { return };
+    let bin = agent_clis().expect("the CLIs, as Setup found them");
+    let config = Config::builtin();
+    let profile = config.profile(cli).expect("a built-in profile");
+    let request = AgentRequest {
+        prompt: "Fix it.\n".to_owned(),
+        cwd: setup.dir().to_path_buf(),
+        resume: Some(unknown_session(cli).to_owned()),
+        ..AgentRequest::default()
+    };
+    let command = command_line(profile, &request).expect("a command line");
+    let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
+    let env: Vec<(String, String)> = setup
+        .env()
+        .iter()
+        .cloned()
+        .chain(profile.env.clone())
+        .collect();
+    let run = baton_test_support::run_bounded_input(
+        &bin.join(&command.program),
+        &command.cwd,
+        &args,
+        &env,
+        command.stdin.as_deref(),
+        LIMIT,
+    );
+    assert_ne!(run.code, 0, "{cli}: {args:?}\n{}", run.stderr);
+    let rule = profile.resumes().expect("a resume rule");
+    assert!(
+        rule.not_found
+            .iter()
+            .any(|words| run.stderr.contains(words)),
+        "{cli}: none of {:?} in its stderr:\n{}",
+        rule.not_found,
+        run.stderr
+    );
+}
+
 /// The session to continue is one the CLI does not have: its own error
 /// says so, and the correction runs once more in a fresh session with the
 /// full prompt.
 fn an_unknown_session_falls_back_to_a_fresh_one(cli: &str) {
     let Some(setup) = Setup::new(cli) else { return };
-    // The rule asks for a session this CLI never had (an id of the form its
-    // own take) instead of the one its first attempt reported.
-    let args = match cli {
-        "codex" => r#"["resume", "00000000-0000-4000-8000-000000000000"]"#,
-        "opencode" => r#"["-s", "ses_000000000000000000000000000"]"#,
-        _ => r#"["--resume", "00000000-0000-4000-8000-000000000000"]"#,
-    };
-    setup.settings(&format!("[profiles.{cli}.resume]\nargs = {args}\n"));
+    // The rule asks for a session this CLI never had instead of the one
+    // its first attempt reported.
+    let flag = if cli == "codex" { "resume" } else { "--resume" };
+    setup.settings(&format!(
+        "[profiles.{cli}.resume]\nargs = [\"{flag}\", \"{}\"]\n",
+        unknown_session(cli)
+    ));
     setup.server.write_wrong_first("/outputs/report.json");
     let (run, status) = setup.run(&checked_stage());
     assert_eq!(run.code, 0, "{cli}: {}\n{status}", run.stderr);
@@ -177,5 +230,20 @@ macro_rules! every_cli {
 
 every_cli!(
     a_correction_continues_the_agents_session,
-    an_unknown_session_falls_back_to_a_fresh_one,
+    an_unknown_session_is_refused_in_the_profile_s_words,
 );
+
+/// The fallback end to end with the CLIs that start fastest; the others'
+/// words for an unknown session are checked above, and the fallback is the
+/// same code for every CLI.
+mod fallback {
+    #[test]
+    fn claude() {
+        super::an_unknown_session_falls_back_to_a_fresh_one("claude");
+    }
+
+    #[test]
+    fn codex() {
+        super::an_unknown_session_falls_back_to_a_fresh_one("codex");
+    }
+}
