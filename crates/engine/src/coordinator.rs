@@ -1110,10 +1110,12 @@ async fn drive_owned(
                             let status = if result.success { "success" } else { "failed" };
                             // A continued session is recorded even when the
                             // agent's output reported no usage.
-                            let usage = result.usage.clone().or_else(|| {
-                                result.resumed.as_ref().map(|_| Default::default())
-                            });
-                            if let Some(usage) = &usage {
+                            let nothing = baton_executor::profile::Usage::default();
+                            let usage = result
+                                .usage
+                                .as_ref()
+                                .or_else(|| result.resumed.as_ref().map(|_| &nothing));
+                            if let Some(usage) = usage {
                                 pending.push(Transition::UsageRecorded(crate::usage::row(
                                     as_i64(result.index),
                                     result.unit.as_deref(),
