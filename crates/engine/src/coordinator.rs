@@ -805,6 +805,7 @@ async fn drive_owned(
                                 artifacts,
                                 cancelled: false,
                                 usage: None,
+                                resumed: None,
                             },
                             (composite.started_at, now),
                             None,
@@ -847,52 +848,54 @@ async fn drive_owned(
                     }));
                 }
                 for launch in launches {
-                    let (stage_to_run, unit, label, attempt_number, values, env, defer_checks) =
-                        match launch.unit {
-                            None => (
-                                plan.stages[launch.index].clone(),
-                                None,
-                                None,
-                                attempt_numbers[launch.index],
-                                Vec::new(),
-                                Vec::new(),
-                                false,
-                            ),
-                            Some((key, label, attempts, Ok(materialized))) => (
-                                materialized.stage,
-                                Some(key),
-                                Some(label),
-                                attempts,
+                    let (stage_to_run, unit, label, attempt_number, extras) = match launch.unit {
+                        None => (
+                            plan.stages[launch.index].clone(),
+                            None,
+                            None,
+                            attempt_numbers[launch.index],
+                            (Vec::new(), Vec::new(), false, None),
+                        ),
+                        Some((key, label, attempts, Ok(materialized))) => (
+                            materialized.stage,
+                            Some(key),
+                            Some(label),
+                            attempts,
+                            (
                                 materialized.values,
                                 materialized.env,
                                 materialized.defer_checks,
+                                materialized.continues,
                             ),
-                            Some((key, _, attempts, Err(error))) => {
-                                // The unit cannot even be built: it fails
-                                // without a process.
-                                let _ = report_sender.send(Report::Finished(Finished {
-                                    index: launch.index,
-                                    unit: Some(key.clone()),
-                                    attempt: attempts,
-                                    success: false,
-                                    exit_code: None,
-                                    error: Some(error),
-                                    artifacts: Vec::new(),
-                                    cancelled: false,
-                                    usage: None,
-                                }));
-                                running.insert(
-                                    Slot::Unit(launch.index, key),
-                                    Running {
-                                        cancel: watch::channel(false).0,
-                                        started_at: clock::now_ms(),
-                                        stage: None,
-                                        label: None,
-                                    },
-                                );
-                                continue;
-                            }
-                        };
+                        ),
+                        Some((key, _, attempts, Err(error))) => {
+                            // The unit cannot even be built: it fails
+                            // without a process.
+                            let _ = report_sender.send(Report::Finished(Box::new(Finished {
+                                index: launch.index,
+                                unit: Some(key.clone()),
+                                attempt: attempts,
+                                success: false,
+                                exit_code: None,
+                                error: Some(error),
+                                artifacts: Vec::new(),
+                                cancelled: false,
+                                usage: None,
+                                resumed: None,
+                            })));
+                            running.insert(
+                                Slot::Unit(launch.index, key),
+                                Running {
+                                    cancel: watch::channel(false).0,
+                                    started_at: clock::now_ms(),
+                                    stage: None,
+                                    label: None,
+                                },
+                            );
+                            continue;
+                        }
+                    };
+                    let (values, env, defer_checks, continues) = extras;
                     let (cancel_sender, cancel_receiver) = watch::channel(false);
                     let mut attempt_params: stage::Params = unit_params.clone();
                     attempt_params.extend(values);
@@ -913,6 +916,7 @@ async fn drive_owned(
                         env,
                         defer_checks,
                         store: store.clone(),
+                        continues,
                     };
                     // A composite stage's main unit is the stage's own
                     // work: the stage's lines already say it started.
@@ -1108,13 +1112,22 @@ async fn drive_owned(
                             proc_start: i64::try_from(started.start_time).unwrap_or(0),
                         }),
                         Report::Finished(result) => {
+                            let result = *result;
                             let status = if result.success { "success" } else { "failed" };
-                            if let Some(usage) = &result.usage {
+                            // A continued session is recorded even when the
+                            // agent's output reported no usage.
+                            let nothing = baton_executor::profile::Usage::default();
+                            let usage = result
+                                .usage
+                                .as_ref()
+                                .or_else(|| result.resumed.as_ref().map(|_| &nothing));
+                            if let Some(usage) = usage {
                                 pending.push(Transition::UsageRecorded(crate::usage::row(
                                     as_i64(result.index),
                                     result.unit.as_deref(),
                                     result.attempt,
                                     usage,
+                                    result.resumed.as_deref(),
                                 )));
                             }
                             if let Some(key) = &result.unit {

@@ -34,6 +34,7 @@ pub mod readiness;
 mod reconcile;
 pub mod retries;
 pub mod schedule;
+mod session;
 mod stage;
 mod start;
 mod subrun;

@@ -129,6 +129,35 @@ pub fn render(plan: &Plan, stage: &PlanStage, workspace: &Path) -> String {
             let _ = writeln!(prompt, "- {line}");
         }
     }
+    completion(&mut prompt, stage);
+    prompt
+}
+
+/// The prompt of an attempt that continues its agent's session: `task`
+/// (only what is new) with `{workspace}` filled in, where the workspace
+/// is, the files to write and the completion contract. The stage's task
+/// and inputs are in the session already.
+pub fn continued(stage: &PlanStage, workspace: &Path, task: &str) -> String {
+    let workspace_text = workspace.to_string_lossy();
+    let task = baton_workflow::template::render(task, |name| {
+        (name == "workspace").then_some(workspace_text.as_ref())
+    });
+    let mut prompt = format!(
+        "{}\n\nThe run's workspace is still {workspace_text}; work from its files and the output of commands you run, as before.\n",
+        task.trim_end()
+    );
+    let files = files_to_write(stage, workspace);
+    if !files.is_empty() {
+        let _ = writeln!(prompt, "\n## Files to write\n");
+        for file in &files {
+            let _ = writeln!(prompt, "- {file}");
+        }
+    }
+    completion(&mut prompt, stage);
+    prompt
+}
+
+fn completion(prompt: &mut String, stage: &PlanStage) {
     let _ = writeln!(
         prompt,
         "\n## Completion\n\nWhen every file above is written, stop. baton checks that each exists, was written by you in this attempt{}, then records the stage as done.",
@@ -138,7 +167,6 @@ pub fn render(plan: &Plan, stage: &PlanStage, workspace: &Path) -> String {
             " and passes its output checks"
         }
     );
-    prompt
 }
 
 /// The `validates_output` checks other stages declare on this stage's

@@ -87,6 +87,8 @@ pub(crate) struct Attempt {
     pub(crate) defer_checks: bool,
     /// The store, for stages run as queue jobs (`executor: worker_queue`).
     pub(crate) store: baton_store::Store,
+    /// The agent session this attempt may continue (a correction's).
+    pub(crate) continues: Option<crate::session::Continuation>,
 }
 
 /// A run's slots of the agent profiles that set `max_concurrent`, by
@@ -122,8 +124,8 @@ pub(crate) enum Report {
         attempt: i64,
         started: Started,
     },
-    /// The attempt is over.
-    Finished(Finished),
+    /// The attempt is over (boxed: it is much larger than the others).
+    Finished(Box<Finished>),
     /// Something about the attempt worth showing: a wait for a free slot
     /// of its profile.
     Note { note: String },
@@ -146,6 +148,8 @@ pub(crate) struct Finished {
     pub(crate) cancelled: bool,
     /// Tokens and cost read from an agent's output, if any.
     pub(crate) usage: Option<baton_executor::profile::Usage>,
+    /// The agent session the attempt continued, if it did.
+    pub(crate) resumed: Option<String>,
 }
 
 impl Finished {
@@ -162,6 +166,7 @@ impl Finished {
             artifacts: Vec::new(),
             cancelled: false,
             usage: None,
+            resumed: None,
         }
     }
 }
@@ -192,12 +197,12 @@ pub(crate) async fn run(
 ) {
     if stage.spec.sub_workflow.is_some() {
         let finished = crate::subrun::run(&stage, &attempt, cancel).await;
-        let _ = reports.send(Report::Finished(redacted(finished)));
+        let _ = reports.send(Report::Finished(Box::new(redacted(finished))));
         return;
     }
     if stage.spec.executor == Executor::WorkerQueue {
         let finished = crate::queued::run(&stage, &attempt, cancel).await;
-        let _ = reports.send(Report::Finished(redacted(finished)));
+        let _ = reports.send(Report::Finished(Box::new(redacted(finished))));
         return;
     }
     // An isolated agent runs in a git worktree of its own (`worktree.rs`).
@@ -205,25 +210,38 @@ pub(crate) async fn run(
         match crate::worktree::Worktree::prepare(&stage, &attempt).await {
             Ok(worktree) => Some(worktree),
             Err(error) => {
-                let _ = reports.send(Report::Finished(failed(&attempt, error)));
+                let _ = reports.send(Report::Finished(Box::new(failed(&attempt, error))));
                 return;
             }
         }
     } else {
         None
     };
-    let finished = match command(&stage, &attempt, worktree.as_ref()) {
-        Err(error) => Finished {
-            index: attempt.index,
-            unit: attempt.unit.clone(),
-            attempt: attempt.attempt,
-            success: false,
-            exit_code: None,
-            error: Some(error),
-            artifacts: Vec::new(),
-            cancelled: false,
-            usage: None,
-        },
+    // A correction may continue its agent's session (`session.rs`); it
+    // never runs in a worktree.
+    let resume = worktree
+        .is_none()
+        .then(|| crate::session::resume(&stage, &attempt))
+        .flatten();
+    let finished = match resume {
+        Some(resume) => crate::session::run(&stage, &attempt, resume, cancel, &reports).await,
+        None => launch(&stage, &attempt, None, cancel, &reports, worktree.as_ref()).await,
+    };
+    let _ = reports.send(Report::Finished(Box::new(redacted(finished))));
+}
+
+/// Builds the attempt's command (continuing `resume`'s session, if given)
+/// and runs it.
+pub(crate) async fn launch(
+    stage: &PlanStage,
+    attempt: &Attempt,
+    resume: Option<&crate::session::Resume>,
+    cancel: watch::Receiver<bool>,
+    reports: &mpsc::UnboundedSender<Report>,
+    worktree: Option<&crate::worktree::Worktree>,
+) -> Finished {
+    match command(stage, attempt, worktree, resume) {
+        Err(error) => failed(attempt, error),
         Ok(Launch::Process {
             spec,
             success_codes,
@@ -238,21 +256,12 @@ pub(crate) async fn run(
                 own_files,
                 slot,
             };
-            run_process(
-                &stage,
-                &attempt,
-                &process,
-                cancel,
-                &reports,
-                worktree.as_ref(),
-            )
-            .await
+            run_process(stage, attempt, &process, cancel, reports, worktree).await
         }
         Ok(Launch::Endpoint { request, meter }) => {
-            crate::endpoint::execute(&stage, &attempt, request, &meter, cancel).await
+            crate::endpoint::execute(stage, attempt, request, &meter, cancel).await
         }
-    };
-    let _ = reports.send(Report::Finished(redacted(finished)));
+    }
 }
 
 /// The attempt's error without secrets: it is recorded and shown (a
@@ -386,11 +395,18 @@ async fn take_slot(
     }
 }
 
-/// The stage's name, with the unit for a fan-out child or a validator.
-fn unit_label(stage: &PlanStage, attempt: &Attempt) -> String {
+/// The stage's name, with the unit for a fan-out child or a validator
+/// (`report[c1:correct]`, as the unit is labelled everywhere; the unit's
+/// own stage has a name of its own).
+pub(crate) fn unit_label(stage: &PlanStage, attempt: &Attempt) -> String {
+    let name = attempt
+        .plan
+        .stages
+        .get(attempt.index)
+        .map_or(stage.name(), PlanStage::name);
     match &attempt.unit {
-        Some(unit) => format!("{}[{unit}]", stage.name()),
-        None => stage.name().to_owned(),
+        Some(unit) => format!("{name}[{unit}]"),
+        None => name.to_owned(),
     }
 }
 
@@ -448,6 +464,7 @@ fn failed(attempt: &Attempt, error: String) -> Finished {
         artifacts: Vec::new(),
         cancelled: false,
         usage: None,
+        resumed: None,
     }
 }
 
@@ -759,6 +776,7 @@ fn command(
     stage: &PlanStage,
     attempt: &Attempt,
     worktree: Option<&crate::worktree::Worktree>,
+    resume: Option<&crate::session::Resume>,
 ) -> Result<Launch, String> {
     let spec = &stage.spec;
     if spec.fan_out.is_some() {
@@ -805,7 +823,7 @@ fn command(
             own_files: Vec::new(),
             slot: None,
         }),
-        None => agent_command(base, stage, attempt, worktree),
+        None => agent_command(base, stage, attempt, worktree, resume),
     }
 }
 
@@ -843,12 +861,13 @@ pub(crate) fn substitute_script(
 
 /// An agent stage (or an inline stage without a script): the role's profile
 /// from `baton.toml` runs with a prompt baton renders and first writes to
-/// `dispatch/NNN-name.json`.
+/// `dispatch/NNN-name.json`; continuing `resume`'s session, its prompt.
 fn agent_command(
     mut base: ProcessSpec,
     stage: &PlanStage,
     attempt: &Attempt,
     worktree: Option<&crate::worktree::Worktree>,
+    resume: Option<&crate::session::Resume>,
 ) -> Result<Launch, String> {
     let spec = &stage.spec;
     let role = if spec.executor == Executor::Inline {
@@ -863,9 +882,10 @@ fn agent_command(
     };
     let config = attempt.agents.as_ref().ok_or_else(no_profile)?;
     let agent = config.agent(role).map_err(|_| no_profile())?;
-    let prompt = match worktree {
-        None => crate::prompt::render(&attempt.plan, stage, &attempt.workspace),
-        Some(worktree) => worktree.prompt(&attempt.plan, stage),
+    let prompt = match (resume, worktree) {
+        (Some(resume), _) => resume.prompt.clone(),
+        (None, None) => crate::prompt::render(&attempt.plan, stage, &attempt.workspace),
+        (None, Some(worktree)) => worktree.prompt(&attempt.plan, stage),
     };
     let dispatch_path = attempt
         .workspace
@@ -927,6 +947,7 @@ fn agent_command(
         cwd: attempt.project_dir.clone(),
         options: std::collections::BTreeMap::new(),
         access: Some(access_request(stage, attempt, worktree)),
+        resume: resume.map(|resume| resume.session.clone()),
     };
     let command = baton_executor::profile::command_line(agent.profile, &request)
         .map_err(|error| format!("agent profile '{}': {error}", agent.profile_name))?;

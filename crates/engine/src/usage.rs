@@ -42,6 +42,12 @@ impl Meter {
     }
 }
 
+/// The session id in `log` (an attempt's stdout), by `profile`'s output
+/// rules.
+pub(crate) fn session(profile: &Profile, log: &Path) -> Option<String> {
+    parse_usage(profile.output.as_ref(), &read_log(log)?)?.session_id
+}
+
 fn read_log(log: &Path) -> Option<String> {
     use std::io::Read;
     let mut bytes = Vec::new();
@@ -53,8 +59,15 @@ fn read_log(log: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// The store row of one attempt's usage.
-pub(crate) fn row(index: i64, unit: Option<&str>, attempt: i64, usage: &Usage) -> UsageRow {
+/// The store row of one attempt's usage; `resumed` is the agent session
+/// the attempt continued, if it did.
+pub(crate) fn row(
+    index: i64,
+    unit: Option<&str>,
+    attempt: i64,
+    usage: &Usage,
+    resumed: Option<&str>,
+) -> UsageRow {
     let count = |value: Option<u64>| value.map(|value| i64::try_from(value).unwrap_or(i64::MAX));
     UsageRow {
         index,
@@ -68,6 +81,7 @@ pub(crate) fn row(index: i64, unit: Option<&str>, attempt: i64, usage: &Usage) -
         turns: count(usage.turns),
         session_id: usage.session_id.clone(),
         model: usage.model.clone(),
+        resumed_session: resumed.map(str::to_owned),
     }
 }
 
@@ -90,7 +104,7 @@ mod tests {
             cost_usd: Some(0.0123),
             ..Usage::default()
         };
-        let row = row(2, Some("item:a"), 1, &usage);
+        let row = row(2, Some("item:a"), 1, &usage, None);
         assert_eq!(row.cost_microusd, Some(12_300));
         assert_eq!(row.input_tokens, Some(1200));
         assert_eq!(row.output_tokens, None);

@@ -52,8 +52,8 @@ pub use render::{
     AccessRequest, AgentRequest, OptionValue, ProcessCommand, command_line, unsupported_options,
 };
 pub use schema::{
-    AccessMode, AccessRule, Capability, Hooks, Kind, Limits, Profile, Prompt, PromptVia, Retry,
-    Success, ToolNames, ToolRule, parse_duration,
+    AccessMode, AccessRule, Capability, Hooks, Kind, Limits, Profile, Prompt, PromptVia,
+    ResumeRule, Retry, Success, ToolNames, ToolRule, parse_duration,
 };
 pub use usage::{Usage, parse_usage};
 
@@ -142,6 +142,15 @@ pub enum Error {
     /// The prompt goes into a file but the request names none.
     #[error("profile `{name}` passes the prompt in a file, but no prompt file was given")]
     NoPromptFile {
+        /// The profile.
+        name: String,
+    },
+
+    /// A request asks to continue a session, and the profile cannot.
+    #[error(
+        "profile `{name}` cannot continue a session: it needs the `resume` capability and `[profiles.{name}.resume] args`"
+    )]
+    CannotResume {
         /// The profile.
         name: String,
     },

@@ -1030,10 +1030,11 @@ macro_rules! apply_one {
                 sqlx::query("DELETE FROM usage WHERE run_id = $1 AND idx = $2 AND unit_key = $3 AND attempt = $4")
                     .bind($run_id).bind(usage.index).bind(&usage.unit).bind(usage.attempt)
                     .execute(&mut *$tx).await.map_err(query_error("replace usage"))?;
-                sqlx::query("INSERT INTO usage (run_id, idx, unit_key, attempt, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_microusd, turns, session_id, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)")
+                sqlx::query("INSERT INTO usage (run_id, idx, unit_key, attempt, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_microusd, turns, session_id, model, resumed_session) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)")
                     .bind($run_id).bind(usage.index).bind(&usage.unit).bind(usage.attempt)
                     .bind(usage.input_tokens).bind(usage.output_tokens).bind(usage.cache_read_tokens).bind(usage.cache_write_tokens)
                     .bind(usage.cost_microusd).bind(usage.turns).bind(&usage.session_id).bind(&usage.model)
+                    .bind(&usage.resumed_session)
                     .execute(&mut *$tx).await.map_err(query_error("record usage"))?;
             }
             Transition::Event { at, kind, detail } => {

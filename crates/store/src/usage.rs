@@ -35,6 +35,9 @@ pub struct UsageRow {
     pub session_id: Option<String>,
     /// The model baton priced the tokens for, when it did.
     pub model: Option<String>,
+    /// The agent session the attempt continued instead of starting a new
+    /// one, if it did.
+    pub resumed_session: Option<String>,
 }
 
 impl Store {
@@ -47,7 +50,7 @@ impl Store {
         on_pool!(self, |pool| {
             let rows = sqlx::query(
                 "SELECT idx, unit_key, attempt, input_tokens, output_tokens, cache_read_tokens, \
-                 cache_write_tokens, cost_microusd, turns, session_id, model \
+                 cache_write_tokens, cost_microusd, turns, session_id, model, resumed_session \
                  FROM usage WHERE run_id = $1 ORDER BY idx, unit_key, attempt",
             )
             .bind(run_id)
@@ -68,6 +71,7 @@ impl Store {
                         turns: row.try_get("turns")?,
                         session_id: row.try_get("session_id")?,
                         model: row.try_get("model")?,
+                        resumed_session: row.try_get("resumed_session")?,
                     })
                 })
                 .collect::<Result<Vec<_>, sqlx::Error>>()

@@ -133,13 +133,39 @@ pub fn run_bounded_with(
     env: &[(String, String)],
     limit: std::time::Duration,
 ) -> Run {
+    run_bounded_input(binary, cwd, args, env, None, limit)
+}
+
+/// [`run_bounded_with`], with `input` on stdin (else `/dev/null`).
+///
+/// # Panics
+///
+/// As [`run_bounded`].
+pub fn run_bounded_input(
+    binary: &Path,
+    cwd: &Path,
+    args: &[&str],
+    env: &[(String, String)],
+    input: Option<&[u8]>,
+    limit: std::time::Duration,
+) -> Run {
     // The output goes to files, not pipes: a full pipe must not stall it.
     static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let stem = std::env::temp_dir().join(format!("baton-bounded-{}-{call}", std::process::id()));
     let out_path = stem.with_extension("stdout");
     let err_path = stem.with_extension("stderr");
+    let in_path = stem.with_extension("stdin");
     let file = |path: &Path| std::fs::File::create(path).expect("an output file");
+    let stdin = match input {
+        None => std::process::Stdio::null(),
+        Some(bytes) => {
+            std::fs::write(&in_path, bytes).expect("an input file");
+            std::fs::File::open(&in_path)
+                .expect("the input file")
+                .into()
+        }
+    };
     #[expect(clippy::disallowed_methods, reason = "tests run the baton binary")]
     let mut child = Command::new(binary)
         .args(args)
@@ -147,11 +173,12 @@ pub fn run_bounded_with(
         .env("NO_COLOR", "1")
         .env_remove("CLICOLOR_FORCE")
         .envs(env.iter().map(|(key, value)| (key, value)))
-        .stdin(std::process::Stdio::null())
+        .stdin(stdin)
         .stdout(file(&out_path))
         .stderr(file(&err_path))
         .spawn()
         .unwrap_or_else(|error| panic!("cannot run {}: {error}", binary.display()));
+    let _ = std::fs::remove_file(&in_path);
     let started = std::time::Instant::now();
     let read = |path: &Path| {
         String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned()

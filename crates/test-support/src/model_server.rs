@@ -40,6 +40,10 @@
 //! get `{"files": [{"path", "content"}], "summary"}` for the files the
 //! prompt asks for.
 //!
+//! [`ModelServer::write_wrong_first`] makes the first write of a file
+//! hold [`WRONG_CONTENT`] instead, so that a stage's output checks fail and
+//! its correction (which writes the file again) passes them.
+//!
 //! # Failures on demand
 //!
 //! [`ModelServer::set_mode`] and [`ModelServer::fail_next`] make the model
@@ -69,7 +73,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Value, json};
 
-pub use script::fake_content;
+pub use script::{WRONG_CONTENT, fake_content};
 
 /// The usage every answer reports.
 const INPUT_TOKENS: u64 = 1234;
@@ -242,9 +246,23 @@ impl ModelServer {
     /// Makes the next `count` model calls fail as `mode` says; the ones
     /// after are answered as [`ModelServer::set_mode`] says.
     pub fn fail_next(&self, count: usize, mode: Mode) {
+        self.fail_after(0, count, mode);
+    }
+
+    /// Answers the next `ok` model calls as [`ModelServer::set_mode`] says,
+    /// then makes `count` fail as `mode` says: a failure in the middle of
+    /// an agent's work.
+    pub fn fail_after(&self, ok: usize, count: usize, mode: Mode) {
         let mut state = self.shared.state();
+        state.passes = ok;
         state.failures = count;
         state.failure = mode;
+    }
+
+    /// Makes the next write of a file whose absolute path ends with
+    /// `suffix` hold [`WRONG_CONTENT`]; the writes after it are right.
+    pub fn write_wrong_first(&self, suffix: &str) {
+        self.shared.state().wrong_first.push(suffix.to_owned());
     }
 
     /// Every request so far, in the order they arrived.
@@ -302,20 +320,25 @@ struct Shared {
 #[derive(Debug)]
 struct State {
     mode: Mode,
+    /// Calls answered as `mode` says before the failures start.
+    passes: usize,
     failures: usize,
     failure: Mode,
     requests: Vec<Request>,
     prompts: Vec<String>,
+    wrong_first: Vec<String>,
 }
 
 impl Default for State {
     fn default() -> State {
         State {
             mode: Mode::Ok,
+            passes: 0,
             failures: 0,
             failure: Mode::Ok,
             requests: Vec::new(),
             prompts: Vec::new(),
+            wrong_first: Vec::new(),
         }
     }
 }
@@ -332,7 +355,10 @@ impl Shared {
     /// The mode for the model call being answered now.
     fn take_mode(&self) -> Mode {
         let mut state = self.state();
-        if state.failures > 0 {
+        if state.failures > 0 && state.passes > 0 {
+            state.passes -= 1;
+            state.mode
+        } else if state.failures > 0 {
             state.failures -= 1;
             state.failure
         } else {

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use baton_test_support::model_server::{Mode, ModelServer, fake_content};
+use baton_test_support::model_server::{Mode, ModelServer, WRONG_CONTENT, fake_content};
 use serde_json::{Value, json};
 
 /// An answer as read off the wire.
@@ -404,6 +404,71 @@ fn failures_are_injected_in_each_protocols_shape() {
         .map(|request| request.mode)
         .collect();
     assert_eq!(modes.last(), Some(&Some(Mode::Drop)));
+}
+
+/// A conversation continued with a correction prompt: the first write of
+/// the file was wrong (as the server was told), the correction's `## Files
+/// to correct` rewrites it right, then its log is written as JSON.
+#[test]
+fn a_continued_conversation_corrects_a_file_written_wrong() {
+    let server = ModelServer::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("r.json").display().to_string();
+    let log = dir.path().join("c/corrections.json").display().to_string();
+    server.write_wrong_first("/r.json");
+    let first = json!({"role": "user", "content": format!("## Files to write\n\n- {path}\n")});
+    let mut messages = vec![first];
+    let mut writes = Vec::new();
+    for turn in 0..6 {
+        if turn == 2 {
+            let correction = format!(
+                "Fix it.\n\n## Files to correct\n\n- {path}\n\n## Files to write\n\n- {log}\n"
+            );
+            messages.push(json!({"role": "user", "content": correction}));
+        }
+        let body = json!({"tools": claude_tools(), "messages": messages});
+        let block = post(&server, "/v1/messages", &body).json()["content"][0].clone();
+        if block["name"] == "Write" {
+            writes.push(block["input"].clone());
+            let input = &block["input"];
+            std::fs::create_dir_all(
+                std::path::Path::new(input["file_path"].as_str().unwrap())
+                    .parent()
+                    .unwrap(),
+            )
+            .unwrap();
+            std::fs::write(
+                input["file_path"].as_str().unwrap(),
+                input["content"].as_str().unwrap(),
+            )
+            .unwrap();
+        }
+        messages.push(json!({"role": "assistant", "content": [block]}));
+        messages
+            .push(json!({"role": "user", "content": [{"type": "tool_result", "content": "ok"}]}));
+    }
+    assert_eq!(
+        writes,
+        [
+            json!({"file_path": path, "content": WRONG_CONTENT}),
+            json!({"file_path": path, "content": fake_content(&path)}),
+            json!({"file_path": log, "content": fake_content(&log)}),
+        ]
+    );
+    let object: Value = serde_json::from_str(&fake_content(&path)).expect("JSON");
+    assert!(object.is_object(), "{object}");
+    let entries: Value = serde_json::from_str(&fake_content(&log)).expect("JSON");
+    assert!(entries[0]["finding_id"].is_string() && entries[0]["change"].is_string());
+}
+
+#[test]
+fn fail_after_lets_some_calls_through_first() {
+    let server = ModelServer::start();
+    server.fail_after(2, 1, Mode::Status(429));
+    let statuses: Vec<u16> = (0..4)
+        .map(|_| post(&server, "/v1/chat/completions", &json!({"messages": []})).status)
+        .collect();
+    assert_eq!(statuses, [200, 200, 429, 200]);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Tokens and cost for `baton status`: the recorded usage of every attempt
-//! (failed ones too: their tokens were spent), summed per stage and per run.
+//! (failed ones too: their tokens were spent), summed per stage and per run;
+//! and the agent sessions attempts continued instead of starting anew.
 
 use serde_json::{Value, json};
 
@@ -85,13 +86,52 @@ impl Costs {
     }
 
     /// Sets `cost_usd` and `tokens` on a stage's (or, with `None`, the
-    /// run's) JSON: null when nothing was recorded.
+    /// run's) JSON: null when nothing was recorded. A stage whose attempts
+    /// continued agent sessions lists them as `sessions_continued`.
     pub(crate) fn describe_json(&self, index: Option<i64>, entry: &mut Value) {
         let (cost, tokens) = self
             .totals(index)
             .map_or((Value::Null, Value::Null), |totals| totals.json());
         entry["cost_usd"] = cost;
         entry["tokens"] = tokens;
+        let Some(index) = index else { return };
+        let continued: Vec<Value> = self
+            .continued(index)
+            .map(|(row, session)| {
+                json!({
+                    "unit": (!row.unit.is_empty()).then_some(&row.unit),
+                    "attempt": row.attempt,
+                    "session": session,
+                })
+            })
+            .collect();
+        if !continued.is_empty() {
+            entry["sessions_continued"] = json!(continued);
+        }
+    }
+
+    /// The rows of a stage's attempts that continued an agent session, with
+    /// the session.
+    fn continued(&self, index: i64) -> impl Iterator<Item = (&baton_store::UsageRow, &str)> {
+        self.rows
+            .iter()
+            .filter(move |row| row.index == index)
+            .filter_map(|row| row.resumed_session.as_deref().map(|session| (row, session)))
+    }
+
+    /// `c1:correct continued session 8d1f…`, one per attempt that did, for
+    /// the table's detail cell.
+    pub(crate) fn continued_cells(&self, index: i64) -> Vec<String> {
+        self.continued(index)
+            .map(|(row, session)| {
+                let who = if row.unit.is_empty() {
+                    format!("attempt {}", row.attempt)
+                } else {
+                    row.unit.clone()
+                };
+                format!("{who} continued session {session}")
+            })
+            .collect()
     }
 
     /// The table's `cost` cell of a stage.

@@ -182,6 +182,7 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                             costs.tokens_cell(stage.index),
                             work.summary(stage.index)
                                 .into_iter()
+                                .chain(costs.continued_cells(stage.index))
                                 .chain(stage.error.clone().or_else(|| stage.note.clone()))
                                 .chain(retries.detail(stage))
                                 .collect::<Vec<_>>()

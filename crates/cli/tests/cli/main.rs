@@ -30,6 +30,7 @@ mod queue_retry;
 mod read_only;
 mod readiness;
 mod real_agents;
+mod real_sessions;
 mod run;
 mod secrets;
 mod sqlite_log;

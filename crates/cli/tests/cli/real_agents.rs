@@ -32,7 +32,7 @@ pub(crate) struct Setup {
 }
 
 /// The longest one `baton` command of these tests may take.
-const LIMIT: Duration = Duration::from_secs(240);
+pub(crate) const LIMIT: Duration = Duration::from_secs(240);
 
 impl Setup {
     /// `None` (the test is skipped, loudly) without the CLIs.
@@ -78,6 +78,12 @@ impl Setup {
 
     pub(crate) fn dir(&self) -> &Path {
         self.project.path()
+    }
+
+    /// The environment the CLIs run with: their home, `PATH` and gateway
+    /// variables.
+    pub(crate) fn env(&self) -> &[(String, String)] {
+        &self.env
     }
 
     /// Appends to the project's `baton.toml`.

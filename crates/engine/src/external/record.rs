@@ -157,6 +157,7 @@ pub(super) async fn run_script(
         env: script.env,
         defer_checks: script.defer_checks,
         store: store.clone(),
+        continues: None,
     };
     let (_cancel, cancelled) = watch::channel(false);
     let (sender, mut reports) = mpsc::unbounded_channel();
@@ -168,7 +169,7 @@ pub(super) async fn run_script(
     let finished = loop {
         tokio::select! {
             report = reports.recv() => match report {
-                Some(Report::Finished(finished)) => break finished,
+                Some(Report::Finished(finished)) => break *finished,
                 Some(Report::Started { .. } | Report::Note { .. } | Report::Retry(_)) => {}
                 None => break stage::Finished {
                     index,
@@ -180,6 +181,7 @@ pub(super) async fn run_script(
                     artifacts: Vec::new(),
                     cancelled: false,
                     usage: None,
+                    resumed: None,
                 },
             },
             _ = renew.tick() => {

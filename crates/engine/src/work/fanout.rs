@@ -309,6 +309,7 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
         values,
         env,
         defer_checks: false,
+        continues: None,
     })
 }
 

@@ -120,6 +120,8 @@ pub(crate) struct Materialized {
     pub(crate) env: Vec<(String, String)>,
     /// Its `validates_output` checks are judged by the stage's program.
     pub(crate) defer_checks: bool,
+    /// The agent session it may continue instead of starting a new one.
+    pub(crate) continues: Option<crate::session::Continuation>,
 }
 
 /// The stage to run for one unit: the stage itself for `main`, a child
@@ -131,6 +133,7 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
             values: Vec::new(),
             env: Vec::new(),
             defer_checks: checks_corrected(context.stage),
+            continues: None,
         }),
         ITEM => fanout::child(context, unit),
         _ => validation::materialize(context, unit),

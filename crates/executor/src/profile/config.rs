@@ -465,4 +465,29 @@ mod tests {
             Err(Error::Invalid { .. })
         ));
     }
+
+    #[test]
+    fn resuming_is_turned_off_or_reshaped_in_baton_toml() {
+        let builtin = Config::builtin();
+        for name in ["claude", "codex", "gemini", "opencode"] {
+            assert!(builtin.profile(name).unwrap().resumes().is_some(), "{name}");
+        }
+        for name in ["aider", "goose", "local-llm"] {
+            assert!(builtin.profile(name).unwrap().resumes().is_none(), "{name}");
+        }
+        let config = Config::from_toml(
+            r#"
+            [profiles.claude]
+            capabilities = ["json_schema", "budget", "hooks", "mcp"]
+
+            [profiles.gemini.resume]
+            args = ["--resume", "{session}", "--debug"]
+            "#,
+        )
+        .unwrap();
+        assert!(config.profile("claude").unwrap().resumes().is_none());
+        let gemini = config.profile("gemini").unwrap().resumes().unwrap();
+        assert_eq!(gemini.args.len(), 3);
+        assert_eq!(gemini.not_found, ["Error resuming session"], "kept");
+    }
 }

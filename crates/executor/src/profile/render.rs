@@ -9,7 +9,7 @@
 //!   already, a list becomes an array of strings); `{key}` is the key of a
 //!   key-value option (`-c {key}={value}`).
 //! * `{cwd}`, `{prompt_file}`, and `{script}` (the prompt text; the shell
-//!   profile runs it).
+//!   profile runs it); `{session}` in the `resume` rule's arguments.
 //! * With an access rule (see [`AccessRule`](super::AccessRule)):
 //!   `{workspace}`, `{project}`, `{workspace_rel}` and `{file:NAME}`, and
 //!   the escaping filters `|json`, `|regex` and `|toml`.
@@ -48,6 +48,9 @@ pub struct AgentRequest {
     /// the mode, which also sets the working directory. `None` renders none
     /// and runs in `cwd`.
     pub access: Option<AccessRequest>,
+    /// The id of a session of the CLI to continue (the profile's `resume`
+    /// rule), or `None` for a new one.
+    pub resume: Option<String>,
 }
 
 /// Where a stage works and what it may change.
@@ -104,20 +107,27 @@ const LEADING_OPTIONS: [&str; 3] = ["model", "permission_mode", "allowed_tools"]
 
 /// Renders `profile` and `request` into a launch: the profile's fixed
 /// arguments, the options the request sets (known ones first, then by
-/// name), then the prompt as the profile delivers it.
+/// name), `args_extra`, the `resume` rule's arguments when the request
+/// continues a session, then the prompt as the profile delivers it.
 ///
 /// Options the profile does not define are left out; see
 /// [`unsupported_options`] to report them.
 ///
 /// # Errors
 ///
-/// When the profile is not a CLI, or delivers the prompt in a file and the
-/// request names none (or one that is not UTF-8).
+/// When the profile is not a CLI, delivers the prompt in a file and the
+/// request names none (or one that is not UTF-8), or the request continues
+/// a session and the profile cannot.
 pub fn command_line(profile: &Profile, request: &AgentRequest) -> Result<ProcessCommand, Error> {
     let name = || profile.program.clone().unwrap_or_default();
     let program = match (&profile.kind, &profile.program) {
         (Kind::Cli, Some(program)) => program.clone(),
         _ => return Err(Error::NotACommand { name: name() }),
+    };
+    let resume = match (&request.resume, profile.resumes()) {
+        (None, _) => None,
+        (Some(session), Some(rule)) => Some((session.as_str(), rule)),
+        (Some(_), None) => return Err(Error::CannotResume { name: name() }),
     };
     let prompt_file = match (profile.prompt.via, &request.prompt_file) {
         (PromptVia::File, None) => return Err(Error::NoPromptFile { name: name() }),
@@ -144,6 +154,7 @@ pub fn command_line(profile: &Profile, request: &AgentRequest) -> Result<Process
         cwd: &cwd_text,
         prompt_file: prompt_file.as_deref(),
         script: &request.prompt,
+        session: resume.map(|(session, _)| session),
         place: access.as_ref(),
         tools: decided.as_ref(),
     };
@@ -189,6 +200,13 @@ pub fn command_line(profile: &Profile, request: &AgentRequest) -> Result<Process
             .iter()
             .map(|template| render(template, &context, None)),
     );
+    if let Some((_, rule)) = resume {
+        args.extend(
+            rule.args
+                .iter()
+                .map(|template| render(template, &context, None)),
+        );
+    }
 
     let mut stdin = None;
     let mut written_prompt_file = None;
@@ -305,6 +323,7 @@ impl Placed {
             cwd: "",
             prompt_file: None,
             script: "",
+            session: None,
             place: Some(&placed),
             tools: None,
         };
@@ -382,6 +401,7 @@ struct Context<'a> {
     cwd: &'a str,
     prompt_file: Option<&'a str>,
     script: &'a str,
+    session: Option<&'a str>,
     place: Option<&'a Placed>,
     tools: Option<&'a Decided>,
 }
@@ -464,6 +484,7 @@ fn expand(placeholder: &str, context: &Context<'_>, bound: Option<Bound<'_>>) ->
         ("cwd", _) => Some(context.cwd.to_owned()),
         ("script" | "prompt", _) => Some(context.script.to_owned()),
         ("prompt_file", _) => context.prompt_file.map(str::to_owned),
+        ("session", _) => context.session.map(str::to_owned),
         ("key", Some(Bound::Pair(key, _))) => Some(key.to_owned()),
         ("value", Some(bound)) => {
             let items: Vec<&str> = match bound {

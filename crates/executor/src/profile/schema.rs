@@ -75,6 +75,10 @@ pub struct Profile {
     /// Hook integration, for CLIs that have hooks.
     #[serde(default)]
     pub hooks: Option<Hooks>,
+    /// How the CLI continues a session it reported; used only while the
+    /// profile declares the `resume` capability.
+    #[serde(default)]
+    pub resume: Option<ResumeRule>,
     /// Optional flags by name, each an argv template rendered only when the
     /// request sets that option (see [`command_line`](super::command_line)).
     #[serde(default)]
@@ -244,6 +248,22 @@ impl ToolRule {
     }
 }
 
+/// How a CLI continues one of its sessions (docs/agents.md, "Sessions").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeRule {
+    /// Arguments added after all the others (and before the prompt's own
+    /// flag, so that a subcommand such as Codex's `resume` follows the
+    /// options it belongs after); `{session}` is the session's id.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Texts of the CLI's own error when it has no session of that id,
+    /// looked for in what it printed on stderr: a resume that fails so
+    /// runs again once in a fresh session.
+    #[serde(default)]
+    pub not_found: Vec<String>,
+}
+
 /// How the prompt is delivered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -305,6 +325,15 @@ pub struct Retry {
     /// The longest wait (default 2m).
     #[serde(default, deserialize_with = "duration")]
     pub max_delay: Option<Duration>,
+}
+
+impl Profile {
+    /// How the profile continues a session, when it declares the `resume`
+    /// capability and says how.
+    pub fn resumes(&self) -> Option<&ResumeRule> {
+        let rule = self.resume.as_ref()?;
+        (self.capabilities.contains(&Capability::Resume) && !rule.args.is_empty()).then_some(rule)
+    }
 }
 
 impl Retry {

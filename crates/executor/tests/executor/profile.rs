@@ -26,6 +26,7 @@ fn request(model: &str, options: &[(&str, OptionValue)]) -> AgentRequest {
             .map(|(name, value)| ((*name).to_owned(), value.clone()))
             .collect(),
         access: None,
+        resume: None,
     }
 }
 
@@ -747,5 +748,68 @@ fn every_access_flag_exists_in_the_cli_help() {
                 );
             }
         }
+    }
+}
+
+/// A request that continues a session: each CLI's own way, after every
+/// other argument, so that Codex's `resume` subcommand follows the options
+/// of `exec`; the prompt still goes to stdin.
+#[test]
+fn a_session_is_continued_the_way_each_cli_takes_it() {
+    let mut continued = placed(AccessMode::ReadWrite);
+    continued.resume = Some("s-42".into());
+    for (name, expected) in [
+        ("claude", &["--resume", "s-42"][..]),
+        ("codex", &["resume", "s-42", "-"][..]),
+        ("gemini", &["--resume", "s-42"][..]),
+        ("opencode", &["-s", "s-42"][..]),
+    ] {
+        let fresh = launch(name, AccessMode::ReadWrite);
+        let command = command_line(&builtin(name), &continued).expect("a CLI profile");
+        let skip = command.args.len() - expected.len();
+        assert_eq!(tail(&command, skip), expected, "{name}");
+        let same = fresh.args.len() - usize::from(name == "codex");
+        assert_eq!(command.args[..same], fresh.args[..same], "{name}");
+        assert_eq!(command.stdin, fresh.stdin, "{name}");
+        assert_eq!(command.cwd, fresh.cwd, "{name}");
+    }
+}
+
+/// A profile without the capability, or without a `resume` rule, cannot
+/// continue a session: the request is refused rather than run fresh.
+#[test]
+fn a_profile_that_cannot_resume_refuses_to() {
+    let mut continued = placed(AccessMode::ReadWrite);
+    continued.resume = Some("s-42".into());
+    let mut without_capability = builtin("claude");
+    without_capability
+        .capabilities
+        .retain(|capability| *capability != baton_executor::profile::Capability::Resume);
+    for profile in [builtin("aider"), without_capability] {
+        let error = command_line(&profile, &continued).expect_err("refused");
+        assert!(matches!(error, Error::CannotResume { .. }), "{error}");
+    }
+}
+
+/// The words of a continued launch exist in the CLI's real `--help`: the
+/// flags, and Codex's `resume` subcommand.
+#[test]
+fn every_resume_word_exists_in_the_cli_help() {
+    let Some(dir) = baton_test_support::agent_clis_dir() else {
+        return;
+    };
+    for (name, help_file) in [
+        ("claude", "claude.help"),
+        ("codex", "codex-exec.help"),
+        ("gemini", "gemini.help"),
+        ("opencode", "opencode-run.help"),
+    ] {
+        let help = std::fs::read_to_string(dir.join(help_file)).expect("help text");
+        let rule = builtin(name).resume.expect("a resume rule");
+        let word = rule.args.first().expect("an argument");
+        assert!(
+            help.contains(&format!("{word} ")) || help.contains(&format!("{word},")),
+            "{name}: `{word}` is not in {help_file}"
+        );
     }
 }

@@ -162,7 +162,7 @@ CREATE TABLE usage (
     cost_microusd      BIGINT,
     turns              BIGINT,
     session_id         TEXT,
-    model              TEXT,
+    model              TEXT, resumed_session TEXT,
     PRIMARY KEY (run_id, idx, unit_key, attempt)
 );
 

@@ -1028,6 +1028,7 @@ pub(crate) async fn usage_recorded_per_attempt_and_unit(fresh: Fresh) {
             turns: Some(2),
             session_id: Some("s-1".to_owned()),
             model: None,
+            resumed_session: (attempt == 2).then(|| "s-0".to_owned()),
         })
     };
     store
@@ -1055,6 +1056,8 @@ pub(crate) async fn usage_recorded_per_attempt_and_unit(fresh: Fresh) {
     assert_eq!(rows[0].input_tokens, Some(1200));
     assert_eq!(rows[0].cache_write_tokens, None);
     assert_eq!(rows[0].session_id.as_deref(), Some("s-1"));
+    assert_eq!(rows[0].resumed_session, None);
+    assert_eq!(rows[1].resumed_session.as_deref(), Some("s-0"));
     assert!(store.usage("nope").await.unwrap().is_empty());
 }
 

@@ -2,6 +2,7 @@
 //! text the actions come from, the first prompt, the agent's working
 //! directory, the tools offered and the tool calls already made.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -21,6 +22,11 @@ pub(super) struct Conversation {
     pub(super) tools: Vec<Tool>,
     /// The names of the tool calls the model made so far, in order.
     pub(super) calls: Vec<String>,
+    /// Path endings of files whose next write is to be wrong (the server's
+    /// list, as it was when the request arrived).
+    pub(super) wrong_first: Vec<String>,
+    /// Those this answer wrote wrong, for the server to strike off.
+    pub(super) wrote_wrong: RefCell<Vec<String>>,
 }
 
 impl Conversation {
@@ -69,6 +75,22 @@ impl Conversation {
             }
             _ => {}
         }
+    }
+
+    /// Whether this write of `path` (absolute) is to be wrong; the first
+    /// time a path ending in a listed suffix is asked about, it is, and
+    /// the suffix is used up.
+    pub(super) fn gets_wrong(&self, path: &str) -> bool {
+        let mut wrote = self.wrote_wrong.borrow_mut();
+        let Some(suffix) = self
+            .wrong_first
+            .iter()
+            .find(|suffix| path.ends_with(suffix.as_str()) && !wrote.contains(suffix))
+        else {
+            return false;
+        };
+        wrote.push(suffix.clone());
+        true
     }
 
     /// Makes a path from the prompt absolute: relative paths are relative

@@ -136,21 +136,30 @@ fn answer(request: &HttpRequest, shared: &Shared, stream: &TcpStream) -> io::Res
         }
         Route::Model(protocol) => protocol,
     };
-    let conversation = conversation(protocol, &body);
+    let mut conversation = conversation(protocol, &body);
+    conversation.wrong_first = shared.state().wrong_first.clone();
     let mode = shared.take_mode();
     let prompt = conversation.prompt.clone();
     shared.record(record(request, body.clone(), Some(mode)), prompt);
     let mut writer = stream;
     match mode {
-        Mode::Ok => match reply(protocol, &body, &conversation) {
-            Answer::Json(answer) => {
-                http::write_json(&mut writer, 200, &[], &answer, request.close)?
+        Mode::Ok => {
+            let answer = reply(protocol, &body, &conversation);
+            let wrote_wrong = conversation.wrote_wrong.take();
+            shared
+                .state()
+                .wrong_first
+                .retain(|suffix| !wrote_wrong.contains(suffix));
+            match answer {
+                Answer::Json(answer) => {
+                    http::write_json(&mut writer, 200, &[], &answer, request.close)?;
+                }
+                Answer::Stream(events) => {
+                    http::write_sse(&mut writer, &events)?;
+                    return Ok(false);
+                }
             }
-            Answer::Stream(events) => {
-                http::write_sse(&mut writer, &events)?;
-                return Ok(false);
-            }
-        },
+        }
         Mode::Status(status) => {
             // A rate limit asks for a second; every error also asks for
             // 50 ms in `retry-after-ms`, which only opencode reads (it has

@@ -3,9 +3,11 @@
 //!
 //! The actions are, in order, every `FAKE: write <path>`, `FAKE: shell
 //! <command>` and `FAKE: read <path>` line, then a write of every
-//! `- /absolute/path` line under `## Files to write`. Each answer makes one
-//! tool call; the conversation's earlier tool calls tell which action is
-//! next. Writing a file that already exists starts with a read of it, as
+//! `- /absolute/path` line under `## Files to write` or `## Files to
+//! correct` (baton's correction prompts list the files to fix there). Each
+//! answer makes one tool call; the conversation's earlier tool calls tell
+//! which action is next; a conversation continued in a later session
+//! carries its earlier prompts and calls, so it goes on where it stopped. Writing a file that already exists starts with a read of it, as
 //! Claude Code and opencode refuse to overwrite a file the session has not
 //! read; that read is recognised in the history by its tool's name, so
 //! the plan stays the same however the disk changes under it.
@@ -21,14 +23,31 @@ pub(super) const DONE: &str = "Done.";
 pub(super) const NO_TOOLS: &str = "Fake reply.";
 
 /// The content the fake model writes to `path` (the path as the prompt
-/// spells it).
+/// spells it). A `.json` file holds JSON: a correction's log
+/// (`…/corrections.json`) the list baton asks for, any other an object.
 pub fn fake_content(path: &str) -> String {
     // A referee's verdict must say how it went; the fake one passes.
     if path.ends_with("VERDICT.md") {
         return format!("PASS\n\nwritten by the fake model: {path}\n");
     }
-    format!("written by the fake model: {path}\n")
+    let written = format!("written by the fake model: {path}");
+    if path.ends_with("/corrections.json") {
+        return format!(
+            "{}\n",
+            serde_json::json!([{"finding_id": "CHECK1", "change": written}])
+        );
+    }
+    if path.ends_with(".json") {
+        return format!("{}\n", serde_json::json!({"written_by": written}));
+    }
+    format!("{written}\n")
 }
+
+/// What the fake model writes instead of [`fake_content`] the first time
+/// it writes a file it was told to get wrong
+/// ([`ModelServer::write_wrong_first`](super::ModelServer::write_wrong_first)):
+/// neither JSON nor what was asked for.
+pub const WRONG_CONTENT: &str = "not what was asked for\n";
 
 /// One thing the prompt asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,7 +111,7 @@ fn actions(text: &str) -> Vec<Action> {
     let mut listing = false;
     for line in text.lines().map(str::trim) {
         if line.starts_with('#') {
-            listing = line == "## Files to write";
+            listing = line == "## Files to write" || line == "## Files to correct";
         } else if let Some(path) = line
             .strip_prefix("- ")
             .filter(|path| listing && path.starts_with('/'))
@@ -152,8 +171,14 @@ fn call(action: &Action, read_done: bool, conversation: &Conversation) -> Call {
         }
         Action::Write(path) => {
             let absolute = conversation.absolute(path);
-            let content = fake_content(path);
             let exists = Path::new(&absolute).exists();
+            let content = || {
+                if conversation.gets_wrong(&absolute) {
+                    WRONG_CONTENT.to_owned()
+                } else {
+                    fake_content(path)
+                }
+            };
             if tools::has_write_tool(tools) {
                 if exists
                     && !read_done
@@ -161,8 +186,9 @@ fn call(action: &Action, read_done: bool, conversation: &Conversation) -> Call {
                 {
                     return read;
                 }
-                return tools::write(tools, &absolute, &content).expect(unreachable);
+                return tools::write(tools, &absolute, &content()).expect(unreachable);
             }
+            let content = content();
             let old = exists.then(|| std::fs::read_to_string(&absolute).unwrap_or_default());
             tools::patch(tools, &absolute, old.as_deref(), &content)
                 .or_else(|| tools::shell(tools, &tools::write_command(&absolute, &content)))

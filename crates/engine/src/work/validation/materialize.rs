@@ -10,6 +10,7 @@ use super::prompts::{self, Round, Subject};
 use super::{
     CHALLENGER, CHECK_CORRECTION, CORRECTION, EVIDENCE, Sources, Spec, VALIDATOR, findings, sources,
 };
+use crate::session::Continuation;
 use crate::work::{Context, Materialized};
 
 /// The role of a correction when the producing stage has no agent of its
@@ -35,7 +36,7 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
         };
         let description =
             prompts::correction(&subject, Round::Checks, &spec.findings, &spec.output);
-        return Ok(build(
+        let mut materialized = build(
             context,
             unit,
             &sources,
@@ -43,7 +44,9 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
             Access::ReadWrite,
             description,
             &spec.output,
-        ));
+        );
+        materialized.continues = continuation(context, &sources, &spec, &subject, Round::Checks);
+        return Ok(materialized);
     }
     let Some(validation) = &context.stage.spec.validation else {
         return Err(format!(
@@ -101,7 +104,7 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
         ),
         other => return Err(format!("unknown unit kind '{other}'")),
     };
-    Ok(build(
+    let mut materialized = build(
         context,
         unit,
         &sources,
@@ -109,7 +112,29 @@ pub(crate) fn materialize(context: &Context<'_>, unit: &UnitRow) -> Result<Mater
         access,
         description,
         &spec.output,
-    ))
+    );
+    if unit.kind == CORRECTION {
+        let round = Round::Validation(unit.cycle);
+        materialized.continues = continuation(context, &sources, &spec, &subject, round);
+    }
+    Ok(materialized)
+}
+
+/// The session a correction may continue, with what to send it: the
+/// findings alone, in the place and with the access the session had.
+fn continuation(
+    context: &Context<'_>,
+    sources: &Sources<'_>,
+    spec: &Spec,
+    subject: &Subject<'_>,
+    round: Round,
+) -> Option<Continuation> {
+    let log = spec.continues.as_ref()?;
+    Some(Continuation {
+        log: context.workspace.join(log),
+        access: sources.producer.spec.agent.access,
+        task: prompts::continued_correction(subject, round, &spec.findings, &spec.output),
+    })
 }
 
 /// A correction runs an agent of the producing stage's role; a scripted
@@ -194,5 +219,6 @@ fn build(
         values: Vec::new(),
         env: Vec::new(),
         defer_checks: false,
+        continues: None,
     }
 }

@@ -18,6 +18,7 @@ mod findings;
 mod materialize;
 mod output_checks;
 mod prompts;
+mod session;
 mod units;
 
 #[cfg(test)]
@@ -64,6 +65,10 @@ struct Spec {
     /// A correction's critical findings.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     findings: Vec<Finding>,
+    /// A correction's: the stdout log (workspace-relative) of the attempt
+    /// whose agent session it continues (`session.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    continues: Option<String>,
 }
 
 /// The stages whose outputs are validated, and the one whose role corrects.
@@ -455,6 +460,7 @@ fn decide(
                 .map(|(_, file)| file)
                 .collect(),
             findings: critical,
+            continues: session::of_producer(context, units),
             ..Spec::default()
         };
         let unit = new_unit(

@@ -102,6 +102,7 @@ fn correction_unit(
         output: format!("validation/{stage}/checks/corrections.json"),
         files: super::units::files(context.stage, context.workspace, units),
         findings,
+        continues: super::session::of_own_work(context, units),
         ..Spec::default()
     };
     let ordinal = units.iter().map(|unit| unit.ordinal + 1).max().unwrap_or(0);

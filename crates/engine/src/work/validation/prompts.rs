@@ -120,28 +120,82 @@ pub(crate) fn correction(
     critical: &[Finding],
     output: &str,
 ) -> String {
-    let (origin, then) = match round {
-        Round::Validation(cycle) => (format!("validation cycle {cycle}"), "validates again"),
-        Round::Checks => (
-            "its output checks (`validates_output`)".to_owned(),
-            "runs the checks again",
-        ),
-    };
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "Correct {} for the `{}` stage: {origin} found {} critical finding{} below. Fix only these findings, with the smallest change that makes each one true; do not rewrite anything else, and keep every file's format. Then log what you changed.\n",
+        "Correct {} for the `{}` stage: {} found {} below. {FIX_ONLY}\n",
         judged(subject),
         subject.stage,
-        critical.len(),
-        if critical.len() == 1 { "" } else { "s" }
+        round.origin(),
+        count(critical),
     );
     let _ = writeln!(
         text,
         "## The producing stage's task\n\n{}\n",
         quote(subject.task)
     );
-    everything(&mut text, subject);
+    to_fix(&mut text, subject, round, critical, output);
+    text
+}
+
+/// A corrector's task in the session that did the work: only what is new
+/// since, the findings and where to log the fixes; the task and the inputs
+/// are in the session already.
+pub(crate) fn continued_correction(
+    subject: &Subject<'_>,
+    round: Round,
+    critical: &[Finding],
+    output: &str,
+) -> String {
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "Your work in this session was checked: {} found {} in {}, below. {FIX_ONLY}\n",
+        round.origin(),
+        count(critical),
+        judged(subject),
+    );
+    to_fix(&mut text, subject, round, critical, output);
+    text
+}
+
+/// What both correction prompts ask.
+const FIX_ONLY: &str = "Fix only these findings, with the smallest change that makes each one true; do not rewrite anything else, and keep every file's format. Then log what you changed.";
+
+impl Round {
+    /// What found the findings, in words.
+    fn origin(self) -> String {
+        match self {
+            Round::Validation(cycle) => format!("validation cycle {cycle}"),
+            Round::Checks => "its output checks (`validates_output`)".to_owned(),
+        }
+    }
+
+    /// What baton does once the corrections are logged.
+    fn then(self) -> &'static str {
+        match self {
+            Round::Validation(_) => "validates again",
+            Round::Checks => "runs the checks again",
+        }
+    }
+}
+
+/// `1 critical finding`, `3 critical findings`.
+fn count(critical: &[Finding]) -> String {
+    let plural = if critical.len() == 1 { "" } else { "s" };
+    format!("{} critical finding{plural}", critical.len())
+}
+
+/// The files to correct, the findings, and the corrections log.
+fn to_fix(
+    text: &mut String,
+    subject: &Subject<'_>,
+    round: Round,
+    critical: &[Finding],
+    output: &str,
+) {
+    let _ = writeln!(text, "## Files to correct\n");
+    listed_files(text, subject);
     let _ = writeln!(text, "## Findings to fix\n");
     for finding in critical {
         let _ = writeln!(
@@ -152,9 +206,9 @@ pub(crate) fn correction(
     }
     let _ = writeln!(
         text,
-        "## Corrections log\n\nWrite a JSON array (and nothing else) to {{workspace}}/{output}, one object per finding you fixed:\n\n```json\n[\n  {{\"finding_id\": \"F1\", \"change\": \"what you changed, in which file\"}}\n]\n```\n\nbaton adds these entries to {{workspace}}/validation/corrections-applied.json and then {then}."
+        "## Corrections log\n\nWrite a JSON array (and nothing else) to {{workspace}}/{output}, one object per finding you fixed:\n\n```json\n[\n  {{\"finding_id\": \"F1\", \"change\": \"what you changed, in which file\"}}\n]\n```\n\nbaton adds these entries to {{workspace}}/validation/corrections-applied.json and then {}.",
+        round.then()
     );
-    text
 }
 
 /// Which output is judged, in words.
@@ -258,6 +312,11 @@ fn unit(text: &mut String, target: &Target) {
 
 fn everything(text: &mut String, subject: &Subject<'_>) {
     let _ = writeln!(text, "## The output\n");
+    listed_files(text, subject);
+}
+
+/// The subject's files, one `- {workspace}/file` line each.
+fn listed_files(text: &mut String, subject: &Subject<'_>) {
     if subject.files.is_empty() {
         let _ = writeln!(text, "(no files were declared or written)");
     }

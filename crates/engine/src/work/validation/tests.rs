@@ -76,6 +76,7 @@ impl Run {
                         self.write(&crate::workspace::output_path(&declared.value), &text);
                     }
                     self.units[position].status = "success".to_owned();
+                    self.units[position].attempts += 1;
                 }
                 None => {
                     self.units[position].status = "failed".to_owned();
@@ -485,4 +486,139 @@ fn an_inline_producer_is_corrected_by_the_correction_role() {
         baton_workflow::schema::Executor::Agent
     );
     assert!(correction.stage.spec.script.is_none());
+}
+
+/// The log a correction unit says it continues the session of.
+fn continues(run: &Run, key: &str) -> Option<String> {
+    let spec: serde_json::Value = serde_json::from_str(&run.unit(key).spec).expect("json");
+    spec["continues"].as_str().map(str::to_owned)
+}
+
+#[test]
+fn a_correction_continues_the_session_of_the_work_before_it() {
+    let mut run = Run::new(&produce("{strategy: cross_unit}"));
+    primary(&mut run);
+    run.step("produce");
+    run.finish("produce", by_kind(CRITICAL));
+    run.step("produce");
+    assert_eq!(
+        continues(&run, "c1:correct").as_deref(),
+        Some("logs/000-produce/1.stdout")
+    );
+    let correction = materialize(&run.context("produce"), run.unit("c1:correct")).expect("ok");
+    let continuation = correction.continues.expect("a session to continue");
+    assert_eq!(
+        continuation.log,
+        run.directory.path().join("logs/000-produce/1.stdout")
+    );
+    // The session ran read-only (the stage's access); the fresh correction
+    // would run read-write.
+    assert_eq!(continuation.access, Access::ReadOnly);
+    assert_eq!(correction.stage.spec.agent.access, Access::ReadWrite);
+    let task = &continuation.task;
+    assert!(
+        task.starts_with("Your work in this session was checked: validation cycle 1 found 1 critical finding in the output of `produce`"),
+        "{task}"
+    );
+    for expected in [
+        "## Files to correct\n\n- {workspace}/outputs/list.json",
+        "the total is wrong",
+        "{workspace}/validation/produce/cycle-1/corrections.json",
+    ] {
+        assert!(task.contains(expected), "{expected}: {task}");
+    }
+    assert!(!task.contains("The producing stage's task"), "{task}");
+    // The fresh prompt lists the same files to correct, after the task.
+    assert!(
+        correction.stage.description.contains(
+            "## The producing stage's task\n\n> Write the list.\n\n## Files to correct\n"
+        )
+    );
+    // The next correction continues the session the first one left.
+    run.finish("produce", by_kind(CRITICAL));
+    run.step("produce");
+    run.finish("produce", by_kind(CRITICAL));
+    run.step("produce");
+    assert_eq!(
+        continues(&run, "c2:correct").as_deref(),
+        Some("logs/000-produce-c1-correct/1.stdout")
+    );
+}
+
+#[test]
+fn the_correction_of_output_checks_continues_the_stage_s_work() {
+    let stage = "  - name: shape\n    kind: execute\n    description: Write x.\n    agent: {role: writer, access: read-write}\n    writes_to: [x.json]\n    validates_output: [{path: outputs/x.json, checks: [is_dict]}]\n";
+    let mut run = Run::new(stage);
+    run.step("shape");
+    run.finish("shape", |_| Some("[1]".to_owned()));
+    let Step::Next { units, .. } = run.step("shape") else {
+        panic!("a correction");
+    };
+    assert_eq!(units[0].key, "c1:correct-outputs");
+    assert_eq!(
+        continues(&run, "c1:correct-outputs").as_deref(),
+        Some("logs/000-shape/1.stdout")
+    );
+    let correction =
+        materialize(&run.context("shape"), run.unit("c1:correct-outputs")).expect("ok");
+    let continuation = correction.continues.expect("a session to continue");
+    assert_eq!(continuation.access, Access::ReadWrite);
+    assert!(
+        continuation
+            .task
+            .starts_with("Your work in this session was checked: its output checks (`validates_output`) found 1 critical finding"),
+        "{}",
+        continuation.task
+    );
+}
+
+#[test]
+fn only_one_agent_session_in_the_project_is_continued() {
+    // A script has no session; nor does an isolated stage's, whose
+    // worktree is gone.
+    for producer in [
+        "executor: inline\n    script: 'true'",
+        "agent: {role: writer, isolation: worktree}",
+    ] {
+        let stages = format!(
+            "  - name: produce\n    kind: execute\n    description: d\n    {producer}\n    writes_to: [r.md]\n    validation: {{strategy: cross_unit}}\n"
+        );
+        let mut run = Run::new(&stages);
+        run.step("produce");
+        run.finish("produce", |_| Some("r".to_owned()));
+        run.step("produce");
+        run.finish("produce", by_kind(CRITICAL));
+        run.step("produce");
+        assert_eq!(continues(&run, "c1:correct"), None, "{producer}");
+        let correction = materialize(&run.context("produce"), run.unit("c1:correct")).expect("ok");
+        assert!(correction.continues.is_none(), "{producer}");
+    }
+}
+
+#[test]
+fn a_validate_stage_s_correction_continues_the_producer_s_latest_attempt() {
+    let stages = "  - name: draft\n    kind: propose\n    description: Draft.\n    agent: {role: doc-writer}\n    writes_to: [draft.md]\n  - name: check\n    kind: validate\n    description: Check.\n    depends_on: [draft]\n    agent: {role: unit-validator}\n    writes_to: [validation/check.json]\n    validation: {strategy: cross_unit}\n";
+    for (logs, expected) in [
+        (
+            &["1.stdout", "2.stdout", "2.retry-1.stdout", "10.stderr"][..],
+            Some("logs/000-draft/2.stdout"),
+        ),
+        (&[][..], None),
+    ] {
+        let mut run = Run::new(stages);
+        for log in logs {
+            run.write(&format!("logs/000-draft/{log}"), "{}");
+        }
+        run.write("outputs/draft.md", "# draft");
+        run.step("check");
+        run.finish("check", |_| Some("{}".to_owned()));
+        run.step("check");
+        run.finish("check", by_kind(CRITICAL));
+        run.step("check");
+        assert_eq!(
+            continues(&run, "c1:correct").as_deref(),
+            expected,
+            "{logs:?}"
+        );
+    }
 }
