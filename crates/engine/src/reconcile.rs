@@ -1,7 +1,8 @@
 //! Putting a run back in order before driving it again: processes left by a
 //! crashed driver are killed, attempts that were running are marked
-//! interrupted, and recorded outputs that changed or vanished since make
-//! their stage (and its dependants) run again.
+//! interrupted, result envelopes a crash kept from being written are
+//! written, and recorded outputs that changed or vanished since make their
+//! stage (and its dependants) run again.
 
 use std::path::Path;
 
@@ -52,6 +53,8 @@ pub(crate) async fn recorded(
     let stages = store.stages(run_id).await?;
     let units = store.units(run_id).await?;
     forget_unrecorded_logs(plan, &stages, &units, workspace_dir);
+    let restored = crate::envelopes::restore(plan, &stages, &units, workspace_dir, now);
+    note_restored(restored, progress);
     let attempts = store.attempts(run_id).await?;
     let artifacts = store.artifacts(run_id).await?;
     // A gate edit a crash cut short is completed before outputs are judged.
@@ -97,6 +100,46 @@ pub(crate) async fn recorded(
         });
     }
     Ok((stages, units, transitions))
+}
+
+/// Puts an ended run (succeeded or rejected, which a resume does not drive)
+/// back in order: a crash after the commit that ended it can only have
+/// kept the envelopes of its last results from being written. A run whose
+/// workflow can no longer be compiled as it was is left as it is, saying so.
+pub(crate) async fn ended(
+    store: &Store,
+    run_id: &str,
+    options: &crate::DriveOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<()> {
+    let start = match crate::start::Start::recorded(store, run_id, options).await {
+        Ok(start) => start,
+        Err(error) => {
+            progress(Progress::Note(format!(
+                "result envelopes not checked: {error}"
+            )));
+            return Ok(());
+        }
+    };
+    let stages = store.stages(run_id).await?;
+    let units = store.units(run_id).await?;
+    let restored = crate::envelopes::restore(
+        &start.plan,
+        &stages,
+        &units,
+        &start.workspace_dir,
+        crate::clock::now_ms(),
+    );
+    note_restored(restored, progress);
+    Ok(())
+}
+
+fn note_restored(restored: usize, progress: &(dyn Fn(Progress) + Sync)) {
+    if restored > 0 {
+        progress(Progress::Note(format!(
+            "wrote {restored} result envelope(s) that a crash kept from being written"
+        )));
+    }
 }
 
 /// Indices of successful stages whose recorded outputs no longer match the
