@@ -702,17 +702,25 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// The read fails.
+    /// [`Error::Gone`] when the read failed on a SQLite file deleted or
+    /// replaced since it was opened; else the read fails.
     pub async fn cancel_requested(&self, run_id: &str) -> Result<bool> {
-        on_pool!(self, |pool| {
-            let requested: Option<i64> =
-                sqlx::query_scalar("SELECT cancel_requested FROM runs WHERE run_id = $1")
-                    .bind(run_id)
-                    .fetch_optional(pool)
-                    .await
-                    .map_err(query_error("read the cancel request"))?;
-            Ok(requested.unwrap_or(0) != 0)
-        })
+        let requested: std::result::Result<Option<i64>, sqlx::Error> = on_pool!(self, |pool| {
+            sqlx::query_scalar("SELECT cancel_requested FROM runs WHERE run_id = $1")
+                .bind(run_id)
+                .fetch_optional(pool)
+                .await
+        });
+        match requested {
+            Ok(requested) => Ok(requested.unwrap_or(0) != 0),
+            // A read connection opens the path when it is first needed: in
+            // a file put in the store's place, the table is missing. That
+            // is the file having gone, not a failed query.
+            Err(source) => {
+                self.still_there()?;
+                Err(query_error("read the cancel request")(source))
+            }
+        }
     }
 
     /// Forgets the cancel a run ended with, so that it can be driven
