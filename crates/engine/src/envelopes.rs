@@ -38,7 +38,7 @@ use serde_json::json;
 use crate::workspace;
 
 mod restore;
-pub(crate) use restore::restore;
+pub(crate) use restore::{lacking, restore};
 
 /// How many threads write envelopes.
 const WRITERS: usize = 2;

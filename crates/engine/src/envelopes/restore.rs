@@ -9,9 +9,10 @@
 //! or older than the attempt the store recorded, gets it written from the
 //! store's record.
 //!
-//! Found missing with one read of `stages/`; a file's age is read only
-//! where an earlier attempt can have left one (a stage that ran more than
-//! once), so a resume of a large run costs no `stat` per stage.
+//! Found missing with one read of `stages/` and the rows alone; a file's
+//! age is read only where an earlier attempt can have left one (a stage
+//! that ran more than once), so a resume of a large run costs no `stat` per
+//! stage, and the plan is needed only to write what is missing.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -28,84 +29,114 @@ fn finished(status: &str) -> bool {
     matches!(status, "success" | "failed" | "skipped")
 }
 
-/// Writes the envelope of every finished stage and unit of `stages` and
-/// `units` (as recorded) that lacks its own. Returns how many it wrote.
-pub(crate) fn restore(
-    plan: &Plan,
+/// A finished stage or unit whose envelope is missing, or an earlier
+/// attempt's: its position in the rows given to [`lacking`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lacking {
+    Unit(usize),
+    Stage(usize),
+}
+
+/// The finished stages and units of `stages` and `units` (as recorded)
+/// that lack their own envelope, units first: a stage's `main` unit has
+/// the stage's own envelope, which the stage's end replaces.
+pub(crate) fn lacking(
     stages: &[StageRow],
     units: &[UnitRow],
     workspace_dir: &Path,
-    now: i64,
-) -> usize {
+) -> Vec<Lacking> {
     let present: HashSet<OsString> = std::fs::read_dir(workspace_dir.join("stages"))
         .map(|entries| entries.flatten().map(|entry| entry.file_name()).collect())
         .unwrap_or_default();
-    let lacks = |path: &Path, again: bool, started_at: Option<i64>| {
+    let lacks = |index: i64, name: &str, again: bool, started_at: Option<i64>| {
+        let path = workspace::envelope_path(
+            workspace_dir,
+            usize::try_from(index).unwrap_or(usize::MAX),
+            name,
+        );
         if !path.file_name().is_some_and(|name| present.contains(name)) {
             return true;
         }
         // Written before this attempt started: an earlier attempt's.
         again
-            && started_at
-                .is_some_and(|started| modified_ms(path).is_some_and(|modified| modified < started))
+            && started_at.is_some_and(|started| {
+                modified_ms(&path).is_some_and(|modified| modified < started)
+            })
     };
-    let mut written = 0;
-    // Units first: a stage's `main` unit has the stage's own envelope,
-    // which the stage's end, below, replaces.
-    for unit in units.iter().filter(|unit| finished(&unit.status)) {
-        let (Some(stage), Some(row)) = (
-            usize::try_from(unit.index)
-                .ok()
-                .and_then(|index| plan.stages.get(index)),
-            stages.iter().find(|row| row.index == unit.index),
-        ) else {
-            continue;
-        };
-        let name = work::unit_stage_name(stage.name(), unit);
-        let path = workspace::envelope_path(workspace_dir, stage.index, &name);
-        if !lacks(
-            &path,
-            row.attempts > 1 || unit.attempts > 1,
-            unit.started_at,
-        ) {
-            continue;
-        }
-        let context = Context {
-            plan,
-            stage,
-            workspace: workspace_dir,
-            now,
-        };
-        // A unit that cannot be built again never had a process, nor an
-        // envelope of its own.
-        let Ok(materialized) = work::materialize(&context, unit) else {
-            continue;
-        };
-        let times = (unit.started_at, unit.finished_at);
-        let errors = unit.error.iter().cloned().collect();
-        let bytes = super::envelope(
-            &materialized.stage,
-            stage.index,
-            &unit.status,
-            times,
-            errors,
-        );
-        written += usize::from(workspace::write_replace(&path, &bytes).is_ok());
-    }
-    for row in stages.iter().filter(|row| finished(&row.status)) {
-        let Some(stage) = usize::try_from(row.index)
+    let units = units.iter().enumerate().filter_map(|(position, unit)| {
+        let row = stages.iter().find(|row| row.index == unit.index)?;
+        let name = work::unit_stage_name(&row.name, unit);
+        let again = row.attempts > 1 || unit.attempts > 1;
+        (finished(&unit.status) && lacks(unit.index, &name, again, unit.started_at))
+            .then_some(Lacking::Unit(position))
+    });
+    let own = stages.iter().enumerate().filter_map(|(position, row)| {
+        (finished(&row.status) && lacks(row.index, &row.name, row.attempts > 1, row.started_at))
+            .then_some(Lacking::Stage(position))
+    });
+    units.chain(own).collect()
+}
+
+/// Writes the envelopes [`lacking`] found missing, from the rows it was
+/// given. Returns how many it wrote.
+pub(crate) fn restore(
+    plan: &Plan,
+    (stages, units): (&[StageRow], &[UnitRow]),
+    lacking: &[Lacking],
+    workspace_dir: &Path,
+    now: i64,
+) -> usize {
+    let stage_at = |index: i64| {
+        usize::try_from(index)
             .ok()
             .and_then(|index| plan.stages.get(index))
-        else {
-            continue;
+    };
+    let mut written = 0;
+    for lacking in lacking {
+        let (path, bytes) = match *lacking {
+            Lacking::Unit(position) => {
+                let unit = &units[position];
+                let Some(stage) = stage_at(unit.index) else {
+                    continue;
+                };
+                let context = Context {
+                    plan,
+                    stage,
+                    workspace: workspace_dir,
+                    now,
+                };
+                // A unit that cannot be built again never had a process,
+                // nor an envelope of its own.
+                let Ok(materialized) = work::materialize(&context, unit) else {
+                    continue;
+                };
+                let name = work::unit_stage_name(stage.name(), unit);
+                let times = (unit.started_at, unit.finished_at);
+                let errors = unit.error.iter().cloned().collect();
+                (
+                    workspace::envelope_path(workspace_dir, stage.index, &name),
+                    super::envelope(
+                        &materialized.stage,
+                        stage.index,
+                        &unit.status,
+                        times,
+                        errors,
+                    ),
+                )
+            }
+            Lacking::Stage(position) => {
+                let row = &stages[position];
+                let Some(stage) = stage_at(row.index) else {
+                    continue;
+                };
+                let times = (row.started_at, row.finished_at);
+                let errors = row.error.iter().cloned().collect();
+                (
+                    workspace::envelope_path(workspace_dir, stage.index, stage.name()),
+                    super::envelope(stage, stage.index, &row.status, times, errors),
+                )
+            }
         };
-        let path = workspace::envelope_path(workspace_dir, stage.index, stage.name());
-        if !lacks(&path, row.attempts > 1, row.started_at) {
-            continue;
-        }
-        let times = (row.started_at, row.finished_at);
-        let errors = row.error.iter().cloned().collect();
-        let bytes = super::envelope(stage, stage.index, &row.status, times, errors);
         written += usize::from(workspace::write_replace(&path, &bytes).is_ok());
     }
     written
@@ -123,7 +154,7 @@ mod tests {
     use baton_store::{StageRow, UnitRow};
     use baton_workflow::MemoryLoader;
 
-    use super::restore;
+    use super::{Lacking, lacking, restore};
     use crate::workspace;
 
     const WORKFLOW: &str = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n  - {name: a, kind: execute, description: d, executor: inline, script: 'true', writes_to: [a.txt]}\n  - {name: b, kind: execute, description: d, executor: inline, script: 'true', fan_out: {source: a, field: items, key: id}}\n";
@@ -192,7 +223,12 @@ mod tests {
             .expect("an old envelope's time");
         let stages = [stage(0, "a", "success", 2), stage(1, "b", "running", 1)];
         let units = [child("x", "failed"), child("y", "running")];
-        assert_eq!(restore(&plan, &stages, &units, dir.path(), 3_000), 2);
+        let missing = lacking(&stages, &units, dir.path());
+        assert_eq!(missing, [Lacking::Unit(0), Lacking::Stage(0)]);
+        assert_eq!(
+            restore(&plan, (&stages, &units), &missing, dir.path(), 3),
+            2
+        );
         assert_eq!(status(&a).as_deref(), Some("success"));
         let restored: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&x).expect("x")).expect("JSON");
@@ -202,6 +238,6 @@ mod tests {
         assert_eq!(status(&b), None, "a running stage has no envelope yet");
         assert_eq!(status(&y), None, "a running unit has no envelope yet");
         // Present and current: left alone.
-        assert_eq!(restore(&plan, &stages, &units, dir.path(), 3_000), 0);
+        assert_eq!(lacking(&stages, &units, dir.path()), []);
     }
 }
