@@ -11,9 +11,19 @@
 //!   stderr at exit, as `baton: store writes: K`.
 //!
 //! The failpoint sweep (`crates/cli/tests/cli/failpoint_sweep.rs`) counts
-//! the writes of an undisturbed run and crashes it at every one of them:
-//! `cargo nextest run -p baton-cli --test cli failpoint_sweep::`, with
-//! `BATON_SWEEP_ALL=1` for every N rather than the fast tier's bound.
+//! the writes of each command of an undisturbed run and crashes it at every
+//! one of them, before and after: `cargo nextest run -p baton-cli --test
+//! cli failpoint_sweep::` (PostgreSQL too with `BATON_TEST_DATABASE_URL`);
+//! `BATON_SWEEP_ROUNDS=R` repeats it, going on past the undisturbed count,
+//! as `scripts/soak` does.
+//!
+//! The driver's process starts need no points of their own: a start that
+//! waits for its commit follows it at once, so `store-written:N` of that
+//! commit is the crash between the two; a start that goes ahead of its
+//! commit (a plain process) is cut off by `store-write:N` of the commit
+//! that would record it. Likewise `store-written:N` is the crash before
+//! anything that follows a commit: result envelopes, worktrees, queue jobs.
+//! (A crash in the middle of those is `crash.rs`'s, by random `kill -9`.)
 
 use std::sync::OnceLock;
 

@@ -11,6 +11,7 @@ mod diagnostics;
 mod driver;
 mod driver_gone;
 mod examples;
+mod failpoint_sweep;
 mod fan_out;
 mod file_content;
 mod gates;
