@@ -37,8 +37,11 @@ pub fn main() -> ExitCode {
     }
     // Crash tests make baton abort at a named point (see the engine's
     // `failpoint` module).
-    if let Some(point) = std::env::var_os("BATON_FAILPOINT") {
-        baton_engine::failpoint::arm(point.to_string_lossy().into_owned());
+    if let Some(point) = std::env::var_os("BATON_FAILPOINT").filter(|point| !point.is_empty())
+        && let Err(error) = baton_engine::failpoint::arm(&point.to_string_lossy())
+    {
+        output::stderr_line(&format!("baton: BATON_FAILPOINT: {error}"));
+        return ExitCode::from(exit_code::USAGE);
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -80,5 +83,8 @@ pub fn main() -> ExitCode {
         Command::Worktree(command) => commands::worktree::run(&command),
         Command::Task(command) => commands::task::run(&command),
     };
+    if let Some(writes) = baton_engine::failpoint::counted_writes() {
+        output::stderr_line(&format!("baton: store writes: {writes}"));
+    }
     ExitCode::from(code)
 }

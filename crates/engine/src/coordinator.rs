@@ -147,6 +147,7 @@ pub async fn drive(
             store.clear_cancel(run_id).await?;
         }
         if matches!(run.status.as_str(), "success" | "rejected") {
+            reconcile::ended(store, &run, options, progress).await?;
             return Ok(Outcome {
                 run_id: run_id.to_owned(),
                 status: run.status,

@@ -21,7 +21,9 @@
 //! commit is naming the files, about half the cost of writing them. A
 //! result whose commit never lands leaves nothing: its file vanishes with
 //! its descriptor. (Why only the last commit's: `prepare_envelopes` in
-//! `coordinator.rs`.)
+//! `coordinator.rs`.) A crash after a commit, before its envelopes are
+//! named or written, loses them; the next drive writes them from the store
+//! ([`restore`]).
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -34,6 +36,9 @@ use baton_workflow::plan::PlanStage;
 use serde_json::json;
 
 use crate::workspace;
+
+mod restore;
+pub(crate) use restore::{lacking, restore};
 
 /// How many threads write envelopes.
 const WRITERS: usize = 2;

@@ -1,7 +1,8 @@
 //! Putting a run back in order before driving it again: processes left by a
 //! crashed driver are killed, attempts that were running are marked
-//! interrupted, and recorded outputs that changed or vanished since make
-//! their stage (and its dependants) run again.
+//! interrupted, result envelopes a crash kept from being written are
+//! written, and recorded outputs that changed or vanished since make their
+//! stage (and its dependants) run again.
 
 use std::path::Path;
 
@@ -52,6 +53,9 @@ pub(crate) async fn recorded(
     let stages = store.stages(run_id).await?;
     let units = store.units(run_id).await?;
     forget_unrecorded_logs(plan, &stages, &units, workspace_dir);
+    let lacking = crate::envelopes::lacking(&stages, &units, workspace_dir);
+    let restored = crate::envelopes::restore(plan, (&stages, &units), &lacking, workspace_dir, now);
+    note_restored(restored, progress);
     let attempts = store.attempts(run_id).await?;
     let artifacts = store.artifacts(run_id).await?;
     // A gate edit a crash cut short is completed before outputs are judged.
@@ -97,6 +101,52 @@ pub(crate) async fn recorded(
         });
     }
     Ok((stages, units, transitions))
+}
+
+/// Puts an ended run (succeeded or rejected, which a resume does not drive)
+/// back in order: a crash after the commit that ended it can only have
+/// kept the envelopes of its last results from being written. Costs two
+/// reads and a directory listing when nothing is missing; a run whose
+/// workflow can no longer be compiled as it was is left as it is, saying so.
+pub(crate) async fn ended(
+    store: &Store,
+    run: &baton_store::RunRow,
+    options: &crate::DriveOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<()> {
+    let stages = store.stages(&run.run_id).await?;
+    let units = store.units(&run.run_id).await?;
+    let lacking = crate::envelopes::lacking(&stages, &units, Path::new(&run.workspace));
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    let start = match crate::start::Start::recorded(store, &run.run_id, options).await {
+        Ok(start) => start,
+        Err(error) => {
+            progress(Progress::Note(format!(
+                "{} result envelope(s) missing, not written: {error}",
+                lacking.len()
+            )));
+            return Ok(());
+        }
+    };
+    let restored = crate::envelopes::restore(
+        &start.plan,
+        (&stages, &units),
+        &lacking,
+        &start.workspace_dir,
+        crate::clock::now_ms(),
+    );
+    note_restored(restored, progress);
+    Ok(())
+}
+
+fn note_restored(restored: usize, progress: &(dyn Fn(Progress) + Sync)) {
+    if restored > 0 {
+        progress(Progress::Note(format!(
+            "wrote {restored} result envelope(s) that a crash kept from being written"
+        )));
+    }
 }
 
 /// Indices of successful stages whose recorded outputs no longer match the

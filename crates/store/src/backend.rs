@@ -90,7 +90,8 @@ pub(crate) use on_writer;
 
 /// Runs `$body` in a write transaction `$tx` and commits it. SQLite takes
 /// the write lock up front (`BEGIN IMMEDIATE`) so a transaction never fails
-/// half-way on a lock upgrade; PostgreSQL row locks do the same job.
+/// half-way on a lock upgrade; PostgreSQL row locks do the same job. The
+/// commit is a write point (`failpoint.rs`).
 macro_rules! in_transaction {
     ($store:expr, |$tx:ident| $body:block) => {
         match &$store.inner {
@@ -100,7 +101,8 @@ macro_rules! in_transaction {
                     .await
                     .map_err(query_error("begin a transaction"))?;
                 let out = $body;
-                $tx.commit().await.map_err(query_error("commit"))?;
+                crate::failpoint::write_point!($tx.commit().await)
+                    .map_err(query_error("commit"))?;
                 out
             }
             Inner::Postgres(pool) => {
@@ -109,7 +111,8 @@ macro_rules! in_transaction {
                     .await
                     .map_err(query_error("begin a transaction"))?;
                 let out = $body;
-                $tx.commit().await.map_err(query_error("commit"))?;
+                crate::failpoint::write_point!($tx.commit().await)
+                    .map_err(query_error("commit"))?;
                 out
             }
         }
@@ -727,12 +730,14 @@ impl Store {
     /// The write fails (a lost lease is not an error here).
     pub async fn release(&self, lease: &Lease) -> Result<()> {
         on_writer!(self, |pool| {
-            sqlx::query(RELEASE)
-                .bind(&lease.run_id)
-                .bind(lease.epoch)
-                .execute(pool)
-                .await
-                .map_err(query_error("release the lease"))?;
+            crate::failpoint::write_point!(
+                sqlx::query(RELEASE)
+                    .bind(&lease.run_id)
+                    .bind(lease.epoch)
+                    .execute(pool)
+                    .await
+            )
+            .map_err(query_error("release the lease"))?;
             Ok(())
         })
     }
@@ -742,20 +747,25 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// The read fails.
+    /// [`Error::Gone`] when the read failed on a SQLite file deleted or
+    /// replaced since it was opened; else the read fails.
     pub async fn cancel_requested(&self, run_id: &str) -> Result<bool> {
-        // Asked often while a run is driven: a store deleted or replaced
-        // meanwhile is reported as such, not as whatever the read finds.
-        self.still_there()?;
-        on_pool!(self, |pool| {
-            let requested: Option<i64> =
-                sqlx::query_scalar("SELECT cancel_requested FROM runs WHERE run_id = $1")
-                    .bind(run_id)
-                    .fetch_optional(pool)
-                    .await
-                    .map_err(query_error("read the cancel request"))?;
-            Ok(requested.unwrap_or(0) != 0)
-        })
+        let requested: std::result::Result<Option<i64>, sqlx::Error> = on_pool!(self, |pool| {
+            sqlx::query_scalar("SELECT cancel_requested FROM runs WHERE run_id = $1")
+                .bind(run_id)
+                .fetch_optional(pool)
+                .await
+        });
+        match requested {
+            Ok(requested) => Ok(requested.unwrap_or(0) != 0),
+            // A read connection opens the path when it is first needed: in
+            // a file put in the store's place, the table is missing. That
+            // is the file having gone, not a failed query.
+            Err(source) => {
+                self.still_there()?;
+                Err(query_error("read the cancel request")(source))
+            }
+        }
     }
 
     /// Forgets the cancel a run ended with, so that it can be driven
@@ -766,11 +776,13 @@ impl Store {
     /// The write fails.
     pub async fn clear_cancel(&self, run_id: &str) -> Result<()> {
         on_writer!(self, |pool| {
-            sqlx::query("UPDATE runs SET cancel_requested = 0 WHERE run_id = $1")
-                .bind(run_id)
-                .execute(pool)
-                .await
-                .map_err(query_error("clear the cancel request"))?;
+            crate::failpoint::write_point!(
+                sqlx::query("UPDATE runs SET cancel_requested = 0 WHERE run_id = $1")
+                    .bind(run_id)
+                    .execute(pool)
+                    .await
+            )
+            .map_err(query_error("clear the cancel request"))?;
             Ok(())
         })
     }
@@ -1132,7 +1144,7 @@ async fn create_postgres(pool: &PgPool, run: &NewRun, lease: Option<&Lease>) -> 
         kinds.push("lease_acquired".to_owned());
         details.push(lease_acquired_detail(lease));
     }
-    sqlx::query(
+    let statement = sqlx::query(
         "WITH run AS (\
            INSERT INTO runs (run_id, workflow, workflow_path, workspace, status, created_at, \
              lease_owner, lease_epoch, lease_until) \
@@ -1163,10 +1175,9 @@ async fn create_postgres(pool: &PgPool, run: &NewRun, lease: Option<&Lease>) -> 
     .bind(&run.options)
     .bind(&run.stages)
     .bind(kinds)
-    .bind(details)
-    .execute(pool)
-    .await
-    .map_err(|source| insert_run_error(&run.run_id, "record the run", source))?;
+    .bind(details);
+    crate::failpoint::write_point!(statement.execute(pool).await)
+        .map_err(|source| insert_run_error(&run.run_id, "record the run", source))?;
     Ok(())
 }
 

@@ -20,6 +20,7 @@
 mod attempts;
 mod backend;
 mod bulk;
+pub mod failpoint;
 mod gates;
 mod ledger;
 mod migrate;

@@ -92,7 +92,7 @@ pub(crate) async fn sqlite(pool: &SqlitePool) -> Result<()> {
     } else {
         replay_sqlite(&mut tx, version).await?;
     }
-    tx.commit().await.map_err(query_error("commit the schema"))
+    crate::failpoint::write_point!(tx.commit().await).map_err(query_error("commit the schema"))
 }
 
 /// Creates a SQLite store at `path` when nothing is there yet.
@@ -122,9 +122,15 @@ pub(crate) async fn create_sqlite(path: &Path) -> std::result::Result<(), sqlx::
     let _ = std::fs::remove_file(&aside);
     remove_strays(path);
     let built = build_aside(&aside).await;
+    // Linking the store into place is its first write.
     let linked = built.and_then(|()| {
         std::fs::File::open(&aside)?.sync_all()?;
-        Ok(std::fs::hard_link(&aside, path))
+        let number = crate::failpoint::before();
+        let linked = std::fs::hard_link(&aside, path);
+        if linked.is_ok() {
+            crate::failpoint::after(number);
+        }
+        Ok(linked)
     });
     let _ = std::fs::remove_file(&aside);
     match linked? {
@@ -290,7 +296,7 @@ async fn migrate_postgres(connection: &mut sqlx::PgConnection) -> Result<()> {
             .await
             .map_err(query_error("record the schema version"))?;
     }
-    tx.commit().await.map_err(query_error("commit the schema"))
+    crate::failpoint::write_point!(tx.commit().await).map_err(query_error("commit the schema"))
 }
 
 #[cfg(test)]

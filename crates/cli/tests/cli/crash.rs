@@ -149,7 +149,8 @@ fn fxhash(bytes: &[u8]) -> u64 {
     })
 }
 
-fn marked_processes(run_id: &str) -> usize {
+/// How many live processes carry the run's marker.
+pub(crate) fn marked_processes(run_id: &str) -> usize {
     let needle = format!("BATON_RUN_ID={run_id}");
     std::fs::read_dir("/proc")
         .expect("/proc")

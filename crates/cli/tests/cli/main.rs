@@ -14,6 +14,7 @@ mod diagnostics;
 mod driver;
 mod driver_gone;
 mod examples;
+mod failpoint_sweep;
 mod fan_out;
 mod file_content;
 mod gates;

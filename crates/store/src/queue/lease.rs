@@ -276,9 +276,7 @@ impl Store {
                 for (id, _) in chunk {
                     query = query.bind(*id);
                 }
-                query
-                    .fetch_all(pool)
-                    .await
+                crate::failpoint::write_point!(query.fetch_all(pool).await)
                     .map_err(query_error("renew job leases"))?
                     .iter()
                     .map(|row| Ok((row.try_get::<i64, _>(0)?, row.try_get::<i64, _>(1)?)))

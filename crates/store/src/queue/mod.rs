@@ -328,12 +328,14 @@ impl Store {
              finished_at = NULL WHERE id = $1 AND status IN ('error', 'failed') RETURNING id",
         );
         let changed = on_pool!(self, |pool| {
-            sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(id)
-                .fetch_optional(pool)
-                .await
-                .map_err(query_error("retry the job"))?
-                .is_some()
+            crate::failpoint::write_point!(
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(id)
+                    .fetch_optional(pool)
+                    .await
+            )
+            .map_err(query_error("retry the job"))?
+            .is_some()
         });
         if !changed {
             // Tell "no such job" from "not dead".
@@ -354,12 +356,14 @@ impl Store {
              finished_at = NULL WHERE status = 'error' AND ($1 IS NULL OR queue = $1)",
         );
         on_pool!(self, |pool| {
-            Ok(sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(queue)
-                .execute(pool)
-                .await
-                .map_err(query_error("requeue dead jobs"))?
-                .rows_affected())
+            Ok(crate::failpoint::write_point!(
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(queue)
+                    .execute(pool)
+                    .await
+            )
+            .map_err(query_error("requeue dead jobs"))?
+            .rows_affected())
         })
     }
 
@@ -374,12 +378,14 @@ impl Store {
             "DELETE FROM jobs WHERE status IN ('succeeded', 'error') AND finished_at < {now} - $1",
         );
         on_pool!(self, |pool| {
-            Ok(sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(older_than_ms.max(0))
-                .execute(pool)
-                .await
-                .map_err(query_error("purge jobs"))?
-                .rows_affected())
+            Ok(crate::failpoint::write_point!(
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(older_than_ms.max(0))
+                    .execute(pool)
+                    .await
+            )
+            .map_err(query_error("purge jobs"))?
+            .rows_affected())
         })
     }
 

@@ -98,6 +98,8 @@ impl RunLedger {
             }
         }
         let first = self.state.findings().len();
+        // `<id> (<stage>): <what>`: a resumed drive reads the id back
+        // (`RunLedger::remember_cycle`).
         let texts: Vec<String> = blocking
             .iter()
             .map(|f| {

@@ -21,7 +21,8 @@ pub(crate) struct RunLedger {
     pub(super) state: State,
     /// Stage name → files it edited (workspace-relative).
     pub(super) edited: BTreeMap<String, BTreeSet<String>>,
-    /// Stage index → (finding number, id) of its last cycle's blocking findings.
+    /// Stage index → (finding number, id) of its last cycle's blocking
+    /// findings (read back from the recorded reviews when a run resumes).
     pub(super) cycle_findings: BTreeMap<i64, Vec<(usize, String)>>,
     pub(super) config: Option<std::sync::Arc<Config>>,
 }
@@ -62,7 +63,9 @@ impl RunLedger {
                     .or_default()
                     .insert(path.clone());
             }
+            let first = ledger.state.findings().len();
             ledger.fold(&recorded.entry);
+            ledger.remember_cycle(plan, recorded, first);
         }
         let mut out = Vec::new();
         if entries.is_empty() {
@@ -116,6 +119,39 @@ impl RunLedger {
             }
         }
         (ledger, out)
+    }
+
+    /// Takes a recorded review of a validation cycle (see `cycle.rs`) as
+    /// its stage's last cycle's blocking findings, numbered from `first`:
+    /// what the stage's correction repairs and its next cycle re-reviews,
+    /// in a drive that resumes the run as in the one that recorded them.
+    fn remember_cycle(&mut self, plan: &Plan, recorded: &Recorded, first: usize) {
+        let Entry::Reviewed { findings, .. } = &recorded.entry else {
+            return;
+        };
+        let Some(stage) = recorded
+            .identity
+            .session
+            .strip_prefix(self.run_id.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+            .and_then(|name| plan.stages.iter().find(|stage| stage.name() == name))
+        else {
+            return;
+        };
+        // Each finding as `cycle` writes it: `<id> (<stage>): <what>`.
+        let after_id = format!(" ({}): ", stage.name());
+        let cycle = findings
+            .iter()
+            .enumerate()
+            .map(|(n, text)| {
+                let id = text
+                    .split_once(&after_id)
+                    .map_or(text.as_str(), |(id, _)| id);
+                (first + n, id.to_owned())
+            })
+            .collect();
+        self.cycle_findings
+            .insert(i64::try_from(stage.index).unwrap_or(i64::MAX), cycle);
     }
 
     fn fold(&mut self, entry: &Entry) {
@@ -307,7 +343,109 @@ pub(super) fn stage_at(plan: &Plan, index: i64) -> Option<&PlanStage> {
 
 #[cfg(test)]
 mod tests {
-    use super::kind_from_key;
+    use baton_store::{FindingRow, LedgerEventRow, NewLedgerEvent, Transition};
+    use baton_workflow::MemoryLoader;
+
+    use super::{RunLedger, kind_from_key};
+
+    fn plan() -> baton_workflow::Plan {
+        let yaml = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n  - {name: report, kind: execute, description: d, executor: inline, script: 'true', writes_to: [r.json], validation: {strategy: cross_unit}}\n";
+        let loader = MemoryLoader::new().with("w.yaml", yaml);
+        let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
+        baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles")
+    }
+
+    fn findings(cycle: i64, status: &str, severity: &str) -> Transition {
+        Transition::FindingsRecorded {
+            index: 0,
+            cycle,
+            findings: vec![FindingRow {
+                index: 0,
+                cycle,
+                position: 0,
+                id: "F1".to_owned(),
+                status: status.to_owned(),
+                severity: severity.to_owned(),
+                category: "accuracy".to_owned(),
+                claim: "c".to_owned(),
+                expected: "e".to_owned(),
+                actual: "a".to_owned(),
+                source: "s".to_owned(),
+                fix: "f".to_owned(),
+            }],
+        }
+    }
+
+    fn corrected() -> Transition {
+        Transition::UnitFinished {
+            index: 0,
+            key: "c1:correct".to_owned(),
+            status: "success".to_owned(),
+            at: 3,
+            exit_code: Some(0),
+            error: None,
+            artifacts: Vec::new(),
+        }
+    }
+
+    fn kinds(transitions: &[Transition]) -> Vec<String> {
+        transitions
+            .iter()
+            .filter_map(|transition| match transition {
+                Transition::LedgerAppended(event) => Some(event.kind.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The ledger as the store would give it back.
+    fn stored(events: &[Transition]) -> Vec<crate::governance::Recorded> {
+        let rows: Vec<LedgerEventRow> = events
+            .iter()
+            .filter_map(|transition| match transition {
+                Transition::LedgerAppended(event) => Some(event),
+                _ => None,
+            })
+            .zip(1..)
+            .map(|(event, seq): (&NewLedgerEvent, i64)| LedgerEventRow {
+                seq,
+                kind: event.kind.clone(),
+                payload: event.payload.clone(),
+                profile: event.profile.clone(),
+                model: event.model.clone(),
+                session: event.session.clone(),
+                recorded_at: event.recorded_at,
+            })
+            .collect();
+        crate::governance::decode(&rows).expect("decodes")
+    }
+
+    /// A drive that resumes a run between a cycle's critical finding and
+    /// its correction records the repair and the next cycle's re-review,
+    /// as the drive that recorded the finding would have.
+    #[test]
+    fn a_resumed_ledger_repairs_and_re_reviews_the_last_cycles_findings() {
+        let plan = plan();
+        let kind_of = |_: i64, _: &str| None;
+        let (mut first, mut recorded) = RunLedger::open("r", &plan, "w.yaml", None, &[], &[], 1);
+        recorded.extend(first.derive(&plan, &[findings(1, "FAIL", "critical")], kind_of, 2));
+        let went_on = [
+            first.derive(&plan, &[corrected()], kind_of, 3),
+            first.derive(&plan, &[findings(2, "PASS", "info")], kind_of, 4),
+        ];
+        let (mut resumed, opening) =
+            RunLedger::open("r", &plan, "w.yaml", None, &stored(&recorded), &[], 5);
+        assert!(opening.is_empty());
+        let after_resume = [
+            resumed.derive(&plan, &[corrected()], kind_of, 6),
+            resumed.derive(&plan, &[findings(2, "PASS", "info")], kind_of, 7),
+        ];
+        assert_eq!(kinds(&went_on[0]), ["repaired"]);
+        assert_eq!(kinds(&went_on[1]), ["validated", "re_reviewed", "reviewed"]);
+        for (went_on, resumed) in went_on.iter().zip(&after_resume) {
+            assert_eq!(kinds(resumed), kinds(went_on));
+        }
+    }
 
     #[test]
     fn unit_kinds_are_read_back_from_their_keys() {
