@@ -537,25 +537,7 @@ impl Store {
     ///
     /// The read fails.
     pub async fn events(&self, run_id: &str, after: i64) -> Result<Vec<EventRow>> {
-        on_pool!(self, |pool| {
-            let rows = sqlx::query("SELECT seq, at, kind, detail FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq")
-                .bind(run_id)
-                .bind(after)
-                .fetch_all(pool)
-                .await
-                .map_err(query_error("list events"))?;
-            rows.iter()
-                .map(|row| {
-                    Ok(EventRow {
-                        seq: row.try_get("seq")?,
-                        at: row.try_get("at")?,
-                        kind: row.try_get("kind")?,
-                        detail: row.try_get("detail")?,
-                    })
-                })
-                .collect::<Result<Vec<_>, sqlx::Error>>()
-                .map_err(query_error("read events"))
-        })
+        self.events_matching(run_id, after, None).await
     }
 
     /// A run's events of one kind, oldest first.
@@ -564,10 +546,26 @@ impl Store {
     ///
     /// The read fails.
     pub async fn events_of_kind(&self, run_id: &str, kind: &str) -> Result<Vec<EventRow>> {
+        self.events_matching(run_id, 0, Some(kind)).await
+    }
+
+    async fn events_matching(
+        &self,
+        run_id: &str,
+        after: i64,
+        kind: Option<&str>,
+    ) -> Result<Vec<EventRow>> {
+        let sql = if kind.is_some() {
+            "SELECT seq, at, kind, detail FROM events WHERE run_id = $1 AND seq > $2 AND kind = $3 ORDER BY seq"
+        } else {
+            "SELECT seq, at, kind, detail FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq"
+        };
         on_pool!(self, |pool| {
-            let rows = sqlx::query("SELECT seq, at, kind, detail FROM events WHERE run_id = $1 AND kind = $2 ORDER BY seq")
-                .bind(run_id)
-                .bind(kind)
+            let mut query = sqlx::query(sql).bind(run_id).bind(after);
+            if let Some(kind) = kind {
+                query = query.bind(kind);
+            }
+            let rows = query
                 .fetch_all(pool)
                 .await
                 .map_err(query_error("list events"))?;

@@ -105,6 +105,24 @@ impl Project {
 }
 
 /// The `run_id` of `baton run … --json`.
+/// Every file under `dir`, recursively, sorted.
+pub(crate) fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                stack.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
 pub(crate) fn run_id(run: &baton_test_support::Run) -> String {
     let value: Value = serde_json::from_str(&run.stdout)
         .unwrap_or_else(|error| panic!("{error}: {}\n{}", run.stdout, run.stderr));

@@ -15,24 +15,18 @@ const KEY_SHAPE: &str = "sk-abcdefghijklmnopqrstuvwx0123";
 /// Every file under `dir` whose name ends with one of `suffixes`, with its
 /// text.
 fn files_ending(dir: &Path, suffixes: &[&str]) -> Vec<(String, String)> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(next) = stack.pop() {
-        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-                stack.push(path);
-            } else if suffixes
+    crate::project::files_under(dir)
+        .into_iter()
+        .filter(|path| {
+            suffixes
                 .iter()
                 .any(|suffix| path.to_string_lossy().ends_with(suffix))
-            {
-                let text =
-                    String::from_utf8_lossy(&std::fs::read(&path).expect("read")).into_owned();
-                found.push((path.display().to_string(), text));
-            }
-        }
-    }
-    found
+        })
+        .map(|path| {
+            let text = String::from_utf8_lossy(&std::fs::read(&path).expect("read")).into_owned();
+            (path.display().to_string(), text)
+        })
+        .collect()
 }
 
 #[test]

@@ -16,20 +16,10 @@ fn inline(name: &str, script: &str, writes_to: &str) -> String {
 
 /// Every file under `dir`, recursively.
 fn files(dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(next) = stack.pop() {
-        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-                stack.push(path);
-            } else {
-                found.push(path.display().to_string());
-            }
-        }
-    }
-    found.sort();
-    found
+    crate::project::files_under(dir)
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect()
 }
 
 #[test]
