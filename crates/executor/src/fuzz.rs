@@ -76,8 +76,9 @@ fn check_substituted(script: &str, value: &str) {
                 let digits = value.strip_prefix('-').unwrap_or(value);
                 !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit())
             };
+            let unclear_heredoc = message.contains("whose delimiter is not a plain word");
             assert!(
-                value.contains('\0') || !integer,
+                value.contains('\0') || !integer || unclear_heredoc,
                 "refused the integer {value:?}: {message}"
             );
         }
