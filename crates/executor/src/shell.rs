@@ -508,9 +508,10 @@ impl Lexer<'_> {
                     .position(|b| *b == b'\n')
                     .map_or(self.bytes.len(), |offset| i + offset)
             }
-            b'<' if next == Some(b'<') && self.bytes.get(i + 2) != Some(&b'<') && !in_parameter => {
-                self.heredoc_operator(i + 2)
-            }
+            // `<<<` is a here-string, read as a whole: from its second `<`,
+            // it would look like a heredoc.
+            b'<' if next == Some(b'<') && self.bytes.get(i + 2) == Some(&b'<') => i + 3,
+            b'<' if next == Some(b'<') && !in_parameter => self.heredoc_operator(i + 2),
             b'\n' => {
                 if let Some(heredoc) = self.pending_heredocs.pop_front() {
                     self.stack.push(Context::Heredoc(heredoc));
@@ -955,6 +956,8 @@ mod tests {
             "echo ${x/<<'E'/y}\n\"${BATON_P_v}\"\nE",
         );
         check("echo ${x# {n}}", "echo ${x# \"${BATON_P_n}\"}");
+        // `<<<` is a here-string: no heredoc follows.
+        check("cat <<<'B'\n{n}\nB", "cat <<<'B'\n\"${BATON_P_n}\"\nB");
     }
 
     #[test]

@@ -154,6 +154,11 @@ const CONTEXTS: &[(&str, &str, Expect)] = &[
         Expect::Exact,
     ),
     (
+        "after a here-string",
+        "cat <<<'E' >/dev/null\nprintf %s {v}\n: E",
+        Expect::Exact,
+    ),
+    (
         "after `<<` in a ${…} pattern",
         "x=; printf %s \"${x/<<'E'/}\"\nprintf %s {v}\n: E",
         Expect::Exact,
