@@ -139,7 +139,7 @@ pub fn check_diagnostic(diagnostic: &Diagnostic) {
     if span.line > 0 {
         let (line, column) = line_column(text, span.offset);
         assert_eq!(
-            (span.line, span.column),
+            (span.line as usize, span.column as usize),
             (line, column),
             "line and column disagree with offset {}: {diagnostic:?}",
             span.offset
@@ -149,14 +149,18 @@ pub fn check_diagnostic(diagnostic: &Diagnostic) {
 }
 
 /// The one-based line and column (in characters) of a byte offset, lines
-/// ending at `\n` as the snippets count them.
-pub fn line_column(text: &str, offset: usize) -> (u32, u32) {
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
-    let column = before[line_start..].chars().count() + 1;
-    let number = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-    (number(line), number(column))
+/// ending as YAML ends them: at `\n`, `\r\n` or a `\r` alone.
+pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let bytes = text.as_bytes();
+    let mut line = 1;
+    let mut line_start = 0;
+    for (at, byte) in bytes[..offset].iter().enumerate() {
+        if *byte == b'\n' || (*byte == b'\r' && bytes.get(at + 1) != Some(&b'\n')) {
+            line += 1;
+            line_start = at + 1;
+        }
+    }
+    (line, text[line_start..offset].chars().count() + 1)
 }
 
 /// What miette asks of a diagnostic to show it: its labels, and the
