@@ -314,13 +314,22 @@ fn parse_fully(text: &str) -> Result<Node, SyntaxError> {
     options.strict_booleans = true;
     serde_saphyr::from_str_with_options::<Node>(text, options).map_err(|error| {
         let span = error.location().map(|location| {
-            let mut span = Span::from_location(location);
-            // Parser errors carry line and column but not always a byte
-            // offset; the snippet needs the offset.
-            if span.offset == 0 && (span.line, span.column) > (1, 1) {
-                span.offset = offset_of(text, span.line, span.column);
+            let span = Span::from_location(location);
+            if span.line == 0 {
+                return span;
             }
-            span
+            // Parser errors carry line and column but not always a byte
+            // offset: the snippet goes to the line and column (to the end
+            // of that line when the column is past it), and the place
+            // reported is the one the snippet shows.
+            let offset = offset_of(text, span.line, span.column);
+            let (line, column) = line_column(text, offset);
+            Span {
+                offset,
+                len: if offset == span.offset { span.len } else { 0 },
+                line,
+                column,
+            }
         });
         SyntaxError {
             message: clean_message(&error.without_snippet().to_string()),
@@ -439,12 +448,18 @@ fn bounded(text: &str) -> String {
 /// The byte offset of a one-based line and (character) column.
 fn offset_of(text: &str, line: u32, column: u32) -> usize {
     // Lines end as the parser ends them: `\n`, `\r\n` or `\r`.
-    let line_start = text
-        .match_indices(['\n', '\r'])
-        .filter(|(at, found)| *found == "\n" || text.as_bytes().get(at + 1) != Some(&b'\n'))
-        .nth((line as usize).saturating_sub(2))
-        .map_or(if line <= 1 { 0 } else { text.len() }, |(at, _)| at + 1);
-    let rest = &text[line_start..];
+    let line_start = match (line as usize).checked_sub(2) {
+        None => 0,
+        Some(breaks_before) => text
+            .match_indices(['\n', '\r'])
+            .filter(|(at, found)| *found == "\n" || text.as_bytes().get(at + 1) != Some(&b'\n'))
+            .nth(breaks_before)
+            .map_or(text.len(), |(at, _)| at + 1),
+    };
+    let line_end = text[line_start..]
+        .find(['\n', '\r'])
+        .map_or(text.len(), |at| line_start + at);
+    let rest = &text[line_start..line_end];
     let within = rest
         .char_indices()
         .nth(column.saturating_sub(1) as usize)
@@ -593,6 +608,10 @@ mod tests {
         }
         // Too many `- ` on a line that starts after a `\r`: the line is
         // found, as after a `\n`.
+        // A place on the first line, given without a byte offset.
+        let text = "na0Bme: crl\0\0\ton: \"1\"\r\ndescrirtion: d\r\n";
+        let span = parse(text).expect_err("a NUL").span.expect("a place");
+        assert_eq!((span.offset, span.line, span.column), (11, 1, 12));
         let dashes = format!("a: 1\r{}x", "- ".repeat(40));
         let span = parse(&dashes).expect_err("too deep").span.expect("a place");
         assert_eq!((span.offset, span.line, span.column), (5, 2, 1));
