@@ -125,11 +125,11 @@ pub fn read_source(loader: &dyn Loader, path: &str) -> Result<Arc<SourceFile>, D
     })?;
     match String::from_utf8(bytes) {
         Ok(mut text) => {
-            // The parser skips a byte order mark and counts columns after
-            // it; without it, every place is where the parser says.
-            if text.starts_with('\u{feff}') {
-                text.drain(..'\u{feff}'.len_utf8());
-            }
+            // The parser skips byte order marks at the start and counts
+            // columns after them; without them, every place is where the
+            // parser says.
+            let marks = text.len() - text.trim_start_matches('\u{feff}').len();
+            text.drain(..marks);
             Ok(SourceFile::new(path, text))
         }
         Err(error) => {
@@ -157,7 +157,7 @@ mod tests {
     /// counted, by the parser and by snippets alike, from after it.
     #[test]
     fn a_byte_order_mark_is_left_out() {
-        let loader = MemoryLoader::new().with("w.yaml", "\u{feff}[a]\n");
+        let loader = MemoryLoader::new().with("w.yaml", "\u{feff}\u{feff}[a]\n");
         let file = read_source(&loader, "w.yaml").expect("UTF-8");
         assert_eq!(file.text, "[a]\n");
         let mut warnings = Vec::new();
