@@ -154,7 +154,8 @@ mod tests {
     use super::*;
 
     /// A byte order mark is not part of the text: places in the file are
-    /// counted, by the parser and by snippets alike, from after it.
+    /// counted, by the parser and by snippets alike, from after it. One
+    /// further in is refused where it is.
     #[test]
     fn a_byte_order_mark_is_left_out() {
         let loader = MemoryLoader::new().with("w.yaml", "\u{feff}\u{feff}[a]\n");
@@ -167,5 +168,10 @@ mod tests {
             (span.line, span.column),
             crate::diagnostic::line_column(&file.text, span.offset)
         );
+        let loader = MemoryLoader::new().with("w.yaml", "#\n\u{feff}+\n");
+        let file = read_source(&loader, "w.yaml").expect("UTF-8");
+        let error = crate::load::document(&file, &mut warnings).expect_err("a mark inside");
+        assert_eq!(error.code, "yaml::byte-order-mark");
+        assert_eq!(error.line_column(), Some((2, 1)));
     }
 }
