@@ -21,6 +21,8 @@ mod endpoint;
 mod envelopes;
 pub mod external;
 pub mod failpoint;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod gate;
 pub mod governance;
 mod guard;

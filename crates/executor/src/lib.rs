@@ -39,6 +39,8 @@ pub mod contain;
 pub mod endpoint;
 mod error;
 mod exit_watch;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod git;
 pub mod group;
 mod output;

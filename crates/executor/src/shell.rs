@@ -24,17 +24,20 @@
 //! | `$'…'` | `$'x {v}'` | `'"${BATON_P_v}"$'` |
 //! | unquoted heredoc | `<<EOF … {v}` | `${BATON_P_v}` |
 //! | quoted heredoc | `<<'EOF' … {v}` | the value as is (bash reads it as text) |
-//! | arithmetic | `$(( {n} + 1 ))`, `(( {n} ))`, `let x={n}`, `[[ {n} -eq 1 ]]`, `a[{n}]` | the value, which must be an integer |
+//! | arithmetic | `$(( {n} + 1 ))`, `(( {n} ))`, `let x={n}`, `[[ {n} -eq 1 ]]`, `a[{n}]`, `${x:{n}:{n}}` | the value, which must be an integer |
 //!
 //! Arithmetic is the exception because bash evaluates even a variable's
 //! value there (`a[$(cmd)]` runs `cmd`): a value that is not a plain
 //! integer is refused before bash starts. `$( … )`, `${ … }`, backticks and
 //! `case` arms are followed (a command substitution starts a fresh
 //! context). Placeholders in comments are left alone. A value whose quoted
-//! heredoc line would end the heredoc early is not substituted. Unknown
-//! names, `${VAR}` and `{{ … }}` are copied byte for byte.
+//! heredoc line would end the heredoc early is not substituted, and after a
+//! heredoc word that is not plain ([`heredoc`]) no value is placed at all.
+//! Unknown names, `${VAR}` and `{{ … }}` are copied byte for byte.
 
 use std::collections::{HashMap, VecDeque};
+
+mod heredoc;
 
 /// The program and arguments that run `script`: the script's own words when
 /// it is a single simple command without shell syntax, else
@@ -102,6 +105,7 @@ pub fn substitute<V: AsRef<str>>(
         variables: HashMap::new(),
         env: Vec::new(),
         error: None,
+        unclear_heredoc: None,
     }
     .run(&lookup)
 }
@@ -236,8 +240,8 @@ enum Context {
     CommandSubstitution(usize),
     /// Inside `$((…))`; counts unmatched `(`.
     Arithmetic(usize),
-    /// Inside `${…}`.
-    Parameter,
+    /// Inside `${…}`; where its text starts.
+    Parameter(usize),
     /// Inside `` `…` ``.
     Backtick,
     /// A heredoc body, up to the line equal to `delimiter`.
@@ -274,6 +278,9 @@ struct Lexer<'s> {
     env: Vec<(String, String)>,
     /// The first value refused.
     error: Option<String>,
+    /// The word of a heredoc whose end is not known (see [`heredoc`]):
+    /// no value may be placed after it.
+    unclear_heredoc: Option<String>,
 }
 
 impl Lexer<'_> {
@@ -308,7 +315,7 @@ impl Lexer<'_> {
             Context::Bare | Context::CommandSubstitution(_) | Context::Backtick | Context::Case => {
                 true
             }
-            Context::Parameter => !self.parameter_in_double_quotes(),
+            Context::Parameter(_) => !self.parameter_in_double_quotes(),
             _ => false,
         }
     }
@@ -318,7 +325,7 @@ impl Lexer<'_> {
         self.stack
             .iter()
             .rev()
-            .find(|context| !matches!(context, Context::Parameter))
+            .find(|context| !matches!(context, Context::Parameter(_)))
             .is_some_and(|context| matches!(context, Context::Double | Context::Heredoc(_)))
     }
 
@@ -405,7 +412,7 @@ impl Lexer<'_> {
             | Context::CommandSubstitution(_)
             | Context::Backtick
             | Context::Case
-            | Context::Parameter => self.code(i, byte, next),
+            | Context::Parameter(_) => self.code(i, byte, next),
         }
     }
 
@@ -433,6 +440,9 @@ impl Lexer<'_> {
     /// A byte in a context that parses shell words.
     fn code(&mut self, i: usize, byte: u8, next: Option<u8>) -> usize {
         let literal_single_quotes = !self.in_code();
+        // Inside `${…}`, `#` and `<<` are operators of the expansion
+        // (`${x#pre}`, `${x/<</y}`), never a comment or a heredoc.
+        let in_parameter = matches!(self.top(), Context::Parameter(_));
         if !literal_single_quotes && self.at_word_start(i) {
             if byte == b'(' && next == Some(b'(') {
                 self.stack.push(Context::ArithmeticCommand(0));
@@ -471,7 +481,7 @@ impl Lexer<'_> {
                 self.stack.push(Context::Backtick);
                 i + 1
             }
-            b'}' if *self.top() == Context::Parameter => {
+            b'}' if matches!(self.top(), Context::Parameter(_)) => {
                 self.stack.pop();
                 i + 1
             }
@@ -494,7 +504,7 @@ impl Lexer<'_> {
                 }
                 i + 1
             }
-            b'#' if self.at_word_start(i) && !literal_single_quotes => {
+            b'#' if self.at_word_start(i) && !literal_single_quotes && !in_parameter => {
                 // A comment: skip to the end of the line, substituting
                 // nothing (a newline in a value would end the comment).
                 self.bytes[i..]
@@ -502,9 +512,10 @@ impl Lexer<'_> {
                     .position(|b| *b == b'\n')
                     .map_or(self.bytes.len(), |offset| i + offset)
             }
-            b'<' if next == Some(b'<') && self.bytes.get(i + 2) != Some(&b'<') => {
-                self.heredoc_operator(i + 2)
-            }
+            // `<<<` is a here-string, read as a whole: from its second `<`,
+            // it would look like a heredoc.
+            b'<' if next == Some(b'<') && self.bytes.get(i + 2) == Some(&b'<') => i + 3,
+            b'<' if next == Some(b'<') && !in_parameter => self.heredoc_operator(i + 2),
             b'\n' => {
                 if let Some(heredoc) = self.pending_heredocs.pop_front() {
                     self.stack.push(Context::Heredoc(heredoc));
@@ -528,7 +539,7 @@ impl Lexer<'_> {
                 i + 2
             }
             Some(b'{') => {
-                self.stack.push(Context::Parameter);
+                self.stack.push(Context::Parameter(i + 2));
                 i + 2
             }
             Some(b'[') => {
@@ -556,7 +567,8 @@ impl Lexer<'_> {
         &self.script[i..end]
     }
 
-    /// Parses the word after `<<` (or `<<-`) and queues its heredoc.
+    /// Parses the word after `<<` (or `<<-`) and queues its heredoc. After
+    /// a word that is not plain (see [`heredoc`]), no value is placed.
     fn heredoc_operator(&mut self, mut i: usize) -> usize {
         let strip_tabs = self.bytes.get(i) == Some(&b'-');
         if strip_tabs {
@@ -565,25 +577,29 @@ impl Lexer<'_> {
         while matches!(self.bytes.get(i), Some(b' ' | b'\t')) {
             i += 1;
         }
-        let start = i;
-        while i < self.bytes.len() && !b" \t\n;&|<>()".contains(&self.bytes[i]) {
-            i += 1;
+        match heredoc::word(self.script, i) {
+            heredoc::Word::Plain {
+                end,
+                delimiter,
+                quoted,
+            } => {
+                self.pending_heredocs.push_back(Heredoc {
+                    delimiter,
+                    quoted,
+                    strip_tabs,
+                });
+                end
+            }
+            heredoc::Word::Missing => i,
+            heredoc::Word::Unclear => {
+                let line_end = self.script[i..]
+                    .find('\n')
+                    .map_or(self.script.len(), |at| i + at);
+                self.unclear_heredoc
+                    .get_or_insert_with(|| self.script[i..line_end].to_owned());
+                i
+            }
         }
-        let word = &self.script[start..i];
-        if word.is_empty() {
-            return i;
-        }
-        let quoted = word.contains(['\'', '"', '\\']);
-        let delimiter: String = word
-            .chars()
-            .filter(|c| !matches!(c, '\'' | '"' | '\\'))
-            .collect();
-        self.pending_heredocs.push_back(Heredoc {
-            delimiter,
-            quoted,
-            strip_tabs,
-        });
-        i
     }
 
     /// At the start of a heredoc body line: if the line is the delimiter,
@@ -649,6 +665,13 @@ impl Lexer<'_> {
     /// What `{name}` at `i` becomes in the current context, or `None` when
     /// it is left as it is.
     fn replacement(&mut self, i: usize, name: &str, value: &str) -> Option<String> {
+        if let Some(word) = &self.unclear_heredoc {
+            let message = format!(
+                "`{{{name}}}` comes after a heredoc (`<<{word}`) whose delimiter is not a plain word, so baton cannot tell where that heredoc ends or whether bash reads its lines as text; write the delimiter as EOF, 'EOF' or \"EOF\" (letters, digits and _.,:@%+=/- only)"
+            );
+            self.error.get_or_insert(message);
+            return None;
+        }
         if value.contains('\0') {
             self.error.get_or_insert_with(|| {
                 format!(
@@ -674,10 +697,14 @@ impl Lexer<'_> {
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                 self.error.get_or_insert_with(|| {
                     format!(
-                        "`{{{name}}}` is used where bash evaluates arithmetic ($(( )), (( )), let, [[ -eq ]] or an array subscript), which would run code in its value; it must be an integer there, and is {value:?}"
+                        "`{{{name}}}` is used where bash evaluates arithmetic ($(( )), (( )), let, [[ -eq ]], an array subscript or a ${{name:offset:length}} bound), which would run code in its value; it must be an integer there, and is {value:?}"
                     )
                 });
                 return None;
+            }
+            // `${x:` then `-1` would read as the default `${x:-1}`.
+            if value.starts_with('-') && i > 0 && self.bytes[i - 1] == b':' {
+                return Some(format!(" {value}"));
             }
             return Some(value.to_owned());
         }
@@ -685,7 +712,7 @@ impl Lexer<'_> {
             .stack
             .iter()
             .rev()
-            .find(|context| **context != Context::Parameter)
+            .find(|context| !matches!(context, Context::Parameter(_)))
             .expect("the bottom context is not a parameter")
             .clone();
         if let Context::Heredoc(heredoc) = &innermost
@@ -713,8 +740,9 @@ impl Lexer<'_> {
     }
 
     /// Whether a placeholder at `i` is evaluated as arithmetic: inside
-    /// `$((…))`, `((…))`, `$[…]` or a subscript, in the words of `let` or
-    /// `declare -i`, or in a `[[ … ]]` that compares numbers.
+    /// `$((…))`, `((…))`, `$[…]`, a subscript or the offset or length of
+    /// `${name:offset:length}`, in the words of `let` or `declare -i`, or in
+    /// a `[[ … ]]` that compares numbers.
     fn arithmetic_at(&self, i: usize) -> bool {
         if self.stack.iter().any(|context| {
             matches!(
@@ -722,6 +750,13 @@ impl Lexer<'_> {
                 Context::Arithmetic(_) | Context::ArithmeticCommand(_) | Context::Subscript
             )
         }) {
+            return true;
+        }
+        let innermost_parameter = self.stack.iter().rev().find_map(|context| match context {
+            Context::Parameter(start) => Some(*start),
+            _ => None,
+        });
+        if innermost_parameter.is_some_and(|start| substring_bounds(&self.script[start..i])) {
             return true;
         }
         let line_start = self.script[..i].rfind('\n').map_or(0, |at| at + 1);
@@ -777,6 +812,34 @@ impl Lexer<'_> {
         self.env.push((variable.clone(), value.to_owned()));
         variable
     }
+}
+
+/// Whether `${` followed by `inside` has reached the offset or length of
+/// a substring expansion (`${name:offset}`, `${name:offset:length}`, also
+/// `${name: -1}`), which bash evaluates as arithmetic, rather than a
+/// default (`${name:-…}`, `:=`, `:?`, `:+`), a pattern or a plain name.
+fn substring_bounds(inside: &str) -> bool {
+    let rest = inside.strip_prefix('!').unwrap_or(inside);
+    let name_length = if rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len())
+    } else if rest.starts_with(|c: char| c.is_ascii_digit()) {
+        rest.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len())
+    } else if rest.starts_with(['@', '*', '#', '?', '$', '!', '-']) {
+        1
+    } else {
+        return false;
+    };
+    let mut rest = &rest[name_length..];
+    if rest.starts_with('[') {
+        let Some(close) = rest.find(']') else {
+            return false;
+        };
+        rest = &rest[close + 1..];
+    }
+    rest.strip_prefix(':')
+        .is_some_and(|bounds| !bounds.starts_with(['-', '=', '?', '+']))
 }
 
 fn is_name_byte(byte: u8) -> bool {
@@ -900,6 +963,69 @@ mod tests {
                 .script,
             "cat <<'EOF'\n{x}\nEOF\n"
         );
+    }
+
+    #[test]
+    fn a_heredoc_ends_where_bash_ends_it() {
+        // The delimiter is the whole quoted word, space included.
+        check(
+            "cat <<'a b'\nx\na b\necho {n}",
+            "cat <<'a b'\nx\na b\necho \"${BATON_P_n}\"",
+        );
+        check(
+            "cat <<E'O'F\n{n}\nEOF\necho {n}",
+            "cat <<E'O'F\n42\nEOF\necho \"${BATON_P_n}\"",
+        );
+        // In `${…}`, `<<` is part of a pattern and `#` no comment.
+        check(
+            "echo ${x/<<'E'/y}\n{v}\nE",
+            "echo ${x/<<'E'/y}\n\"${BATON_P_v}\"\nE",
+        );
+        check("echo ${x# {n}}", "echo ${x# \"${BATON_P_n}\"}");
+        // `<<<` is a here-string: no heredoc follows.
+        check("cat <<<'B'\n{n}\nB", "cat <<<'B'\n\"${BATON_P_n}\"\nB");
+    }
+
+    #[test]
+    fn no_value_is_placed_after_a_heredoc_word_that_is_not_plain() {
+        for script in [
+            "<<\"\n\"{v}",
+            "cat <<$(x)\n{v}\n",
+            "cat <<'EOF\n{v}\nEOF'\n",
+            "cat <<\\\nEOF\n{v}\nEOF\n",
+        ] {
+            let error = substitute(script, |name| (name == "v").then_some("x")).expect_err(script);
+            assert!(error.contains("not a plain word"), "{error}");
+        }
+        // Before such a heredoc, values are placed as usual.
+        check("echo {n}\ncat <<$X\n", "echo \"${BATON_P_n}\"\ncat <<$X\n");
+    }
+
+    #[test]
+    fn substring_bounds_are_arithmetic() {
+        check("echo ${x:{n}}", "echo ${x:42}");
+        check("echo ${x:0:{n}} ${x: {n}}", "echo ${x:0:42} ${x: 42}");
+        check(
+            "echo ${x:-{n}} ${x:={n}}",
+            "echo ${x:-\"${BATON_P_n}\"} ${x:=\"${BATON_P_n}\"}",
+        );
+        let negative = |name: &str| (name == "n").then_some("-3");
+        assert_eq!(
+            substitute("echo ${x:{n}}", negative)
+                .expect("an integer")
+                .script,
+            "echo ${x: -3}"
+        );
+        for script in [
+            "echo ${x:{v}}",
+            "echo \"${a[1]:0:{v}}\"",
+            "echo ${x:\"{v}\"}",
+            "echo ${@:{v}}",
+        ] {
+            let error = substitute(script, |name| (name == "v").then_some("a[$(touch x)]"))
+                .expect_err(script);
+            assert!(error.contains("arithmetic"), "{error}");
+        }
     }
 
     #[test]

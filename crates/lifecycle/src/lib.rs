@@ -18,6 +18,8 @@
 //! decisions returned here.
 
 pub mod decomposition;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod governance;
 pub mod next;
 pub mod phase;

@@ -5,6 +5,8 @@
 //! use `#` or `##` or bold, case does not matter, and list items may start
 //! with `-`, `*`, `+` or a number.
 
+use std::collections::{HashMap, HashSet};
+
 /// The referee's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -154,19 +156,15 @@ pub fn follow_ups(task: &str, verdict: &Verdict, taken: impl Fn(&str) -> bool) -
     for (n, item) in verdict.tie_breaks.iter().enumerate() {
         planned.push((FollowUpKind::TieBreak, "tiebreak", item, n + 1));
     }
-    let mut out: Vec<FollowUp> = Vec::new();
-    for (kind, word, item, n) in planned {
-        let base = format!("{task}-{word}-{}", issue_slug(item, n));
-        let name = unique_name(&base, |name| {
-            taken(name) || out.iter().any(|done| done.name == name)
-        });
-        out.push(FollowUp {
+    let mut names = Names::default();
+    planned
+        .into_iter()
+        .map(|(kind, word, item, n)| FollowUp {
             kind,
-            name,
+            name: names.give(&format!("{task}-{word}-{}", issue_slug(item, n)), &taken),
             source: item.to_owned(),
-        });
-    }
-    out
+        })
+        .collect()
 }
 
 /// The follow-up tasks of a parent whose sub-tasks have verdicts:
@@ -177,6 +175,7 @@ pub fn sub_task_follow_ups(
     subs: &[(&str, &Verdict)],
     taken: impl Fn(&str) -> bool,
 ) -> Vec<FollowUp> {
+    let mut names = Names::default();
     let mut out: Vec<FollowUp> = Vec::new();
     for &(sub, verdict) in subs {
         let mut wanted = Vec::new();
@@ -187,13 +186,9 @@ pub fn sub_task_follow_ups(
             wanted.push((FollowUpKind::TieBreak, "tiebreak"));
         }
         for (kind, word) in wanted {
-            let base = format!("{parent}-{word}-{}", kebab(sub));
-            let name = unique_name(&base, |name| {
-                taken(name) || out.iter().any(|done| done.name == name)
-            });
             out.push(FollowUp {
                 kind,
-                name,
+                name: names.give(&format!("{parent}-{word}-{}", kebab(sub)), &taken),
                 source: sub.to_owned(),
             });
         }
@@ -237,6 +232,38 @@ pub fn unique_name(base: &str, taken: impl Fn(&str) -> bool) -> String {
         .map(|n| format!("{base}-{n}"))
         .find(|name| !taken(name))
         .expect("some suffix is free")
+}
+
+/// The names given to one verdict's follow-ups: each is the first of
+/// `base`, `base-2`, `base-3`, … that is neither taken nor given already,
+/// found without trying again the suffixes an earlier name of the same base
+/// passed over. Starting from `base` each time asked `taken` (which looks
+/// at the disk) about every earlier name of that base: n findings with one
+/// slug cost n² questions and n³ comparisons.
+#[derive(Default)]
+struct Names {
+    given: HashSet<String>,
+    /// The first suffix not yet tried, per base.
+    next_suffix: HashMap<String, u64>,
+}
+
+impl Names {
+    fn give(&mut self, base: &str, taken: &impl Fn(&str) -> bool) -> String {
+        let free = |given: &HashSet<String>, name: &str| !given.contains(name) && !taken(name);
+        let name = if free(&self.given, base) {
+            base.to_owned()
+        } else {
+            let start = self.next_suffix.get(base).copied().unwrap_or(2);
+            let (suffix, name) = (start..)
+                .map(|suffix| (suffix, format!("{base}-{suffix}")))
+                .find(|(_, name)| free(&self.given, name))
+                .expect("some suffix is free");
+            self.next_suffix.insert(base.to_owned(), suffix + 1);
+            name
+        };
+        self.given.insert(name.clone());
+        name
+    }
 }
 
 /// The sections whose items are collected.
@@ -450,6 +477,32 @@ mod tests {
         // A PASS never creates fix tasks, even with findings listed.
         let pass = parse("PASS\n## Findings\n- minor: x\n").expect("parses");
         assert!(follow_ups("auth", &pass, |_| false).is_empty());
+    }
+
+    #[test]
+    fn many_findings_of_one_slug_are_named_asking_about_each_name_once() {
+        let mut text = String::from("FAIL\n## Findings\n");
+        for _ in 0..500 {
+            text.push_str("- Crash: x\n");
+        }
+        let verdict = parse(&text).expect("parses");
+        let asked = std::cell::Cell::new(0);
+        let made = follow_ups("t", &verdict, |name| {
+            asked.set(asked.get() + 1);
+            name == "t-fix-crash-7"
+        });
+        let names: Vec<&str> = made.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names[..3],
+            ["t-fix-crash", "t-fix-crash-2", "t-fix-crash-3"]
+        );
+        assert_eq!(names[5..7], ["t-fix-crash-6", "t-fix-crash-8"]);
+        assert_eq!(names[499], "t-fix-crash-501");
+        assert!(
+            asked.get() <= 501,
+            "{} questions for 500 names",
+            asked.get()
+        );
     }
 
     #[test]

@@ -69,6 +69,74 @@ pub fn agent_clis_dir() -> Option<PathBuf> {
     None
 }
 
+/// The committed inputs of a fuzz target, `fuzz/corpus/<target>/*`, as
+/// (file name, bytes), sorted by name. Empty, after a loud note on stderr,
+/// when the directory is missing outside CI.
+///
+/// # Panics
+///
+/// When `CI=true` and the directory is missing or empty: the corpus must
+/// be replayed there, never skipped. When a file cannot be read.
+pub fn fuzz_corpus(target: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = workspace_root().join("fuzz/corpus").join(target);
+    let mut files: Vec<(String, Vec<u8>)> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries
+            .map(|entry| {
+                let path = entry.expect("a corpus directory entry").path();
+                let bytes = std::fs::read(&path)
+                    .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+                (
+                    path.file_name()
+                        .expect("a file name")
+                        .to_string_lossy()
+                        .into_owned(),
+                    bytes,
+                )
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    if files.is_empty() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the fuzz corpus {} is missing or empty; CI must replay it",
+            dir.display()
+        );
+        #[expect(clippy::print_stderr, reason = "a skipped replay must be seen")]
+        {
+            eprintln!(
+                "WARNING: the fuzz corpus {} is missing or empty: nothing replayed",
+                dir.display()
+            );
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Runs `check` on every input of `target`'s committed corpus (see
+/// [`fuzz_corpus`]), then fails naming each input whose check panicked.
+///
+/// # Panics
+///
+/// When a check panics, or as [`fuzz_corpus`] does.
+pub fn replay_fuzz_corpus(target: &str, check: impl Fn(&[u8])) {
+    let files = fuzz_corpus(target);
+    let failed: Vec<&str> = files
+        .iter()
+        .filter(|(_, bytes)| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(bytes))).is_err()
+        })
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} inputs of fuzz/corpus/{target} fail their check (panics above): {failed:?}",
+        failed.len(),
+        files.len()
+    );
+}
+
 /// The captured result of one `baton` invocation.
 #[derive(Debug)]
 pub struct Run {

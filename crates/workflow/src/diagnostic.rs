@@ -52,9 +52,10 @@ impl SourceFile {
     pub fn snippet_range(&self, offset: usize) -> std::ops::Range<usize> {
         let text = self.text.as_str();
         let offset = floor_char_boundary(text, offset.min(text.len()));
-        let line_start = text[..offset].rfind('\n').map_or(0, |at| at + 1);
+        let starts = self.line_starts();
+        let line_start = starts[starts.partition_point(|start| *start <= offset) - 1];
         let line_end = text[offset..]
-            .find('\n')
+            .find(['\n', '\r'])
             .map_or(text.len(), |at| offset + at);
         let line = &text[line_start..line_end];
         if line.chars().count() <= MAX_SNIPPET_CHARS {
@@ -97,18 +98,45 @@ fn shown(text: &str) -> String {
     out
 }
 
-/// Byte offsets where lines start (after each `\n`, as snippets count), found
-/// once per file: counting lines from the start of the file for every
-/// diagnostic made showing N of them take time quadratic in N.
+impl SourceFile {
+    /// Byte offsets where lines start, found once per file: counting lines
+    /// from the start of the file for every diagnostic made showing N of
+    /// them take time quadratic in N.
+    fn line_starts(&self) -> &[usize] {
+        self.line_starts.get_or_init(|| line_starts(&self.text))
+    }
+}
+
+/// Byte offsets where lines start. Lines end where YAML ends them, and
+/// where the parser counts them: at `\n`, `\r\n` or a `\r` alone, so that
+/// a snippet's line and column are the ones the parser reported.
 fn line_starts(text: &str) -> Vec<usize> {
     let bytes = text.as_bytes();
     let mut starts = vec![0];
     for (index, byte) in bytes.iter().enumerate() {
-        if *byte == b'\n' {
+        let ends_line = match byte {
+            b'\n' => true,
+            b'\r' => bytes.get(index + 1) != Some(&b'\n'),
+            _ => false,
+        };
+        if ends_line {
             starts.push(index + 1);
         }
     }
     starts
+}
+
+/// The one-based line and column (in characters) of a byte offset, lines
+/// counted as the parser counts them (see [`line_starts`]).
+pub(crate) fn line_column(text: &str, offset: usize) -> (u32, u32) {
+    let offset = floor_char_boundary(text, offset.min(text.len()));
+    let starts = line_starts(&text[..offset]);
+    let line_start = starts.last().copied().unwrap_or(0);
+    let number = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    (
+        number(starts.len()),
+        number(text[line_start..offset].chars().count() + 1),
+    )
 }
 
 impl SourceCode for SourceFile {
@@ -130,7 +158,7 @@ impl SourceCode for SourceFile {
             range.start =
                 floor_char_boundary(&self.text, span.offset()).clamp(range.start, range.end);
         }
-        let starts = self.line_starts.get_or_init(|| line_starts(&self.text));
+        let starts = self.line_starts();
         let line = starts.partition_point(|start| *start <= range.start) - 1;
         let line_start = starts[line];
         let column = self.text[line_start..range.start].chars().count();
@@ -446,9 +474,21 @@ mod snippet_tests {
 
     #[test]
     fn a_snippet_shows_control_characters_instead_of_sending_them() {
-        let file = SourceFile::new("f.yaml", "a: \u{1b}]0;x\u{7}\u{9b}2K\rb\r\n");
+        let file = SourceFile::new("f.yaml", "a: \u{1b}]0;x\u{7}\u{9b}2K\u{8}b\r\n");
         let (data, _, _) = snippet(&file, 0, 1);
-        assert_eq!(data, "a: ?]0;x???2K?b\r");
+        assert_eq!(data, "a: ?]0;x???2K?b");
+    }
+
+    /// YAML ends a line at a `\r` alone, and the parser reports lines so:
+    /// a snippet counts them the same way, and never holds a `\r`.
+    #[test]
+    fn a_lone_carriage_return_ends_a_line_as_the_parser_counts_it() {
+        let text = "a: 1\rb: é\r\nc: 3\n";
+        let file = SourceFile::new("f.yaml", text);
+        assert_eq!(snippet(&file, 5, 1), ("b: é".to_owned(), 1, 0));
+        assert_eq!(snippet(&file, 12, 0), ("c: 3".to_owned(), 2, 0));
+        assert_eq!(line_column(text, 8), (2, 4));
+        assert_eq!(line_column(text, 12), (3, 1));
     }
 
     #[test]

@@ -205,16 +205,20 @@ impl Expander<'_> {
                 }
                 let is_root = stage.depends_on.is_empty();
                 stage.name.value.clone_from(&renames[&stage.name.value]);
-                stage.depends_on = if is_root && !include.depends_on.is_empty() {
-                    include.depends_on.clone()
+                // The include entry's lists are written in the including
+                // file: diagnostics about them point there.
+                if is_root && !include.depends_on.is_empty() {
+                    stage.depends_on.clone_from(&include.depends_on);
+                    stage.depends_on_file = Arc::clone(file);
                 } else {
-                    rename(&stage.depends_on)
-                };
-                stage.reads_from = if is_root && !include.reads_from.is_empty() {
-                    include.reads_from.clone()
+                    stage.depends_on = rename(&stage.depends_on);
+                }
+                if is_root && !include.reads_from.is_empty() {
+                    stage.reads_from.clone_from(&include.reads_from);
+                    stage.reads_from_file = Arc::clone(file);
                 } else {
-                    rename(&stage.reads_from)
-                };
+                    stage.reads_from = rename(&stage.reads_from);
+                }
                 if let Some(fan_out) = &mut stage.fan_out
                     && let Some(renamed) = renames.get(&fan_out.source.value)
                 {
@@ -248,4 +252,50 @@ fn stem(path: &str) -> String {
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::MemoryLoader;
+
+    const FRAGMENT: &str =
+        "fragment: true\nstages:\n  - {name: f, kind: gather, description: d, agent: {role: r}}\n";
+
+    /// Loads a workflow whose include entry is `entry`, expecting one error,
+    /// and returns its code, file and the text its span covers.
+    fn error_of(entry: &str) -> (&'static str, String, String) {
+        let workflow = format!(
+            "name: w\nversion: \"1\"\ndescription: d\ntrigger: {{source: manual}}\nstages:\n  - {{name: a, kind: gather, description: d, agent: {{role: r}}}}\ninclude:\n  - {entry}\n"
+        );
+        let loader = MemoryLoader::new()
+            .with("w.yaml", &workflow)
+            .with("f.yaml", FRAGMENT);
+        let failure = crate::load("w.yaml", &loader).expect_err(entry);
+        let error = &failure.errors[0];
+        let location = error.location.as_ref().expect("a place");
+        let text = &location.file.text;
+        let covered = text
+            .get(location.span.offset..location.span.offset + location.span.len)
+            .expect("the span lies in its file")
+            .to_owned();
+        (error.code, location.file.path.clone(), covered)
+    }
+
+    /// An include entry's `depends_on` and `reads_from` are written in the
+    /// including file, so problems with them are shown there.
+    #[test]
+    fn an_include_entrys_references_are_placed_in_the_including_file() {
+        assert_eq!(
+            error_of("{path: f.yaml, prefix: x, depends_on: [b]}"),
+            ("graph::unknown-stage", "w.yaml".to_owned(), "b".to_owned())
+        );
+        assert_eq!(
+            error_of("{path: f.yaml, prefix: x, reads_from: [a]}"),
+            (
+                "graph::reads-not-ancestor",
+                "w.yaml".to_owned(),
+                "a".to_owned()
+            )
+        );
+    }
 }

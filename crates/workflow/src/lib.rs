@@ -15,6 +15,8 @@
 
 pub mod compile;
 pub mod diagnostic;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod include;
 pub mod lint;
 pub mod load;

@@ -15,7 +15,7 @@ use indexmap::IndexMap;
 mod stage;
 mod typed;
 
-use crate::diagnostic::{Diagnostic, SourceFile};
+use crate::diagnostic::{Diagnostic, SourceFile, line_column};
 use crate::node::{self, Node, Span, Value};
 use crate::schema::{Include, Param, Spanned, Stage, Trigger, Workflow};
 
@@ -105,6 +105,28 @@ fn parse_root(file: &Arc<SourceFile>) -> Result<Node, Diagnostic> {
             ),
         )
         .with_help("split the workflow into fragments with `include`"));
+    }
+    // A byte order mark starting the file is dropped when it is read; the
+    // parser skips one anywhere else too, and then counts columns without
+    // it, so places after it would not match their snippets. None belongs
+    // inside a workflow.
+    if let Some(offset) = file.text.find('\u{feff}') {
+        let (line, column) = line_column(&file.text, offset);
+        return Err(Diagnostic::error(
+            "yaml::byte-order-mark",
+            format!("a byte order mark (U+FEFF) inside the file, on line {line}"),
+        )
+        .at(
+            file,
+            Span {
+                offset,
+                len: '\u{feff}'.len_utf8(),
+                line,
+                column,
+            },
+        )
+        .with_label("an invisible U+FEFF here")
+        .with_help("delete it: a byte order mark may only start a file"));
     }
     let root = node::parse(&file.text).map_err(|error| {
         let diagnostic =

@@ -124,7 +124,14 @@ pub fn read_source(loader: &dyn Loader, path: &str) -> Result<Arc<SourceFile>, D
         _ => Diagnostic::error("file::unreadable", format!("cannot read {path}: {error}")),
     })?;
     match String::from_utf8(bytes) {
-        Ok(text) => Ok(SourceFile::new(path, text)),
+        Ok(mut text) => {
+            // The parser skips byte order marks at the start and counts
+            // columns after them; without them, every place is where the
+            // parser says.
+            let marks = text.len() - text.trim_start_matches('\u{feff}').len();
+            text.drain(..marks);
+            Ok(SourceFile::new(path, text))
+        }
         Err(error) => {
             let offset = error.utf8_error().valid_up_to();
             let bytes = error.into_bytes();
@@ -139,5 +146,32 @@ pub fn read_source(loader: &dyn Loader, path: &str) -> Result<Arc<SourceFile>, D
             )
             .with_help("save the workflow as UTF-8"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A byte order mark is not part of the text: places in the file are
+    /// counted, by the parser and by snippets alike, from after it. One
+    /// further in is refused where it is.
+    #[test]
+    fn a_byte_order_mark_is_left_out() {
+        let loader = MemoryLoader::new().with("w.yaml", "\u{feff}\u{feff}[a]\n");
+        let file = read_source(&loader, "w.yaml").expect("UTF-8");
+        assert_eq!(file.text, "[a]\n");
+        let mut warnings = Vec::new();
+        let error = crate::load::document(&file, &mut warnings).expect_err("not a mapping");
+        let span = error.location.expect("a place").span;
+        assert_eq!(
+            (span.line, span.column),
+            crate::diagnostic::line_column(&file.text, span.offset)
+        );
+        let loader = MemoryLoader::new().with("w.yaml", "#\n\u{feff}+\n");
+        let file = read_source(&loader, "w.yaml").expect("UTF-8");
+        let error = crate::load::document(&file, &mut warnings).expect_err("a mark inside");
+        assert_eq!(error.code, "yaml::byte-order-mark");
+        assert_eq!(error.line_column(), Some((2, 1)));
     }
 }

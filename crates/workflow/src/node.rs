@@ -13,7 +13,7 @@ mod events;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Budget, Options, Spanned};
 
-use crate::diagnostic::MAX_SNIPPET_CHARS;
+use crate::diagnostic::{MAX_SNIPPET_CHARS, line_column};
 
 /// Where a node sits in its source text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -314,13 +314,22 @@ fn parse_fully(text: &str) -> Result<Node, SyntaxError> {
     options.strict_booleans = true;
     serde_saphyr::from_str_with_options::<Node>(text, options).map_err(|error| {
         let span = error.location().map(|location| {
-            let mut span = Span::from_location(location);
-            // Parser errors carry line and column but not always a byte
-            // offset; the snippet needs the offset.
-            if span.offset == 0 && (span.line, span.column) > (1, 1) {
-                span.offset = offset_of(text, span.line, span.column);
+            let span = Span::from_location(location);
+            if span.line == 0 {
+                return span;
             }
-            span
+            // Parser errors carry line and column but not always a byte
+            // offset: the snippet goes to the line and column (to the end
+            // of that line when the column is past it), and the place
+            // reported is the one the snippet shows.
+            let offset = offset_of(text, span.line, span.column);
+            let (line, column) = line_column(text, offset);
+            Span {
+                offset,
+                len: if offset == span.offset { span.len } else { 0 },
+                line,
+                column,
+            }
         });
         SyntaxError {
             message: clean_message(&error.without_snippet().to_string()),
@@ -345,22 +354,21 @@ const MAX_OPEN_BRACKETS: usize = 256;
 
 fn too_many_open_brackets(text: &str) -> Option<Span> {
     let mut open = 0_usize;
-    let mut line = 1_u32;
     for (offset, byte) in text.bytes().enumerate() {
         match byte {
             b'[' | b'{' => {
                 open += 1;
                 if open > MAX_OPEN_BRACKETS {
+                    let (line, column) = line_column(text, offset);
                     return Some(Span {
                         offset,
                         len: 1,
                         line,
-                        column: 1,
+                        column,
                     });
                 }
             }
             b']' | b'}' => open = open.saturating_sub(1),
-            b'\n' => line += 1,
             _ => {}
         }
     }
@@ -369,7 +377,8 @@ fn too_many_open_brackets(text: &str) -> Option<Span> {
 
 fn too_many_compact_sequences(text: &str) -> Option<Span> {
     let mut offset = 0;
-    for (number, line) in text.split_inclusive('\n').enumerate() {
+    // A `\r` alone ends a line for the parser too.
+    for line in text.split_inclusive(['\n', '\r']) {
         let mut rest = line.trim_start_matches(' ');
         let mut depth = 0;
         while let Some(after) = rest.strip_prefix('-') {
@@ -380,11 +389,12 @@ fn too_many_compact_sequences(text: &str) -> Option<Span> {
             rest = after.trim_start_matches([' ', '\t']);
         }
         if depth > MAX_DEPTH {
+            let (line, column) = line_column(text, offset);
             return Some(Span {
                 offset,
                 len: 0,
-                line: u32::try_from(number + 1).unwrap_or(u32::MAX),
-                column: 1,
+                line,
+                column,
             });
         }
         offset += line.len();
@@ -440,12 +450,19 @@ fn bounded(text: &str) -> String {
 
 /// The byte offset of a one-based line and (character) column.
 fn offset_of(text: &str, line: u32, column: u32) -> usize {
-    let line_start: usize = text
-        .split_inclusive('\n')
-        .take(line.saturating_sub(1) as usize)
-        .map(str::len)
-        .sum();
-    let rest = &text[line_start.min(text.len())..];
+    // Lines end as the parser ends them: `\n`, `\r\n` or `\r`.
+    let line_start = match (line as usize).checked_sub(2) {
+        None => 0,
+        Some(breaks_before) => text
+            .match_indices(['\n', '\r'])
+            .filter(|(at, found)| *found == "\n" || text.as_bytes().get(at + 1) != Some(&b'\n'))
+            .nth(breaks_before)
+            .map_or(text.len(), |(at, _)| at + 1),
+    };
+    let line_end = text[line_start..]
+        .find(['\n', '\r'])
+        .map_or(text.len(), |at| line_start + at);
+    let rest = &text[line_start..line_end];
     let within = rest
         .char_indices()
         .nth(column.saturating_sub(1) as usize)
@@ -572,6 +589,35 @@ mod tests {
         assert_eq!((f.span.line, f.span.column), (6, 4));
         let (key, _) = node.entry("b").unwrap();
         assert_eq!((key.span.line, key.span.column, key.span.offset), (2, 1, 8));
+    }
+
+    /// Every place a parse error reports is at the line and column of its
+    /// offset, lines ending at `\n`, `\r\n` and a `\r` alone as in YAML.
+    #[test]
+    fn syntax_errors_are_placed_at_their_offset() {
+        let brackets = format!("a: 1\nb: {}", "[".repeat(300));
+        for text in [
+            "name: crlfual}\r\r\ndescripti  - namo",
+            "a: 1\rb: [\r\n",
+            brackets.as_str(),
+        ] {
+            let error = parse(text).expect_err(text);
+            let span = error.span.expect("a place");
+            assert_eq!(
+                (span.line, span.column),
+                line_column(text, span.offset),
+                "{text:?}: {span:?}"
+            );
+        }
+        // Too many `- ` on a line that starts after a `\r`: the line is
+        // found, as after a `\n`.
+        // A place on the first line, given without a byte offset.
+        let text = "na0Bme: crl\0\0\ton: \"1\"\r\ndescrirtion: d\r\n";
+        let span = parse(text).expect_err("a NUL").span.expect("a place");
+        assert_eq!((span.offset, span.line, span.column), (11, 1, 12));
+        let dashes = format!("a: 1\r{}x", "- ".repeat(40));
+        let span = parse(&dashes).expect_err("too deep").span.expect("a place");
+        assert_eq!((span.offset, span.line, span.column), (5, 2, 1));
     }
 
     #[test]

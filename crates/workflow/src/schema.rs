@@ -97,8 +97,14 @@ pub struct Stage {
     pub script: Option<Spanned<String>>,
     /// `depends_on`.
     pub depends_on: Vec<Spanned<String>>,
+    /// The file `depends_on`'s spans point into: [`Stage::file`], or the
+    /// including file when an `include` entry gave a fragment's root stage
+    /// its dependencies.
+    pub depends_on_file: Arc<SourceFile>,
     /// `reads_from`.
     pub reads_from: Vec<Spanned<String>>,
+    /// The file `reads_from`'s spans point into (as for `depends_on`).
+    pub reads_from_file: Arc<SourceFile>,
     /// `writes_to`.
     pub writes_to: Vec<Spanned<String>>,
     /// `outputs`.

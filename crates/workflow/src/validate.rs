@@ -83,9 +83,9 @@ fn references(
     let mut dependencies = Vec::with_capacity(stages.len());
     for stage in stages {
         let mut edges = Vec::with_capacity(stage.depends_on.len());
-        for (field, list) in [
-            ("depends_on", &stage.depends_on),
-            ("reads_from", &stage.reads_from),
+        for (field, list, file) in [
+            ("depends_on", &stage.depends_on, &stage.depends_on_file),
+            ("reads_from", &stage.reads_from, &stage.reads_from_file),
         ] {
             for reference in list {
                 match positions.get(reference.value.as_str()) {
@@ -102,7 +102,7 @@ fn references(
                                 stage.name.value, reference.value
                             ),
                         )
-                        .at(&stage.file, reference.span)
+                        .at(file, reference.span)
                         .for_field(&stage.name.value, field)
                         .with_label("no stage has this name");
                         if let Some(near) = suggest(&reference.value, &names) {
@@ -228,7 +228,7 @@ fn reads_are_ancestors(
                             read = reference.value
                         ),
                     )
-                    .at(&stage.file, reference.span)
+                    .at(&stage.reads_from_file, reference.span)
                     .for_field(&stage.name.value, "reads_from")
                     .with_label("not an ancestor of this stage"),
                 );

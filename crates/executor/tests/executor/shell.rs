@@ -148,6 +148,21 @@ const CONTEXTS: &[(&str, &str, Expect)] = &[
     ("$'…'", "printf %s $'{v}'", Expect::Exact),
     ("heredoc", "cat <<EOF\n{v}\nEOF", Expect::Heredoc),
     ("quoted heredoc", "cat <<'EOF'\n{v}\nEOF", Expect::Heredoc),
+    (
+        "after a heredoc whose delimiter has a space",
+        "cat <<'A B'\nA B\nprintf %s {v}",
+        Expect::Exact,
+    ),
+    (
+        "after a here-string",
+        "cat <<<'E' >/dev/null\nprintf %s {v}\n: E",
+        Expect::Exact,
+    ),
+    (
+        "after `<<` in a ${…} pattern",
+        "x=; printf %s \"${x/<<'E'/}\"\nprintf %s {v}\n: E",
+        Expect::Exact,
+    ),
     ("backticks", "printf %s `printf %s {v}`", Expect::Squeezed),
     (
         "default in double quotes",
@@ -314,6 +329,9 @@ fn a_value_bash_would_evaluate_as_arithmetic_must_be_an_integer() {
         "[[ {v} -eq 1 ]]",
         "echo ${a[{v}]}",
         "a[{v}]=1",
+        "echo ${a:{v}}",
+        "echo \"${a[*]:{v}:1}\"",
+        "echo ${a:\"{v}\"}",
     ] {
         for value in ["a[$(touch canary)]", "1+1", "x", ""] {
             assert!(
