@@ -301,7 +301,8 @@ pub(crate) fn list_item(raw: &str) -> Option<String> {
             .strip_prefix(". ")
             .or_else(|| line[digits..].strip_prefix(") "))?
     };
-    let text = rest.replace("**", "").replace('`', "");
+    // Backticks first: removing them can join stars into a `**`.
+    let text = rest.replace('`', "").replace("**", "");
     let text = text.trim();
     (!text.is_empty()).then(|| text.to_owned())
 }
@@ -416,6 +417,11 @@ mod tests {
             &["docs: README outdated"],
             &["Naming: reviewers disagree"],
         );
+    }
+
+    #[test]
+    fn emphasis_split_by_a_backtick_is_removed_too() {
+        assert_eq!(list_item("* *`*Null**: x").as_deref(), Some("Null: x"));
     }
 
     #[test]
