@@ -5,7 +5,8 @@
 //! Each check panics when an invariant breaks; a panic is what libFuzzer
 //! records as a crash. Beyond "no panic", they check that every diagnostic
 //! points inside the file it names, at the line and column its offset is
-//! on, and that a plan is consistently ordered.
+//! on, that a plan is consistently ordered, and that `{name}` rendering
+//! round-trips.
 
 use std::collections::HashMap;
 use std::sync::Arc;
