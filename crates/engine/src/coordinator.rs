@@ -872,18 +872,14 @@ async fn drive_owned(
                         Some((key, _, attempts, Err(error))) => {
                             // The unit cannot even be built: it fails
                             // without a process.
-                            let _ = report_sender.send(Report::Finished(Box::new(Finished {
-                                index: launch.index,
-                                unit: Some(key.clone()),
-                                attempt: attempts,
-                                success: false,
-                                exit_code: None,
-                                error: Some(error),
-                                artifacts: Vec::new(),
-                                cancelled: false,
-                                usage: None,
-                                resumed: None,
-                            })));
+                            let _ = report_sender.send(Report::Finished(Box::new(
+                                Finished::before_start(
+                                    launch.index,
+                                    Some(key.clone()),
+                                    attempts,
+                                    error,
+                                ),
+                            )));
                             running.insert(
                                 Slot::Unit(launch.index, key),
                                 Running {

@@ -454,17 +454,30 @@ fn explain_failure(finished: &mut Finished, meter: &Meter, log: &Path) -> Option
 
 /// An attempt that failed before anything ran.
 fn failed(attempt: &Attempt, error: String) -> Finished {
-    Finished {
-        index: attempt.index,
-        unit: attempt.unit.clone(),
-        attempt: attempt.attempt,
-        success: false,
-        exit_code: None,
-        error: Some(error),
-        artifacts: Vec::new(),
-        cancelled: false,
-        usage: None,
-        resumed: None,
+    Finished::before_start(attempt.index, attempt.unit.clone(), attempt.attempt, error)
+}
+
+impl Finished {
+    /// The attempt `attempt` of stage `index` (or its unit) failed with
+    /// `error` before any process ran.
+    pub(crate) fn before_start(
+        index: usize,
+        unit: Option<String>,
+        attempt: i64,
+        error: String,
+    ) -> Finished {
+        Finished {
+            index,
+            unit,
+            attempt,
+            success: false,
+            exit_code: None,
+            error: Some(error),
+            artifacts: Vec::new(),
+            cancelled: false,
+            usage: None,
+            resumed: None,
+        }
     }
 }
 

@@ -179,23 +179,9 @@ async fn post(request: &ChatRequest) -> Result<String, EndpointError> {
             "json_schema": {"name": "baton_answer", "strict": true, "schema": answer_schema()}
         }
     });
-    let mut builder = reqwest::Client::new().post(&url).json(&body);
-    let key = request
-        .api_key_env
-        .as_deref()
-        .and_then(|name| std::env::var(name).ok())
-        .filter(|key| !key.is_empty());
-    if let Some(key) = key {
-        builder = builder.bearer_auth(key);
-    }
-    let mut response = builder.send().await.map_err(unreachable)?;
-    let status = response.status();
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
-        let room = MAX_RESPONSE_BYTES.saturating_sub(bytes.len());
-        bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
-    }
-    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (status, text) = exchange(&url, &body, request.api_key_env.as_deref())
+        .await
+        .map_err(unreachable)?;
     // The log is for reading usage and for people; failing to write it
     // must not fail a good answer.
     if let Some(parent) = request.response_log.parent() {
@@ -231,26 +217,13 @@ pub async fn probe(
         "messages": [{"role": "user", "content": prompt}],
         "max_tokens": 8,
     });
-    let mut builder = reqwest::Client::new().post(&url).json(&body);
-    let key = api_key_env
-        .and_then(|name| std::env::var(name).ok())
-        .filter(|key| !key.is_empty());
-    if let Some(key) = key {
-        builder = builder.bearer_auth(key);
-    }
-    let exchange = async {
-        let unreachable = |source| EndpointError::Unreachable {
-            url: url.clone(),
-            source,
-        };
-        let mut response = builder.send().await.map_err(unreachable)?;
-        let status = response.status();
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
-            let room = MAX_RESPONSE_BYTES.saturating_sub(bytes.len());
-            bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        }
-        let text = String::from_utf8_lossy(&bytes).into_owned();
+    let answer = async {
+        let (status, text) = exchange(&url, &body, api_key_env).await.map_err(|source| {
+            EndpointError::Unreachable {
+                url: url.clone(),
+                source,
+            }
+        })?;
         if status.is_success() {
             Ok(text)
         } else {
@@ -260,9 +233,34 @@ pub async fn probe(
             })
         }
     };
-    tokio::time::timeout(timeout, exchange)
+    tokio::time::timeout(timeout, answer)
         .await
         .unwrap_or(Err(EndpointError::Timeout(timeout)))
+}
+
+/// POSTs `body` as JSON to `url` (with the key from `api_key_env` as a
+/// bearer token, when set) and reads the answer, at most
+/// `MAX_RESPONSE_BYTES` of it.
+async fn exchange(
+    url: &str,
+    body: &serde_json::Value,
+    api_key_env: Option<&str>,
+) -> Result<(reqwest::StatusCode, String), reqwest::Error> {
+    let mut builder = reqwest::Client::new().post(url).json(body);
+    let key = api_key_env
+        .and_then(|name| std::env::var(name).ok())
+        .filter(|key| !key.is_empty());
+    if let Some(key) = key {
+        builder = builder.bearer_auth(key);
+    }
+    let mut response = builder.send().await?;
+    let status = response.status();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = MAX_RESPONSE_BYTES.saturating_sub(bytes.len());
+        bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// `error.message`, `error` or `message` of a JSON error body, else the
