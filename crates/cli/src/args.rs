@@ -116,8 +116,9 @@ pub(crate) enum Command {
     )]
     Resume(Deferred<ResumeArgs>),
 
-    /// Ask the process driving a run to stop it; running stages are killed
-    /// within a second and none starts after. `baton resume` continues it.
+    /// Stop a run: its driver kills the running stages within a second; the
+    /// command returns once the driver has stopped, and no stage starts
+    /// after. `baton resume` continues it.
     #[command(
         after_help = "Examples:\n  baton cancel RUN\n  baton resume RUN    # continue it later"
     )]

@@ -1,6 +1,7 @@
 //! Acting on a run from outside its driver: `rerun` and `cancel`.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 use baton_store::{Error as StoreError, Lease, Store, Transition};
 
@@ -136,10 +137,7 @@ pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
         && !owner::provably_dead(&holder.owner)
     {
         store.request_cancel(run_id, clock::now_ms()).await?;
-        return Ok(format!(
-            "asked {} to cancel run {run_id}; it stops its running stages within seconds",
-            holder.owner
-        ));
+        return wait_for_driver(store, run_id, &holder.owner).await;
     }
     let lease = take(store, run_id).await?;
     let killed = reconcile::kill_leftovers(run_id);
@@ -171,6 +169,44 @@ pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
             String::new()
         }
     ))
+}
+
+/// How long `cancel` waits for a live driver to stop the run.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits until the driver asked to cancel has stopped the run, so that when
+/// `baton cancel` returns no stage of the run runs or starts any more. A
+/// driver that does not answer in time (hung, or on a machine that cannot
+/// be reached) is reported, not waited for.
+async fn wait_for_driver(store: &Store, run_id: &str, driver: &str) -> Result<String> {
+    let asked = std::time::Instant::now();
+    loop {
+        let run = store.run(run_id).await?;
+        let driven = store.lease_holder(run_id, clock::now_ms()).await?.is_some();
+        if run.status == "cancelled" && !driven {
+            return Ok(format!(
+                "cancelled run {run_id}: {driver} stopped it; `baton resume {run_id}` continues it"
+            ));
+        }
+        if matches!(run.status.as_str(), "success" | "failed" | "rejected") {
+            return Ok(format!(
+                "run {run_id} ended ({}) before the cancel took effect",
+                run.status
+            ));
+        }
+        if !driven && run.status != "running" {
+            return Ok(format!("cancelled run {run_id} ({})", run.status));
+        }
+        if asked.elapsed() >= CANCEL_WAIT {
+            return Ok(format!(
+                "asked {driver} to cancel run {run_id}; it has not stopped within {} s \
+                 (it may be hung or on another machine). Once its lease expires, \
+                 `baton cancel {run_id}` again cancels the run directly",
+                CANCEL_WAIT.as_secs()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Whether a run recorded as running has nobody driving it (not driven

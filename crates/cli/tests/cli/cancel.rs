@@ -52,3 +52,65 @@ fn a_cancel_stops_the_run_at_once_and_resume_continues_it() {
     assert_eq!(status["status"], "success", "{status}");
     assert!(project.witness().contains(&"later".to_owned()));
 }
+
+/// Stages start one after another, every few milliseconds; once `baton
+/// cancel` has returned, the run is recorded cancelled and not one more
+/// stage starts.
+#[test]
+fn once_cancel_returns_no_stage_starts() {
+    let project = Project::new();
+    let witness = "echo \"$BATON_STAGE\" >> \"$BATON_PROJECT_DIR/witness.txt\"";
+    let mut workflow = HEADER.to_owned();
+    for index in 0..200 {
+        let extra = if index == 0 {
+            String::new()
+        } else {
+            format!("    depends_on: [s{}]\n", index - 1)
+        };
+        workflow.push_str(&stage(
+            &format!("s{index}"),
+            &format!("{witness}\nsleep 0.02"),
+            &extra,
+        ));
+    }
+    project.write("wf.yaml", &workflow);
+    let mut driver = project.spawn(&["run", "wf.yaml"]);
+    wait_for("five stages to start", Duration::from_secs(30), || {
+        project.witness().len() >= 5
+    });
+    let id = project.run_ids()[0].clone();
+    let asked = Instant::now();
+    let cancel = project.baton(&["cancel", &id]);
+    let took = asked.elapsed();
+    assert_eq!(cancel.code, 0, "{}", cancel.stderr);
+    assert!(cancel.stderr.contains("stopped it"), "{}", cancel.stderr);
+    let started = project.witness().len();
+    eprintln!(
+        "cancel returned after {} ms, {started} stages had started",
+        took.as_millis()
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "cancel took {} ms",
+        took.as_millis()
+    );
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "cancelled", "{status}");
+    assert!(started < 200, "the whole chain ran before the cancel");
+
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        project.witness().len(),
+        started,
+        "a stage started after `baton cancel` returned: {:?}",
+        &project.witness()[started..]
+    );
+    let exited = Instant::now();
+    while driver.try_wait().expect("wait").is_none() {
+        assert!(
+            exited.elapsed() < Duration::from_secs(10),
+            "the driver still runs after the run was cancelled"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
