@@ -67,7 +67,7 @@ pub(crate) fn resume(stage: &PlanStage, attempt: &Attempt) -> Option<Resume> {
     let rule = agent.profile.resumes()?;
     let session = crate::usage::session(agent.profile, &continuation.log)?;
     let mut resumed = stage.clone();
-    resumed.spec.agent.access = continuation.access;
+    std::sync::Arc::make_mut(&mut resumed.spec).agent.access = continuation.access;
     let prompt = crate::prompt::continued(&resumed, &attempt.workspace, &continuation.task);
     Some(Resume {
         session,

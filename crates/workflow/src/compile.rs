@@ -1,6 +1,7 @@
 //! From a loaded workflow to a [`Plan`].
 
 use std::path::Path;
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 
@@ -107,7 +108,7 @@ pub fn compile(
                 .map(|&dependency| layout.index_of[dependency])
                 .collect(),
             reads_from: Vec::new(),
-            spec: spec.clone(),
+            spec: Arc::clone(spec),
             when,
             cli_commands,
             template,
@@ -252,7 +253,7 @@ pub fn invoke_command(
     parts.join(" ")
 }
 
-fn contract_warnings(stages: &[Stage]) -> Vec<ContractWarning> {
+fn contract_warnings(stages: &[Arc<Stage>]) -> Vec<ContractWarning> {
     let writes: std::collections::HashMap<&str, bool> = stages
         .iter()
         .map(|stage| (stage.name.value.as_str(), !stage.writes_to.is_empty()))
@@ -295,14 +296,14 @@ impl Layout {
     /// Levels stages breadth-first over `dependencies` (positions). A stage
     /// with a dependency outside the list (a fragment's reference to its
     /// parent) is never placed, as in the reference linter's `dag_depth`.
-    pub fn of(stages: &[Stage], dependencies: &[Vec<usize>]) -> Layout {
+    pub fn of(stages: &[Arc<Stage>], dependencies: &[Vec<usize>]) -> Layout {
         Self::with_external(stages, dependencies, &vec![false; stages.len()])
     }
 
     /// Like [`Layout::of`], where `blocked[p]` marks stages with a dependency
     /// that cannot be satisfied.
     pub fn with_external(
-        stages: &[Stage],
+        stages: &[Arc<Stage>],
         dependencies: &[Vec<usize>],
         blocked: &[bool],
     ) -> Layout {

@@ -42,13 +42,13 @@ pub const MAX_EXPANDED_BYTES: usize = 32 * 1024 * 1024;
 /// A missing fragment, a file that is not a fragment, a fragment that fails
 /// to load, an include cycle, or too many stages.
 pub fn expand(
-    stages: Vec<Stage>,
+    stages: Vec<Arc<Stage>>,
     includes: &[Include],
     file: &Arc<SourceFile>,
     loader: &dyn Loader,
     files: &mut Vec<Arc<SourceFile>>,
     warnings: &mut Vec<Diagnostic>,
-) -> Result<Vec<Stage>, Diagnostic> {
+) -> Result<Vec<Arc<Stage>>, Diagnostic> {
     let mut expander = Expander {
         loader,
         files,
@@ -78,10 +78,10 @@ struct Expander<'a> {
 impl Expander<'_> {
     fn expand(
         &mut self,
-        mut stages: Vec<Stage>,
+        mut stages: Vec<Arc<Stage>>,
         includes: &[Include],
         file: &Arc<SourceFile>,
-    ) -> Result<Vec<Stage>, Diagnostic> {
+    ) -> Result<Vec<Arc<Stage>>, Diagnostic> {
         for include in includes {
             let resolved = resolve(&include.path.value, &file.path, self.loader);
             if !self.loader.exists(Path::new(&resolved)) {
@@ -179,7 +179,9 @@ impl Expander<'_> {
                 )
                 .at(file, include.path.span));
             }
-            for mut stage in fragment_stages {
+            for mut shared in fragment_stages {
+                // A fragment included twice is renamed twice: each copy is its own.
+                let stage = Arc::make_mut(&mut shared);
                 self.produced_stages += 1;
                 self.produced_bytes += stage.description.value.len()
                     + stage.script.as_ref().map_or(0, |script| script.value.len());
@@ -225,7 +227,7 @@ impl Expander<'_> {
                     fan_out.source.value.clone_from(renamed);
                 }
                 stage.include_prefix = Some(prefix.clone());
-                stages.push(stage);
+                stages.push(shared);
             }
         }
         Ok(stages)

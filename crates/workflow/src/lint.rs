@@ -142,7 +142,7 @@ fn run(path: &str, loader: &dyn Loader, options: &compile::Options, report: &mut
     rules(&loaded, report);
 }
 
-fn fragment_depth(stages: &[Stage]) -> usize {
+fn fragment_depth(stages: &[std::sync::Arc<Stage>]) -> usize {
     let names: std::collections::HashMap<&str, usize> = stages
         .iter()
         .enumerate()

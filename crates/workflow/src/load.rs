@@ -39,7 +39,7 @@ pub struct Fragment {
     /// The file.
     pub file: Arc<SourceFile>,
     /// `stages`.
-    pub stages: Vec<Stage>,
+    pub stages: Vec<Arc<Stage>>,
     /// `include` (fragments may include other fragments).
     pub includes: Vec<Include>,
 }

@@ -68,7 +68,7 @@ pub struct PlanStage {
     /// Its BFS wave (length of its longest dependency chain).
     pub level: usize,
     /// The stage as written (after include expansion).
-    pub spec: Stage,
+    pub spec: std::sync::Arc<Stage>,
     /// The description with parameters substituted.
     pub description: String,
     /// Indices of the stages it depends on.

@@ -49,7 +49,7 @@ pub struct Workflow {
     /// `trigger`.
     pub trigger: Trigger,
     /// `stages`, after include expansion once [`crate::include`] has run.
-    pub stages: Vec<Stage>,
+    pub stages: Vec<Arc<Stage>>,
     /// `include`.
     pub includes: Vec<Include>,
     /// `workspace_dir`, a template whose parent directory is the workspace base.

@@ -10,6 +10,7 @@
 
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use crate::diagnostic::Diagnostic;
 use crate::include;
@@ -38,7 +39,11 @@ pub fn resolve(stage: &Stage, loader: &dyn Loader) -> Option<String> {
 /// A referenced file that is missing or fails to load, a chain of
 /// references that comes back to a file already in it (the message names
 /// the whole chain), or nesting deeper than [`MAX_SUB_WORKFLOW_DEPTH`].
-pub fn check(path: &str, stages: &[Stage], loader: &dyn Loader) -> Result<(), Vec<Diagnostic>> {
+pub fn check(
+    path: &str,
+    stages: &[Arc<Stage>],
+    loader: &dyn Loader,
+) -> Result<(), Vec<Diagnostic>> {
     let mut walker = Walker {
         loader,
         chain: vec![(key(path, loader), path.to_owned())],
@@ -58,7 +63,7 @@ struct Walker<'a> {
 }
 
 impl Walker<'_> {
-    fn walk(&mut self, stages: &[Stage]) -> Result<(), Vec<Diagnostic>> {
+    fn walk(&mut self, stages: &[Arc<Stage>]) -> Result<(), Vec<Diagnostic>> {
         for stage in stages {
             let Some(resolved) = resolve(stage, self.loader) else {
                 continue;

@@ -10,6 +10,7 @@
 //! the reference engine would print.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, suggest};
 use crate::schema::Stage;
@@ -26,7 +27,7 @@ pub struct Graph {
 /// # Errors
 ///
 /// Every problem of the first step that finds any.
-pub fn check(stages: &[Stage]) -> Result<Graph, Vec<Diagnostic>> {
+pub fn check(stages: &[Arc<Stage>]) -> Result<Graph, Vec<Diagnostic>> {
     let positions = unique_names(stages)?;
     let dependencies = references(stages, &positions)?;
     no_cycle(stages, &dependencies)?;
@@ -35,7 +36,7 @@ pub fn check(stages: &[Stage]) -> Result<Graph, Vec<Diagnostic>> {
     Ok(Graph { dependencies })
 }
 
-fn unique_names(stages: &[Stage]) -> Result<HashMap<&str, usize>, Vec<Diagnostic>> {
+fn unique_names(stages: &[Arc<Stage>]) -> Result<HashMap<&str, usize>, Vec<Diagnostic>> {
     let mut positions = HashMap::with_capacity(stages.len());
     let mut errors = Vec::new();
     for (position, stage) in stages.iter().enumerate() {
@@ -72,7 +73,7 @@ fn unique_names(stages: &[Stage]) -> Result<HashMap<&str, usize>, Vec<Diagnostic
 }
 
 fn references(
-    stages: &[Stage],
+    stages: &[Arc<Stage>],
     positions: &HashMap<&str, usize>,
 ) -> Result<Vec<Vec<usize>>, Vec<Diagnostic>> {
     let names: Vec<&str> = stages
@@ -125,7 +126,7 @@ fn references(
 /// Depth-first search from each stage in file order; the first stage that is
 /// re-entered names the cycle, as in the reference engine. Iterative, so a
 /// 10 000-stage chain does not exhaust the stack.
-fn no_cycle(stages: &[Stage], dependencies: &[Vec<usize>]) -> Result<(), Vec<Diagnostic>> {
+fn no_cycle(stages: &[Arc<Stage>], dependencies: &[Vec<usize>]) -> Result<(), Vec<Diagnostic>> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,
@@ -191,7 +192,7 @@ fn reverse_arrow(cycle: &[&str]) -> String {
 }
 
 fn reads_are_ancestors(
-    stages: &[Stage],
+    stages: &[Arc<Stage>],
     positions: &HashMap<&str, usize>,
     dependencies: &[Vec<usize>],
 ) -> Result<(), Vec<Diagnostic>> {
@@ -244,7 +245,7 @@ fn reads_are_ancestors(
 
 /// Stage names without path separators or control characters, and
 /// `writes_to` paths relative to the workspace and never climbing out of it.
-fn paths_stay_in_workspace(stages: &[Stage]) -> Result<(), Vec<Diagnostic>> {
+fn paths_stay_in_workspace(stages: &[Arc<Stage>]) -> Result<(), Vec<Diagnostic>> {
     let mut errors = Vec::new();
     for stage in stages {
         let name = &stage.name.value;

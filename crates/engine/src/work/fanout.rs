@@ -253,6 +253,7 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
         }
     };
     let mut stage: PlanStage = parent.clone();
+    let spec = std::sync::Arc::make_mut(&mut stage.spec);
     if let Some(fan_out) = parent
         .spec
         .fan_out
@@ -261,20 +262,20 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
     {
         // One queue job per item runs `fan_out.script`; the stage-level
         // script is not enqueued as well.
-        stage.spec.executor = baton_workflow::schema::Executor::WorkerQueue;
-        stage.spec.script.clone_from(&fan_out.script);
+        spec.executor = baton_workflow::schema::Executor::WorkerQueue;
+        spec.script.clone_from(&fan_out.script);
     }
     if let Some(fan_out) = &parent.spec.fan_out
         && fan_out.isolation == baton_workflow::schema::Isolation::Worktree
     {
         // `fan_out.isolation` gives each child a worktree of its own.
-        stage.spec.agent.isolation = fan_out.isolation;
+        spec.agent.isolation = fan_out.isolation;
     }
-    stage.spec.name.value = super::unit_stage_name(parent.name(), unit);
-    stage.spec.fan_out = None;
-    stage.spec.validation = None;
-    stage.spec.human_gate = false;
-    stage.spec.when = None;
+    spec.name.value = super::unit_stage_name(parent.name(), unit);
+    spec.fan_out = None;
+    spec.validation = None;
+    spec.human_gate = false;
+    spec.when = None;
     stage.when = None;
     let mut description =
         baton_workflow::template::render(&parent.description, lookup_text).into_owned();
@@ -289,11 +290,11 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
             .map_or("", |fan_out| fan_out.field.as_str())
     ));
     stage.description = description;
-    for declared in &mut stage.spec.writes_to {
+    for declared in &mut spec.writes_to {
         declared.value =
             baton_workflow::template::render(&declared.value, lookup_file).into_owned();
     }
-    for check in &mut stage.spec.validates_output {
+    for check in &mut spec.validates_output {
         check.path.value =
             baton_workflow::template::render(&check.path.value, lookup_file).into_owned();
     }

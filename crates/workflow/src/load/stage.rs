@@ -24,7 +24,7 @@ impl Reader<'_> {
         &mut self,
         node: Node,
         empty_message: &str,
-    ) -> Result<Vec<Stage>, Diagnostic> {
+    ) -> Result<Vec<Arc<Stage>>, Diagnostic> {
         let items = match node.value {
             Value::Seq(items) if !items.is_empty() => items,
             _ => {
@@ -39,7 +39,7 @@ impl Reader<'_> {
         // it grows the old and the new copy of every stage coexist.
         let mut stages = Vec::with_capacity(items.len());
         for item in items {
-            stages.push(self.stage(&item)?);
+            stages.push(Arc::new(self.stage(&item)?));
         }
         Ok(stages)
     }

@@ -160,38 +160,35 @@ fn build(
 ) -> Materialized {
     let correcting = unit.kind == CORRECTION || unit.kind == CHECK_CORRECTION;
     let mut stage = context.stage.clone();
+    let spec = std::sync::Arc::make_mut(&mut stage.spec);
     let name = super::super::unit_stage_name(context.stage.name(), unit);
     let spanned = |value: String| Spanned::new(value, Span::default());
-    stage.spec.name = spanned(name);
-    stage.spec.kind = if correcting {
+    spec.name = spanned(name);
+    spec.kind = if correcting {
         Kind::Execute
     } else {
         Kind::Validate
     };
-    stage.spec.executor = Executor::Agent;
-    stage.spec.script = None;
-    stage.spec.agent.role = role;
-    stage.spec.agent.access = access;
-    stage.spec.agent.isolation = Isolation::WorkDir;
+    spec.executor = Executor::Agent;
+    spec.script = None;
+    spec.agent.role = role;
+    spec.agent.access = access;
+    spec.agent.isolation = Isolation::WorkDir;
     if correcting {
         // The producer's own agent settings, as it did the work.
-        stage
-            .spec
-            .agent
+        spec.agent
             .model
             .clone_from(&sources.producer.spec.agent.model);
-        stage
-            .spec
-            .agent
+        spec.agent
             .tools
             .clone_from(&sources.producer.spec.agent.tools);
     } else {
-        stage.spec.agent.model = None;
-        stage.spec.agent.tools = Vec::new();
+        spec.agent.model = None;
+        spec.agent.tools = Vec::new();
     }
-    stage.spec.description = spanned(description.clone());
+    spec.description = spanned(description.clone());
     stage.description = description;
-    stage.spec.reads_from = sources
+    spec.reads_from = sources
         .stages
         .iter()
         .filter(|source| source.index != context.stage.index)
@@ -203,13 +200,13 @@ fn build(
         .map(|source| source.index)
         .filter(|&index| index != context.stage.index)
         .collect();
-    stage.spec.writes_to = vec![spanned(output.to_owned())];
-    stage.spec.outputs = Vec::new();
-    stage.spec.validation = None;
-    stage.spec.validates_output = Vec::new();
-    stage.spec.fan_out = None;
-    stage.spec.human_gate = false;
-    stage.spec.when = None;
+    spec.writes_to = vec![spanned(output.to_owned())];
+    spec.outputs = Vec::new();
+    spec.validation = None;
+    spec.validates_output = Vec::new();
+    spec.fan_out = None;
+    spec.human_gate = false;
+    spec.when = None;
     stage.when = None;
     stage.cli_commands = Vec::new();
     stage.template = None;
