@@ -59,17 +59,45 @@ impl Totals {
     }
 }
 
-/// A run's usage, read once.
+/// A run's usage, read once, with its sub-runs' usage rolled up into the
+/// stages that ran them.
 #[derive(Debug, Default)]
 pub(crate) struct Costs {
+    /// The run's own attempts.
     rows: Vec<baton_store::UsageRow>,
+    /// The attempts of its sub-runs (and theirs), each re-indexed to the
+    /// parent's `kind: sub-workflow` stage: they count in totals only.
+    rolled_up: Vec<baton_store::UsageRow>,
 }
 
 impl Costs {
-    /// The run's usage rows; a failed read shows none (usage is detail).
+    /// The run's usage rows and its sub-runs'; a failed read shows none
+    /// (usage is detail).
     pub(crate) async fn read(store: &baton_store::Store, run_id: &str) -> Costs {
+        let subruns = super::subruns::SubRuns::read(store).await;
+        let stages = store.stages(run_id).await.unwrap_or_default();
+        let mut rolled_up = Vec::new();
+        for stage in &stages {
+            let mut pending: Vec<String> = subruns
+                .child(run_id, &stage.name)
+                .map(|child| child.run_id.clone())
+                .into_iter()
+                .collect();
+            // Depth is bounded by the compiler's nesting limit; the count
+            // keeps a corrupted store from looping.
+            let mut visited = 0;
+            while let Some(child) = pending.pop().filter(|_| visited < 1_000) {
+                visited += 1;
+                for mut row in store.usage(&child).await.unwrap_or_default() {
+                    row.index = stage.index;
+                    rolled_up.push(row);
+                }
+                pending.extend(subruns.children_of(&child).map(|run| run.run_id.clone()));
+            }
+        }
         Costs {
             rows: store.usage(run_id).await.unwrap_or_default(),
+            rolled_up,
         }
     }
 
@@ -77,6 +105,7 @@ impl Costs {
         let mut rows = self
             .rows
             .iter()
+            .chain(&self.rolled_up)
             .filter(|row| index.is_none_or(|index| row.index == index))
             .peekable();
         rows.peek()?;

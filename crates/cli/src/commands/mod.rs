@@ -17,6 +17,7 @@ pub(crate) mod run;
 pub(crate) mod state;
 pub(crate) mod status;
 mod subruns;
+mod summary;
 pub(crate) mod task;
 mod task_run;
 pub(crate) mod worktree;

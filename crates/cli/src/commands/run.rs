@@ -7,6 +7,7 @@ use baton_engine::{DriveOptions, Outcome, RunRequest};
 use baton_store::Store;
 use serde_json::json;
 
+use super::summary::Summary;
 use crate::args::{Format, RerunArgs, ResumeArgs, RunArgs, RunRef};
 use crate::{exit_code, output, progress, report, settings};
 
@@ -210,25 +211,33 @@ pub(crate) async fn drive_with_progress(
     outcome
 }
 
-fn finish(outcome: &Outcome, format: Format) -> u8 {
+fn finish(outcome: &Outcome, summary: Option<&Summary>, format: Format) -> u8 {
     if format == Format::Json {
         output::stdout(&output::json(&json!({
             "run_id": outcome.run_id,
             "status": outcome.status,
             "gate": outcome.gate,
             "error": outcome.error,
+            "summary": summary.map(Summary::json),
         })));
     } else {
         output::stdout(&format!("{} {}\n", outcome.run_id, outcome.status));
     }
+    let run = &outcome.run_id;
+    if outcome.status == "success" {
+        output::stderr_line(&match summary {
+            Some(summary) => format!(
+                "run {run} succeeded: {}\n`baton status {run}` shows every stage",
+                summary.line()
+            ),
+            None => format!("run {run} succeeded; `baton status {run}` shows every stage"),
+        });
+        return exit_code::SUCCESS;
+    }
+    if let Some(summary) = summary {
+        output::stderr_line(&format!("run {run}: {}", summary.line()));
+    }
     match outcome.status.as_str() {
-        "success" => {
-            output::stderr_line(&format!(
-                "run {} succeeded; `baton status {}` shows every stage",
-                outcome.run_id, outcome.run_id
-            ));
-            exit_code::SUCCESS
-        }
         "awaiting_human" => {
             let gate = outcome.gate.clone().unwrap_or_default();
             let run = &outcome.run_id;
@@ -253,20 +262,40 @@ fn finish(outcome: &Outcome, format: Format) -> u8 {
                     .map(|error| format!(" ({})", output::clipped(error, 2_000)))
                     .unwrap_or_default()
             ));
-            output::stderr_line(&format!(
-                "hint: `baton logs {}` shows the output; `baton resume {}` retries",
-                outcome.run_id, outcome.run_id
-            ));
+            output::stderr_line(&failure_hint(outcome, summary));
             exit_code::RUN_FAILED
         }
     }
+}
+
+/// What to do after a run failed, as far as the failed stages tell: a
+/// resume retries failed stages, except a validation whose correction
+/// budget is spent (it would fail again; a rerun starts it afresh).
+fn failure_hint(outcome: &Outcome, summary: Option<&Summary>) -> String {
+    let run = &outcome.run_id;
+    let spent: Vec<&str> = summary
+        .map(|summary| summary.failed_where(baton_engine::CORRECTIONS_SPENT))
+        .unwrap_or_default();
+    if let Some(stage) = spent.first() {
+        return format!(
+            "hint: '{stage}' used up its correction cycles, so `baton resume` would fail it again; \
+             `baton logs {run}` shows the findings; fix what they name (or raise `max_revisions`), \
+             then `baton rerun {run} {stage}` runs it with a fresh budget"
+        );
+    }
+    format!(
+        "hint: `baton logs {run}` shows the output; `baton resume {run}` runs the failed stages again"
+    )
 }
 
 /// Drives a run, prints how it ended and lets the store go: what `run`,
 /// `resume` and `rerun` end with.
 async fn drive_to_exit(store: Store, run: Drive<'_>, options: &DriveOptions, format: Format) -> u8 {
     let code = match drive_with_progress(&store, run, options, format).await {
-        Ok(outcome) => finish(&outcome, format),
+        Ok(outcome) => {
+            let summary = Summary::read(&store, &outcome.run_id).await;
+            finish(&outcome, summary.as_ref(), format)
+        }
         Err(error) => engine_error(&error, format == Format::Json),
     };
     store.close_at_exit().await;

@@ -46,6 +46,14 @@ impl SubRuns {
         self.children.get(&(parent.to_owned(), stage.to_owned()))
     }
 
+    /// The child runs of a run, whichever stage started them.
+    pub(crate) fn children_of<'a>(&'a self, parent: &'a str) -> impl Iterator<Item = &'a RunRow> {
+        self.children
+            .iter()
+            .filter(move |((of, _), _)| of == parent)
+            .map(|(_, run)| run)
+    }
+
     /// Adds `sub_run: {run_id, status}` to a stage's JSON entry.
     pub(crate) fn describe_json(&self, parent: &str, stage: &str, entry: &mut serde_json::Value) {
         if let Some(child) = self.child(parent, stage) {

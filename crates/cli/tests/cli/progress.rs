@@ -24,7 +24,7 @@ fn flaky_chain() -> String {
 /// `N`, after checking their format: `[   1.23s] ok      a (12 ms)`.
 fn normalise(line: &str) -> String {
     let Some(rest) = line.strip_prefix('[') else {
-        return line.to_owned();
+        return summary_duration(line);
     };
     let (stamp, rest) = rest.split_once("s] ").expect("a timestamp");
     assert_eq!(stamp.len(), 7, "timestamps are 7 wide: {line:?}");
@@ -40,6 +40,18 @@ fn normalise(line: &str) -> String {
         }
     }
     text
+}
+
+/// The end-of-run summary with its duration replaced by `D`:
+/// `run ID: 1 succeeded in 1.2s; outputs in …`.
+fn summary_duration(line: &str) -> String {
+    let (Some(start), Some(end)) = (line.find(" in "), line.find("; outputs in ")) else {
+        return line.to_owned();
+    };
+    if !line.starts_with("run ") || start > end {
+        return line.to_owned();
+    }
+    format!("{} in D{}", &line[..start], &line[end..])
 }
 
 #[test]
@@ -59,8 +71,9 @@ fn off_a_terminal_progress_is_the_plain_timestamped_lines() {
             "[T] ok      a (N ms)".to_owned(),
             "[T] start   b".to_owned(),
             "[T] FAILED  b (N ms) — exited with code 3".to_owned(),
+            format!("run {id}: 1 succeeded, 1 failed, 1 pending in D; outputs in {}", workspace.display()),
             "Workflow did not complete successfully: status=failed (required stage 'b' failed: exited with code 3)".to_owned(),
-            format!("hint: `baton logs {id}` shows the output; `baton resume {id}` retries"),
+            format!("hint: `baton logs {id}` shows the output; `baton resume {id}` runs the failed stages again"),
         ],
         "{}",
         run.stderr
@@ -78,7 +91,11 @@ fn off_a_terminal_progress_is_the_plain_timestamped_lines() {
             "[T] ok      b (N ms)".to_owned(),
             "[T] start   c".to_owned(),
             "[T] ok      c (N ms)".to_owned(),
-            format!("run {id} succeeded; `baton status {id}` shows every stage"),
+            format!(
+                "run {id} succeeded: 3 succeeded in D; outputs in {}",
+                workspace.display()
+            ),
+            format!("`baton status {id}` shows every stage"),
         ],
         "{}",
         resume.stderr
@@ -105,6 +122,12 @@ fn a_checked_stage_is_one_start_and_one_end() {
     let run = project.baton(&["run", "wf.yaml", "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let id = run_id(&run);
+    let workspace = project
+        .path()
+        .join(".baton/runs")
+        .join(&id)
+        .display()
+        .to_string();
     let lines: Vec<String> = run.stderr.lines().map(normalise).collect();
     assert_eq!(
         lines,
@@ -115,7 +138,8 @@ fn a_checked_stage_is_one_start_and_one_end() {
             ),
             "[T] start   a".to_owned(),
             "[T] ok      a (N ms)".to_owned(),
-            format!("run {id} succeeded; `baton status {id}` shows every stage"),
+            format!("run {id} succeeded: 1 succeeded in D; outputs in {workspace}"),
+            format!("`baton status {id}` shows every stage"),
         ],
         "{}",
         run.stderr
@@ -262,7 +286,7 @@ fn a_terminal_gets_the_live_display() {
         .unwrap_or_else(|| panic!("a final summary: {lines:#?}"));
     let succeeded = lines
         .iter()
-        .position(|line| line.contains("succeeded; `baton status"))
+        .position(|line| line.contains(" succeeded: 2 succeeded, 1 failed in "))
         .expect("the closing message");
     assert!(summary < succeeded, "{lines:#?}");
     assert!(

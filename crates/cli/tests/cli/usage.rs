@@ -312,3 +312,55 @@ fn agents_check_fails_when_a_mapped_role_cannot_run() {
         "no role uses it"
     );
 }
+
+/// A sub-run's cost counts in its parent: in the `kind: sub-workflow`
+/// stage that ran it and in the parent's total, two levels down.
+#[test]
+fn a_sub_runs_cost_rolls_up_into_its_parent() {
+    let project = Project::new();
+    let fake = fake_agent();
+    project.write(
+        "baton.toml",
+        &format!(
+            "[agents.claude-role]\nprofile = \"fake-claude\"\n\n[profiles.fake-claude]\nextends = \"claude\"\nprogram = \"{fake}\"\nargs = []\n"
+        ),
+    );
+    let sub = |name: &str, path: &str| {
+        format!(
+            "  - name: {name}\n    kind: sub-workflow\n    description: runs {path}\n    agent: {{role: orchestrator}}\n    sub_workflow: {path}\n"
+        )
+    };
+    let paid = agent_stage(
+        "paid",
+        "claude-role",
+        &["print-json claude", "write-listed"],
+    );
+    project.write("leaf.yaml", &format!("{HEADER}{paid}"));
+    project.write(
+        "mid.yaml",
+        &format!("{HEADER}{paid}{}", sub("deeper", "leaf.yaml")),
+    );
+    project.write(
+        "top.yaml",
+        &format!("{HEADER}{paid}{}", sub("child", "mid.yaml")),
+    );
+    let run = project.baton(&["run", "top.yaml", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let id = run_id(&run);
+    let status = project.json(&["status", &id, "--json"]);
+    assert!(
+        close(&stage(&status, "paid")["cost_usd"], 0.0123),
+        "{status:#}"
+    );
+    // mid's own stage and leaf's, through mid.
+    let child = stage(&status, "child");
+    assert!(close(&child["cost_usd"], 0.0246), "{child:#}");
+    assert_eq!(child["tokens"]["input"], 2400, "{child:#}");
+    assert!(close(&status["cost_usd"], 0.0369), "{status:#}");
+    let table = project.baton(&["status", &id]);
+    assert!(
+        table.stdout.contains("total cost: $0.0369"),
+        "{}",
+        table.stdout
+    );
+}

@@ -138,6 +138,51 @@ fn every_strategy_runs_its_validators_and_records_findings() {
     );
 }
 
+/// Once the corrections are spent a resume would only fail the stage
+/// again: the run's closing hint says so and points at `rerun`.
+#[test]
+fn a_spent_correction_budget_is_hinted_at_rerun_not_resume() {
+    let project = Project::new();
+    project.write(
+        "baton.toml",
+        &agents(&[
+            ("validator", "findings critical"),
+            ("correction", "correct"),
+        ]),
+    );
+    let workflow = format!(
+        "{HEADER}{}",
+        producer("report", "{strategy: deliverable, max_revisions: 0}")
+    );
+    project.write("wf.yaml", &workflow);
+    let run = project.baton(&["run", "wf.yaml"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let id = run
+        .stdout
+        .split_whitespace()
+        .next()
+        .expect("run id")
+        .to_owned();
+    assert!(
+        run.stderr.contains(
+            "hint: 'report' used up its correction cycles, so `baton resume` would fail it again"
+        ) && run.stderr.contains(&format!(
+            "then `baton rerun {id} report` runs it with a fresh budget"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(&format!("run {id}: 1 failed in ")),
+        "{}",
+        run.stderr
+    );
+    // It is true: a resume fails it again at once.
+    let resumed = project.baton(&["resume", &id]);
+    assert_eq!(resumed.code, 2, "{}", resumed.stderr);
+    assert!(resumed.stderr.contains("baton rerun"), "{}", resumed.stderr);
+}
+
 #[test]
 fn a_correction_cycle_converges() {
     let project = Project::new();
@@ -189,7 +234,7 @@ fn exhausting_max_revisions_halts_listing_the_findings() {
     let error = report["error"].as_str().expect("error");
     assert!(
         error.starts_with(
-            "validation of 'report' still has 3 critical findings after 1 correction cycle: F1: unit-1 is right; F1#2: unit-2 is right; F1#3: unit-3 is right"
+            "validation of 'report' still has 3 critical findings after 1 correction cycle (no correction cycle left): F1: unit-1 is right; F1#2: unit-2 is right; F1#3: unit-3 is right"
         ),
         "{error}"
     );
@@ -225,7 +270,7 @@ fn max_revisions_zero_halts_at_the_first_critical_finding() {
         .to_owned();
     assert_eq!(
         error,
-        "validation of 'report' has 1 critical finding and max_revisions is 0: F1: deliverable is right"
+        "validation of 'report' has 1 critical finding and max_revisions is 0 (no correction cycle left): F1: deliverable is right"
     );
     assert!(
         !workspace

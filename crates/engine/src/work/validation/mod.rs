@@ -482,6 +482,10 @@ fn decide(
     }
 }
 
+/// Said in the error of a validation that failed for good: its correction
+/// budget is spent, so a resume would fail it again; a rerun starts afresh.
+pub const CORRECTIONS_SPENT: &str = "no correction cycle left";
+
 /// The most findings an error message lists.
 const LISTED: usize = 20;
 
@@ -512,7 +516,7 @@ fn unresolved(stage: &str, budget: u32, corrections: i64, critical: &[Finding]) 
     if count > LISTED {
         listed.push(format!("and {} more", count - LISTED));
     }
-    format!("{head}: {}", listed.join("; "))
+    format!("{head} ({CORRECTIONS_SPENT}): {}", listed.join("; "))
 }
 
 /// The outputs of the validated stages other than this one as they are

@@ -265,7 +265,7 @@ fn exhausting_max_revisions_fails_listing_the_findings() {
     };
     assert_eq!(
         error,
-        "validation of 'produce' still has 1 critical finding after 1 correction cycle: F1: the total is wrong"
+        "validation of 'produce' still has 1 critical finding after 1 correction cycle (no correction cycle left): F1: the total is wrong"
     );
     assert_eq!(findings_of(&record), [(2, 1)]);
     assert_eq!(run.keys(), ["main", "v1:cross", "c1:correct", "v2:cross"]);
@@ -286,7 +286,7 @@ fn max_revisions_zero_halts_at_once() {
     };
     assert_eq!(
         error,
-        "validation of 'produce' has 1 critical finding and max_revisions is 0: F1: the total is wrong"
+        "validation of 'produce' has 1 critical finding and max_revisions is 0 (no correction cycle left): F1: the total is wrong"
     );
 }
 
@@ -429,7 +429,7 @@ fn a_resume_mid_cycle_continues_from_the_right_cycle() {
         panic!("budget spent");
     };
     assert!(
-        error.starts_with("validation of 'produce' still has 3 critical findings after 2 correction cycles: F1: the total is wrong; F1#2: "),
+        error.starts_with("validation of 'produce' still has 3 critical findings after 2 correction cycles (no correction cycle left): F1: the total is wrong; F1#2: "),
         "{error}"
     );
     assert_eq!(
