@@ -25,6 +25,7 @@ fn entry(event: &RecordEvent) -> Result<Entry, String> {
         RecordEvent::Inspected { path } => Entry::Inspected { path: path.clone() },
         RecordEvent::Planned { intent } => Entry::Planned {
             validation_intent: intent.clone(),
+            validation_claimed: true,
         },
         RecordEvent::Edited { path, hash } => Entry::Edited {
             path: path.clone(),
