@@ -52,11 +52,8 @@ pub(crate) fn scope(args: &ScopeArgs) -> Scope {
 }
 
 /// The user running baton, as an identity for records without `--as`.
-pub(super) fn person(scope: &Scope) -> Identity {
-    let user = ["USER", "LOGNAME"]
-        .into_iter()
-        .find_map(|name| std::env::var(name).ok().filter(|user| !user.is_empty()))
-        .unwrap_or_else(|| "unknown".to_owned());
+pub(super) async fn person(scope: &Scope) -> Identity {
+    let user = crate::settings::person(&super::current_dir()).await;
     Identity {
         profile: format!("person:{user}"),
         model: None,
@@ -80,7 +77,7 @@ async fn with_report(args: &ScopeArgs, then: impl FnOnce(&Scope, &Report) -> u8)
     if let Err(code) = run_exists(&store, &scope).await {
         return code;
     }
-    match governance::load(&store, &scope, &person(&scope)).await {
+    match governance::load(&store, &scope, &person(&scope).await).await {
         Ok(report) => then(&scope, &report),
         Err(error) => failure(&error),
     }

@@ -93,7 +93,7 @@ pub(super) async fn record(args: &RecordArgs) -> u8 {
             return exit_code::USAGE;
         }
     };
-    let mut identity = person(&scope);
+    let mut identity = person(&scope).await;
     if let Some(profile) = &args.as_profile {
         identity.profile = profile.clone();
     }
