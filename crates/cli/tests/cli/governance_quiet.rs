@@ -321,3 +321,76 @@ fn without_user_a_person_is_named_by_git_then_by_the_system() {
     assert_eq!(recorded_by(&bare), format!("person:{system}"));
     assert_ne!(system, "unknown");
 }
+
+fn task_events(project: &Project, task: &str) -> Vec<Value> {
+    let shown = project.json(&["state", "show", "--task", task, "--json"]);
+    shown["events"].as_array().expect("events").clone()
+}
+
+#[test]
+fn a_task_run_records_into_the_tasks_ledger_with_the_verdict_as_a_review() {
+    use crate::tasks::{FAIL, PASS, project_with, referee};
+    let (role, directive) = referee(PASS);
+    let project = project_with(&[(role, &directive)]);
+    project.baton(&["task", "new", "Add user auth"]);
+    let run = project.baton(&["task", "run", "add-user-auth"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let events = task_events(&project, "add-user-auth");
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "clarified",
+            "inspected",
+            "planned",
+            "edited",
+            "edited",
+            "edited",
+            "edited",
+            "edited",
+            "validated",
+            "reviewed"
+        ],
+        "{events:#?}"
+    );
+    // The implementer owns the work; each phase edits under its identity.
+    assert_eq!(events[0]["profile"], "fake");
+    assert_eq!(events[3]["payload"]["path"], "tasks/add-user-auth/SPEC.md");
+    assert_eq!(
+        events[3]["payload"]["hash"].as_str().map(str::len),
+        Some(64)
+    );
+    // The verdict: a passing validation and a review by the referee's profile.
+    assert_eq!(events[8]["payload"]["exit_code"], 0);
+    assert_eq!(events[9]["profile"], "referee");
+    assert_eq!(events[9]["payload"]["reviewer"]["profile"], "referee");
+    assert_eq!(events[9]["payload"]["findings"], Value::Array(Vec::new()));
+    let scope = ["--task", "add-user-auth"];
+    let (code, said) = check(&project, &scope);
+    assert_eq!((code, said.as_str()), (0, "ok: no rule violated\n"));
+    let summarised = summary(&project, &scope);
+    assert_eq!(
+        summarised["owner_review_map"]["independently_reviewed"],
+        true
+    );
+    assert_eq!(summarised["closure_decision"]["decision"], "ready");
+
+    // A failing verdict's findings are the review's findings, left open.
+    let (role, directive) = referee(FAIL);
+    let failing = project_with(&[(role, &directive)]);
+    failing.baton(&["task", "new", "Parse input"]);
+    assert_eq!(failing.baton(&["task", "run", "parse-input"]).code, 0);
+    let events = task_events(&failing, "parse-input");
+    let review = events.last().expect("the review");
+    assert_eq!(review["kind"], "reviewed");
+    assert_eq!(
+        review["payload"]["findings"].as_array().map(Vec::len),
+        Some(2),
+        "{review}"
+    );
+    assert_eq!(events[events.len() - 2]["payload"]["exit_code"], 1);
+    assert_eq!(
+        summary(&failing, &["--task", "parse-input"])["closure_decision"]["decision"],
+        "blocked"
+    );
+}
