@@ -465,7 +465,7 @@ pub(crate) struct GateDecideArgs {
     /// Why (recorded with the decision).
     #[arg(long, value_name = "TEXT")]
     pub(crate) comment: Option<String>,
-    /// Who decides (default: the user running baton, from $USER or $LOGNAME).
+    /// Who decides (default: the user running baton: $USER, else $LOGNAME, else the project's git user, else the system account).
     #[arg(long = "as", value_name = "NAME")]
     pub(crate) as_name: Option<String>,
 }

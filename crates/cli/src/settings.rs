@@ -79,6 +79,25 @@ fn is_scheme(text: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
+/// The person running baton, for what they decide or record without
+/// `--as`: `$USER`, else `$LOGNAME`, else the git user of `project_dir`
+/// (`user.name`, else `user.email`), else the operating system's name for
+/// this user id, else `unknown`.
+pub(crate) async fn person(project_dir: &Path) -> String {
+    let from_env = ["USER", "LOGNAME"].into_iter().find_map(|name| {
+        std::env::var(name)
+            .ok()
+            .filter(|user| !user.trim().is_empty())
+    });
+    if let Some(user) = from_env {
+        return user;
+    }
+    if let Some(user) = baton_executor::git::user(project_dir).await {
+        return user;
+    }
+    baton_executor::user::os_user_name().unwrap_or_else(|| "unknown".to_owned())
+}
+
 /// The project's `baton.toml`: agent profiles and roles, merged over the
 /// built-in profiles. A missing file means the built-in profiles only.
 pub(crate) fn agent_config(project_dir: &Path) -> Result<baton_executor::profile::Config, String> {

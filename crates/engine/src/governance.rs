@@ -12,7 +12,9 @@ mod summary;
 use baton_lifecycle::governance::{Refusal, apply};
 use baton_store::{NewLedgerEvent, Store};
 
-pub use baton_lifecycle::governance::{Closure, FindingStatus, Identity, RefusalKind, Stage};
+pub use baton_lifecycle::governance::{
+    Closure, FindingStatus, Identity, RefusalKind, Stage, Visibility,
+};
 pub use codec::{Entry, Who};
 pub use fold::{Freshness, Recorded, Report, Violation, decode, fold, owner, rule_name};
 pub(crate) use runs::RunLedger;
@@ -49,6 +51,16 @@ pub enum ScopeKind {
 }
 
 impl ScopeKind {
+    /// What a ledger of this kind sees: a free agent session is fed by
+    /// hooks, which see its tool calls but never a clarification or a plan
+    /// (docs/hooks.md); runs and tasks record everything on purpose.
+    pub fn visibility(self) -> Visibility {
+        match self {
+            ScopeKind::Session => Visibility::ToolCalls,
+            ScopeKind::Run | ScopeKind::Task => Visibility::Everything,
+        }
+    }
+
     /// The name stored in the ledger.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -97,7 +109,7 @@ pub async fn load(store: &Store, scope: &Scope, fallback: &Identity) -> Result<R
     let rows = store.ledger_events(scope.kind.as_str(), &scope.key).await?;
     let entries = decode(&rows).map_err(Error::Corrupt)?;
     let owner = owner(&entries, fallback);
-    let mut report = fold(entries, owner);
+    let mut report = fold(entries, owner, scope.kind.visibility());
     if scope.kind == ScopeKind::Run {
         // A run's stages are ordered by its DAG, which the engine enforces;
         // the stage table of one piece of work does not apply between them.

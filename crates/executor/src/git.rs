@@ -32,6 +32,21 @@ pub async fn top_level(directory: &Path) -> Option<std::path::PathBuf> {
     })
 }
 
+/// The git user configured for `directory` (its repository's
+/// `user.name`, else `user.email`, from any configuration git reads), or
+/// `None` when neither is set or git is unavailable.
+pub async fn user(directory: &Path) -> Option<String> {
+    for key in ["user.name", "user.email"] {
+        if let Ok(found) = output(directory, ["config", "--get", key]).await
+            && found.success
+            && !found.stdout.trim().is_empty()
+        {
+            return Some(found.stdout.trim().to_owned());
+        }
+    }
+    None
+}
+
 /// Paths `git status` reports as changed or untracked in `repository`
 /// (relative to its top level), or `None` when it is not a git work tree or
 /// git is unavailable.

@@ -51,6 +51,7 @@ pub mod redact;
 pub mod shell;
 mod spawn;
 mod spawn_clock;
+pub mod user;
 mod vfork;
 
 pub use error::{Error, Result};

@@ -75,6 +75,20 @@ impl Identity {
     }
 }
 
+/// What the writer of a ledger can see, which decides the rules that ask
+/// for evidence: a rule applies only to what could have been recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visibility {
+    /// Everything is recorded on purpose (a task, a workflow run): every
+    /// rule applies.
+    Everything,
+    /// The tool calls of an agent session (Claude Code hooks): reads, edits
+    /// and test commands are seen, clarifying and planning never are. No
+    /// rule asks for them, and the test commands stand for the plan's
+    /// validation.
+    ToolCalls,
+}
+
 /// What closure must state (docs/governance.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Closure {
@@ -102,6 +116,10 @@ pub enum Event {
     Planned {
         /// How the work will be validated.
         validation_intent: String,
+        /// Whether the plan claims validation at all. A workflow that
+        /// declares none does not: the freshness rule does not apply to
+        /// what nobody claimed to validate.
+        validation_claimed: bool,
     },
     /// A file was edited.
     Edited {
@@ -229,11 +247,15 @@ pub enum FindingStatus {
 pub struct State {
     stage: Stage,
     owner: Identity,
+    visibility: Visibility,
     /// Position in the ledger; "after" means a larger number.
     seq: u64,
     clarified: bool,
     inspected: BTreeSet<String>,
     validation_intent: Option<String>,
+    /// Whether the freshness rule applies: true until a plan says that
+    /// nothing is validated.
+    validation_claimed: bool,
     /// Each path's last edit.
     last_edit: BTreeMap<String, u64>,
     /// Paths edited since the last validation: the current attempt.
@@ -242,24 +264,36 @@ pub struct State {
     /// (path, command, exit code) → how often an attempt on the path failed
     /// that way.
     failures: BTreeMap<(String, String, i32), u32>,
+    /// (command, exit code) → how often the command failed that way since
+    /// it last passed or new evidence was recorded.
+    command_failures: BTreeMap<(String, i32), u32>,
     independent_review: bool,
     findings: Vec<(String, FindingStatus)>,
 }
 
 impl State {
-    /// A new piece of work owned by `owner`, at Clarify.
+    /// A new piece of work owned by `owner`, at Clarify, where everything
+    /// is recorded on purpose.
     pub fn new(owner: Identity) -> Self {
+        Self::seen_as(owner, Visibility::Everything)
+    }
+
+    /// A new piece of work owned by `owner` whose ledger sees `visibility`.
+    pub fn seen_as(owner: Identity, visibility: Visibility) -> Self {
         Self {
             stage: Stage::Clarify,
             owner,
+            visibility,
             seq: 0,
             clarified: false,
             inspected: BTreeSet::new(),
             validation_intent: None,
+            validation_claimed: true,
             last_edit: BTreeMap::new(),
             attempt: BTreeSet::new(),
             validations: Vec::new(),
             failures: BTreeMap::new(),
+            command_failures: BTreeMap::new(),
             independent_review: false,
             findings: Vec::new(),
         }
@@ -276,9 +310,12 @@ impl State {
     }
 
     /// `Ok` when every edited path's latest validation since its last edit
-    /// covers it and passed, and at least one validation passed; otherwise
-    /// the reason.
+    /// covers it and passed, and at least one validation passed — or when
+    /// the plan claims no validation; otherwise the reason.
     pub fn validation_fresh(&self) -> Result<(), String> {
+        if !self.validation_claimed {
+            return Ok(());
+        }
         // Per path first: the reason names the file and the failing command.
         for (path, &edited) in &self.last_edit {
             let latest = self
@@ -303,31 +340,13 @@ impl State {
         Ok(())
     }
 
-    /// `Ok` when the work may be released or closed, else the refusal.
+    /// `Ok` when the work may be released or closed, else the refusal of
+    /// the first thing that blocks it (see [`State::closure_blockers`]).
     pub fn ready_to_close(&self) -> Result<(), Refusal> {
-        if let Some((n, (text, _))) = self
-            .findings
-            .iter()
-            .enumerate()
-            .find(|(_, (_, status))| *status != FindingStatus::Resolved)
-        {
-            return Err(refuse(
-                RefusalKind::OpenFindings,
-                format!("finding {n} ({text}) is not repaired and re-reviewed."),
-            ));
+        match self.closure_blockers().into_iter().next() {
+            Some((_, refusal)) => Err(refusal),
+            None => Ok(()),
         }
-        if !self.independent_review {
-            return Err(refuse(
-                RefusalKind::MissingEvidence,
-                "the work has not been reviewed by anyone other than its owner.",
-            ));
-        }
-        self.validation_fresh().map_err(|why| {
-            refuse(
-                RefusalKind::StaleValidation,
-                format!("validation cannot support closure: {why}."),
-            )
-        })
     }
 }
 
@@ -335,10 +354,10 @@ impl State {
 /// should do; on refusal the state is unchanged (the caller keeps its copy).
 pub fn apply(state: &State, event: &Event) -> Result<(State, Vec<Action>), Refusal> {
     let target = target(event);
-    if !legal(state.stage, target) {
+    if !state.may_follow(target) {
         return Err(refuse(
             RefusalKind::IllegalTransition,
-            format!("{:?} cannot follow {:?}.", target, state.stage),
+            guidance::missing(state, target),
         ));
     }
     let mut next = state.clone();
@@ -350,7 +369,10 @@ pub fn apply(state: &State, event: &Event) -> Result<(State, Vec<Action>), Refus
         Event::Inspected { path } => {
             next.inspected.insert(path.clone());
         }
-        Event::Planned { validation_intent } => {
+        Event::Planned {
+            validation_intent,
+            validation_claimed,
+        } => {
             if validation_intent.trim().is_empty() {
                 return Err(refuse(
                     RefusalKind::MissingEvidence,
@@ -358,13 +380,17 @@ pub fn apply(state: &State, event: &Event) -> Result<(State, Vec<Action>), Refus
                 ));
             }
             next.validation_intent = Some(validation_intent.clone());
+            next.validation_claimed = *validation_claimed;
         }
         Event::Edited { path, .. } => edit(&mut next, path, &mut actions)?,
         Event::Validated {
             command,
             exit_code,
             covered,
-        } => validate(&mut next, command, *exit_code, covered, &mut actions),
+        } => {
+            retry(&next, command, *exit_code)?;
+            validate(&mut next, command, *exit_code, covered, &mut actions);
+        }
         Event::Reviewed { reviewer, findings } => {
             independent(&state.owner, reviewer)?;
             next.independent_review = true;
@@ -400,7 +426,7 @@ pub fn apply(state: &State, event: &Event) -> Result<(State, Vec<Action>), Refus
                     "new evidence must say what is new.",
                 ));
             }
-            next.failures.retain(|(failed, _, _), _| failed != path);
+            next.new_evidence(path);
         }
         Event::Released => next.ready_to_close()?,
         Event::HandedOff { next_owner } => {
@@ -429,6 +455,26 @@ pub fn apply(state: &State, event: &Event) -> Result<(State, Vec<Action>), Refus
         }
     }
     Ok((next, actions))
+}
+
+impl State {
+    /// Whether an event moving to `to` may follow the current stage. Where
+    /// clarifying and planning cannot be seen (tool calls), the stages
+    /// before planning count as planned: what may follow a plan may follow
+    /// them.
+    fn may_follow(&self, to: Stage) -> bool {
+        legal(self.stage, to)
+            || (self.visibility == Visibility::ToolCalls
+                && matches!(self.stage, Stage::Clarify | Stage::Read)
+                && legal(Stage::Plan, to))
+    }
+
+    /// New evidence about `path`: the path's failures no longer block it,
+    /// and the route changed, so no failing command counts as retried.
+    fn new_evidence(&mut self, path: &str) {
+        self.failures.retain(|(failed, _, _), _| failed != path);
+        self.command_failures.clear();
+    }
 }
 
 /// Whether `to` may follow `from`.
@@ -487,19 +533,21 @@ fn refuse(kind: RefusalKind, reason: impl Into<String>) -> Refusal {
 }
 
 fn edit(next: &mut State, path: &str, actions: &mut Vec<Action>) -> Result<(), Refusal> {
-    let missing = if !next.clarified {
-        Some("the request has not been clarified")
+    // Clarifying and planning are asked for only where they can be seen.
+    let sees_all = next.visibility == Visibility::Everything;
+    let missing = if sees_all && !next.clarified {
+        Some("a clarified request: record `clarified`")
     } else if next.inspected.is_empty() {
-        Some("no context has been inspected")
-    } else if next.validation_intent.is_none() {
-        Some("no plan says how the edit will be validated")
+        Some("inspected context: record `inspected PATH` for what was read")
+    } else if sees_all && next.validation_intent.is_none() {
+        Some("a plan that says how the edit will be validated: record `planned --intent TEXT`")
     } else {
         None
     };
     if let Some(missing) = missing {
         return Err(refuse(
             RefusalKind::MissingEvidence,
-            format!("editing {path} needs evidence first: {missing}."),
+            format!("editing {path} needs {missing}."),
         ));
     }
     if let Some(((_, command, code), _)) = next
@@ -510,7 +558,7 @@ fn edit(next: &mut State, path: &str, actions: &mut Vec<Action>) -> Result<(), R
         return Err(refuse(
             RefusalKind::ThirdAttempt,
             format!(
-                "{path} failed `{command}` with exit code {code} twice; record new evidence or a changed route before a third attempt."
+                "{path} failed `{command}` with exit code {code} twice; record new evidence or a changed route (`new-evidence {path} --note TEXT`) before a third attempt."
             ),
         ));
     }
@@ -530,6 +578,26 @@ fn record_edit(next: &mut State, path: &str, actions: &mut Vec<Action>) {
     }
     next.last_edit.insert(path.to_owned(), next.seq);
     next.attempt.insert(path.to_owned());
+}
+
+/// A third run of a command that failed the same way twice is a retry of
+/// the same route, blocked like a third patch until new evidence is
+/// recorded. Only a failing run is refused: a pass is not a retry.
+fn retry(state: &State, command: &str, exit_code: i32) -> Result<(), Refusal> {
+    let failed = state
+        .command_failures
+        .get(&(command.to_owned(), exit_code))
+        .copied()
+        .unwrap_or(0);
+    if exit_code != 0 && failed >= 2 {
+        return Err(refuse(
+            RefusalKind::ThirdAttempt,
+            format!(
+                "`{command}` failed with exit code {exit_code} twice already; record new evidence or a changed route (`new-evidence PATH --note TEXT`) before running it a third time."
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn validate(
@@ -565,6 +633,15 @@ fn validate(
                 actions.push(Action::AttemptsExhausted { path });
             }
         }
+    }
+    if exit_code == 0 {
+        next.command_failures
+            .retain(|(failed, _), _| failed != command);
+    } else {
+        *next
+            .command_failures
+            .entry((command.to_owned(), exit_code))
+            .or_insert(0) += 1;
     }
     next.validations.push(validation);
 }
@@ -604,8 +681,13 @@ fn set_finding(
     }
 }
 
+mod decision;
+mod guidance;
 mod observe;
+pub use decision::{ClosureWord, TransitionWord};
 pub use observe::{Observed, next_stages, observe};
 
+#[cfg(test)]
+mod quiet_tests;
 #[cfg(test)]
 mod tests;

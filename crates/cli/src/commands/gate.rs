@@ -60,15 +60,11 @@ fn failure(error: &gate::Error) -> u8 {
 }
 
 /// The person deciding: `--as`, else the user running baton.
-fn decider(as_name: Option<&str>) -> String {
-    as_name
-        .map(str::to_owned)
-        .or_else(|| {
-            ["USER", "LOGNAME"]
-                .into_iter()
-                .find_map(|name| std::env::var(name).ok().filter(|user| !user.is_empty()))
-        })
-        .unwrap_or_else(|| "unknown".to_owned())
+async fn decider(as_name: Option<&str>) -> String {
+    match as_name {
+        Some(name) => name.to_owned(),
+        None => crate::settings::person(&super::current_dir()).await,
+    }
 }
 
 fn status_json(status: &GateStatus) -> Value {
@@ -232,8 +228,8 @@ fn show(args: &GateRef) -> u8 {
 
 fn decide(args: &GateDecideArgs, decision: Decision) -> u8 {
     let gate_ref = &args.gate;
-    let by = decider(args.as_name.as_deref());
     block_on(async {
+        let by = decider(args.as_name.as_deref()).await;
         let store = match open_store().await {
             Ok(store) => store,
             Err(code) => return code,

@@ -26,7 +26,11 @@ pub(crate) const DEFAULT_TEST_COMMANDS: &[&str] = &[
     "cargo nextest",
     "pytest",
     "npm test",
+    "pnpm test",
+    "yarn test",
     "go test",
+    "make test",
+    "./scripts/test",
 ];
 
 /// The profile name hooked sessions are recorded under.
@@ -267,10 +271,21 @@ mod tests {
             "RUST_LOG=debug cargo test",
             "python -m x; pytest -q",
             "npm test 2>&1 | tail",
+            "pnpm test --filter web",
+            "yarn test",
+            "make test",
+            "CI=1 ./scripts/test",
         ] {
             assert!(is_test(yes, &tests), "{yes}");
         }
-        for no in ["cargo testing", "echo cargo test-ish", "cargo build", "ls"] {
+        for no in [
+            "cargo testing",
+            "echo cargo test-ish",
+            "cargo build",
+            "ls",
+            "make testdata",
+            "./scripts/tests",
+        ] {
             assert!(!is_test(no, &tests), "{no}");
         }
     }

@@ -52,11 +52,8 @@ pub(crate) fn scope(args: &ScopeArgs) -> Scope {
 }
 
 /// The user running baton, as an identity for records without `--as`.
-pub(super) fn person(scope: &Scope) -> Identity {
-    let user = ["USER", "LOGNAME"]
-        .into_iter()
-        .find_map(|name| std::env::var(name).ok().filter(|user| !user.is_empty()))
-        .unwrap_or_else(|| "unknown".to_owned());
+pub(super) async fn person(scope: &Scope) -> Identity {
+    let user = crate::settings::person(&super::current_dir()).await;
     Identity {
         profile: format!("person:{user}"),
         model: None,
@@ -80,7 +77,7 @@ async fn with_report(args: &ScopeArgs, then: impl FnOnce(&Scope, &Report) -> u8)
     if let Err(code) = run_exists(&store, &scope).await {
         return code;
     }
-    match governance::load(&store, &scope, &person(&scope)).await {
+    match governance::load(&store, &scope, &person(&scope).await).await {
         Ok(report) => then(&scope, &report),
         Err(error) => failure(&error),
     }
@@ -139,12 +136,14 @@ fn show(scope: &Scope, report: &Report, format: Format) -> u8 {
         "scope": {"kind": scope.kind.as_str(), "key": scope.key},
         "stage": stage_name(report.stage()),
         "next_stages": report.next_stages().iter().map(|s| stage_name(*s)).collect::<Vec<_>>(),
+        "validation": report.freshness.word(),
         "validation_fresh": report.freshness.stale.is_none(),
         "stale_reason": report.freshness.stale,
         "findings": findings,
         "violations": report.violations.iter().map(|v| json!({"seq": v.seq, "rule": v.rule, "reason": v.reason})).collect::<Vec<_>>(),
         "waivers": report.waivers.iter().map(|(rule, reason, seq)| json!({"seq": seq, "rule": rule, "reason": reason})).collect::<Vec<_>>(),
         "blocked_paths": report.state.blocked_paths().into_iter().map(|(p, c, e)| json!({"path": p, "command": c, "exit_code": e})).collect::<Vec<_>>(),
+        "blocked_commands": report.state.blocked_commands().into_iter().map(|(c, e)| json!({"command": c, "exit_code": e})).collect::<Vec<_>>(),
         "events": events,
     });
     if format != Format::Table {
@@ -166,10 +165,12 @@ fn show(scope: &Scope, report: &Report, format: Format) -> u8 {
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| "none, closed".to_owned())
     );
-    text.push_str(&match (&report.freshness.stale, report.freshness.edits) {
-        (Some(why), _) => format!("validation: stale — {why}\n"),
-        (None, true) => "validation: fresh\n".to_owned(),
-        (None, false) => "validation: nothing edited\n".to_owned(),
+    text.push_str(&match &report.freshness.stale {
+        Some(why) => format!("validation: stale — {why}\n"),
+        None if !report.freshness.claimed => {
+            "validation: not claimed (the plan declares none)\n".to_owned()
+        }
+        None => format!("validation: {}\n", report.freshness.word()),
     });
     for (n, (finding, status)) in report.state.findings().iter().enumerate() {
         let status = match status {

@@ -15,6 +15,7 @@ use baton_lifecycle::verdict::{self, Verdict};
 use baton_store::Store;
 use serde_json::json;
 
+mod ledger;
 mod resume;
 
 use super::run::{block_on, engine_error, open_store};
@@ -100,6 +101,10 @@ async fn drive_task(
         if let Some(run_id) = record.run_id.clone() {
             let finished =
                 resume::resume(name, &dir, &run_id, format, store_of(store).await?).await?;
+            if finished {
+                let project = &tasks.project;
+                ledger::record_run(store_of(store).await?, project, name, &dir, &run_id).await?;
+            }
             record.run_id = None;
             if finished {
                 // A tie-break's Research ran in it (a run starts there

@@ -11,11 +11,11 @@ use serde_json::Value;
 use crate::project::Project;
 
 /// The project path the fixtures were recorded in.
-const RECORDED_CWD: &str = "/home/user/project";
+pub(crate) const RECORDED_CWD: &str = "/home/user/project";
 /// Their session.
-const SESSION: &str = "8d1f6c2e-4b7a-4d0e-9a51-2f3c7b6e1a90";
+pub(crate) const SESSION: &str = "8d1f6c2e-4b7a-4d0e-9a51-2f3c7b6e1a90";
 
-fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     let path = format!(
         "{}/tests/fixtures/claude-code/{name}",
         env!("CARGO_MANIFEST_DIR")
@@ -24,7 +24,7 @@ fn fixture(name: &str) -> String {
 }
 
 /// A project with the files the fixtures touch.
-fn project() -> Project {
+pub(crate) fn project() -> Project {
     let project = Project::new();
     std::fs::create_dir_all(project.path().join("src")).expect("mkdir");
     project.write(
@@ -35,7 +35,7 @@ fn project() -> Project {
 }
 
 /// Runs `baton hook claude-code EVENT` with `stdin`; returns (code, stderr).
-fn hook_raw(project: &Project, event: &str, stdin: &str) -> (i32, String) {
+pub(crate) fn hook_raw(project: &Project, event: &str, stdin: &str) -> (i32, String) {
     let mut child = project
         .command(&["hook", "claude-code", event])
         .stdin(Stdio::piped())
@@ -57,7 +57,7 @@ fn hook_raw(project: &Project, event: &str, stdin: &str) -> (i32, String) {
 }
 
 /// Feeds a fixture, as recorded, to the hook named by its `hook_event_name`.
-fn hook(project: &Project, name: &str) -> (i32, String) {
+pub(crate) fn hook(project: &Project, name: &str) -> (i32, String) {
     let path = project.path().to_str().expect("UTF-8 path");
     let payload = fixture(name).replace(RECORDED_CWD, path);
     let event: Value = serde_json::from_str(&payload).expect("fixture JSON");
@@ -68,7 +68,7 @@ fn hook(project: &Project, name: &str) -> (i32, String) {
     hook_raw(project, &event, &payload)
 }
 
-fn recorded(project: &Project, name: &str) {
+pub(crate) fn recorded(project: &Project, name: &str) {
     let (code, stderr) = hook(project, name);
     assert_eq!(code, 0, "{name}: {stderr}");
 }

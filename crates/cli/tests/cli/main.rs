@@ -18,6 +18,7 @@ mod failpoint_sweep;
 mod fan_out;
 mod file_content;
 mod gates;
+mod governance_quiet;
 mod graph;
 mod hooks;
 mod hostile;

@@ -91,7 +91,7 @@ fn an_edit_needs_a_plan_and_its_hash_is_read_from_the_file() {
         "claude",
         &["edited", "a.txt"],
         "illegal_transition",
-        "Edit cannot follow Clarify.",
+        "An edit needs a clarified request, inspected context and a plan that says how the work will be validated first",
     );
     let project = prepared();
     let shown = project.json(&["state", "show", "--task", "t", "--json"]);
@@ -213,7 +213,7 @@ fn a_repair_without_re_review_blocks_closure() {
         "claude",
         &closed,
         "illegal_transition",
-        "Closed cannot follow Repair.",
+        "Closure needs a re-review of the repair and a release first",
     );
     // The repair is tested, then the re-review by the owner is refused.
     test(&project, "0");
@@ -222,7 +222,7 @@ fn a_repair_without_re_review_blocks_closure() {
         "claude",
         &["released"],
         "illegal_transition",
-        "Release cannot follow Test.",
+        "Release needs an independent review first: record `reviewed --reviewer PROFILE`",
     );
     refused(
         &project,

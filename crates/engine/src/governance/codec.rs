@@ -26,6 +26,10 @@ pub enum Entry {
     Planned {
         /// How the work will be validated.
         validation_intent: String,
+        /// Whether it claims validation at all (a workflow with none does
+        /// not); absent in rows that always claimed it.
+        #[serde(default = "claimed", skip_serializing_if = "is_claimed")]
+        validation_claimed: bool,
     },
     /// A file was edited.
     Edited {
@@ -134,6 +138,15 @@ impl From<&Identity> for Who {
     }
 }
 
+fn claimed() -> bool {
+    true
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's signature")]
+fn is_claimed(claimed: &bool) -> bool {
+    *claimed
+}
+
 impl Entry {
     /// The row's `kind` and `payload`.
     pub fn encode(&self) -> (String, String) {
@@ -162,8 +175,12 @@ impl Entry {
         Some(match self {
             Entry::Clarified { .. } => Event::Clarified,
             Entry::Inspected { path } => Event::Inspected { path: path.clone() },
-            Entry::Planned { validation_intent } => Event::Planned {
+            Entry::Planned {
+                validation_intent,
+                validation_claimed,
+            } => Event::Planned {
                 validation_intent: validation_intent.clone(),
+                validation_claimed: *validation_claimed,
             },
             Entry::Edited { path, hash } => Event::Edited {
                 path: path.clone(),
@@ -224,6 +241,10 @@ mod tests {
     fn entries_round_trip_through_rows() {
         let entries = [
             Entry::Clarified { note: None },
+            Entry::Planned {
+                validation_intent: "none".into(),
+                validation_claimed: false,
+            },
             Entry::Edited {
                 path: "src/a.rs".into(),
                 hash: "ab".into(),
@@ -255,5 +276,13 @@ mod tests {
         assert!(Entry::decode("edited", "[]").is_err());
         assert!(Entry::decode("edited", r#"{"path":"a"}"#).is_err());
         assert!(Entry::decode("bogus", "{}").is_err());
+        // A plan recorded before plans could disclaim validation claims it.
+        assert_eq!(
+            Entry::decode("planned", r#"{"validation_intent":"cargo test"}"#),
+            Ok(Entry::Planned {
+                validation_intent: "cargo test".into(),
+                validation_claimed: true,
+            })
+        );
     }
 }

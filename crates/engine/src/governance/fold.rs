@@ -4,7 +4,8 @@
 //! waivers and the closure.
 
 use baton_lifecycle::governance::{
-    Action, Closure, FindingStatus, Identity, RefusalKind, Stage, State, next_stages, observe,
+    Action, Closure, FindingStatus, Identity, RefusalKind, Stage, State, Visibility, next_stages,
+    observe,
 };
 use baton_store::LedgerEventRow;
 
@@ -39,8 +40,24 @@ pub struct Violation {
 pub struct Freshness {
     /// Whether any path was edited.
     pub edits: bool,
-    /// `None` when fresh (or nothing was edited), else why not.
+    /// Whether the scope claims validation (its plan may say it has none).
+    pub claimed: bool,
+    /// `None` when fresh (or nothing was edited, or nothing is claimed),
+    /// else why not.
     pub stale: Option<String>,
+}
+
+impl Freshness {
+    /// Freshness in a word: `fresh`, `stale`, `nothing edited` or
+    /// `not claimed`.
+    pub fn word(&self) -> &'static str {
+        match (self.claimed, self.edits, &self.stale) {
+            (false, _, _) => "not claimed",
+            (_, _, Some(_)) => "stale",
+            (_, false, None) => "nothing edited",
+            (_, true, None) => "fresh",
+        }
+    }
 }
 
 /// A scope's ledger, folded.
@@ -102,9 +119,10 @@ pub fn owner(entries: &[Recorded], fallback: &Identity) -> Identity {
         .map_or_else(|| fallback.clone(), |first| first.identity.clone())
 }
 
-/// Folds `entries` in order as facts.
-pub fn fold(entries: Vec<Recorded>, owner: Identity) -> Report {
-    let mut state = State::new(owner);
+/// Folds `entries` in order as facts, judged by the rules that apply to
+/// what their writer can see.
+pub fn fold(entries: Vec<Recorded>, owner: Identity, visibility: Visibility) -> Report {
+    let mut state = State::seen_as(owner, visibility);
     let mut violations = Vec::new();
     let mut all_actions = Vec::new();
     let mut waivers = Vec::new();
@@ -135,6 +153,7 @@ pub fn fold(entries: Vec<Recorded>, owner: Identity) -> Report {
     let edits = !state.last_edits().is_empty();
     let freshness = Freshness {
         edits,
+        claimed: state.validation_claimed(),
         stale: if edits {
             state.validation_fresh().err()
         } else {

@@ -81,7 +81,16 @@ pub fn summary(scope: &Scope, report: &Report) -> Value {
             json!({"finding": n, "text": text, "status": status})
         })
         .collect();
-    let may_close = state.ready_to_close();
+    let blockers: Vec<String> = state
+        .closure_blockers()
+        .into_iter()
+        .map(|(_, refusal)| refusal.reason)
+        .collect();
+    let blocked_commands: Vec<Value> = state
+        .blocked_commands()
+        .into_iter()
+        .map(|(command, code)| json!({"command": command, "exit_code": code}))
+        .collect();
     let blocked: Vec<Value> = state
         .blocked_paths()
         .into_iter()
@@ -108,6 +117,7 @@ pub fn summary(scope: &Scope, report: &Report) -> Value {
         "transition_decision": {
             "last_event_seq": last.map(|l| l.seq),
             "last_event_kind": last.map(|l| l.entry.encode().0),
+            "decision": state.transition_word(last_violation.is_some()).as_str(),
             "allowed": last_violation.is_none(),
             "reason": last_violation.map(|v| v.reason.clone()),
             "violations": report.violations.iter().map(|v| json!({"seq": v.seq, "rule": v.rule, "reason": v.reason})).collect::<Vec<_>>(),
@@ -119,6 +129,8 @@ pub fn summary(scope: &Scope, report: &Report) -> Value {
             "waivers": report.waivers.iter().map(|(rule, reason, seq)| json!({"seq": seq, "rule": rule, "reason": reason})).collect::<Vec<_>>(),
         },
         "validation_freshness": {
+            "status": report.freshness.word(),
+            "claimed": report.freshness.claimed,
             "fresh": report.freshness.stale.is_none(),
             "edits": report.freshness.edits,
             "reason": report.freshness.stale,
@@ -132,12 +144,14 @@ pub fn summary(scope: &Scope, report: &Report) -> Value {
             "observes": observes,
             "cannot_observe": cannot,
             "blocked_paths": blocked,
+            "blocked_commands": blocked_commands,
         },
         "trajectory_validation_coupling": coupling,
         "closure_decision": {
             "closed": state.stage() == Stage::Closed,
-            "may_close": may_close.is_ok(),
-            "blockers": may_close.err().map(|r| vec![r.reason]).unwrap_or_default(),
+            "decision": state.closure_word().as_str(),
+            "may_close": blockers.is_empty(),
+            "blockers": blockers,
             "closure": report.closure.as_ref().map(|c| json!({
                 "proven": c.proven, "not_proven": c.not_proven,
                 "residual_risk": c.residual_risk, "next_owner": c.next_owner,

@@ -12,8 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    Action, Event, FindingStatus, Identity, Refusal, Stage, State, TRANSITIONS, Validation, apply,
-    record_edit, set_finding, target, validate,
+    Action, Event, FindingStatus, Identity, Refusal, Stage, State, TRANSITIONS, Validation,
+    Visibility, apply, record_edit, set_finding, target, validate,
 };
 
 /// An observed event's outcome.
@@ -50,8 +50,12 @@ pub fn observe(state: &State, event: &Event) -> Observed {
         Event::Inspected { path } => {
             next.inspected.insert(path.clone());
         }
-        Event::Planned { validation_intent } if !validation_intent.trim().is_empty() => {
+        Event::Planned {
+            validation_intent,
+            validation_claimed,
+        } if !validation_intent.trim().is_empty() => {
             next.validation_intent = Some(validation_intent.clone());
+            next.validation_claimed = *validation_claimed;
         }
         Event::Edited { path, .. } => record_edit(&mut next, path, &mut actions),
         Event::Validated {
@@ -90,9 +94,7 @@ pub fn observe(state: &State, event: &Event) -> Observed {
             };
             let _ = set_finding(&mut next, *finding, FindingStatus::Repaired, to);
         }
-        Event::NewEvidence { path, note } if !note.trim().is_empty() => {
-            next.failures.retain(|(failed, _, _), _| failed != path);
-        }
+        Event::NewEvidence { path, note } if !note.trim().is_empty() => next.new_evidence(path),
         Event::Closed(closure) => actions.push(Action::Closed(closure.clone())),
         _ => {}
     }
@@ -151,6 +153,26 @@ impl State {
     /// Whether someone independent of the owner has reviewed.
     pub fn independently_reviewed(&self) -> bool {
         self.independent_review
+    }
+
+    /// Whether the plan claims validation (the freshness rule applies).
+    pub fn validation_claimed(&self) -> bool {
+        self.validation_claimed
+    }
+
+    /// What the ledger's writer can see.
+    pub fn visibility(&self) -> Visibility {
+        self.visibility
+    }
+
+    /// The commands that failed the same way twice: a third failing run is
+    /// blocked until new evidence is recorded.
+    pub fn blocked_commands(&self) -> Vec<(String, i32)> {
+        self.command_failures
+            .iter()
+            .filter(|(_, count)| **count >= 2)
+            .map(|(key, _)| key.clone())
+            .collect()
     }
 
     /// The paths that failed the same way twice and are blocked until new

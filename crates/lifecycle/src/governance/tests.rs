@@ -3,7 +3,7 @@
 
 use super::*;
 
-fn who(profile: &str, model: Option<&str>) -> Identity {
+pub(super) fn who(profile: &str, model: Option<&str>) -> Identity {
     Identity {
         profile: profile.to_owned(),
         model: model.map(str::to_owned),
@@ -11,22 +11,22 @@ fn who(profile: &str, model: Option<&str>) -> Identity {
     }
 }
 
-fn owner() -> Identity {
+pub(super) fn owner() -> Identity {
     who("claude", Some("opus"))
 }
 
-fn reviewer() -> Identity {
+pub(super) fn reviewer() -> Identity {
     who("codex", Some("gpt"))
 }
 
-fn edit(path: &str) -> Event {
+pub(super) fn edit(path: &str) -> Event {
     Event::Edited {
         path: path.to_owned(),
         hash: "h".to_owned(),
     }
 }
 
-fn test(exit_code: i32, covered: &[&str]) -> Event {
+pub(super) fn test(exit_code: i32, covered: &[&str]) -> Event {
     Event::Validated {
         command: "cargo test".to_owned(),
         exit_code,
@@ -34,14 +34,14 @@ fn test(exit_code: i32, covered: &[&str]) -> Event {
     }
 }
 
-fn review(findings: &[&str]) -> Event {
+pub(super) fn review(findings: &[&str]) -> Event {
     Event::Reviewed {
         reviewer: reviewer(),
         findings: findings.iter().map(|f| (*f).to_owned()).collect(),
     }
 }
 
-fn closure() -> Event {
+pub(super) fn closure() -> Event {
     Event::Closed(Closure {
         proven: "tests pass".to_owned(),
         not_proven: "performance".to_owned(),
@@ -52,7 +52,7 @@ fn closure() -> Event {
 
 /// Applies events in order, all of which must succeed, and returns the
 /// state and the actions of the last one.
-fn run(events: &[Event]) -> (State, Vec<Action>) {
+pub(super) fn run(events: &[Event]) -> (State, Vec<Action>) {
     let mut state = State::new(owner());
     let mut actions = Vec::new();
     for event in events {
@@ -64,7 +64,7 @@ fn run(events: &[Event]) -> (State, Vec<Action>) {
 
 /// Applies `events`, then expects `last` to be refused with `kind` and a
 /// reason containing `reason`.
-fn check_refused(events: &[Event], last: Event, kind: RefusalKind, reason: &str) {
+pub(super) fn check_refused(events: &[Event], last: Event, kind: RefusalKind, reason: &str) {
     let (state, _) = run(events);
     let refusal = apply(&state, &last).expect_err("the event is refused");
     assert_eq!(refusal.kind, kind, "{}", refusal.reason);
@@ -77,19 +77,24 @@ fn check_refused(events: &[Event], last: Event, kind: RefusalKind, reason: &str)
 }
 
 /// Clarify, read, plan.
-fn prepared() -> Vec<Event> {
+pub(super) fn prepared() -> Vec<Event> {
     vec![
         Event::Clarified,
         Event::Inspected {
             path: "src/lib.rs".to_owned(),
         },
-        Event::Planned {
-            validation_intent: "cargo test".to_owned(),
-        },
+        plan("cargo test"),
     ]
 }
 
-fn with(mut events: Vec<Event>, more: impl IntoIterator<Item = Event>) -> Vec<Event> {
+pub(super) fn plan(validation_intent: &str) -> Event {
+    Event::Planned {
+        validation_intent: validation_intent.to_owned(),
+        validation_claimed: true,
+    }
+}
+
+pub(super) fn with(mut events: Vec<Event>, more: impl IntoIterator<Item = Event>) -> Vec<Event> {
     events.extend(more);
     events
 }
@@ -146,24 +151,48 @@ fn closed_is_terminal() {
             &events,
             last,
             RefusalKind::IllegalTransition,
-            "cannot follow Closed",
+            "the work is closed: nothing may follow it",
         );
     }
 }
 
 #[test]
-fn illegal_transitions_are_refused() {
+fn illegal_transitions_are_refused_with_what_is_missing() {
     check_refused(
         &[],
         edit("a"),
         RefusalKind::IllegalTransition,
-        "Edit cannot follow Clarify",
+        "An edit needs a clarified request, inspected context and a plan that says how the work will be validated first: record `clarified`, then `inspected PATH`, then `planned --intent TEXT`.",
     );
     check_refused(
-        &[],
+        &[Event::Clarified],
+        edit("a"),
+        RefusalKind::IllegalTransition,
+        "An edit needs inspected context and a plan",
+    );
+    let tested = with(prepared(), [edit("a"), test(0, &[])]);
+    check_refused(
+        &tested,
+        Event::Released,
+        RefusalKind::IllegalTransition,
+        "Release needs an independent review first: record `reviewed --reviewer PROFILE` by someone other than the owner.",
+    );
+    let repaired = with(tested, [review(&["leak"]), Event::Repaired { finding: 0 }]);
+    check_refused(
+        &repaired,
         closure(),
         RefusalKind::IllegalTransition,
-        "Closed cannot follow Clarify",
+        "Closure needs a re-review of the repair and a release first: record `re-reviewed N --reviewer PROFILE`, then `released`.",
+    );
+    let released = with(
+        prepared(),
+        [edit("a"), test(0, &[]), review(&[]), Event::Released],
+    );
+    check_refused(
+        &released,
+        edit("a"),
+        RefusalKind::IllegalTransition,
+        "the work is released: only a handoff",
     );
 }
 
@@ -172,20 +201,16 @@ fn an_edit_needs_clarification_context_and_intent() {
     let read = Event::Inspected {
         path: "a".to_owned(),
     };
-    let plan = Event::Planned {
-        validation_intent: "cargo test".to_owned(),
-    };
+    let planned = plan("cargo test");
     check_refused(
-        &[read.clone(), plan.clone()],
+        &[read.clone(), planned.clone()],
         edit("a"),
         RefusalKind::MissingEvidence,
-        "not been clarified",
+        "editing a needs a clarified request: record `clarified`.",
     );
     check_refused(
         &[Event::Clarified, read],
-        Event::Planned {
-            validation_intent: " ".to_owned(),
-        },
+        plan(" "),
         RefusalKind::MissingEvidence,
         "how the work will be validated",
     );
@@ -196,11 +221,11 @@ fn an_edit_needs_clarification_context_and_intent() {
                 path: "a".to_owned(),
                 note: "x".to_owned(),
             },
-            plan,
+            planned,
         ],
         edit("a"),
         RefusalKind::MissingEvidence,
-        "no context has been inspected",
+        "editing a needs inspected context: record `inspected PATH`",
     );
 }
 
@@ -236,7 +261,7 @@ fn closure_needs_an_independent_review() {
         &events,
         Event::Released,
         RefusalKind::IllegalTransition,
-        "Release cannot follow Test",
+        "Release needs an independent review first",
     );
 }
 
@@ -420,10 +445,8 @@ fn a_third_attempt_on_the_same_path_is_blocked() {
         path: "a".to_owned(),
         note: "the fixture was wrong".to_owned(),
     };
-    let plan = Event::Planned {
-        validation_intent: "cargo test".to_owned(),
-    };
-    run(&with(twice, [evidence, plan, edit("a")]));
+    let planned = plan("cargo test");
+    run(&with(twice, [evidence, planned, edit("a")]));
 }
 
 #[test]
@@ -486,7 +509,7 @@ fn a_refusal_leaves_the_state_unchanged_and_repeats_are_harmless() {
 }
 
 /// Folds facts through `observe` and returns the state and every violation.
-fn observed(events: &[Event]) -> (State, Vec<RefusalKind>) {
+pub(super) fn observed(events: &[Event]) -> (State, Vec<RefusalKind>) {
     let mut state = State::new(owner());
     let mut violations = Vec::new();
     for event in events {

@@ -25,6 +25,7 @@ fn entry(event: &RecordEvent) -> Result<Entry, String> {
         RecordEvent::Inspected { path } => Entry::Inspected { path: path.clone() },
         RecordEvent::Planned { intent } => Entry::Planned {
             validation_intent: intent.clone(),
+            validation_claimed: true,
         },
         RecordEvent::Edited { path, hash } => Entry::Edited {
             path: path.clone(),
@@ -92,7 +93,7 @@ pub(super) async fn record(args: &RecordArgs) -> u8 {
             return exit_code::USAGE;
         }
     };
-    let mut identity = person(&scope);
+    let mut identity = person(&scope).await;
     if let Some(profile) = &args.as_profile {
         identity.profile = profile.clone();
     }

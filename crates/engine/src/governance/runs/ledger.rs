@@ -69,22 +69,7 @@ impl RunLedger {
         }
         let mut out = Vec::new();
         if entries.is_empty() {
-            let intent = plan
-                .stages
-                .iter()
-                .filter_map(|s| {
-                    s.spec
-                        .validation
-                        .as_ref()
-                        .map(|v| format!("{} ({:?})", s.name(), v.strategy))
-                })
-                .collect::<Vec<_>>();
-            let intent = if intent.is_empty() {
-                "each stage's declared outputs and output checks; no stage has validation"
-                    .to_owned()
-            } else {
-                format!("validation of {}", intent.join(", "))
-            };
+            let (validation_intent, validation_claimed) = validation_intent(plan);
             for entry in [
                 Entry::Clarified {
                     note: Some(format!("workflow {workflow_path}")),
@@ -93,7 +78,8 @@ impl RunLedger {
                     path: workflow_path.to_owned(),
                 },
                 Entry::Planned {
-                    validation_intent: intent,
+                    validation_intent,
+                    validation_claimed,
                 },
             ] {
                 out.push(ledger.record(entry, &engine, now));
@@ -313,6 +299,42 @@ impl RunLedger {
         }
         out
     }
+}
+
+/// How a run is validated, and whether it claims validation at all: a
+/// workflow whose stages declare neither `validation:` nor output checks
+/// claims none, so nothing it writes is held to the freshness rule.
+fn validation_intent(plan: &Plan) -> (String, bool) {
+    let validated: Vec<String> = plan
+        .stages
+        .iter()
+        .filter_map(|s| {
+            s.spec
+                .validation
+                .as_ref()
+                .map(|v| format!("{} ({:?})", s.name(), v.strategy))
+        })
+        .collect();
+    let checked: Vec<&str> = plan
+        .stages
+        .iter()
+        .filter(|s| !s.spec.validates_output.is_empty())
+        .map(|s| s.name())
+        .collect();
+    let mut parts = Vec::new();
+    if !validated.is_empty() {
+        parts.push(format!("validation of {}", validated.join(", ")));
+    }
+    if !checked.is_empty() {
+        parts.push(format!("output checks of {}", checked.join(", ")));
+    }
+    if parts.is_empty() {
+        return (
+            "none: no stage declares validation or output checks".to_owned(),
+            false,
+        );
+    }
+    (parts.join("; "), true)
 }
 
 /// A unit's kind from its key, for a unit whose stage has already ended
