@@ -64,8 +64,10 @@ pub(crate) fn create(request: &RunRequest, format: Format) -> u8 {
     })
 }
 
-/// What to tell the orchestrator once nothing is handed out.
-fn hint(standing: &Standing) {
+/// What to tell the orchestrator. `listed`: `standing.ready` holds the
+/// stages ready now (`next` and `resume` compute them; `complete` and
+/// `fail` do not, so they point at `next`).
+fn hint(standing: &Standing, listed: bool) {
     let run = &standing.run_id;
     match standing.status.as_str() {
         "awaiting_human" => {
@@ -75,6 +77,9 @@ fn hint(standing: &Standing) {
             ));
         }
         "success" => output::stderr_line(&format!("run {run} succeeded")),
+        "running" if !listed => output::stderr_line(&format!(
+            "run {run} goes on: `baton next {run}` hands out the stages ready now"
+        )),
         "running" if standing.ready.is_empty() => {
             output::stderr_line(&format!("run {run}: nothing to hand out now"))
         }
@@ -114,7 +119,7 @@ pub(crate) fn next(args: &NextArgs) -> u8 {
                         ));
                     }
                 }
-                hint(&standing);
+                hint(&standing, true);
                 exit_code::SUCCESS
             }
             Err(error) => refused_or(&error, format == Format::Json),
@@ -143,7 +148,7 @@ pub(crate) fn complete(args: &CompleteArgs) -> u8 {
                 }
                 if completion.success {
                     output::stderr_line(&format!("stage '{}' completed", completion.stage));
-                    hint(&completion.run);
+                    hint(&completion.run, false);
                     exit_code::SUCCESS
                 } else {
                     output::stderr_line(&format!(
@@ -151,7 +156,7 @@ pub(crate) fn complete(args: &CompleteArgs) -> u8 {
                         completion.stage,
                         completion.error.unwrap_or_default()
                     ));
-                    hint(&completion.run);
+                    hint(&completion.run, false);
                     exit_code::RUN_FAILED
                 }
             }
@@ -178,7 +183,7 @@ pub(crate) fn fail(args: &FailArgs) -> u8 {
                     })));
                 }
                 output::stderr_line(&format!("stage '{}' recorded as failed", args.stage));
-                hint(&standing);
+                hint(&standing, false);
                 exit_code::SUCCESS
             }
             Err(error) => refused_or(&error, format == Format::Json),
@@ -232,7 +237,7 @@ pub(crate) fn resume_hint(run_id: &str, format: Format) -> Option<u8> {
                         format!("Ready or handed out: {}. ", names.join(", "))
                     }
                 ));
-                hint(&standing);
+                hint(&standing, true);
                 exit_code::SUCCESS
             }
             Err(error) => refused_or(&error, format == Format::Json),

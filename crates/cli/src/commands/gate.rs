@@ -262,7 +262,15 @@ fn decide(args: &GateDecideArgs, decision: Decision) -> u8 {
         } else {
             output::stdout(&format!("{run} {stage} {}\n", row.decision));
         }
+        // How the run goes on depends on who drives it.
+        let external = store
+            .run(run)
+            .await
+            .is_ok_and(|row| baton_engine::external::is_external(&row));
         match decision {
+            Decision::Approve if external => output::stderr_line(&format!(
+                "approved gate '{stage}' of run {run} as {by}; the run is driven externally: `baton next {run}` hands out the stages after the gate"
+            )),
             Decision::Approve => output::stderr_line(&format!(
                 "approved gate '{stage}' of run {run} as {by}; `baton resume {run}` continues the run (a `baton run --wait-gates` waiting at the gate continues by itself)"
             )),

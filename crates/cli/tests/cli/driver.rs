@@ -99,6 +99,15 @@ fn drive(project: &Project, id: &str, directive: &dyn Fn(&str, &str) -> Option<S
                 assert_eq!(again, Value::Array(Vec::new()), "held at {gate}");
                 let approve = project.baton(&["gate", "approve", id, &gate]);
                 assert_eq!(approve.code, 0, "{}", approve.stderr);
+                // Driven from outside: the way on is `next`, not `resume`.
+                assert!(
+                    approve
+                        .stderr
+                        .contains(&format!("`baton next {id}` hands out"))
+                        && !approve.stderr.contains("baton resume"),
+                    "{}",
+                    approve.stderr
+                );
                 driven.gates.push(gate);
                 continue;
             }
@@ -283,6 +292,13 @@ fn out_of_order_completions_are_refused() {
     std::fs::write(workspace.join("outputs/a.json"), "{}").expect("write");
     let ok = project.baton(&["complete", &id, "a"]);
     assert_eq!(ok.code, 0, "{}", ok.stderr);
+    // `b` is ready now: the hint points at `next`, not "nothing to hand out".
+    assert!(
+        ok.stderr
+            .contains(&format!("`baton next {id}` hands out the stages ready now")),
+        "{}",
+        ok.stderr
+    );
     let twice = project.baton(&["complete", &id, "a"]);
     assert_eq!(twice.code, 3, "{}", twice.stderr);
     assert!(
