@@ -36,7 +36,10 @@ enum End {
     /// The verdict was acted on: follow-ups created, the task archived if
     /// it passed.
     Done {
+        /// Follow-up tasks created by this run.
         created: Vec<String>,
+        /// Follow-up tasks an earlier run of the same verdict created.
+        existing: Vec<String>,
         archived_as: Option<String>,
     },
     /// A person must decide; nothing was created.
@@ -290,8 +293,13 @@ fn decide(
             planned
         }
     };
-    for follow_up in &planned {
-        follow::create_follow_up(tasks, name, follow_up)?;
+    let (mut created, mut existing) = (Vec::new(), Vec::new());
+    for follow_up in planned {
+        if follow::create_follow_up(tasks, name, &follow_up)? {
+            created.push(follow_up.name);
+        } else {
+            existing.push(follow_up.name);
+        }
     }
     let archived_as = if decision.archive {
         Some(tasks.archive(name)?)
@@ -299,7 +307,8 @@ fn decide(
         None
     };
     Ok(End::Done {
-        created: planned.into_iter().map(|p| p.name).collect(),
+        created,
+        existing,
         archived_as,
     })
 }
@@ -308,21 +317,27 @@ fn report(name: &str, end: &End, format: Format) -> u8 {
     let (value, text, code) = match end {
         End::Done {
             created,
+            existing,
             archived_as,
         } => {
             let mut text = String::new();
             for task in created {
                 text.push_str(&format!("created tasks/{task}\n"));
             }
+            for task in existing {
+                text.push_str(&format!(
+                    "tasks/{task} exists already (an earlier run of this verdict created it)\n"
+                ));
+            }
             if let Some(to) = archived_as {
                 text.push_str(&format!("{name} passed: archived as tasks/archive/{to}\n"));
-            } else if !created.is_empty() {
+            } else if !created.is_empty() || !existing.is_empty() {
                 text.push_str(&format!(
                     "`baton task run <name>` runs each; {name} stays active with its verdict\n"
                 ));
             }
             (
-                json!({"task": name, "outcome": if archived_as.is_some() { "archived" } else { "follow-ups" }, "created": created, "archived_as": archived_as}),
+                json!({"task": name, "outcome": if archived_as.is_some() { "archived" } else { "follow-ups" }, "created": created, "existing": existing, "archived_as": archived_as}),
                 text,
                 exit_code::SUCCESS,
             )

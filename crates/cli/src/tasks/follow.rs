@@ -65,10 +65,10 @@ pub(crate) fn create_task(tasks: &Tasks, name: &str, record: &Record) -> Result<
 /// of `SPEC.md`, `BUG_REPORT.md` and `ADVERSARIAL_BUG_REPORT.md` (those
 /// present), and an empty `IMPLEMENTATION.md`, so it starts at
 /// implementation with the old reports as input.
-pub(crate) fn create_follow_up(tasks: &Tasks, origin: &str, planned: &Planned) -> Result<()> {
+pub(crate) fn create_follow_up(tasks: &Tasks, origin: &str, planned: &Planned) -> Result<bool> {
     let dir = tasks.root().join(&planned.name);
     if dir.join(super::RECORD).is_file() || tasks.archive_root().join(&planned.name).is_dir() {
-        return Ok(());
+        return Ok(false);
     }
     let from = tasks
         .anywhere(&planned.copy_from)
@@ -106,7 +106,8 @@ pub(crate) fn create_follow_up(tasks: &Tasks, origin: &str, planned: &Planned) -
             spec_copy_sha256,
             ..Record::default()
         },
-    )
+    )?;
+    Ok(true)
 }
 
 /// Creates the sub-task folders listed in a parent's `DECOMPOSITION.md`

@@ -168,7 +168,17 @@ fn a_fail_creates_fix_and_review_tasks_that_start_at_implementation_with_the_rep
     assert_eq!(review["kind"], "review");
     // The failed task stays active; a second run creates nothing twice.
     let again = project.json(&["task", "run", "parse-input", "--json"]);
-    assert_eq!(again["created"], serde_json::json!(expected));
+    assert_eq!(again["created"], serde_json::json!([]), "{again}");
+    assert_eq!(again["existing"], serde_json::json!(expected), "{again}");
+    let plain = project.baton(&["task", "run", "parse-input"]);
+    assert!(
+        !plain.stdout.contains("created tasks/")
+            && plain
+                .stdout
+                .contains(&format!("tasks/{} exists already", expected[0])),
+        "{}",
+        plain.stdout
+    );
     let mut active = names(&project, false);
     active.sort();
     assert_eq!(active.len(), 4, "{active:?}");
