@@ -694,16 +694,10 @@ async fn drive_owned(
                                     source,
                                 },
                             )?;
-                            let expression = stage
-                                .spec
-                                .when
-                                .as_ref()
-                                .map(|when| when.value.trim())
-                                .unwrap_or_default();
                             pending.push(Transition::StageSkipped {
                                 index: as_i64(index),
                                 at: now,
-                                note: format!("skipped: when {expression}"),
+                                note: stage::skip_note(stage, lookup),
                             });
                             states.set(index, State::Skipped);
                             progress(Progress::Finished {

@@ -218,6 +218,12 @@ fn output_checks_and_when_conditions_are_enforced() {
             .expect("error")
             .contains("is_dict")
     );
+    // The skipped stage says why, with the parameter's value.
+    assert_eq!(
+        status["stages"][1]["note"],
+        "skipped: when \"{mode}\" contains \"slow\" (\"fast\" contains \"slow\")",
+        "{status}"
+    );
     // The skipped stage leaves the reference's `{}` sentinel.
     let workspace = PathBuf::from(status["workspace"].as_str().expect("workspace"));
     assert_eq!(

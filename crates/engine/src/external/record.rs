@@ -112,16 +112,10 @@ pub(super) fn decide_when(
         path: workspace.to_path_buf(),
         source,
     })?;
-    let expression = stage
-        .spec
-        .when
-        .as_ref()
-        .map(|when| when.value.trim())
-        .unwrap_or_default();
     Ok(Some(Transition::StageSkipped {
         index: as_i64(stage.index),
         at: now,
-        note: format!("skipped: when {expression}"),
+        note: stage::skip_note(stage, |name| params.get(name).map(String::as_str)),
     }))
 }
 
