@@ -19,6 +19,11 @@ pub(crate) mod state;
 #[derive(Debug, Parser)]
 #[command(name = "baton", version, after_help = exit_code::HELP, propagate_version = true)]
 pub(crate) struct Cli {
+    /// The project to work on (default: the nearest directory up from here
+    /// holding .baton/ or baton.toml, else the git root, else here; or
+    /// $BATON_PROJECT).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) project: Option<std::path::PathBuf>,
     /// What to do.
     #[command(subcommand)]
     pub(crate) command: Command,

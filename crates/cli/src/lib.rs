@@ -11,6 +11,7 @@ mod commands;
 mod exit_code;
 mod output;
 mod progress;
+mod project;
 mod report;
 mod settings;
 mod tasks;
@@ -57,6 +58,11 @@ pub fn main() -> ExitCode {
         }
     };
     report::install();
+    let chosen = cli.project.clone().or_else(settings::project_from_env);
+    if let Err(why) = project::init(chosen.as_deref()) {
+        output::stderr_line(&format!("error: {why}"));
+        return ExitCode::from(exit_code::USAGE);
+    }
     let code = match cli.command {
         Command::Parse(args) => commands::parse::run(&args),
         Command::Lint(args) => commands::lint::run(&args),

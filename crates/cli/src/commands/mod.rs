@@ -13,6 +13,7 @@ pub(crate) mod list;
 pub(crate) mod parse;
 pub(crate) mod queue;
 mod retries;
+pub(crate) mod run_ref;
 pub(crate) mod run;
 pub(crate) mod state;
 pub(crate) mod status;
@@ -29,18 +30,30 @@ use baton_workflow::compile::Options;
 use crate::exit_code;
 use crate::output;
 
-/// The current directory, where relative workflow, include and template
-/// paths start (as in the reference engine).
+/// The directory baton was started in, where paths typed on the command
+/// line start.
 pub(crate) fn current_dir() -> PathBuf {
-    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+    crate::project::cwd().to_path_buf()
 }
 
-/// A loader rooted at the current directory.
+/// The project (see [`crate::project`]): where the store, workspaces,
+/// worktrees, tasks and `baton.toml` are, and where stages run.
+pub(crate) fn project_dir() -> PathBuf {
+    crate::project::dir().to_path_buf()
+}
+
+/// A loader rooted at the project: relative include and sub-workflow
+/// paths start there, as they do when the run is driven.
 pub(crate) fn loader() -> FsLoader {
-    FsLoader::new(current_dir())
+    FsLoader::new(project_dir())
 }
 
-/// Compile options from `--params`: `work_dir` defaults to `<cwd>/out`.
+/// A workflow file named on the command line, as [`loader`] reads it.
+pub(crate) fn workflow_file(file: &str) -> String {
+    crate::project::from_cwd(file)
+}
+
+/// Compile options from `--params`: `work_dir` defaults to `<project>/out`.
 ///
 /// # Errors
 ///
@@ -61,7 +74,7 @@ pub(crate) fn compile_options(params: &[String]) -> Result<Options, u8> {
         }
     }
     Ok(Options {
-        work_dir: Some(current_dir().join("out").to_string_lossy().into_owned()),
+        work_dir: Some(project_dir().join("out").to_string_lossy().into_owned()),
         params: parsed,
     })
 }
