@@ -97,8 +97,11 @@ pub(crate) enum Command {
     )]
     Fail(Deferred<driver::FailArgs>),
 
-    /// List recorded runs, oldest first.
-    Runs(Deferred<FormatOnly>),
+    /// List recorded runs, oldest first: status, duration, stage counts and cost.
+    #[command(
+        after_help = "Examples:\n  baton runs\n  baton runs --status failed --since 7d\n  baton runs --limit 5 --format json\n  baton runs --since 2026-12-01\n\nA run can be named by `latest` or by the start of its id wherever a run id is taken (`baton status latest`, `baton logs 3f2`).\n\nExit codes: 0 listed (even if none), 2 usage error, 4 store unavailable."
+    )]
+    Runs(Deferred<RunsArgs>),
 
     /// Show a run's stages with their status and duration.
     Status(Deferred<RunRef>),
@@ -304,9 +307,19 @@ pub(crate) struct ListArgs {
     pub(crate) format: FormatArgs,
 }
 
-/// `--format` only.
+/// `baton runs`.
 #[derive(Debug, Args)]
-pub(crate) struct FormatOnly {
+pub(crate) struct RunsArgs {
+    /// Only runs with this status.
+    #[arg(long, value_name = "STATUS", value_parser = ["pending", "running", "awaiting_human", "success", "failed", "cancelled", "rejected"])]
+    pub(crate) status: Option<String>,
+    /// Only the N most recent runs (of those the other filters keep).
+    #[arg(long, value_name = "N")]
+    pub(crate) limit: Option<usize>,
+    /// Only runs started since then: an age (7d, 12h, 30m, 2w) or a UTC
+    /// date (2026-12-01, 2026-12-01T08:30:00Z).
+    #[arg(long, value_name = "DURATION|DATE", value_parser = crate::cutoff::parse)]
+    pub(crate) since: Option<crate::cutoff::Cutoff>,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }
@@ -314,7 +327,7 @@ pub(crate) struct FormatOnly {
 /// A run id and a format.
 #[derive(Debug, Args)]
 pub(crate) struct RunRef {
-    /// The run id (see `baton runs`).
+    /// The run: its id, the start of it, or `latest` (see `baton runs`).
     pub(crate) run: String,
     #[command(flatten)]
     pub(crate) format: FormatArgs,

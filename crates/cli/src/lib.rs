@@ -8,6 +8,7 @@
 
 mod args;
 mod commands;
+mod cutoff;
 mod exit_code;
 mod output;
 mod progress;
@@ -75,7 +76,7 @@ pub fn main() -> ExitCode {
         Command::Next(args) => commands::driver::next(&args),
         Command::Complete(args) => commands::driver::complete(&args),
         Command::Fail(args) => commands::driver::fail(&args),
-        Command::Runs(args) => commands::status::runs(&args),
+        Command::Runs(args) => commands::runs::run(&args),
         Command::Agents(command) => match &*command {
             args::agents::AgentsCommand::Check(args) => commands::agents::check(args),
         },

@@ -154,7 +154,7 @@ fn plain_line(elapsed: Duration, event: Progress) -> String {
 }
 
 /// A duration for people: `850 ms`, `12.3s`, `4m05s`, `1h02m`.
-fn human(duration: Duration) -> String {
+pub(crate) fn human(duration: Duration) -> String {
     let ms = duration.as_millis();
     let secs = duration.as_secs();
     if ms < 1000 {

@@ -14,6 +14,7 @@ pub(crate) mod parse;
 pub(crate) mod queue;
 mod retries;
 pub(crate) mod run_ref;
+pub(crate) mod runs;
 pub(crate) mod run;
 pub(crate) mod state;
 pub(crate) mod status;

@@ -65,7 +65,9 @@ fn pick(runs: &[RunRow], reference: &str) -> Result<String, String> {
         .filter(|run| run.run_id.starts_with(reference))
         .collect();
     match matching.as_slice() {
-        [] => Err(format!("no run has an id starting with '{reference}'")),
+        [] => Err(format!(
+            "no run with id {reference}, nor one whose id starts with it"
+        )),
         [one] => Ok(one.run_id.clone()),
         many => {
             let mut text = format!(
@@ -124,7 +126,7 @@ mod tests {
         assert_eq!(pick(&runs, "deploy-2"), Ok("deploy-2".to_owned()));
         let ambiguous = pick(&runs, "dep").unwrap_err();
         assert!(ambiguous.contains("deploy-1") && ambiguous.contains("deploy-2"));
-        assert!(pick(&runs, "x").unwrap_err().contains("starting with 'x'"));
+        assert!(pick(&runs, "x").unwrap_err().contains("no run with id x,"));
         assert!(pick(&runs, "").is_err());
     }
 }

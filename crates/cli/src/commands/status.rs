@@ -1,13 +1,13 @@
-//! `baton runs`, `status`, `logs`: reading what the store recorded.
+//! `baton status`, `logs`: reading what the store recorded of a run.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
 
-use super::run::{block_on, chain, open_store};
+use super::run::{block_on, chain};
 use super::run_ref;
-use crate::args::{Format, FormatOnly, LogsArgs, RunRef};
+use crate::args::{Format, LogsArgs, RunRef};
 use crate::{exit_code, output};
 
 pub(super) fn utc(ms: i64) -> String {
@@ -22,52 +22,6 @@ fn store_error(error: &baton_store::Error) -> u8 {
     } else {
         exit_code::STORE_UNAVAILABLE
     }
-}
-
-/// `baton runs`: `[{run_id, workflow, status, started_at}]`, oldest first.
-pub(crate) fn runs(args: &FormatOnly) -> u8 {
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
-        let runs = match store.runs().await {
-            Ok(runs) => runs,
-            Err(error) => return store_error(&error),
-        };
-        let text = match args.format.format() {
-            Format::Json | Format::Yaml => {
-                let rows: Vec<_> = runs
-                    .iter()
-                    .map(|run| json!({"run_id": run.run_id, "workflow": run.workflow, "status": run.status, "started_at": utc(run.created_at), "parent": super::subruns::parent_of(run).map(|(parent, _)| parent)}))
-                    .collect();
-                if args.format.format() == Format::Json {
-                    output::json(&rows)
-                } else {
-                    output::yaml(&rows)
-                }
-            }
-            Format::Table => {
-                if runs.is_empty() {
-                    output::stderr_line("No runs yet; start one with `baton run WORKFLOW`");
-                }
-                let rows: Vec<Vec<String>> = runs
-                    .iter()
-                    .map(|run| {
-                        vec![
-                            run.run_id.clone(),
-                            run.workflow.clone(),
-                            run.status.clone(),
-                            utc(run.created_at),
-                        ]
-                    })
-                    .collect();
-                output::table(&["run_id", "workflow", "status", "started_at"], &rows)
-            }
-        };
-        output::stdout(&text);
-        exit_code::SUCCESS
-    })
 }
 
 /// `baton status RUN`: `{run_id, status, stages: [{stage, status, duration_ms, …}]}`.

@@ -35,6 +35,7 @@ mod real_agents;
 mod real_sessions;
 mod run;
 mod run_refs;
+mod runs_list;
 mod secrets;
 mod sqlite_log;
 mod state;

@@ -126,7 +126,7 @@ fn a_unique_prefix_names_its_run_and_an_ambiguous_one_lists_the_candidates() {
         let missing = project.baton(&command);
         assert_eq!(missing.code, 1, "{command:?}: {}", missing.stderr);
         assert!(
-            missing.stderr.contains("no run has an id starting with 'zzz'")
+            missing.stderr.contains("no run with id zzz, nor one whose id starts with it")
                 && missing.stderr.contains("baton runs"),
             "{command:?}: {}",
             missing.stderr
