@@ -202,6 +202,12 @@ pub(crate) enum Command {
     )]
     Task(Deferred<task::TaskCommand>),
 
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Examples:\n  baton completions bash > ~/.local/share/bash-completion/completions/baton\n  baton completions zsh > \"${fpath[1]}/_baton\"\n  baton completions fish > ~/.config/fish/completions/baton.fish\n  source <(baton completions bash)     # this shell only"
+    )]
+    Completions(Deferred<CompletionsArgs>),
+
     /// List the workflows and fragments under a directory.
     #[command(
         after_help = "Without DIR, lists ./workflows when it exists, else the current directory.\n\nExit codes: 0 listed (even if empty), 2 usage error."
@@ -305,6 +311,14 @@ pub(crate) struct ListArgs {
     pub(crate) dir: Option<String>,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
+}
+
+/// `baton completions`.
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
 }
 
 /// `baton runs`.

@@ -69,6 +69,7 @@ pub fn main() -> ExitCode {
         Command::Lint(args) => commands::lint::run(&args),
         Command::Compile(args) => commands::compile::run(&args),
         Command::List(args) => commands::list::run(&args),
+        Command::Completions(args) => commands::completions::run(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Resume(args) => commands::run::resume(&args),
         Command::Rerun(args) => commands::run::rerun(&args),

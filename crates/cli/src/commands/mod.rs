@@ -3,6 +3,7 @@
 pub(crate) mod agents;
 mod agents_probe;
 pub(crate) mod compile;
+pub(crate) mod completions;
 mod cost;
 pub(crate) mod driver;
 pub(crate) mod gate;

@@ -7,6 +7,7 @@ mod agent_tools;
 mod agents_probe;
 mod cancel;
 mod compat;
+mod completions;
 mod compat_runs;
 mod concurrency;
 mod crash;
