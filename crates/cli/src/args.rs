@@ -202,6 +202,18 @@ pub(crate) enum Command {
     )]
     Task(Deferred<task::TaskCommand>),
 
+    /// Delete finished runs older than an age, with their workspaces, logs and worktrees.
+    ///
+    /// Only runs that ended (success, failed, cancelled, rejected) before
+    /// the cutoff are deleted; a run still running, pending or waiting at a
+    /// gate is never touched. A run whose worktree has uncommitted changes,
+    /// or whose branch its target does not contain, is kept whole, and the
+    /// listing says why. A sub-workflow's child run goes with its parent.
+    #[command(
+        after_help = "Examples:\n  baton prune --older-than 30d --dry-run   # list what would go\n  baton prune --older-than 30d\n  baton prune --older-than 2026-12-01 --format json\n\nExit codes: 0 done (even if nothing matched), 2 usage error, 4 store unavailable."
+    )]
+    Prune(Deferred<PruneArgs>),
+
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(
         after_help = "Examples:\n  baton completions bash > ~/.local/share/bash-completion/completions/baton\n  baton completions zsh > \"${fpath[1]}/_baton\"\n  baton completions fish > ~/.config/fish/completions/baton.fish\n  source <(baton completions bash)     # this shell only"
@@ -309,6 +321,20 @@ pub(crate) struct CompileArgs {
 pub(crate) struct ListArgs {
     /// Directory to search (recursively) for `*.yaml` files.
     pub(crate) dir: Option<String>,
+    #[command(flatten)]
+    pub(crate) format: FormatArgs,
+}
+
+/// `baton prune`.
+#[derive(Debug, Args)]
+pub(crate) struct PruneArgs {
+    /// Delete runs that finished before then: an age (30d, 12h, 2w) or a
+    /// UTC date (2026-12-01).
+    #[arg(long, value_name = "DURATION|DATE", value_parser = crate::cutoff::parse)]
+    pub(crate) older_than: crate::cutoff::Cutoff,
+    /// List what would be deleted, and what kept; delete nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

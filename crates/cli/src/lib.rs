@@ -70,6 +70,7 @@ pub fn main() -> ExitCode {
         Command::Compile(args) => commands::compile::run(&args),
         Command::List(args) => commands::list::run(&args),
         Command::Completions(args) => commands::completions::run(&args),
+        Command::Prune(args) => commands::prune::run(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Resume(args) => commands::run::resume(&args),
         Command::Rerun(args) => commands::run::rerun(&args),

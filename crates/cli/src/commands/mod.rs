@@ -12,6 +12,7 @@ pub(crate) mod hook;
 pub(crate) mod lint;
 pub(crate) mod list;
 pub(crate) mod parse;
+pub(crate) mod prune;
 pub(crate) mod queue;
 mod retries;
 pub(crate) mod run_ref;

@@ -25,6 +25,7 @@ mod hooks;
 mod hostile;
 mod logs;
 mod progress;
+mod prune;
 mod project;
 mod queue;
 mod queue_list;
