@@ -104,6 +104,9 @@ pub(crate) enum Command {
     Runs(Deferred<RunsArgs>),
 
     /// Show a run's stages with their status and duration.
+    #[command(
+        after_help = "Examples:\n  baton status latest              # the run created last\n  baton status 3f2                  # any unique start of a run id\n  baton status RUN --format json"
+    )]
     Status(Deferred<RunRef>),
 
     /// Show the output of a run's stages (the latest attempt of each); an
@@ -120,7 +123,7 @@ pub(crate) enum Command {
     /// baton drives the run, and when the workflow or a fragment changed
     /// since the run started (unless --accept-changes).
     #[command(
-        after_help = "Exit codes: 0 success or waiting at a human gate, 1 invalid workflow, 2 the run failed or is incomplete, 4 store unavailable."
+        after_help = "Examples:\n  baton resume latest\n  baton resume RUN --accept-changes\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow or no such run, 2 the run failed or is incomplete, 4 store unavailable."
     )]
     Resume(Deferred<ResumeArgs>),
 
@@ -132,6 +135,9 @@ pub(crate) enum Command {
     Cancel(Deferred<RunRef>),
 
     /// Run a stage again, and every stage that depends on it.
+    #[command(
+        after_help = "Examples:\n  baton rerun latest review\n  baton rerun RUN build --json"
+    )]
     Rerun(Deferred<RerunArgs>),
 
     /// Agent profiles: which CLIs work on this machine.
@@ -274,7 +280,7 @@ impl FormatArgs {
 /// A workflow file and an output format.
 #[derive(Debug, Args)]
 pub(crate) struct FileArgs {
-    /// The workflow file (includes are resolved from the current directory first).
+    /// The workflow file (includes are resolved from the project's top first).
     pub(crate) file: String,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
@@ -411,7 +417,7 @@ pub(crate) struct RunArgs {
 /// `baton resume`.
 #[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {
-    /// The run id.
+    /// The run: its id, the start of it, or `latest`.
     pub(crate) run: String,
     /// Continue even though the workflow or a fragment changed since the run started.
     #[arg(long)]
@@ -432,7 +438,7 @@ pub(crate) struct ResumeArgs {
 /// `baton rerun`.
 #[derive(Debug, Args)]
 pub(crate) struct RerunArgs {
-    /// The run id.
+    /// The run: its id, the start of it, or `latest`.
     pub(crate) run: String,
     /// The stage to run again.
     pub(crate) stage: String,
@@ -443,7 +449,7 @@ pub(crate) struct RerunArgs {
 /// `baton logs`.
 #[derive(Debug, Args)]
 pub(crate) struct LogsArgs {
-    /// The run id.
+    /// The run: its id, the start of it, or `latest`.
     pub(crate) run: String,
     /// Only this stage.
     pub(crate) stage: Option<String>,
@@ -506,7 +512,7 @@ pub(crate) struct GateListArgs {
 /// A gate: a run and a stage.
 #[derive(Debug, Args)]
 pub(crate) struct GateRef {
-    /// The run id (see `baton gate list`).
+    /// The run: its id, the start of it, or `latest` (see `baton gate list`).
     pub(crate) run: String,
     /// The gate stage's name.
     pub(crate) stage: String,

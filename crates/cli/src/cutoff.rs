@@ -22,8 +22,7 @@ impl Cutoff {
     }
 }
 
-const EXPECTED: &str =
-    "write an age such as 7d, 12h, 30m or 2w, or a UTC date such as 2026-12-01 (or 2026-12-01T08:30:00Z)";
+const EXPECTED: &str = "write an age such as 7d, 12h, 30m or 2w, or a UTC date such as 2026-12-01 (or 2026-12-01T08:30:00Z)";
 
 /// Reads an age or a date (a clap value parser).
 pub(crate) fn parse(text: &str) -> Result<Cutoff, String> {
@@ -65,7 +64,8 @@ fn instant_ms(text: &str) -> Option<i64> {
     let year: i64 = number(parts.next()?, 4)?;
     let month: i64 = number(parts.next()?, 2)?;
     let day: i64 = number(parts.next()?, 2)?;
-    if parts.next().is_some() || !(1..=12).contains(&month) || day < 1 || day > days_in(year, month) {
+    if parts.next().is_some() || !(1..=12).contains(&month) || day < 1 || day > days_in(year, month)
+    {
         return None;
     }
     let mut seconds = days_from_civil(year, month, day) * 86_400;
@@ -126,14 +126,31 @@ mod tests {
         for ms in [0, 1_764_547_200_000, 1_709_164_800_000, 951_782_400_000] {
             let text = baton_engine::workspace::utc(ms);
             assert_eq!(parse(&text), Ok(Cutoff::At(ms)), "{text}");
-            assert_eq!(parse(&text[..10]), Ok(Cutoff::At(ms - ms % 86_400_000)), "{text}");
+            assert_eq!(
+                parse(&text[..10]),
+                Ok(Cutoff::At(ms - ms % 86_400_000)),
+                "{text}"
+            );
         }
-        assert_eq!(parse("2024-02-29T08:30Z"), Ok(Cutoff::At(1_709_195_400_000)));
+        assert_eq!(
+            parse("2024-02-29T08:30Z"),
+            Ok(Cutoff::At(1_709_195_400_000))
+        );
     }
 
     #[test]
     fn anything_else_is_refused_with_what_to_write() {
-        for text in ["", "7", "d", "7 days", "-7d", "2023-02-29", "2026-13-01", "26-12-01", "2026-12-01T25:00Z"] {
+        for text in [
+            "",
+            "7",
+            "d",
+            "7 days",
+            "-7d",
+            "2023-02-29",
+            "2026-13-01",
+            "26-12-01",
+            "2026-12-01T25:00Z",
+        ] {
             let error = parse(text).expect_err(text);
             assert!(error.contains("such as 7d"), "{error}");
         }

@@ -195,10 +195,22 @@ mod tests {
     fn command_line_paths_are_rebased_onto_the_project() {
         let project = Path::new("/p");
         assert_eq!(rebase(project, project, "./wf.yaml"), "./wf.yaml");
-        assert_eq!(rebase(Path::new("/p/sub"), project, "wf.yaml"), "sub/wf.yaml");
-        assert_eq!(rebase(Path::new("/p/sub"), project, "../w/x.yaml"), "w/x.yaml");
-        assert_eq!(rebase(Path::new("/p/sub"), project, "../../o.yaml"), "/o.yaml");
-        assert_eq!(rebase(Path::new("/p/sub"), project, "/abs.yaml"), "/abs.yaml");
+        assert_eq!(
+            rebase(Path::new("/p/sub"), project, "wf.yaml"),
+            "sub/wf.yaml"
+        );
+        assert_eq!(
+            rebase(Path::new("/p/sub"), project, "../w/x.yaml"),
+            "w/x.yaml"
+        );
+        assert_eq!(
+            rebase(Path::new("/p/sub"), project, "../../o.yaml"),
+            "/o.yaml"
+        );
+        assert_eq!(
+            rebase(Path::new("/p/sub"), project, "/abs.yaml"),
+            "/abs.yaml"
+        );
         assert_eq!(rebase(Path::new("/p/sub"), project, ".."), "/p");
     }
 }

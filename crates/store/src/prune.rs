@@ -52,11 +52,15 @@ impl Store {
             .await
             .map_err(query_error("count stages"))?;
             for row in &rows {
-                let (run_id, status, count): (String, String, i64) = (|| {
-                    Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
-                })()
-                .map_err(query_error("read stage counts"))?;
-                tallies.entry(run_id).or_default().stages.insert(status, count);
+                let (run_id, status, count): (String, String, i64) =
+                    (|| Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))(
+                    )
+                    .map_err(query_error("read stage counts"))?;
+                tallies
+                    .entry(run_id)
+                    .or_default()
+                    .stages
+                    .insert(status, count);
             }
             // SUM of a BIGINT is NUMERIC on PostgreSQL: cast back.
             let rows = sqlx::query(

@@ -21,12 +21,13 @@ pub(crate) fn run(args: &CompileArgs) -> u8 {
         Err(code) => return code,
     };
     let loader = super::loader();
-    let compiled = baton_workflow::load(&super::workflow_file(&args.file), &loader).and_then(|loaded| {
-        baton_workflow::compile(&loaded, &options, &loader).map(|plan| {
-            let warnings = [loaded.warnings, plan.warnings.clone()].concat();
-            (plan, warnings)
-        })
-    });
+    let compiled =
+        baton_workflow::load(&super::workflow_file(&args.file), &loader).and_then(|loaded| {
+            baton_workflow::compile(&loaded, &options, &loader).map(|plan| {
+                let warnings = [loaded.warnings, plan.warnings.clone()].concat();
+                (plan, warnings)
+            })
+        });
     let (plan, warnings) = match compiled {
         Ok(compiled) => compiled,
         Err(failure) => {

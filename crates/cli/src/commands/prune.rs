@@ -102,7 +102,10 @@ async fn keep_worktrees_with_work(store: &Store, project: &Path, choices: &mut [
             // No repository, no worktrees.
             Err(baton_engine::AdminError::NotARepository(_)) => {}
             Err(error) => {
-                choice.kept = Some(format!("its worktrees could not be checked: {}", chain(&error)));
+                choice.kept = Some(format!(
+                    "its worktrees could not be checked: {}",
+                    chain(&error)
+                ));
             }
         }
     }
@@ -113,7 +116,9 @@ async fn keep_worktrees_with_work(store: &Store, project: &Path, choices: &mut [
 fn hold_families(runs: &[RunRow], choices: &mut [Choice]) {
     let parents: HashMap<&str, String> = runs
         .iter()
-        .filter_map(|run| super::subruns::parent_of(run).map(|(parent, _)| (run.run_id.as_str(), parent)))
+        .filter_map(|run| {
+            super::subruns::parent_of(run).map(|(parent, _)| (run.run_id.as_str(), parent))
+        })
         .collect();
     let recorded: HashSet<&str> = runs.iter().map(|run| run.run_id.as_str()).collect();
     loop {
@@ -171,7 +176,9 @@ async fn delete(
 ) -> Result<(), baton_store::Error> {
     let parents: HashMap<&str, String> = runs
         .iter()
-        .filter_map(|run| super::subruns::parent_of(run).map(|(parent, _)| (run.run_id.as_str(), parent)))
+        .filter_map(|run| {
+            super::subruns::parent_of(run).map(|(parent, _)| (run.run_id.as_str(), parent))
+        })
         .collect();
     let mut order: Vec<usize> = (0..choices.len()).collect();
     order.sort_by_key(|&index| std::cmp::Reverse(depth(&parents, &choices[index].run_id)));
@@ -188,7 +195,10 @@ async fn delete(
             }
             Ok(_) | Err(baton_engine::AdminError::NotARepository(_)) => {}
             Err(error) => {
-                choice.kept = Some(format!("its worktrees could not be removed: {}", chain(&error)));
+                choice.kept = Some(format!(
+                    "its worktrees could not be removed: {}",
+                    chain(&error)
+                ));
                 continue;
             }
         }
@@ -221,8 +231,14 @@ fn remove_workspace(workspace: &Path, project: &Path) -> Option<String> {
 }
 
 fn report(choices: &[Choice], args: &PruneArgs, cutoff: i64) {
-    let going: Vec<&Choice> = choices.iter().filter(|choice| choice.kept.is_none()).collect();
-    let kept: Vec<&Choice> = choices.iter().filter(|choice| choice.kept.is_some()).collect();
+    let going: Vec<&Choice> = choices
+        .iter()
+        .filter(|choice| choice.kept.is_none())
+        .collect();
+    let kept: Vec<&Choice> = choices
+        .iter()
+        .filter(|choice| choice.kept.is_some())
+        .collect();
     let format = args.format.format();
     if format != Format::Table {
         let value = json!({
@@ -247,7 +263,11 @@ fn report(choices: &[Choice], args: &PruneArgs, cutoff: i64) {
             output::yaml(&value)
         });
     } else {
-        let verb = if args.dry_run { "would prune" } else { "pruned" };
+        let verb = if args.dry_run {
+            "would prune"
+        } else {
+            "pruned"
+        };
         let mut text = String::new();
         for choice in &going {
             text.push_str(&format!(
@@ -271,7 +291,11 @@ fn report(choices: &[Choice], args: &PruneArgs, cutoff: i64) {
     }
     output::stderr_line(&format!(
         "{} {} run(s) that ended before {}; kept {}{}",
-        if args.dry_run { "would prune" } else { "pruned" },
+        if args.dry_run {
+            "would prune"
+        } else {
+            "pruned"
+        },
         going.len(),
         utc(cutoff),
         kept.len(),
@@ -352,7 +376,10 @@ mod tests {
         ];
         let got: HashMap<String, bool> = verdicts(&runs, 100).into_iter().collect();
         assert!(got["p"] && got["p-child"]);
-        assert!(!got["q"] && !got["q-child"], "a child of a kept parent stays");
+        assert!(
+            !got["q"] && !got["q-child"],
+            "a child of a kept parent stays"
+        );
         assert!(!got["r"], "a parent of a child that stays stays");
         assert!(!got.contains_key("r-child"));
     }

@@ -7,8 +7,8 @@ use baton_engine::{DriveOptions, Outcome, RunRequest};
 use baton_store::Store;
 use serde_json::json;
 
-use crate::args::{Format, RerunArgs, ResumeArgs, RunArgs, RunRef};
 use super::run_ref;
+use crate::args::{Format, RerunArgs, ResumeArgs, RunArgs, RunRef};
 use crate::{exit_code, output, progress, report, settings};
 
 /// Runs a future on a runtime of one thread.

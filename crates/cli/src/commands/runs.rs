@@ -64,7 +64,11 @@ fn selected<'a>(runs: &'a [RunRow], args: &RunsArgs, now_ms: i64) -> Vec<&'a Run
     let since = args.since.map(|cutoff| cutoff.at(now_ms));
     let kept: Vec<&RunRow> = runs
         .iter()
-        .filter(|run| args.status.as_ref().is_none_or(|status| &run.status == status))
+        .filter(|run| {
+            args.status
+                .as_ref()
+                .is_none_or(|status| &run.status == status)
+        })
         .filter(|run| since.is_none_or(|since| run.created_at >= since))
         .collect();
     let skip = args
@@ -74,7 +78,8 @@ fn selected<'a>(runs: &'a [RunRow], args: &RunsArgs, now_ms: i64) -> Vec<&'a Run
 }
 
 fn duration_ms(run: &RunRow) -> Option<i64> {
-    run.finished_at.map(|end| end.saturating_sub(run.created_at).max(0))
+    run.finished_at
+        .map(|end| end.saturating_sub(run.created_at).max(0))
 }
 
 fn cost_usd(tally: Option<&RunTally>) -> Option<f64> {
@@ -211,11 +216,35 @@ mod tests {
             run("c", "failed", 3_000),
             run("d", "failed", 4_000),
         ];
-        let ids = |kept: Vec<&RunRow>| kept.iter().map(|run| run.run_id.clone()).collect::<Vec<_>>();
-        assert_eq!(ids(selected(&runs, &args(Some("failed"), Some(2), None), 5_000)), ["c", "d"]);
-        assert_eq!(ids(selected(&runs, &args(None, None, Some(Cutoff::Ago(2_500))), 5_000)), ["c", "d"]);
-        assert_eq!(ids(selected(&runs, &args(None, None, Some(Cutoff::At(2_000))), 5_000)), ["b", "c", "d"]);
-        assert_eq!(ids(selected(&runs, &args(None, Some(0), None), 5_000)), Vec::<String>::new());
+        let ids = |kept: Vec<&RunRow>| {
+            kept.iter()
+                .map(|run| run.run_id.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(selected(&runs, &args(Some("failed"), Some(2), None), 5_000)),
+            ["c", "d"]
+        );
+        assert_eq!(
+            ids(selected(
+                &runs,
+                &args(None, None, Some(Cutoff::Ago(2_500))),
+                5_000
+            )),
+            ["c", "d"]
+        );
+        assert_eq!(
+            ids(selected(
+                &runs,
+                &args(None, None, Some(Cutoff::At(2_000))),
+                5_000
+            )),
+            ["b", "c", "d"]
+        );
+        assert_eq!(
+            ids(selected(&runs, &args(None, Some(0), None), 5_000)),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
@@ -224,7 +253,10 @@ mod tests {
         for (status, count) in [("pending", 2), ("failed", 1), ("success", 3), ("weird", 1)] {
             tally.stages.insert(status.to_owned(), count);
         }
-        assert_eq!(stages_cell(Some(&tally)), "3 success, 1 failed, 2 pending, 1 weird");
+        assert_eq!(
+            stages_cell(Some(&tally)),
+            "3 success, 1 failed, 2 pending, 1 weird"
+        );
         assert_eq!(stages_cell(None), "-");
     }
 }

@@ -31,8 +31,14 @@ fn the_bash_script_parses_and_completes_subcommands_and_their_options() {
     std::fs::write(&path, &script.stdout).unwrap();
     // The options of a subcommand are in it too (they are built lazily
     // when baton parses, so this checks the whole tree was built).
-    assert!(script.stdout.contains("--max-parallel"), "run's options missing");
-    assert!(script.stdout.contains("--older-than"), "prune's options missing");
+    assert!(
+        script.stdout.contains("--max-parallel"),
+        "run's options missing"
+    );
+    assert!(
+        script.stdout.contains("--older-than"),
+        "prune's options missing"
+    );
 
     let syntax = bash(dir.path(), &["-n", path.to_str().unwrap()]);
     assert!(syntax.status.success(), "bash -n: {syntax:?}");

@@ -124,7 +124,10 @@ fn without_a_baton_directory_the_git_root_is_the_project_and_git_ignores_baton_s
     std::fs::create_dir_all(&sub).unwrap();
     std::fs::write(sub.join("wf.yaml"), WHERE).unwrap();
 
-    ok(&baton_in(&sub, &["run", "wf.yaml"], &[]), "run in a repository");
+    ok(
+        &baton_in(&sub, &["run", "wf.yaml"], &[]),
+        "run in a repository",
+    );
     assert!(repo.join(".baton/baton.db").is_file());
     assert!(!sub.join(".baton").exists());
     let ignore = std::fs::read_to_string(repo.join(".baton/.gitignore")).unwrap();
@@ -170,7 +173,11 @@ fn the_project_flag_and_baton_project_choose_the_project() {
     assert_eq!(count(&before), 1, "{}", before.stderr);
     let one_text = one.to_str().unwrap();
     let two_text = two.to_str().unwrap();
-    let env = baton_in(&elsewhere, &["runs", "--json"], &[("BATON_PROJECT", one_text)]);
+    let env = baton_in(
+        &elsewhere,
+        &["runs", "--json"],
+        &[("BATON_PROJECT", one_text)],
+    );
     assert_eq!(count(&env), 1, "{}", env.stderr);
     let both = baton_in(
         &elsewhere,

@@ -36,20 +36,34 @@ fn listed<'a>(report: &'a Value, key: &str) -> Vec<&'a str> {
 #[test]
 fn finished_runs_go_with_their_workspaces_and_unfinished_ones_stay() {
     let project = Project::new();
-    project.write("ok.yaml", &format!("{}{}", named("ok"), stage("a", "echo done", "")));
-    project.write("bad.yaml", &format!("{}{}", named("bad"), stage("a", "exit 1", "")));
+    project.write(
+        "ok.yaml",
+        &format!("{}{}", named("ok"), stage("a", "echo done", "")),
+    );
+    project.write(
+        "bad.yaml",
+        &format!("{}{}", named("bad"), stage("a", "exit 1", "")),
+    );
     project.write(
         "gated.yaml",
         &format!(
             "{}{}",
             named("gated"),
-            stage("g", "echo '- x' > outputs/g.md", "    writes_to: [outputs/g.md]\n    human_gate: true\n")
+            stage(
+                "g",
+                "echo '- x' > outputs/g.md",
+                "    writes_to: [outputs/g.md]\n    human_gate: true\n"
+            )
         ),
     );
     let ok = started(&project, &["run", "ok.yaml", "--json"], 0);
     let bad = started(&project, &["run", "bad.yaml", "--json"], 2);
     let gated = started(&project, &["run", "gated.yaml", "--json"], 0);
-    let external = started(&project, &["run", "ok.yaml", "--driver", "external", "--json"], 0);
+    let external = started(
+        &project,
+        &["run", "ok.yaml", "--driver", "external", "--json"],
+        0,
+    );
     let (ok_ws, bad_ws, gated_ws) = (
         workspace(&project, &ok),
         workspace(&project, &bad),
@@ -59,7 +73,10 @@ fn finished_runs_go_with_their_workspaces_and_unfinished_ones_stay() {
 
     // Nothing is a day old.
     let none = project.json(&["prune", "--older-than", "1d", "--json"]);
-    assert!(listed(&none, "pruned").is_empty() && listed(&none, "kept").is_empty(), "{none}");
+    assert!(
+        listed(&none, "pruned").is_empty() && listed(&none, "kept").is_empty(),
+        "{none}"
+    );
 
     let dry = project.json(&["prune", "--older-than", "0s", "--dry-run", "--json"]);
     assert_eq!(dry["dry_run"], true);
@@ -75,16 +92,25 @@ fn finished_runs_go_with_their_workspaces_and_unfinished_ones_stay() {
 
     let table = project.baton(&["prune", "--older-than", "0s"]);
     assert_eq!(table.code, 0, "{}", table.stderr);
-    assert!(table.stdout.contains(&format!("pruned {ok}")), "{}", table.stdout);
     assert!(
-        table.stdout.contains(&format!("kept {gated}: it is awaiting_human, not finished")),
+        table.stdout.contains(&format!("pruned {ok}")),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        table
+            .stdout
+            .contains(&format!("kept {gated}: it is awaiting_human, not finished")),
         "{}",
         table.stdout
     );
     let mut left = project.run_ids();
     left.sort_unstable();
     assert_eq!(left, expected);
-    assert!(!ok_ws.exists() && !bad_ws.exists(), "workspaces and logs go");
+    assert!(
+        !ok_ws.exists() && !bad_ws.exists(),
+        "workspaces and logs go"
+    );
     assert!(gated_ws.is_dir(), "a kept run keeps its workspace");
     let gone = project.baton(&["status", &ok]);
     assert_eq!(gone.code, 1, "{}", gone.stderr);
@@ -96,7 +122,10 @@ fn finished_runs_go_with_their_workspaces_and_unfinished_ones_stay() {
 #[test]
 fn a_sub_workflow_s_child_run_goes_with_its_parent() {
     let project = Project::new();
-    project.write("child.yaml", &format!("{}{}", named("child"), stage("c", "true", "")));
+    project.write(
+        "child.yaml",
+        &format!("{}{}", named("child"), stage("c", "true", "")),
+    );
     project.write(
         "parent.yaml",
         &format!(
@@ -112,7 +141,10 @@ fn a_sub_workflow_s_child_run_goes_with_its_parent() {
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    #[expect(clippy::disallowed_methods, reason = "the test sets up and inspects git")]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test sets up and inspects git"
+    )]
     let output = std::process::Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -121,7 +153,9 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .output()
         .expect("git runs");
     assert!(output.status.success(), "git {args:?}: {output:?}");
-    String::from_utf8_lossy(&output.stdout).trim_end().to_owned()
+    String::from_utf8_lossy(&output.stdout)
+        .trim_end()
+        .to_owned()
 }
 
 /// A git project whose agents are the stand-in, and a workflow of
@@ -166,9 +200,16 @@ fn a_run_with_an_unmerged_branch_is_kept_whole_and_a_merged_one_goes() {
     assert_eq!(listed(&report, "kept"), [&conflicted]);
     let reason = report["kept"][0]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("not merged"), "{reason}");
-    assert_eq!(project.run_ids(), [conflicted.clone()]);
-    let branches = git(project.path(), &["branch", "--list", &format!("baton/{conflicted}/*")]);
-    assert_eq!(branches.lines().count(), 2, "no branch was touched: {branches}");
+    assert_eq!(project.run_ids(), std::slice::from_ref(&conflicted));
+    let branches = git(
+        project.path(),
+        &["branch", "--list", &format!("baton/{conflicted}/*")],
+    );
+    assert_eq!(
+        branches.lines().count(),
+        2,
+        "no branch was touched: {branches}"
+    );
 
     // One stage: merged, so its run, worktree records and branch go.
     project.write(
@@ -181,13 +222,28 @@ fn a_run_with_an_unmerged_branch_is_kept_whole_and_a_merged_one_goes() {
             .replacen("name: iso", "name: one", 1),
     );
     let merged = started(&project, &["run", "one.yaml", "--json"], 0);
-    assert!(project.path().join(".baton/worktrees").join(&merged).exists());
+    assert!(
+        project
+            .path()
+            .join(".baton/worktrees")
+            .join(&merged)
+            .exists()
+    );
     let report = project.json(&["prune", "--older-than", "0s", "--json"]);
     assert_eq!(listed(&report, "pruned"), [&merged], "{report}");
     assert_eq!(listed(&report, "kept"), [&conflicted], "{report}");
-    let branches = git(project.path(), &["branch", "--list", &format!("baton/{merged}/*")]);
+    let branches = git(
+        project.path(),
+        &["branch", "--list", &format!("baton/{merged}/*")],
+    );
     assert!(branches.is_empty(), "{branches}");
-    assert!(!project.path().join(".baton/worktrees").join(&merged).exists());
+    assert!(
+        !project
+            .path()
+            .join(".baton/worktrees")
+            .join(&merged)
+            .exists()
+    );
     assert_eq!(project.run_ids(), [conflicted]);
 }
 
@@ -201,6 +257,10 @@ fn the_age_must_be_an_age_or_a_date() {
     ] {
         let refused = project.baton(&args);
         assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
-        assert!(refused.stderr.contains("--older-than"), "{args:?}: {}", refused.stderr);
+        assert!(
+            refused.stderr.contains("--older-than"),
+            "{args:?}: {}",
+            refused.stderr
+        );
     }
 }

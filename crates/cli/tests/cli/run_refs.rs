@@ -25,7 +25,11 @@ fn started(project: &Project, file: &str) -> String {
 }
 
 fn ok(run: &baton_test_support::Run, what: &str) {
-    assert_eq!(run.code, 0, "{what}\nstdout: {}\nstderr: {}", run.stdout, run.stderr);
+    assert_eq!(
+        run.code, 0,
+        "{what}\nstdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
 }
 
 #[test]
@@ -41,7 +45,10 @@ fn latest_names_the_run_created_last_wherever_a_run_is_taken() {
     ok(&project.baton(&["logs", "latest", "review"]), "logs latest");
     let gates = project.json(&["gate", "list", "latest", "--json"]);
     assert_eq!(gates[0]["run_id"], newest.as_str(), "{gates}");
-    ok(&project.baton(&["gate", "show", "latest", "review"]), "gate show");
+    ok(
+        &project.baton(&["gate", "show", "latest", "review"]),
+        "gate show",
+    );
     ok(
         &project.baton(&["gate", "edit", "latest", "review", "1", "text=edited"]),
         "gate edit",
@@ -81,15 +88,14 @@ fn the_driver_protocol_takes_run_references() {
     let run_id = created["run_id"].as_str().unwrap().to_owned();
     let prefix = &run_id[..run_id.len() - 2];
     let ready: Value = project.json(&["next", prefix, "--json"]);
-    assert!(ready.to_string().contains("draft") || ready == Value::Array(vec![]), "{ready}");
+    assert!(
+        ready.to_string().contains("draft") || ready == Value::Array(vec![]),
+        "{ready}"
+    );
     let failed = project.baton(&["fail", "latest", "draft", "--error", "gave up"]);
     // Inline stages are run by `next` itself; either way the reference
     // resolved to the run (the refusal names its stage, not a missing run).
-    assert!(
-        !failed.stderr.contains("no run"),
-        "{}",
-        failed.stderr
-    );
+    assert!(!failed.stderr.contains("no run"), "{}", failed.stderr);
     let complete = project.baton(&["complete", prefix, "draft"]);
     assert!(!complete.stderr.contains("no run"), "{}", complete.stderr);
 }
@@ -111,10 +117,18 @@ fn a_unique_prefix_names_its_run_and_an_ambiguous_one_lists_the_candidates() {
     let ambiguous = project.baton(&["status", "alpha-"]);
     assert_eq!(ambiguous.code, 1, "{}", ambiguous.stderr);
     for id in [&first, &second] {
-        assert!(ambiguous.stderr.contains(id.as_str()), "{}", ambiguous.stderr);
+        assert!(
+            ambiguous.stderr.contains(id.as_str()),
+            "{}",
+            ambiguous.stderr
+        );
     }
     assert!(!ambiguous.stderr.contains(&beta), "{}", ambiguous.stderr);
-    assert!(ambiguous.stderr.contains("give more of the id"), "{}", ambiguous.stderr);
+    assert!(
+        ambiguous.stderr.contains("give more of the id"),
+        "{}",
+        ambiguous.stderr
+    );
 
     for command in [
         vec!["status", "zzz"],
@@ -126,7 +140,9 @@ fn a_unique_prefix_names_its_run_and_an_ambiguous_one_lists_the_candidates() {
         let missing = project.baton(&command);
         assert_eq!(missing.code, 1, "{command:?}: {}", missing.stderr);
         assert!(
-            missing.stderr.contains("no run with id zzz, nor one whose id starts with it")
+            missing
+                .stderr
+                .contains("no run with id zzz, nor one whose id starts with it")
                 && missing.stderr.contains("baton runs"),
             "{command:?}: {}",
             missing.stderr

@@ -125,7 +125,10 @@ fn status_limit_and_since_filter_the_list() {
     assert_eq!(ids(&list(&["--status", "failed"])), [&broken]);
     assert_eq!(ids(&list(&["--status", "awaiting_human"])), [&gated]);
     assert_eq!(ids(&list(&["--limit", "2"])), [&broken, &gated]);
-    assert_eq!(ids(&list(&["--limit", "1", "--status", "success"])), [&paid]);
+    assert_eq!(
+        ids(&list(&["--limit", "1", "--status", "success"])),
+        [&paid]
+    );
     assert_eq!(ids(&list(&["--since", "1d"])).len(), 3);
     assert_eq!(ids(&list(&["--since", "2000-01-01"])).len(), 3);
     assert!(ids(&list(&["--since", "2999-01-01"])).is_empty());
@@ -141,6 +144,10 @@ fn status_limit_and_since_filter_the_list() {
     ] {
         let refused = project.baton(&args);
         assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
-        assert!(refused.stderr.contains(says), "{args:?}: {}", refused.stderr);
+        assert!(
+            refused.stderr.contains(says),
+            "{args:?}: {}",
+            refused.stderr
+        );
     }
 }

@@ -39,7 +39,10 @@ pub(crate) async fn tallies_count_stages_by_status_and_sum_costs(fresh: Fresh) {
         .create_run(&new_run("r1", 1000, &["a", "b", "c"]))
         .await
         .unwrap();
-    store.create_run(&new_run("r2", 2000, &["a"])).await.unwrap();
+    store
+        .create_run(&new_run("r2", 2000, &["a"]))
+        .await
+        .unwrap();
     let lease = store.acquire("r1", "me", 1000, 60_000, None).await.unwrap();
     let mut changes: Vec<Transition> = finished(0, "success").into();
     changes.extend(finished(1, "failed"));
@@ -68,10 +71,19 @@ async fn rows_of_r1(fresh: &Fresh) -> Vec<(&'static str, i64)> {
     let mut counts = Vec::new();
     for (table, sql) in [
         ("runs", "SELECT COUNT(*) FROM runs WHERE run_id = 'r1'"),
-        ("run_documents", "SELECT COUNT(*) FROM run_documents WHERE run_id = 'r1'"),
+        (
+            "run_documents",
+            "SELECT COUNT(*) FROM run_documents WHERE run_id = 'r1'",
+        ),
         ("stages", "SELECT COUNT(*) FROM stages WHERE run_id = 'r1'"),
-        ("attempts", "SELECT COUNT(*) FROM attempts WHERE run_id = 'r1'"),
-        ("artifacts", "SELECT COUNT(*) FROM artifacts WHERE run_id = 'r1'"),
+        (
+            "attempts",
+            "SELECT COUNT(*) FROM attempts WHERE run_id = 'r1'",
+        ),
+        (
+            "artifacts",
+            "SELECT COUNT(*) FROM artifacts WHERE run_id = 'r1'",
+        ),
         ("events", "SELECT COUNT(*) FROM events WHERE run_id = 'r1'"),
         ("usage", "SELECT COUNT(*) FROM usage WHERE run_id = 'r1'"),
         (
@@ -94,7 +106,10 @@ pub(crate) async fn only_a_finished_run_no_driver_holds_is_deleted_whole(fresh: 
         .create_run(&new_run("r1", 1000, &["a", "b"]))
         .await
         .unwrap();
-    store.create_run(&new_run("r2", 1000, &["a"])).await.unwrap();
+    store
+        .create_run(&new_run("r2", 1000, &["a"]))
+        .await
+        .unwrap();
     let lease = store.acquire("r1", "me", 1000, 60_000, None).await.unwrap();
     let mut changes: Vec<Transition> = finished(0, "success").into();
     changes.push(usage(0, "", Some(5)));
