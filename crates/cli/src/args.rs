@@ -280,7 +280,7 @@ impl FormatArgs {
 /// A workflow file and an output format.
 #[derive(Debug, Args)]
 pub(crate) struct FileArgs {
-    /// The workflow file (includes are resolved from the project's top first).
+    /// The workflow file (includes are resolved from the current directory first).
     pub(crate) file: String,
     #[command(flatten)]
     pub(crate) format: FormatArgs,

@@ -21,13 +21,12 @@ pub(crate) fn run(args: &CompileArgs) -> u8 {
         Err(code) => return code,
     };
     let loader = super::loader();
-    let compiled =
-        baton_workflow::load(&super::workflow_file(&args.file), &loader).and_then(|loaded| {
-            baton_workflow::compile(&loaded, &options, &loader).map(|plan| {
-                let warnings = [loaded.warnings, plan.warnings.clone()].concat();
-                (plan, warnings)
-            })
-        });
+    let compiled = baton_workflow::load(&args.file, &loader).and_then(|loaded| {
+        baton_workflow::compile(&loaded, &options, &loader).map(|plan| {
+            let warnings = [loaded.warnings, plan.warnings.clone()].concat();
+            (plan, warnings)
+        })
+    });
     let (plan, warnings) = match compiled {
         Ok(compiled) => compiled,
         Err(failure) => {
@@ -385,7 +384,7 @@ fn now_utc() -> String {
 
 /// `baton run --dry-run`: the plan, and nothing recorded or run.
 pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as_json: bool) -> u8 {
-    let loader = super::loader();
+    let loader = super::project_loader();
     let compiled = baton_workflow::load(&super::workflow_file(file), &loader).and_then(|loaded| {
         baton_workflow::compile(&loaded, options, &loader).map(|plan| (plan, loaded.warnings))
     });

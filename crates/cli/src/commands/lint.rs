@@ -24,12 +24,7 @@ pub(crate) fn run(args: &LintArgs) -> u8 {
         Err(code) => return code,
     };
     let loader = super::loader();
-    let lint = baton_workflow::lint::lint(
-        &super::workflow_file(&args.file),
-        &loader,
-        &options,
-        args.strict,
-    );
+    let lint = baton_workflow::lint::lint(&args.file, &loader, &options, args.strict);
     let format = args.format.format();
     match format {
         Format::Json | Format::Yaml => {

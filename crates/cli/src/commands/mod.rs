@@ -45,13 +45,20 @@ pub(crate) fn project_dir() -> PathBuf {
     crate::project::dir().to_path_buf()
 }
 
-/// A loader rooted at the project: relative include and sub-workflow
-/// paths start there, as they do when the run is driven.
+/// A loader rooted at the current directory, for the commands that only
+/// read workflow files (`parse`, `lint`, `compile`): their paths and
+/// diagnostics read as typed, as in the reference engine.
 pub(crate) fn loader() -> FsLoader {
+    FsLoader::new(current_dir())
+}
+
+/// A loader rooted at the project: relative include and sub-workflow
+/// paths start there when a run is created and driven.
+pub(crate) fn project_loader() -> FsLoader {
     FsLoader::new(project_dir())
 }
 
-/// A workflow file named on the command line, as [`loader`] reads it.
+/// A workflow file named on the command line, as [`project_loader`] reads it.
 pub(crate) fn workflow_file(file: &str) -> String {
     crate::project::from_cwd(file)
 }

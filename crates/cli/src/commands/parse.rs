@@ -29,7 +29,7 @@ pub(crate) fn run(args: &FileArgs) -> u8 {
     let format = args.format.format();
     let as_json = format == Format::Json;
     let loader = super::loader();
-    let loaded = match baton_workflow::load(&super::workflow_file(&args.file), &loader) {
+    let loaded = match baton_workflow::load(&args.file, &loader) {
         Ok(loaded) => loaded,
         Err(failure) => {
             report::emit(&[failure.warnings, failure.errors].concat(), as_json);
