@@ -177,16 +177,16 @@ fn repository_with(stages: &[&str]) -> Project {
             fake.display()
         ),
     );
-    let body: String = stages
-        .iter()
-        .map(|name| {
-            format!(
-                "  - name: {name}\n    kind: execute\n    description: |\n      Change the code.\n      FAKE-AGENT: write a.txt {name} was here\n      FAKE-AGENT: write-listed\n      FAKE-AGENT: git-commit {name}\n    agent: {{role: coder, access: read-write, isolation: worktree}}\n    writes_to: [{name}.md]\n"
-            )
-        })
-        .collect();
+    let body: String = stages.iter().map(|name| repository_stage(name)).collect();
     project.write("wf.yaml", &format!("{}{body}", named("iso")));
     project
+}
+
+/// An isolated stage whose agent writes `a.txt` with its name and commits.
+fn repository_stage(name: &str) -> String {
+    format!(
+        "  - name: {name}\n    kind: execute\n    description: |\n      Change the code.\n      FAKE-AGENT: write a.txt {name} was here\n      FAKE-AGENT: write-listed\n      FAKE-AGENT: git-commit {name}\n    agent: {{role: coder, access: read-write, isolation: worktree}}\n    writes_to: [{name}.md]\n"
+    )
 }
 
 #[test]
@@ -211,16 +211,10 @@ fn a_run_with_an_unmerged_branch_is_kept_whole_and_a_merged_one_goes() {
         "no branch was touched: {branches}"
     );
 
-    // One stage: merged, so its run, worktree records and branch go.
-    project.write(
-        "one.yaml",
-        &std::fs::read_to_string(project.path().join("wf.yaml"))
-            .unwrap()
-            .split("  - name: y")
-            .next()
-            .unwrap()
-            .replacen("name: iso", "name: one", 1),
-    );
+    // One stage, starting from what main holds now: merged, so its run,
+    // worktree records and branch go.
+    let one = repository_stage("z");
+    project.write("one.yaml", &format!("{}{one}", named("one")));
     let merged = started(&project, &["run", "one.yaml", "--json"], 0);
     assert!(
         project
