@@ -1,6 +1,6 @@
 //! `baton hook claude-code <event>` and `baton hook install claude-code`:
 //! Claude Code sessions feeding the governance ledger of their `session_id`,
-//! in the store of the current directory, with no server.
+//! in the store of the project, with no server.
 //!
 //! Claude Code runs a command hook with the event's JSON on stdin; exit code
 //! 2 blocks (for Stop and SubagentStop: the agent may not stop yet) and
