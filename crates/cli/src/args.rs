@@ -19,6 +19,11 @@ pub(crate) mod state;
 #[derive(Debug, Parser)]
 #[command(name = "baton", version, after_help = exit_code::HELP, propagate_version = true)]
 pub(crate) struct Cli {
+    /// The project to work on (default: the nearest directory up from here
+    /// holding .baton/ or baton.toml, else the git root, else here; or
+    /// $BATON_PROJECT).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) project: Option<std::path::PathBuf>,
     /// What to do.
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -92,10 +97,16 @@ pub(crate) enum Command {
     )]
     Fail(Deferred<driver::FailArgs>),
 
-    /// List recorded runs, oldest first.
-    Runs(Deferred<FormatOnly>),
+    /// List recorded runs, oldest first: status, duration, stage counts and cost.
+    #[command(
+        after_help = "Examples:\n  baton runs\n  baton runs --status failed --since 7d\n  baton runs --limit 5 --format json\n  baton runs --since 2026-12-01\n\nA run can be named by `latest` or by the start of its id wherever a run id is taken (`baton status latest`, `baton logs 3f2`).\n\nExit codes: 0 listed (even if none), 2 usage error, 4 store unavailable."
+    )]
+    Runs(Deferred<RunsArgs>),
 
     /// Show a run's stages with their status and duration.
+    #[command(
+        after_help = "Examples:\n  baton status latest              # the run created last\n  baton status 3f2                  # any unique start of a run id\n  baton status RUN --format json"
+    )]
     Status(Deferred<RunRef>),
 
     /// Show the output of a run's stages (the latest attempt of each); an
@@ -112,7 +123,7 @@ pub(crate) enum Command {
     /// baton drives the run, and when the workflow or a fragment changed
     /// since the run started (unless --accept-changes).
     #[command(
-        after_help = "Exit codes: 0 success or waiting at a human gate, 1 invalid workflow, 2 the run failed or is incomplete, 4 store unavailable."
+        after_help = "Examples:\n  baton resume latest\n  baton resume RUN --accept-changes\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow or no such run, 2 the run failed or is incomplete, 4 store unavailable."
     )]
     Resume(Deferred<ResumeArgs>),
 
@@ -125,6 +136,9 @@ pub(crate) enum Command {
     Cancel(Deferred<RunRef>),
 
     /// Run a stage again, and every stage that depends on it.
+    #[command(
+        after_help = "Examples:\n  baton rerun latest review\n  baton rerun RUN build --json"
+    )]
     Rerun(Deferred<RerunArgs>),
 
     /// Agent profiles: which CLIs work on this machine.
@@ -194,6 +208,24 @@ pub(crate) enum Command {
         after_help = "Examples:\n  baton task new \"Add user auth\"      # tasks/add-user-auth/\n  baton task status add-user-auth\n  baton task next add-user-auth        # the next phase and its prompt\n  baton task run add-user-auth         # phases to the verdict; fix tasks on FAIL\n  baton task list --archived\n\nGuide: docs/tasks.md"
     )]
     Task(Deferred<task::TaskCommand>),
+
+    /// Delete finished runs older than an age, with their workspaces, logs and worktrees.
+    ///
+    /// Only runs that ended (success, failed, cancelled, rejected) before
+    /// the cutoff are deleted; a run still running, pending or waiting at a
+    /// gate is never touched. A run whose worktree has uncommitted changes,
+    /// or whose branch its target does not contain, is kept whole, and the
+    /// listing says why. A sub-workflow's child run goes with its parent.
+    #[command(
+        after_help = "Examples:\n  baton prune --older-than 30d --dry-run   # list what would go\n  baton prune --older-than 30d\n  baton prune --older-than 2026-12-01 --format json\n\nExit codes: 0 done (even if nothing matched), 2 usage error, 4 store unavailable."
+    )]
+    Prune(Deferred<PruneArgs>),
+
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Examples:\n  baton completions bash > ~/.local/share/bash-completion/completions/baton\n  baton completions zsh > \"${fpath[1]}/_baton\"\n  baton completions fish > ~/.config/fish/completions/baton.fish\n  source <(baton completions bash)     # this shell only"
+    )]
+    Completions(Deferred<CompletionsArgs>),
 
     /// List the workflows and fragments under a directory.
     #[command(
@@ -300,9 +332,41 @@ pub(crate) struct ListArgs {
     pub(crate) format: FormatArgs,
 }
 
-/// `--format` only.
+/// `baton prune`.
 #[derive(Debug, Args)]
-pub(crate) struct FormatOnly {
+pub(crate) struct PruneArgs {
+    /// Delete runs that finished before then: an age (30d, 12h, 2w) or a
+    /// UTC date (2026-12-01).
+    #[arg(long, value_name = "DURATION|DATE", value_parser = crate::cutoff::parse)]
+    pub(crate) older_than: crate::cutoff::Cutoff,
+    /// List what would be deleted, and what kept; delete nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    #[command(flatten)]
+    pub(crate) format: FormatArgs,
+}
+
+/// `baton completions`.
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+/// `baton runs`.
+#[derive(Debug, Args)]
+pub(crate) struct RunsArgs {
+    /// Only runs with this status.
+    #[arg(long, value_name = "STATUS", value_parser = ["pending", "running", "awaiting_human", "success", "failed", "cancelled", "rejected"])]
+    pub(crate) status: Option<String>,
+    /// Only the N most recent runs (of those the other filters keep).
+    #[arg(long, value_name = "N")]
+    pub(crate) limit: Option<usize>,
+    /// Only runs started since then: an age (7d, 12h, 30m, 2w) or a UTC
+    /// date (2026-12-01, 2026-12-01T08:30:00Z).
+    #[arg(long, value_name = "DURATION|DATE", value_parser = crate::cutoff::parse)]
+    pub(crate) since: Option<crate::cutoff::Cutoff>,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }
@@ -310,7 +374,7 @@ pub(crate) struct FormatOnly {
 /// A run id and a format.
 #[derive(Debug, Args)]
 pub(crate) struct RunRef {
-    /// The run id (see `baton runs`).
+    /// The run: its id, the start of it, or `latest` (see `baton runs`).
     pub(crate) run: String,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
@@ -354,7 +418,7 @@ pub(crate) struct RunArgs {
 /// `baton resume`.
 #[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {
-    /// The run id.
+    /// The run: its id, the start of it, or `latest`.
     pub(crate) run: String,
     /// Continue even though the workflow or a fragment changed since the run started.
     #[arg(long)]
@@ -375,7 +439,7 @@ pub(crate) struct ResumeArgs {
 /// `baton rerun`.
 #[derive(Debug, Args)]
 pub(crate) struct RerunArgs {
-    /// The run id.
+    /// The run: its id, the start of it, or `latest`.
     pub(crate) run: String,
     /// The stage to run again.
     pub(crate) stage: String,
@@ -386,7 +450,7 @@ pub(crate) struct RerunArgs {
 /// `baton logs`.
 #[derive(Debug, Args)]
 pub(crate) struct LogsArgs {
-    /// The run id.
+    /// The run: its id, the start of it, or `latest`.
     pub(crate) run: String,
     /// Only this stage.
     pub(crate) stage: Option<String>,
@@ -449,7 +513,7 @@ pub(crate) struct GateListArgs {
 /// A gate: a run and a stage.
 #[derive(Debug, Args)]
 pub(crate) struct GateRef {
-    /// The run id (see `baton gate list`).
+    /// The run: its id, the start of it, or `latest` (see `baton gate list`).
     pub(crate) run: String,
     /// The gate stage's name.
     pub(crate) stage: String,

@@ -8,9 +8,11 @@
 
 mod args;
 mod commands;
+mod cutoff;
 mod exit_code;
 mod output;
 mod progress;
+mod project;
 mod report;
 mod settings;
 mod tasks;
@@ -57,11 +59,18 @@ pub fn main() -> ExitCode {
         }
     };
     report::install();
+    let chosen = cli.project.clone().or_else(settings::project_from_env);
+    if let Err(why) = project::init(chosen.as_deref()) {
+        output::stderr_line(&format!("error: {why}"));
+        return ExitCode::from(exit_code::USAGE);
+    }
     let code = match cli.command {
         Command::Parse(args) => commands::parse::run(&args),
         Command::Lint(args) => commands::lint::run(&args),
         Command::Compile(args) => commands::compile::run(&args),
         Command::List(args) => commands::list::run(&args),
+        Command::Completions(args) => commands::completions::run(&args),
+        Command::Prune(args) => commands::prune::run(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Resume(args) => commands::run::resume(&args),
         Command::Rerun(args) => commands::run::rerun(&args),
@@ -69,7 +78,7 @@ pub fn main() -> ExitCode {
         Command::Next(args) => commands::driver::next(&args),
         Command::Complete(args) => commands::driver::complete(&args),
         Command::Fail(args) => commands::driver::fail(&args),
-        Command::Runs(args) => commands::status::runs(&args),
+        Command::Runs(args) => commands::runs::run(&args),
         Command::Agents(command) => match &*command {
             args::agents::AgentsCommand::Check(args) => commands::agents::check(args),
         },

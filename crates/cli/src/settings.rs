@@ -3,8 +3,19 @@
 use std::path::{Path, PathBuf};
 
 /// `BATON_DATABASE_URL`: where the store is. Unset or empty: the embedded
-/// SQLite file `.baton/baton.db` in the current directory.
+/// SQLite file `.baton/baton.db` in the project.
 pub(crate) const DATABASE_URL: &str = "BATON_DATABASE_URL";
+
+/// `BATON_PROJECT`: the project directory, instead of the one found from
+/// the current directory (`--project` wins over it).
+const PROJECT: &str = "BATON_PROJECT";
+
+/// The project directory `BATON_PROJECT` names, if set and not empty.
+pub(crate) fn project_from_env() -> Option<PathBuf> {
+    std::env::var_os(PROJECT)
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+}
 
 /// What `BATON_DATABASE_URL` accepts, for the error that refuses a value.
 const DATABASE_URL_ACCEPTS: &str = "a postgres:// or postgresql:// URL (PostgreSQL), sqlite://PATH or a plain file path (SQLite), or unset for .baton/baton.db";
@@ -19,6 +30,11 @@ pub(crate) enum StoreLocation {
 }
 
 impl StoreLocation {
+    /// Whether this is the project's own store, `.baton/baton.db`.
+    pub(crate) fn is_in_project(&self) -> bool {
+        matches!(self, StoreLocation::Sqlite(path) if path.starts_with(crate::project::dir().join(".baton")))
+    }
+
     /// Opens the store here.
     pub(crate) async fn open(&self) -> Result<baton_store::Store, baton_store::Error> {
         match self {

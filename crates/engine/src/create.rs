@@ -26,14 +26,16 @@ pub struct RunRequest {
     pub base_dir: Option<PathBuf>,
     /// `--max-parallel`.
     pub max_parallel: usize,
-    /// The directory baton was started in.
+    /// The project: where the store, workspaces and worktrees are, and
+    /// what relative workflow paths start from.
     pub project_dir: PathBuf,
 }
 
 /// Options recorded with the run, so `resume` acts as the first process did.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunOptions {
-    /// The directory baton was started in.
+    /// The project: where the store, workspaces and worktrees are, and
+    /// what relative workflow paths start from.
     pub project_dir: PathBuf,
     /// Concurrency bound.
     pub max_parallel: usize,

@@ -55,7 +55,9 @@ pub use create::{
 pub use stage::Limits;
 pub use subrun::{child_run_id, child_workspace};
 pub use work::{unit_stage_name, validation::CORRECTIONS_SPENT};
-pub use worktree::{AdminError, Pruned, WorktreeEntry, list_worktrees, prune_worktrees};
+pub use worktree::{
+    AdminError, Pruned, WorktreeEntry, list_worktrees, prune_worktrees, worktrees_kept,
+};
 
 /// Engine errors.
 #[derive(Debug, thiserror::Error)]

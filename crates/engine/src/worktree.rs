@@ -27,7 +27,9 @@ mod inputs;
 mod lock;
 mod merge;
 
-pub use admin::{AdminError, Pruned, WorktreeEntry, list_worktrees, prune_worktrees};
+pub use admin::{
+    AdminError, Pruned, WorktreeEntry, list_worktrees, prune_worktrees, worktrees_kept,
+};
 
 /// Where a project's worktrees live: `<project>/.baton/worktrees/<run>/`.
 fn worktrees_dir(project_dir: &Path) -> PathBuf {

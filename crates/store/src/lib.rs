@@ -25,6 +25,7 @@ mod gates;
 mod ledger;
 mod migrate;
 mod model;
+mod prune;
 pub mod queue;
 mod unit_writes;
 mod units;
@@ -37,6 +38,7 @@ pub use model::{
     ArtifactRow, AttemptRow, EventRow, FindingRow, Lease, LeaseHolder, NewRun, NewUnit, RunRow,
     StageRow, Transition, UnitRow,
 };
+pub use prune::{FINISHED_STATUSES, RunTally};
 pub use queue::{
     ClaimRequest, Completion, Enqueued, JobFilter, JobOutcome, JobRow, NewJob, QueueCounters,
     Settled,

@@ -18,7 +18,7 @@ pub(crate) enum DriverArg {
 /// `baton next`.
 #[derive(Debug, Args)]
 pub(crate) struct NextArgs {
-    /// The run id (from `baton run FILE --driver external`).
+    /// The run (from `baton run FILE --driver external`): its id, the start of it, or `latest`.
     pub(crate) run: String,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
@@ -27,7 +27,7 @@ pub(crate) struct NextArgs {
 /// `baton complete`.
 #[derive(Debug, Args)]
 pub(crate) struct CompleteArgs {
-    /// The run id.
+    /// The run: its id, the start of it, or `latest`.
     pub(crate) run: String,
     /// The stage handed out by `baton next`.
     pub(crate) stage: String,
@@ -38,7 +38,7 @@ pub(crate) struct CompleteArgs {
 /// `baton fail`.
 #[derive(Debug, Args)]
 pub(crate) struct FailArgs {
-    /// The run id.
+    /// The run: its id, the start of it, or `latest`.
     pub(crate) run: String,
     /// The stage handed out by `baton next`.
     pub(crate) stage: String,

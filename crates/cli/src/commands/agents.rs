@@ -13,7 +13,7 @@ use crate::{exit_code, output, settings};
 /// when a profile a role is mapped to (`[agents.*]`) cannot run here, or a
 /// probe fails.
 pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
-    let config = match settings::agent_config(&super::current_dir()) {
+    let config = match settings::agent_config(&super::project_dir()) {
         Ok(config) => config,
         Err(error) => {
             output::stderr_line(&format!("error: {error}"));

@@ -160,7 +160,7 @@ impl Place {
                 created: vec![temporary],
             });
         };
-        let project = super::current_dir();
+        let project = super::project_dir();
         let baton = project.join(".baton");
         let probes = baton.join("probe");
         let scratch = probes.join(std::process::id().to_string());

@@ -384,8 +384,8 @@ fn now_utc() -> String {
 
 /// `baton run --dry-run`: the plan, and nothing recorded or run.
 pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as_json: bool) -> u8 {
-    let loader = super::loader();
-    let compiled = baton_workflow::load(file, &loader).and_then(|loaded| {
+    let loader = super::project_loader();
+    let compiled = baton_workflow::load(&super::workflow_file(file), &loader).and_then(|loaded| {
         baton_workflow::compile(&loaded, options, &loader).map(|plan| (plan, loaded.warnings))
     });
     let (plan, warnings) = match compiled {
@@ -402,7 +402,7 @@ pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as
         output::stdout(&table(&plan));
     }
     // The same check `run` makes before it records anything.
-    let agents = match crate::settings::project_agents(&super::current_dir()) {
+    let agents = match crate::settings::project_agents(&super::project_dir()) {
         Ok(agents) => agents,
         Err(error) => {
             output::stderr_line(&format!("error: {error}"));

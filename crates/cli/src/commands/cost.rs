@@ -189,6 +189,6 @@ impl Costs {
     }
 }
 
-fn dollars(cost: f64) -> String {
+pub(crate) fn dollars(cost: f64) -> String {
     format!("${cost:.4}")
 }

@@ -8,6 +8,7 @@ use baton_engine::external::{self, DriverMode, Standing};
 use serde_json::json;
 
 use super::run::{block_on, engine_error, open_store};
+use super::run_ref;
 use crate::args::Format;
 use crate::args::driver::{CompleteArgs, FailArgs, NextArgs};
 use crate::{exit_code, output};
@@ -99,11 +100,11 @@ fn hint(standing: &Standing, listed: bool) {
 pub(crate) fn next(args: &NextArgs) -> u8 {
     let format = args.format.format();
     block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
+        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
+            Ok(found) => found,
             Err(code) => return code,
         };
-        match external::next(&store, &args.run).await {
+        match external::next(&store, &run_id).await {
             Ok(standing) => {
                 for (stage, status) in &standing.scripts {
                     output::stderr_line(&format!("ran inline script '{stage}': {status}"));
@@ -131,11 +132,11 @@ pub(crate) fn next(args: &NextArgs) -> u8 {
 pub(crate) fn complete(args: &CompleteArgs) -> u8 {
     let format = args.format.format();
     block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
+        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
+            Ok(found) => found,
             Err(code) => return code,
         };
-        match external::complete(&store, &args.run, &args.stage).await {
+        match external::complete(&store, &run_id, &args.stage).await {
             Ok(completion) => {
                 if format == Format::Json {
                     output::stdout(&output::json(&json!({
@@ -169,11 +170,11 @@ pub(crate) fn complete(args: &CompleteArgs) -> u8 {
 pub(crate) fn fail(args: &FailArgs) -> u8 {
     let format = args.format.format();
     block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
+        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
+            Ok(found) => found,
             Err(code) => return code,
         };
-        match external::fail(&store, &args.run, &args.stage, &args.error).await {
+        match external::fail(&store, &run_id, &args.stage, &args.error).await {
             Ok(standing) => {
                 if format == Format::Json {
                     output::stdout(&output::json(&json!({

@@ -5,6 +5,7 @@ use baton_engine::gate::{self, Decision, GateEdit, GateStatus, GateView};
 use serde_json::{Value, json};
 
 use super::run::{block_on, chain, open_store};
+use super::run_ref;
 use crate::args::{Format, GateCommand, GateDecideArgs, GateRef};
 use crate::{exit_code, output};
 
@@ -90,7 +91,14 @@ fn list(run: Option<&str>, format: Format) -> u8 {
             Ok(store) => store,
             Err(code) => return code,
         };
-        let gates = match gate::list(&store, run).await {
+        let run = match run {
+            Some(reference) => match run_ref::resolve(&store, reference).await {
+                Ok(run_id) => Some(run_id),
+                Err(code) => return code,
+            },
+            None => None,
+        };
+        let gates = match gate::list(&store, run.as_deref()).await {
             Ok(gates) => gates,
             Err(error) => return failure(&error),
         };
@@ -203,11 +211,11 @@ fn view_text(view: &GateView) -> String {
 
 fn show(args: &GateRef) -> u8 {
     block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
+        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
+            Ok(found) => found,
             Err(code) => return code,
         };
-        let view = match gate::show(&store, &args.run, &args.stage).await {
+        let view = match gate::show(&store, &run_id, &args.stage).await {
             Ok(view) => view,
             Err(error) => return failure(&error),
         };
@@ -216,7 +224,7 @@ fn show(args: &GateRef) -> u8 {
             Format::Yaml => output::stdout(&output::yaml(&view_json(&view))),
             Format::Table => {
                 output::stdout(&view_text(&view));
-                let (run, stage) = (&args.run, &args.stage);
+                let (run, stage) = (&run_id, &args.stage);
                 output::stderr_line(&format!(
                     "decide: `baton gate approve {run} {stage}` or `baton gate reject {run} {stage} --comment …`\nedit: `baton gate drop|edit|add {run} {stage} …` (items numbered from 1)"
                 ));
@@ -230,13 +238,13 @@ fn decide(args: &GateDecideArgs, decision: Decision) -> u8 {
     let gate_ref = &args.gate;
     block_on(async {
         let by = decider(args.as_name.as_deref()).await;
-        let store = match open_store().await {
-            Ok(store) => store,
+        let (store, run_id) = match run_ref::open_with_run(&gate_ref.run).await {
+            Ok(found) => found,
             Err(code) => return code,
         };
         let decided = gate::decide(
             &store,
-            &gate_ref.run,
+            &run_id,
             &gate_ref.stage,
             decision,
             &by,
@@ -247,7 +255,7 @@ fn decide(args: &GateDecideArgs, decision: Decision) -> u8 {
             Ok(row) => row,
             Err(error) => return failure(&error),
         };
-        let (run, stage) = (&gate_ref.run, &gate_ref.stage);
+        let (run, stage) = (&run_id, &gate_ref.stage);
         if gate_ref.format.format() == Format::Json {
             output::stdout(&output::json(&json!({
                 "run_id": run,
@@ -284,15 +292,15 @@ fn decide(args: &GateDecideArgs, decision: Decision) -> u8 {
 
 fn edit(gate_ref: &GateRef, change: GateEdit) -> u8 {
     block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
+        let (store, run_id) = match run_ref::open_with_run(&gate_ref.run).await {
+            Ok(found) => found,
             Err(code) => return code,
         };
-        let edited = match gate::edit(&store, &gate_ref.run, &gate_ref.stage, &change).await {
+        let edited = match gate::edit(&store, &run_id, &gate_ref.stage, &change).await {
             Ok(edited) => edited,
             Err(error) => return failure(&error),
         };
-        let (run, stage) = (&gate_ref.run, &gate_ref.stage);
+        let (run, stage) = (&run_id, &gate_ref.stage);
         if gate_ref.format.format() == Format::Json {
             output::stdout(&output::json(&json!({
                 "run_id": run,

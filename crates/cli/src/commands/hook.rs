@@ -1,6 +1,6 @@
 //! `baton hook claude-code <event>` and `baton hook install claude-code`:
 //! Claude Code sessions feeding the governance ledger of their `session_id`,
-//! in the store of the current directory, with no server.
+//! in the store of the project, with no server.
 //!
 //! Claude Code runs a command hook with the event's JSON on stdin; exit code
 //! 2 blocks (for Stop and SubagentStop: the agent may not stop yet) and
@@ -55,7 +55,7 @@ pub(crate) fn run(command: &HookCommand) -> u8 {
         }
         HookCommand::Install {
             target: HookTarget::ClaudeCode,
-        } => install::claude_code(&super::current_dir()),
+        } => install::claude_code(&super::project_dir()),
     }
 }
 
@@ -87,7 +87,7 @@ fn claude_code(event: &str, stdin: &str) -> Result<Option<String>, String> {
         model: None,
         session: session.to_owned(),
     };
-    let project = super::current_dir();
+    let project = super::project_dir();
     match event {
         "PostToolUse" | "PostToolUseFailure" => {
             let failed = event == "PostToolUseFailure";
@@ -131,13 +131,7 @@ fn claude_code(event: &str, stdin: &str) -> Result<Option<String>, String> {
 
 async fn open(project: &Path) -> Result<baton_store::Store, String> {
     let location = settings::store_location(project)?;
-    if let settings::StoreLocation::Sqlite(path) = &location
-        && let Some(parent) = path.parent()
-    {
-        // A fresh project has no .baton yet; SQLite creates the file, not the folder.
-        std::fs::create_dir_all(parent)
-            .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
-    }
+    crate::project::keep_state_out_of_git(location.is_in_project())?;
     location.open().await.map_err(|error| chain(&error))
 }
 

@@ -35,7 +35,8 @@ pub(crate) fn run(args: &ListArgs) -> u8 {
     let mut files = Vec::new();
     collect(Path::new(&dir), &mut files);
     files.sort();
-    let loader = super::loader();
+    // The files listed are named from the current directory.
+    let loader = baton_engine::loader::FsLoader::new(super::current_dir());
     let rows: Vec<Row> = files
         .iter()
         .map(|file| row(&file.to_string_lossy(), &loader))

@@ -3,6 +3,7 @@
 pub(crate) mod agents;
 mod agents_probe;
 pub(crate) mod compile;
+pub(crate) mod completions;
 mod cost;
 pub(crate) mod driver;
 pub(crate) mod gate;
@@ -11,9 +12,12 @@ pub(crate) mod hook;
 pub(crate) mod lint;
 pub(crate) mod list;
 pub(crate) mod parse;
+pub(crate) mod prune;
 pub(crate) mod queue;
 mod retries;
 pub(crate) mod run;
+pub(crate) mod run_ref;
+pub(crate) mod runs;
 pub(crate) mod state;
 pub(crate) mod status;
 mod subruns;
@@ -30,18 +34,37 @@ use baton_workflow::compile::Options;
 use crate::exit_code;
 use crate::output;
 
-/// The current directory, where relative workflow, include and template
-/// paths start (as in the reference engine).
+/// The directory baton was started in, where paths typed on the command
+/// line start.
 pub(crate) fn current_dir() -> PathBuf {
-    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+    crate::project::cwd().to_path_buf()
 }
 
-/// A loader rooted at the current directory.
+/// The project (see [`crate::project`]): where the store, workspaces,
+/// worktrees, tasks and `baton.toml` are, and where stages run.
+pub(crate) fn project_dir() -> PathBuf {
+    crate::project::dir().to_path_buf()
+}
+
+/// A loader rooted at the current directory, for the commands that only
+/// read workflow files (`parse`, `lint`, `compile`): their paths and
+/// diagnostics read as typed, as in the reference engine.
 pub(crate) fn loader() -> FsLoader {
     FsLoader::new(current_dir())
 }
 
-/// Compile options from `--params`: `work_dir` defaults to `<cwd>/out`.
+/// A loader rooted at the project: relative include and sub-workflow
+/// paths start there when a run is created and driven.
+pub(crate) fn project_loader() -> FsLoader {
+    FsLoader::new(project_dir())
+}
+
+/// A workflow file named on the command line, as [`project_loader`] reads it.
+pub(crate) fn workflow_file(file: &str) -> String {
+    crate::project::from_cwd(file)
+}
+
+/// Compile options from `--params`: `work_dir` defaults to `<project>/out`.
 ///
 /// # Errors
 ///
@@ -62,7 +85,7 @@ pub(crate) fn compile_options(params: &[String]) -> Result<Options, u8> {
         }
     }
     Ok(Options {
-        work_dir: Some(current_dir().join("out").to_string_lossy().into_owned()),
+        work_dir: Some(project_dir().join("out").to_string_lossy().into_owned()),
         params: parsed,
     })
 }

@@ -35,7 +35,7 @@ fn env_ms(name: &str) -> Option<Duration> {
 /// the environment. Used by `baton worker` and by the local worker of
 /// `baton run`.
 pub(crate) fn worker_options(queue: &str, concurrency: usize, once: bool) -> WorkerOptions {
-    let cwd = super::current_dir();
+    let cwd = super::project_dir();
     let owner = format!(
         "{}:{}:{:08x}",
         hostname(),

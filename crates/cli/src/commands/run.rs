@@ -7,6 +7,7 @@ use baton_engine::{DriveOptions, Outcome, RunRequest};
 use baton_store::Store;
 use serde_json::json;
 
+use super::run_ref;
 use super::summary::Summary;
 use crate::args::{Format, RerunArgs, ResumeArgs, RunArgs, RunRef};
 use crate::{exit_code, output, progress, report, settings};
@@ -29,7 +30,11 @@ pub(crate) fn block_on<T>(future: impl Future<Output = T>) -> T {
 
 /// Opens the store, or prints why not.
 pub(crate) async fn open_store() -> Result<Store, u8> {
-    let location = settings::store_location(&super::current_dir()).map_err(|why| {
+    let location = settings::store_location(&super::project_dir()).map_err(|why| {
+        output::stderr_line(&format!("error: {why}"));
+        exit_code::STORE_UNAVAILABLE
+    })?;
+    crate::project::keep_state_out_of_git(location.is_in_project()).map_err(|why| {
         output::stderr_line(&format!("error: {why}"));
         exit_code::STORE_UNAVAILABLE
     })?;
@@ -96,7 +101,7 @@ pub(crate) fn drive_options(
     wait_gates: bool,
     local_worker: bool,
 ) -> Result<DriveOptions, u8> {
-    let agents = settings::project_agents(&super::current_dir()).map_err(|error| {
+    let agents = settings::project_agents(&super::project_dir()).map_err(|error| {
         output::stderr_line(&format!("error: {error}"));
         exit_code::USAGE
     })?;
@@ -150,7 +155,7 @@ pub(crate) fn refuse_unready(
         plan,
         agents,
         std::env::var_os("PATH").as_deref(),
-        &super::current_dir(),
+        &super::project_dir(),
     );
     if problems.is_empty() {
         return None;
@@ -314,11 +319,15 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
         return super::compile::dry_run(&args.file, &options, as_json);
     }
     let request = RunRequest {
-        workflow_path: args.file.clone(),
+        workflow_path: super::workflow_file(&args.file),
         params: options.params,
-        base_dir: args.workspace.clone().map(Into::into),
+        // Typed on the command line: from the current directory.
+        base_dir: args
+            .workspace
+            .as_ref()
+            .map(|dir| super::current_dir().join(dir)),
         max_parallel: args.max_parallel,
-        project_dir: super::current_dir(),
+        project_dir: super::project_dir(),
     };
     if args.driver == crate::args::driver::DriverArg::External {
         // Needs no agent profiles: baton spawns nothing for this run.
@@ -370,7 +379,11 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
 /// `baton resume`.
 pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     let format = args.format.format();
-    if let Some(code) = super::driver::resume_hint(&args.run, format) {
+    let run_id = match block_on(super::run_ref::open_with_run(&args.run)) {
+        Ok((_, run_id)) => run_id,
+        Err(code) => return code,
+    };
+    if let Some(code) = super::driver::resume_hint(&run_id, format) {
         return code;
     }
     let options = match drive_options(args.accept_changes, args.wait_gates, !args.no_local_worker) {
@@ -382,7 +395,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
             Ok(store) => store,
             Err(code) => return code,
         };
-        drive_to_exit(store, Drive::Recorded(&args.run), &options, format).await
+        drive_to_exit(store, Drive::Recorded(&run_id), &options, format).await
     })
 }
 
@@ -394,36 +407,36 @@ pub(crate) fn rerun(args: &RerunArgs) -> u8 {
         Err(code) => return code,
     };
     block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
+        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
+            Ok(found) => found,
             Err(code) => return code,
         };
-        match baton_engine::invalidate(&store, &args.run, &args.stage).await {
+        match baton_engine::invalidate(&store, &run_id, &args.stage).await {
             Ok(reset) => output::stderr_line(&format!("rerunning {}", reset.join(", "))),
             Err(error) => return engine_error(&error, format == Format::Json),
         }
-        if let Ok(run) = store.run(&args.run).await
+        if let Ok(run) = store.run(&run_id).await
             && baton_engine::external::is_external(&run)
         {
             // Its orchestrator runs the stages again: baton spawns nothing.
             output::stderr_line(&format!(
                 "run {run} is driven externally: `baton next {run} --json` hands out the stages reset",
-                run = args.run
+                run = run_id
             ));
             return exit_code::SUCCESS;
         }
-        drive_to_exit(store, Drive::Recorded(&args.run), &options, format).await
+        drive_to_exit(store, Drive::Recorded(&run_id), &options, format).await
     })
 }
 
 /// `baton cancel`.
 pub(crate) fn cancel(args: &RunRef) -> u8 {
     block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
+        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
+            Ok(found) => found,
             Err(code) => return code,
         };
-        match baton_engine::cancel(&store, &args.run).await {
+        match baton_engine::cancel(&store, &run_id).await {
             Ok(message) => {
                 output::stderr_line(&message);
                 exit_code::SUCCESS

@@ -69,12 +69,12 @@ fn default_session(scope: &Scope) -> String {
 }
 
 async fn with_report(args: &ScopeArgs, then: impl FnOnce(&Scope, &Report) -> u8) -> u8 {
-    let scope = scope(args);
+    let mut scope = scope(args);
     let store = match open_store().await {
         Ok(store) => store,
         Err(code) => return code,
     };
-    if let Err(code) = run_exists(&store, &scope).await {
+    if let Err(code) = run_exists(&store, &mut scope).await {
         return code;
     }
     match governance::load(&store, &scope, &person(&scope).await).await {
@@ -83,20 +83,13 @@ async fn with_report(args: &ScopeArgs, then: impl FnOnce(&Scope, &Report) -> u8)
     }
 }
 
-/// A run scope must name a recorded run (tasks and sessions need no record).
-pub(super) async fn run_exists(store: &baton_store::Store, scope: &Scope) -> Result<(), u8> {
-    if scope.kind != ScopeKind::Run {
-        return Ok(());
+/// A run scope must name a recorded run (tasks and sessions need no
+/// record); its key becomes the run's whole id (see `run_ref`).
+pub(super) async fn run_exists(store: &baton_store::Store, scope: &mut Scope) -> Result<(), u8> {
+    if scope.kind == ScopeKind::Run {
+        scope.key = super::run_ref::resolve(store, &scope.key).await?;
     }
-    match store.run(&scope.key).await {
-        Ok(_) => Ok(()),
-        Err(baton_store::Error::NoSuchRun(_)) => {
-            output::stderr_line(&format!("error: no run with id {}", scope.key));
-            output::stderr_line("hint: `baton runs` lists the recorded runs");
-            Err(exit_code::INVALID_WORKFLOW)
-        }
-        Err(error) => Err(failure(&error.into())),
-    }
+    Ok(())
 }
 
 pub(crate) fn failure(error: &governance::Error) -> u8 {

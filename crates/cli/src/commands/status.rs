@@ -1,12 +1,13 @@
-//! `baton runs`, `status`, `logs`: reading what the store recorded.
+//! `baton status`, `logs`: reading what the store recorded of a run.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
 
-use super::run::{block_on, chain, open_store};
-use crate::args::{Format, FormatOnly, LogsArgs, RunRef};
+use super::run::{block_on, chain};
+use super::run_ref;
+use crate::args::{Format, LogsArgs, RunRef};
 use crate::{exit_code, output};
 
 pub(super) fn utc(ms: i64) -> String {
@@ -23,74 +24,28 @@ fn store_error(error: &baton_store::Error) -> u8 {
     }
 }
 
-/// `baton runs`: `[{run_id, workflow, status, started_at}]`, oldest first.
-pub(crate) fn runs(args: &FormatOnly) -> u8 {
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
-        let runs = match store.runs().await {
-            Ok(runs) => runs,
-            Err(error) => return store_error(&error),
-        };
-        let text = match args.format.format() {
-            Format::Json | Format::Yaml => {
-                let rows: Vec<_> = runs
-                    .iter()
-                    .map(|run| json!({"run_id": run.run_id, "workflow": run.workflow, "status": run.status, "started_at": utc(run.created_at), "parent": super::subruns::parent_of(run).map(|(parent, _)| parent)}))
-                    .collect();
-                if args.format.format() == Format::Json {
-                    output::json(&rows)
-                } else {
-                    output::yaml(&rows)
-                }
-            }
-            Format::Table => {
-                if runs.is_empty() {
-                    output::stderr_line("No runs yet; start one with `baton run WORKFLOW`");
-                }
-                let rows: Vec<Vec<String>> = runs
-                    .iter()
-                    .map(|run| {
-                        vec![
-                            run.run_id.clone(),
-                            run.workflow.clone(),
-                            run.status.clone(),
-                            utc(run.created_at),
-                        ]
-                    })
-                    .collect();
-                output::table(&["run_id", "workflow", "status", "started_at"], &rows)
-            }
-        };
-        output::stdout(&text);
-        exit_code::SUCCESS
-    })
-}
-
 /// `baton status RUN`: `{run_id, status, stages: [{stage, status, duration_ms, …}]}`.
 pub(crate) fn status(args: &RunRef) -> u8 {
     block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
+        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
+            Ok(found) => found,
             Err(code) => return code,
         };
-        let (run, stages) = match tokio::try_join!(store.run(&args.run), store.stages(&args.run)) {
+        let (run, stages) = match tokio::try_join!(store.run(&run_id), store.stages(&run_id)) {
             Ok(found) => found,
             Err(error) => return store_error(&error),
         };
         // Gate decisions, units and findings are extra detail: a failure to
         // read them hides them.
-        let gates = baton_engine::gate::list(&store, Some(&args.run))
+        let gates = baton_engine::gate::list(&store, Some(&run_id))
             .await
             .unwrap_or_default();
-        let work = Work::read(&store, &args.run).await;
-        let gone = baton_engine::driver_gone(&store, &args.run)
+        let work = Work::read(&store, &run_id).await;
+        let gone = baton_engine::driver_gone(&store, &run_id)
             .await
             .unwrap_or(false);
-        let costs = super::cost::Costs::read(&store, &args.run).await;
-        let retries = super::retries::Retries::read(&store, &args.run).await;
+        let costs = super::cost::Costs::read(&store, &run_id).await;
+        let retries = super::retries::Retries::read(&store, &run_id).await;
         let subruns = super::subruns::SubRuns::read(&store).await;
         let text = match args.format.format() {
             Format::Json | Format::Yaml => {
@@ -433,16 +388,16 @@ fn ended(status: &str) -> bool {
 /// `baton logs RUN [STAGE] [--follow] [--raw]`.
 pub(crate) fn logs(args: &LogsArgs) -> u8 {
     block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
+        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
+            Ok(found) => found,
             Err(code) => return code,
         };
         let mut offsets: std::collections::HashMap<PathBuf, u64> = std::collections::HashMap::new();
         loop {
             let (run, stages, units) = match tokio::try_join!(
-                store.run(&args.run),
-                store.stages(&args.run),
-                store.units(&args.run)
+                store.run(&run_id),
+                store.stages(&run_id),
+                store.units(&run_id)
             ) {
                 Ok(found) => found,
                 Err(error) => return store_error(&error),
@@ -453,11 +408,11 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
             {
                 output::stderr_line(&format!(
                     "error: run {} has no stage or unit named '{wanted}'",
-                    args.run
+                    run_id
                 ));
                 output::stderr_line(&format!(
                     "hint: `baton status {}` lists its stages; a fan-out child is named like `stage[key]`",
-                    args.run
+                    run_id
                 ));
                 return exit_code::INVALID_WORKFLOW;
             }
@@ -519,11 +474,11 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
             if !args.follow || ended(&run.status) {
                 return exit_code::SUCCESS;
             }
-            if baton_engine::driver_gone(&store, &args.run)
+            if baton_engine::driver_gone(&store, &run_id)
                 .await
                 .unwrap_or(false)
             {
-                output::stderr_line(&driver_gone_note(&args.run));
+                output::stderr_line(&driver_gone_note(&run_id));
                 return exit_code::RUN_FAILED;
             }
             tokio::time::sleep(Duration::from_millis(300)).await;

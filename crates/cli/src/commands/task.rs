@@ -33,7 +33,7 @@ pub(crate) fn fail(error: &tasks::Error) -> u8 {
 }
 
 fn project() -> Tasks {
-    Tasks::new(&super::current_dir())
+    Tasks::new(&super::project_dir())
 }
 
 fn new(args: &NewArgs) -> u8 {
@@ -224,7 +224,7 @@ fn status(args: &StatusArgs) -> u8 {
 
 fn next_phase(args: &NameArgs) -> u8 {
     let tasks = project();
-    let project_dir = super::current_dir();
+    let project_dir = super::project_dir();
     let result = (|| {
         let dir = tasks.active(&args.name)?;
         let record = tasks::read_record(&dir)?;

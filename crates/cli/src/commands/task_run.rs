@@ -64,7 +64,7 @@ impl From<tasks::Error> for Failure {
 
 /// `baton task run`.
 pub(crate) fn run(args: &RunArgs) -> u8 {
-    let project = super::current_dir();
+    let project = super::project_dir();
     let tasks = Tasks::new(&project);
     let mode = if args.autopilot {
         Mode::Autopilot

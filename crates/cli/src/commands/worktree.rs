@@ -13,10 +13,18 @@ pub(crate) fn run(command: &WorktreeCommand) -> u8 {
             Ok(store) => store,
             Err(code) => return code,
         };
-        let project = super::current_dir();
+        let project = super::project_dir();
+        let (WorktreeCommand::List(args) | WorktreeCommand::Prune(args)) = command;
+        let run = match &args.run {
+            Some(reference) => match super::run_ref::resolve(&store, reference).await {
+                Ok(run_id) => Some(run_id),
+                Err(code) => return code,
+            },
+            None => None,
+        };
         match command {
             WorktreeCommand::List(args) => {
-                match baton_engine::list_worktrees(&store, &project, args.run.as_deref()).await {
+                match baton_engine::list_worktrees(&store, &project, run.as_deref()).await {
                     Ok(entries) => {
                         list(&entries, args);
                         exit_code::SUCCESS
@@ -25,7 +33,7 @@ pub(crate) fn run(command: &WorktreeCommand) -> u8 {
                 }
             }
             WorktreeCommand::Prune(args) => {
-                match baton_engine::prune_worktrees(&store, &project, args.run.as_deref()).await {
+                match baton_engine::prune_worktrees(&store, &project, run.as_deref()).await {
                     Ok(pruned) => {
                         prune(&pruned, args);
                         exit_code::SUCCESS

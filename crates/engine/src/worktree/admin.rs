@@ -150,13 +150,8 @@ pub async fn prune_worktrees(
             continue;
         }
         if let Some(path) = &entry.worktree {
-            let status =
-                git::output(path, ["status", "--porcelain", "--untracked-files=all"]).await?;
-            if !status.success || !status.stdout.trim().is_empty() {
-                pruned.kept.push((
-                    entry.branch,
-                    format!("{} has uncommitted changes", path.display()),
-                ));
+            if let Some(why) = uncommitted(path).await? {
+                pruned.kept.push((entry.branch, why));
                 continue;
             }
             // Clean but for ignored files (its inputs/): --force removes them.
@@ -183,6 +178,42 @@ pub async fn prune_worktrees(
     remove_integration_worktrees(store, project_dir, &repository, run, &mut pruned).await?;
     let _ = git::output(&repository, ["worktree", "prune"]).await;
     Ok(pruned)
+}
+
+/// What [`prune_worktrees`] would keep of a finished run's branches and
+/// worktrees, and why (a worktree with uncommitted changes, a branch its
+/// target does not contain), found without changing anything. Empty when
+/// pruning would remove them all.
+///
+/// # Errors
+///
+/// Not a repository, git or the store failing.
+pub async fn worktrees_kept(
+    store: &Store,
+    project_dir: &Path,
+    run: &str,
+) -> Result<Vec<(String, String)>, AdminError> {
+    let mut kept = Vec::new();
+    for entry in list_worktrees(store, project_dir, Some(run)).await? {
+        if let Some(path) = &entry.worktree
+            && let Some(why) = uncommitted(path).await?
+        {
+            kept.push((entry.branch, why));
+        } else if !entry.merged {
+            kept.push((
+                entry.branch,
+                "not merged into its target (kept for inspection)".to_owned(),
+            ));
+        }
+    }
+    Ok(kept)
+}
+
+/// Why a worktree must be kept for its uncommitted changes, if it must.
+async fn uncommitted(path: &Path) -> Result<Option<String>, AdminError> {
+    let status = git::output(path, ["status", "--porcelain", "--untracked-files=all"]).await?;
+    Ok((!status.success || !status.stdout.trim().is_empty())
+        .then(|| format!("{} has uncommitted changes", path.display())))
 }
 
 /// Whether a run status is final.

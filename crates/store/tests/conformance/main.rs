@@ -13,6 +13,7 @@ mod gates;
 mod harness;
 mod lease;
 mod ledger;
+mod prune;
 mod queue;
 mod runs;
 mod schema;
@@ -112,6 +113,10 @@ conformance! {
         expected_append_refuses_when_the_scope_moved,
         concurrent_appends_never_collide,
         ledger_events_ride_in_a_fenced_batch,
+    ],
+    prune: [
+        tallies_count_stages_by_status_and_sum_costs,
+        only_a_finished_run_no_driver_holds_is_deleted_whole,
     ],
     queue: [
         enqueue_is_idempotent,

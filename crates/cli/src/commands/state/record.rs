@@ -85,7 +85,7 @@ fn entry(event: &RecordEvent) -> Result<Entry, String> {
 }
 
 pub(super) async fn record(args: &RecordArgs) -> u8 {
-    let scope = scope(&args.scope);
+    let mut scope = scope(&args.scope);
     let entry = match entry(&args.event) {
         Ok(entry) => entry,
         Err(why) => {
@@ -105,7 +105,7 @@ pub(super) async fn record(args: &RecordArgs) -> u8 {
         Ok(store) => store,
         Err(code) => return code,
     };
-    if let Err(code) = run_exists(&store, &scope).await {
+    if let Err(code) = run_exists(&store, &mut scope).await {
         return code;
     }
     let now = baton_engine::clock::now_ms();
