@@ -401,7 +401,8 @@ pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as
     } else {
         output::stdout(&table(&plan));
     }
-    // The same check `run` makes before it records anything.
+    // What `run` checks before it records anything, and more: each
+    // profile's CLI is asked for its version, as `baton check` does.
     let agents = match crate::settings::project_agents(&super::current_dir()) {
         Ok(agents) => agents,
         Err(error) => {
@@ -409,7 +410,17 @@ pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as
             return exit_code::USAGE;
         }
     };
-    let unready = super::run::refuse_unready(&plan, agents.as_ref(), false);
+    let (_, checked) = super::check::check_agents(&plan, agents.as_ref());
+    for problem in &checked.problems {
+        output::stderr_line(&format!("error: {problem}"));
+    }
+    for note in &checked.notes {
+        output::stderr_line(&format!("note: {note}"));
+    }
     output::stderr_line("dry run: nothing was recorded or run");
-    unready.unwrap_or(exit_code::SUCCESS)
+    if checked.problems.is_empty() {
+        exit_code::SUCCESS
+    } else {
+        exit_code::REFUSED
+    }
 }

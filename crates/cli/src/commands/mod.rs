@@ -2,12 +2,14 @@
 
 pub(crate) mod agents;
 mod agents_probe;
+pub(crate) mod check;
 pub(crate) mod compile;
 mod cost;
 pub(crate) mod driver;
 pub(crate) mod gate;
 pub(crate) mod graph;
 pub(crate) mod hook;
+pub(crate) mod init;
 pub(crate) mod lint;
 pub(crate) mod list;
 pub(crate) mod parse;
