@@ -362,6 +362,10 @@ pub(crate) struct RunArgs {
     /// `baton check` does; record and run nothing.
     #[arg(long)]
     pub(crate) dry_run: bool,
+    /// Treat warnings as errors, as `baton lint --strict` does: a workflow
+    /// with any (an unknown key, an unquoted placeholder) is not run.
+    #[arg(long)]
+    pub(crate) strict: bool,
     /// At a human gate, wait for a decision (`baton gate approve|reject`
     /// from another shell) instead of stopping.
     #[arg(long)]

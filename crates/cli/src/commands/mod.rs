@@ -65,5 +65,6 @@ pub(crate) fn compile_options(params: &[String]) -> Result<Options, u8> {
     Ok(Options {
         work_dir: Some(current_dir().join("out").to_string_lossy().into_owned()),
         params: parsed,
+        reject_unknown_params: true,
     })
 }

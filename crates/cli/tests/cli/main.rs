@@ -41,6 +41,7 @@ mod state;
 mod state_runs;
 mod store_lock;
 mod store_url;
+mod strict;
 mod subworkflow;
 mod tasks;
 mod tasks_status;
