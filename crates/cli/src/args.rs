@@ -121,9 +121,15 @@ pub(crate) enum Command {
     Fail(Deferred<driver::FailArgs>),
 
     /// List recorded runs, oldest first.
+    #[command(
+        after_help = "Examples:\n  baton runs\n  baton runs --format json | jq '.[] | select(.status == \"failed\") | .run_id'\n\nExit codes: 0 listed (even if none), 4 store unavailable."
+    )]
     Runs(Deferred<FormatOnly>),
 
     /// Show a run's stages with their status and duration.
+    #[command(
+        after_help = "Examples:\n  baton status RUN\n  baton status RUN --format json | jq '.stages[] | select(.status == \"failed\")'\n\nExit codes: 0 shown, 1 no such run, 4 store unavailable."
+    )]
     Status(Deferred<RunRef>),
 
     /// Show the output of a run's stages (the latest attempt of each); an
@@ -140,7 +146,7 @@ pub(crate) enum Command {
     /// baton drives the run, and when the workflow or a fragment changed
     /// since the run started (unless --accept-changes).
     #[command(
-        after_help = "Exit codes: 0 success or waiting at a human gate, 1 invalid workflow, 2 the run failed or is incomplete, 4 store unavailable."
+        after_help = "Examples:\n  baton resume RUN\n  baton resume RUN --accept-changes   # continue with the workflow as it is now\n  baton resume RUN --wait-gates       # wait at a gate for a decision\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow, 2 the run failed or is incomplete, 4 store unavailable."
     )]
     Resume(Deferred<ResumeArgs>),
 
@@ -152,10 +158,16 @@ pub(crate) enum Command {
     Cancel(Deferred<RunRef>),
 
     /// Run a stage again, and every stage that depends on it.
+    #[command(
+        after_help = "Examples:\n  baton rerun RUN review        # review and everything after it run again\n  baton rerun RUN review --json\n\nExit codes: 0 success or waiting at a human gate, 2 no such run or stage, or the run failed or is incomplete, 4 store unavailable."
+    )]
     Rerun(Deferred<RerunArgs>),
 
     /// Agent profiles: which CLIs work on this machine.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  baton agents check                  # installed? version? credentials?\n  baton agents check --probe          # ask each mapped profile a one-word question"
+    )]
     Agents(Deferred<agents::AgentsCommand>),
 
     /// Human gates: see what a gate stage produced, edit it, approve or reject it.
@@ -202,11 +214,17 @@ pub(crate) enum Command {
     Worker(Deferred<queue::WorkerArgs>),
 
     /// The job queue: list, show, enqueue, retry, requeue dead jobs, purge.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  baton queue list --status error\n  baton queue enqueue --script 'make test'\n  baton queue retry 42\n  baton queue purge --older-than 12h"
+    )]
     Queue(Deferred<queue::QueueCommand>),
 
     /// The worktrees and branches of isolated stages: list them, prune those of finished runs.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  baton worktree list\n  baton worktree prune RUN"
+    )]
     Worktree(Deferred<worktree::WorktreeCommand>),
 
     /// Tasks: artifact-driven phases from SPEC.md to VERDICT.md (docs/tasks.md).
@@ -224,7 +242,7 @@ pub(crate) enum Command {
 
     /// List the workflows and fragments under a directory.
     #[command(
-        after_help = "Without DIR, lists ./workflows when it exists, else the current directory.\n\nExit codes: 0 listed (even if empty), 2 usage error."
+        after_help = "Without DIR, lists ./workflows when it exists, else the current directory.\n\nExamples:\n  baton list\n  baton list workflows/code --format json\n\nExit codes: 0 listed (even if empty), 2 usage error."
     )]
     List(Deferred<ListArgs>),
 }

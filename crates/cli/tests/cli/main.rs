@@ -20,6 +20,7 @@ mod fan_out;
 mod file_content;
 mod gates;
 mod graph;
+mod help_examples;
 mod hooks;
 mod hostile;
 mod init;
