@@ -9,6 +9,7 @@ mod cancel;
 mod check;
 mod compat;
 mod compat_runs;
+mod compile_table;
 mod concurrency;
 mod crash;
 mod diagnostics;
