@@ -69,7 +69,7 @@ pub(crate) enum Command {
     /// `/models`), naming the stage, role and what is missing. Nothing runs
     /// and nothing is recorded.
     #[command(
-        after_help = "Examples:\n  baton check workflows/hello.yaml\n  baton check wf.yaml --params pr_number=42 --strict\n  baton check wf.yaml --format json\n\nExit codes: 0 ready, 1 invalid workflow (with --strict: any warning), 2 usage error, 3 an agent the workflow needs cannot start here."
+        after_help = "Examples:\n  baton check workflows/hello.yaml\n  baton check wf.yaml --params pr_number=42 --strict\n  baton check wf.yaml --probe --timeout 30s   # also ask each profile for a one-word answer\n  baton check wf.yaml --format json\n\nExit codes: 0 ready, 1 invalid workflow (with --strict: any warning), 2 usage error, 3 an agent the workflow needs cannot start here."
     )]
     Check(Deferred<check::CheckArgs>),
 

@@ -4,10 +4,11 @@
 //! check` checks it. `baton run --dry-run` makes the same agent check.
 
 use baton_engine::readiness::{self, Checked};
-use baton_executor::profile::Config;
+use baton_executor::profile::{CheckResult, Config};
 use baton_workflow::Plan;
 use serde::Serialize;
 
+use super::agents_probe::{self, Probed};
 use crate::args::Format;
 use crate::args::check::CheckArgs;
 use crate::report::JsonDiagnostic;
@@ -33,6 +34,8 @@ struct CheckJson<'a> {
     agents: Vec<AgentRow>,
     problems: &'a [String],
     notes: &'a [String],
+    /// `null` without `--probe`, else as `baton agents check --probe`.
+    probe: Option<Vec<serde_json::Value>>,
     ready: bool,
 }
 
@@ -67,10 +70,44 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
             return exit_code::USAGE;
         }
     };
-    let (rows, checked) = match &plan {
+    let found = match &plan {
         Some(plan) => check_agents(plan, agents.as_ref()),
-        None => (Vec::new(), Checked::default()),
+        None => AgentCheck {
+            rows: Vec::new(),
+            checked: Checked::default(),
+            results: Vec::new(),
+        },
     };
+    let mut checked = found.checked.clone();
+    let probed = match (&agents, args.probe) {
+        (Some(config), true) if lint.valid && checked.problems.is_empty() => {
+            match probe(config, &found, args.timeout) {
+                Ok(probed) => Some(probed),
+                Err(error) => {
+                    output::stderr_line(&format!("error: {error}"));
+                    return exit_code::USAGE;
+                }
+            }
+        }
+        _ => None,
+    };
+    if let Some((probed, _)) = &probed {
+        for one in probed.iter().filter(|one| !one.ok()) {
+            let model = one
+                .probe
+                .model
+                .as_deref()
+                .map(|model| format!(", model {model}"))
+                .unwrap_or_default();
+            checked.problems.push(format!(
+                "profile `{}` (role {}{model}) did not answer its probe: {}",
+                one.probe.profile,
+                one.roles.join(", "),
+                one.error().unwrap_or_default()
+            ));
+        }
+    }
+    let rows = found.rows;
     if format == Format::Table {
         report::human(&lint.warnings);
         report::human(&lint.errors);
@@ -93,6 +130,12 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
                 agents: rows,
                 problems: &checked.problems,
                 notes: &checked.notes,
+                probe: probed.as_ref().map(|(probed, contained)| {
+                    probed
+                        .iter()
+                        .map(|one| agents_probe::probe_json(one, *contained))
+                        .collect()
+                }),
                 ready,
             };
             output::stdout(&if as_json {
@@ -101,7 +144,13 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
                 output::yaml(&view)
             });
         }
-        Format::Table => output::stdout(&table(&lint, &rows)),
+        Format::Table => {
+            let mut text = table(&lint, &rows);
+            if let Some((probed, contained)) = &probed {
+                text.push_str(&agents_probe::table(probed, *contained, args.timeout));
+            }
+            output::stdout(&text);
+        }
     }
     if !lint.valid {
         exit_code::INVALID_WORKFLOW
@@ -116,19 +165,32 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
     }
 }
 
+/// What [`check_agents`] found.
+pub(crate) struct AgentCheck<'c> {
+    /// One row per agent the run would start.
+    pub(crate) rows: Vec<AgentRow>,
+    /// What keeps them from starting, and notes.
+    pub(crate) checked: Checked,
+    /// Each profile's check, by name.
+    pub(crate) results: Vec<(&'c String, CheckResult)>,
+}
+
 /// Checks every agent the plan needs: its role's profile, that profile's
 /// `--version` (or endpoint), side by side as `baton agents check` runs
 /// them. Warnings (tools a profile cannot pass) are printed here.
-pub(crate) fn check_agents(plan: &Plan, agents: Option<&Config>) -> (Vec<AgentRow>, Checked) {
+pub(crate) fn check_agents<'c>(plan: &Plan, agents: Option<&'c Config>) -> AgentCheck<'c> {
     for warning in readiness::warnings(plan, agents) {
         output::stderr_line(&format!("warning: {warning}"));
     }
-    let results = agents
+    let results: Vec<(&String, CheckResult)> = agents
         .map(|config| super::agents::check_profiles(readiness::profiles(plan, config).into_iter()))
-        .unwrap_or_default();
-    let by_name: Vec<(&str, &baton_executor::profile::CheckResult)> = results
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, _, result)| (name, result))
+        .collect();
+    let by_name: Vec<(&str, &CheckResult)> = results
         .iter()
-        .map(|(name, _, result)| (name.as_str(), result))
+        .map(|(name, result)| (name.as_str(), result))
         .collect();
     let checked = readiness::checked(plan, agents, &by_name);
     let rows = readiness::needed(plan)
@@ -151,7 +213,29 @@ pub(crate) fn check_agents(plan: &Plan, agents: Option<&Config>) -> (Vec<AgentRo
             }
         })
         .collect();
-    (rows, checked)
+    AgentCheck {
+        rows,
+        checked,
+        results,
+    }
+}
+
+/// `--probe`: each profile the workflow's roles resolve to, asked for a
+/// one-word answer as `baton agents check --probe` asks it (once per model
+/// the roles ask for). Run only when every agent can start.
+fn probe(
+    config: &Config,
+    found: &AgentCheck<'_>,
+    timeout: std::time::Duration,
+) -> Result<(Vec<Probed>, bool), String> {
+    let mut names: Vec<String> = Vec::new();
+    for (name, _) in &found.results {
+        if !names.contains(name) {
+            names.push((*name).clone());
+        }
+    }
+    let targets = agents_probe::targets(config, &names);
+    agents_probe::run(config, targets, &found.results, timeout)
 }
 
 fn table(lint: &baton_workflow::lint::Report, rows: &[AgentRow]) -> String {

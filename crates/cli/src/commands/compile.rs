@@ -430,7 +430,7 @@ pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as
             return exit_code::USAGE;
         }
     };
-    let (_, checked) = super::check::check_agents(&plan, agents.as_ref());
+    let checked = super::check::check_agents(&plan, agents.as_ref()).checked;
     for problem in &checked.problems {
         output::stderr_line(&format!("error: {problem}"));
     }

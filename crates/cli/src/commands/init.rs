@@ -58,10 +58,17 @@ struct FileAction {
     action: &'static str,
 }
 
+/// One `[agents.<role>]` entry written.
+#[derive(Serialize)]
+struct RoleView<'a> {
+    role: &'static str,
+    profile: &'a str,
+}
+
 #[derive(Serialize)]
 struct InitJson<'a> {
     agents: &'a [Candidate],
-    roles: Vec<(&'static str, &'a str)>,
+    roles: Vec<RoleView<'a>>,
     files: &'a [FileAction],
     next: Vec<String>,
 }
@@ -93,7 +100,10 @@ pub(crate) fn run(args: &InitArgs) -> u8 {
         Format::Json | Format::Yaml => {
             let view = InitJson {
                 agents: &candidates,
-                roles: roles.clone(),
+                roles: roles
+                    .iter()
+                    .map(|&(role, profile)| RoleView { role, profile })
+                    .collect(),
                 files: &files,
                 next,
             };

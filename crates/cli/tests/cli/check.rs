@@ -189,3 +189,41 @@ fn a_workflow_without_agents_needs_no_baton_toml() {
         check.stdout
     );
 }
+
+/// `--probe` with the real Claude Code against the fake model: the
+/// workflow's profile answers; when the model answers 401, the check fails
+/// naming the profile and role, in the CLI's own words.
+#[test]
+fn probe_asks_the_workflow_s_profiles_for_an_answer() {
+    let Some(setup) = crate::real_agents::Setup::new("claude") else {
+        return;
+    };
+    std::fs::write(
+        setup.dir().join("wf.yaml"),
+        "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n  - name: review\n    kind: execute\n    description: d\n    agent: {role: reviewer, access: read-only}\n    writes_to: [review.md]\n",
+    )
+    .expect("write");
+    let check = setup.baton(&["check", "wf.yaml", "--probe", "--timeout", "120s", "--json"]);
+    assert_eq!(check.code, 0, "{}\n{}", check.stdout, check.stderr);
+    let json: Value = serde_json::from_str(&check.stdout).expect("JSON");
+    let probes = json["probe"].as_array().expect("probed");
+    assert!(!probes.is_empty(), "{json:#}");
+    assert!(probes.iter().all(|probe| probe["ok"] == true), "{json:#}");
+
+    setup
+        .server
+        .set_mode(baton_test_support::model_server::Mode::Status(401));
+    let check = setup.baton(&["check", "wf.yaml", "--probe", "--timeout", "120s"]);
+    assert_eq!(check.code, 3, "{}\n{}", check.stdout, check.stderr);
+    assert!(
+        check
+            .stderr
+            .contains("error: profile `claude` (role default")
+            && check
+                .stderr
+                .contains("did not answer its probe: the agent reported: "),
+        "{}",
+        check.stderr
+    );
+    assert!(!setup.dir().join(".baton/runs").exists(), "nothing ran");
+}

@@ -129,6 +129,13 @@ fn existing_files_are_kept_unless_forced() {
             {"path": "workflows/hello.yaml", "action": "kept"},
         ])
     );
+    assert_eq!(
+        json["roles"],
+        serde_json::json!([]),
+        "nothing found, nothing mapped"
+    );
+    assert_eq!(json["agents"][0]["profile"], "claude");
+    assert_eq!(json["agents"][0]["found"], false);
     assert_eq!(read(&starter), "name: mine\n");
     assert_eq!(read(&settings), "[agents.default]\nprofile = \"codex\"\n");
 
