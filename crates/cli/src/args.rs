@@ -6,8 +6,10 @@ use crate::exit_code;
 use deferred::Deferred;
 
 pub(crate) mod agents;
+pub(crate) mod check;
 mod deferred;
 pub(crate) mod driver;
+pub(crate) mod init;
 pub(crate) mod queue;
 pub(crate) mod task;
 pub(crate) mod worktree;
@@ -50,6 +52,32 @@ pub(crate) enum Command {
     )]
     Lint(Deferred<LintArgs>),
 
+    /// Start using baton here: a baton.toml mapping roles to the agent CLIs on PATH, and a starter workflow.
+    ///
+    /// Finds the agent CLIs the built-in profiles drive (Claude Code, Codex,
+    /// Gemini CLI, opencode, Aider, Goose) as `baton agents check` does, says
+    /// what each still needs, and writes `baton.toml` with only a role →
+    /// profile map (the profiles stay built in, so a later baton's defaults
+    /// apply) and `workflows/hello.yaml`, one agent stage that writes a file.
+    /// Existing files are kept unless --force.
+    #[command(
+        after_help = "Examples:\n  baton init\n  baton init --force          # rewrite baton.toml and workflows/hello.yaml\n  baton init --format json\n\nExit codes: 0 done (existing files kept are said so), 2 usage error or a file cannot be written."
+    )]
+    Init(Deferred<init::InitArgs>),
+
+    /// Check that a workflow can run here: lint it, and check every agent it needs.
+    ///
+    /// Lints the workflow (errors fail, warnings are shown; --strict makes
+    /// them fail too), then resolves every agent role its stages and
+    /// validators use to a profile in baton.toml and runs the check `baton
+    /// agents check` makes on each (`--version`, or the endpoint's
+    /// `/models`), naming the stage, role and what is missing. Nothing runs
+    /// and nothing is recorded.
+    #[command(
+        after_help = "Examples:\n  baton check workflows/hello.yaml\n  baton check wf.yaml --params pr_number=42 --strict\n  baton check wf.yaml --probe --timeout 30s   # also ask each profile for a one-word answer\n  baton check wf.yaml --format json\n\nExit codes: 0 ready, 1 invalid workflow (with --strict: any warning), 2 usage error, 3 an agent the workflow needs cannot start here."
+    )]
+    Check(Deferred<check::CheckArgs>),
+
     /// Compile a workflow into its execution plan: groups, indices, contracts.
     #[command(
         after_help = "Examples:\n  baton compile workflows/code/ci-debug.yaml\n  baton compile workflows/code/ci-debug.yaml --format json | jq '.groups'\n  baton compile wf.yaml --params pr_number=42 --format mermaid > plan.mmd\n  baton compile wf.yaml --format dot | dot -Tsvg > plan.svg\n\nExit codes: 0 compiled, 1 invalid workflow (with --strict: also any warning), 2 usage error."
@@ -63,7 +91,7 @@ pub(crate) enum Command {
     /// path) before anything else happens, so a run interrupted at any moment
     /// can be continued with `baton resume RUN`.
     #[command(
-        after_help = "Examples:\n  baton run examples/quickstart/workflow.yaml\n  baton run wf.yaml --params pr_number=42 --max-parallel 8\n  baton run wf.yaml --dry-run      # show the plan, run nothing\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow, 2 the run failed or is incomplete, 4 store unavailable."
+        after_help = "Examples:\n  baton run examples/quickstart/workflow.yaml\n  baton run wf.yaml --params pr_number=42 --max-parallel 8\n  baton run wf.yaml --dry-run      # show the plan and check its agents, run nothing\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow, 2 the run failed or is incomplete, 3 an agent the workflow needs cannot start here (nothing ran), 4 store unavailable."
     )]
     Run(Deferred<RunArgs>),
 
@@ -123,7 +151,7 @@ pub(crate) enum Command {
     /// baton drives the run, and when the workflow or a fragment changed
     /// since the run started (unless --accept-changes).
     #[command(
-        after_help = "Examples:\n  baton resume latest\n  baton resume RUN --accept-changes\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow or no such run, 2 the run failed or is incomplete, 4 store unavailable."
+        after_help = "Examples:\n  baton resume latest\n  baton resume RUN --accept-changes   # continue with the workflow as it is now\n  baton resume RUN --wait-gates       # wait at a gate for a decision\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow or no such run, 2 the run failed or is incomplete, 4 store unavailable."
     )]
     Resume(Deferred<ResumeArgs>),
 
@@ -137,12 +165,15 @@ pub(crate) enum Command {
 
     /// Run a stage again, and every stage that depends on it.
     #[command(
-        after_help = "Examples:\n  baton rerun latest review\n  baton rerun RUN build --json"
+        after_help = "Examples:\n  baton rerun latest review     # review and everything after it run again\n  baton rerun RUN review --json\n\nExit codes: 0 success or waiting at a human gate, 2 no such run or stage, or the run failed or is incomplete, 4 store unavailable."
     )]
     Rerun(Deferred<RerunArgs>),
 
     /// Agent profiles: which CLIs work on this machine.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  baton agents check                  # installed? version? credentials?\n  baton agents check --probe          # ask each mapped profile a one-word question"
+    )]
     Agents(Deferred<agents::AgentsCommand>),
 
     /// Human gates: see what a gate stage produced, edit it, approve or reject it.
@@ -189,11 +220,17 @@ pub(crate) enum Command {
     Worker(Deferred<queue::WorkerArgs>),
 
     /// The job queue: list, show, enqueue, retry, requeue dead jobs, purge.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  baton queue list --status error\n  baton queue enqueue --script 'make test'\n  baton queue retry 42\n  baton queue purge --older-than 12h"
+    )]
     Queue(Deferred<queue::QueueCommand>),
 
     /// The worktrees and branches of isolated stages: list them, prune those of finished runs.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  baton worktree list\n  baton worktree prune RUN"
+    )]
     Worktree(Deferred<worktree::WorktreeCommand>),
 
     /// Tasks: artifact-driven phases from SPEC.md to VERDICT.md (docs/tasks.md).
@@ -229,7 +266,7 @@ pub(crate) enum Command {
 
     /// List the workflows and fragments under a directory.
     #[command(
-        after_help = "Without DIR, lists ./workflows when it exists, else the current directory.\n\nExit codes: 0 listed (even if empty), 2 usage error."
+        after_help = "Without DIR, lists ./workflows when it exists, else the current directory.\n\nExamples:\n  baton list\n  baton list workflows/code --format json\n\nExit codes: 0 listed (even if empty), 2 usage error."
     )]
     List(Deferred<ListArgs>),
 }
@@ -395,9 +432,14 @@ pub(crate) struct RunArgs {
     /// Most stages running at once.
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub(crate) max_parallel: usize,
-    /// Compile and show what would run; record and run nothing.
+    /// Compile and show what would run, and check every agent it needs as
+    /// `baton check` does; record and run nothing.
     #[arg(long)]
     pub(crate) dry_run: bool,
+    /// Treat warnings as errors, as `baton lint --strict` does: a workflow
+    /// with any (an unknown key, an unquoted placeholder) is not run.
+    #[arg(long)]
+    pub(crate) strict: bool,
     /// At a human gate, wait for a decision (`baton gate approve|reject`
     /// from another shell) instead of stopping.
     #[arg(long)]

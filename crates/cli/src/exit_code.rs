@@ -12,6 +12,7 @@ pub(crate) const USAGE: u8 = 2;
 /// `run`/`resume`: the run failed or is incomplete (the reference's code).
 pub(crate) const RUN_FAILED: u8 = 2;
 /// `gate`: someone decided on the gate, or changed its output, first;
+/// `check`, `run`: an agent the workflow needs cannot start here;
 /// `state record`: a governance rule refused the event; `state check`: rules
 /// are violated.
 pub(crate) const REFUSED: u8 = 3;
@@ -35,7 +36,8 @@ Exit codes:
        for run and resume: the run failed, was rejected at a gate, or is incomplete
   3    gate: someone else decided on the gate or changed its output first;
        state: a governance rule refused the event, or rules are violated;
-       task run: another task run works on the same task
+       task run: another task run works on the same task;
+       check, run: an agent the workflow needs cannot start here
   4    the store is unavailable (database locked, unreachable, read-only)
   5    task run: a person must decide on the verdict (autopilot paused)
   6    task run: the task waits for its sub-tasks

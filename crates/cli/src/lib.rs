@@ -67,6 +67,8 @@ pub fn main() -> ExitCode {
     let code = match cli.command {
         Command::Parse(args) => commands::parse::run(&args),
         Command::Lint(args) => commands::lint::run(&args),
+        Command::Init(args) => commands::init::run(&args),
+        Command::Check(args) => commands::check::run(&args),
         Command::Compile(args) => commands::compile::run(&args),
         Command::List(args) => commands::list::run(&args),
         Command::Completions(args) => commands::completions::run(&args),

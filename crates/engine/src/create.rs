@@ -136,6 +136,8 @@ pub(crate) fn recompile(
             .iter()
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect(),
+        // Accepted when the run was created.
+        reject_unknown_params: false,
     };
     let (loaded, plan) = compile(&run_options.project_dir, &run.workflow_path, &options)?;
     let recorded: Vec<SourceDigest> = serde_json::from_str(&run.sources).unwrap_or_default();
@@ -200,12 +202,20 @@ pub struct Prepared {
     new_run: NewRun,
     /// `plan.json`'s text.
     pretty: String,
+    /// What loading and compiling warned of.
+    warnings: Vec<baton_workflow::Diagnostic>,
 }
 
 impl Prepared {
     /// The compiled plan the run will follow.
     pub fn plan(&self) -> &Plan {
         &self.plan
+    }
+
+    /// What loading and compiling the workflow warned of (unknown keys,
+    /// parameters without a value): the run goes ahead regardless.
+    pub fn warnings(&self) -> &[baton_workflow::Diagnostic] {
+        &self.warnings
     }
 }
 
@@ -224,11 +234,15 @@ pub fn prepare_run(request: &RunRequest, driver: crate::external::DriverMode) ->
                 .into_owned(),
         ),
         params: request.params.clone(),
+        // A request's parameters come from the command line: a typo is
+        // refused before anything is recorded.
+        reject_unknown_params: true,
     };
     let (loaded, plan) = compile(&request.project_dir, &request.workflow_path, &options)?;
     // The parsed sources are only needed for their digests: freed before the
     // plan's JSON is built, which keeps the peak of a 10 000-stage run low.
     let sources = serde_json::to_string(&digests(&loaded)).expect("plain data");
+    let warnings = [loaded.warnings.as_slice(), plan.warnings.as_slice()].concat();
     drop(loaded);
     let now = clock::now_ms();
     let run_id = workspace::run_id(&plan.name, now, clock::entropy());
@@ -266,6 +280,7 @@ pub fn prepare_run(request: &RunRequest, driver: crate::external::DriverMode) ->
         plan,
         new_run,
         pretty,
+        warnings,
     })
 }
 
@@ -283,6 +298,7 @@ pub async fn record_run(store: &Store, prepared: Prepared) -> Result<Created> {
         run_options,
         mut new_run,
         pretty,
+        warnings: _,
     } = prepared;
     new_run.options = crate::worktree::record_base(&run_options, &run_options.project_dir, &plan)
         .await

@@ -5,7 +5,7 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use baton_executor::profile::{Config, Kind};
+use baton_executor::profile::{Agent, CheckResult, Config, Kind, Profile};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::Executor;
@@ -75,33 +75,120 @@ pub fn problems(
     path: Option<&OsStr>,
     cwd: &Path,
 ) -> Vec<String> {
-    let mut problems = Vec::new();
+    judge(plan, config, |agent| {
+        if agent.profile.kind == Kind::OpenaiChat {
+            return None;
+        }
+        let program = agent.profile.program.as_deref().unwrap_or_default();
+        baton_executor::find_program(program, path, cwd).is_none().then(|| {
+            format!(
+                "with profile `{}`, whose program `{program}` is not installed here (`baton agents check` lists what is)",
+                agent.profile_name
+            )
+        })
+    })
+    .problems
+}
+
+/// Every profile the plan's agents resolve to, once each, in stage order:
+/// what [`checked`] needs the results of.
+pub fn profiles<'c>(plan: &Plan, config: &'c Config) -> Vec<(&'c String, &'c Profile)> {
+    let mut out: Vec<(&String, &Profile)> = Vec::new();
+    for needed in needed(plan) {
+        let Ok(agent) = config.agent(&needed.role) else {
+            continue;
+        };
+        if !out.iter().any(|(name, _)| *name == agent.profile_name)
+            && let Some(entry) = config.profiles.get_key_value(agent.profile_name)
+        {
+            out.push(entry);
+        }
+    }
+    out
+}
+
+/// What [`checked`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// What keeps an agent from starting, naming the stage, role and
+    /// profile: the run would fail there.
+    pub problems: Vec<String>,
+    /// What an agent may still need (credential variables a CLI may not
+    /// need when it is logged in through its own files), once per profile.
+    pub notes: Vec<String>,
+}
+
+/// [`problems`], judged by each profile's full check (`baton agents
+/// check`'s `--version` or endpoint request, from `results` by profile
+/// name) instead of a look along `PATH`.
+pub fn checked(plan: &Plan, config: Option<&Config>, results: &[(&str, &CheckResult)]) -> Checked {
+    let result_of = |name: &str| {
+        results
+            .iter()
+            .find(|(profile, _)| *profile == name)
+            .map(|(_, result)| *result)
+    };
+    let mut verdict = judge(plan, config, |agent| {
+        let result = result_of(agent.profile_name)?;
+        if result.available {
+            return None;
+        }
+        let why = match (&agent.profile.program, &result.program_path) {
+            (Some(program), None) if agent.profile.kind == Kind::Cli => format!(
+                "whose program `{program}` is not installed here (install it, or map the role to a profile that is: `baton agents check` lists them)"
+            ),
+            _ => format!(
+                "which cannot start here: {}",
+                result.detail.as_deref().unwrap_or("its check failed")
+            ),
+        };
+        Some(format!("with profile `{}`, {why}", agent.profile_name))
+    });
+    if let Some(config) = config {
+        for (name, _) in profiles(plan, config) {
+            let Some(result) = result_of(name).filter(|result| result.available) else {
+                continue;
+            };
+            if !result.credential_set && !result.missing_credentials.is_empty() {
+                verdict.notes.push(format!(
+                    "profile `{name}` may need {} set (unless its CLI is logged in through its own files)",
+                    result.missing_credentials.join(" or ")
+                ));
+            }
+        }
+    }
+    verdict
+}
+
+/// Each needed agent's problem: no `baton.toml`, no profile for the role,
+/// or what `profile_problem` says of the profile it resolves to.
+fn judge(
+    plan: &Plan,
+    config: Option<&Config>,
+    profile_problem: impl Fn(&Agent<'_>) -> Option<String>,
+) -> Checked {
+    let mut checked = Checked::default();
     for needed in needed(plan) {
         let Needed { stage, duty, role } = &needed;
         let Some(config) = config else {
-            problems.push(format!(
+            checked.problems.push(format!(
                 "stage `{stage}` runs an agent ({duty}, role `{role}`), and there is no baton.toml: map the role to a profile with [agents.{role}] or [agents.default]"
             ));
             continue;
         };
         let Ok(agent) = config.agent(role) else {
-            problems.push(format!(
+            checked.problems.push(format!(
                 "stage `{stage}` runs an agent ({duty}, role `{role}`) that no profile is mapped to: add [agents.{role}] or [agents.default] to baton.toml"
             ));
             continue;
         };
-        if agent.profile.kind == Kind::OpenaiChat {
-            continue;
-        }
-        let program = agent.profile.program.as_deref().unwrap_or_default();
-        if baton_executor::find_program(program, path, cwd).is_none() {
-            problems.push(format!(
-                "stage `{stage}` runs an agent ({duty}, role `{role}`) with profile `{}`, whose program `{program}` is not installed here (`baton agents check` lists what is)",
-                agent.profile_name
+        if let Some(problem) = profile_problem(&agent) {
+            checked.problems.push(format!(
+                "stage `{stage}` runs an agent ({duty}, role `{role}`) {problem}"
             ));
         }
     }
-    problems
+    checked
 }
 
 /// What a run will do other than the workflow says, one line each: a

@@ -229,6 +229,8 @@ async fn created(stage: &PlanStage, attempt: &Attempt) -> Result<String> {
                 .into_owned(),
         ),
         params,
+        // A child may be handed parameters it does not use.
+        reject_unknown_params: false,
     };
     let (loaded, plan) = create::compile(&attempt.project_dir, &path, &compile_options)?;
     let workspace = child_workspace(&attempt.workspace, stage.name());

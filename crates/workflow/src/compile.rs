@@ -21,6 +21,10 @@ pub struct Options {
     pub work_dir: Option<String>,
     /// `--params key=value` overrides, in order.
     pub params: Vec<(String, String)>,
+    /// Refuse a `params` name the workflow neither declares nor refers to
+    /// (a typo on the command line). Off for parameters that were accepted
+    /// before: a recorded run's, which its resume compiles with again.
+    pub reject_unknown_params: bool,
 }
 
 /// Resolves parameters: `work_dir`, then trigger params, then overrides.
@@ -114,6 +118,14 @@ pub fn compile(
             template,
             guide,
         });
+    }
+    if options.reject_unknown_params {
+        let filled: Vec<&str> = stages
+            .iter()
+            .flat_map(|stage| stage.template.iter().chain(stage.guide.iter()))
+            .map(String::as_str)
+            .collect();
+        errors.extend(crate::params::unknown(workflow, &options.params, &filled));
     }
     if !errors.is_empty() {
         return Err(errors);

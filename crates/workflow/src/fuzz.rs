@@ -77,6 +77,7 @@ pub fn options() -> Options {
     Options {
         work_dir: Some("/fuzz/out".to_owned()),
         params: Vec::new(),
+        reject_unknown_params: false,
     }
 }
 

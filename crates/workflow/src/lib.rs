@@ -22,6 +22,7 @@ pub mod lint;
 pub mod load;
 pub mod loader;
 pub mod node;
+pub mod params;
 pub mod plan;
 pub mod schema;
 pub mod subworkflow;

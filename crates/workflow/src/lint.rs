@@ -480,49 +480,13 @@ fn inline_without_script(stage: &Stage, report: &mut Report) {
 
 fn unreferenced_params(workflow: &Workflow, report: &mut Report) {
     let mut used: HashSet<&str> = HashSet::new();
-    let mut collect = |text: &str| {
+    crate::params::each_text(workflow, |text| {
         for name in template::placeholders(text, |_| true) {
             if let Some((key, _)) = workflow.trigger.params.get_key_value(name) {
                 used.insert(key.as_str());
             }
         }
-    };
-    if let Some(dir) = &workflow.workspace_dir {
-        collect(dir);
-    }
-    for stage in &workflow.stages {
-        collect(&stage.description.value);
-        for text in stage
-            .script
-            .iter()
-            .chain(stage.when.iter())
-            .chain(stage.writes_to.iter())
-            .chain(
-                stage
-                    .fan_out
-                    .iter()
-                    .filter_map(|fan_out| fan_out.script.as_ref()),
-            )
-        {
-            collect(&text.value);
-        }
-        for output in &stage.outputs {
-            for text in [&output.subcommand, &output.query, &output.flags]
-                .into_iter()
-                .flatten()
-            {
-                collect(text);
-            }
-        }
-        for check in &stage.validates_output {
-            collect(&check.path.value);
-        }
-        if let Some(validation) = &stage.validation {
-            for criterion in &validation.criteria {
-                collect(criterion);
-            }
-        }
-    }
+    });
     for (name, param) in &workflow.trigger.params {
         if !used.contains(name.as_str()) {
             report.warnings.push(

@@ -50,7 +50,7 @@ pub(crate) struct AgentsCheckArgs {
     pub(crate) format: FormatArgs,
 }
 
-fn duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     match baton_executor::profile::parse_duration(text) {
         Some(duration) if !duration.is_zero() => Ok(duration),
         Some(_) => Err("the timeout must be longer than zero".to_owned()),

@@ -109,23 +109,31 @@ pub(crate) struct ReviewerArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum RecordEvent {
     /// The request is clarified.
+    #[command(
+        after_help = "Example:\n  baton state record --task t clarified --note \"scope agreed\""
+    )]
     Clarified {
         /// What was settled.
         #[arg(long)]
         note: Option<String>,
     },
     /// A file was inspected.
+    #[command(after_help = "Example:\n  baton state record --task t inspected src/lib.rs")]
     Inspected {
         /// The file.
         path: String,
     },
     /// A plan, with how the work will be validated.
+    #[command(
+        after_help = "Example:\n  baton state record --task t planned --intent \"cargo test -p core\""
+    )]
     Planned {
         /// The validation intent.
         #[arg(long)]
         intent: String,
     },
     /// A file was edited; its content hash is read from the file unless given.
+    #[command(after_help = "Example:\n  baton state record --task t edited src/lib.rs")]
     Edited {
         /// The file.
         path: String,
@@ -134,6 +142,9 @@ pub(crate) enum RecordEvent {
         hash: Option<String>,
     },
     /// A validation command ran.
+    #[command(
+        after_help = "Example:\n  baton state record --task t validated --command \"cargo test\" --exit-code 0 --covers src"
+    )]
     Validated {
         /// The command.
         #[arg(long)]
@@ -146,6 +157,9 @@ pub(crate) enum RecordEvent {
         covered: Vec<String>,
     },
     /// A review by someone other than the owner, with its findings.
+    #[command(
+        after_help = "Example:\n  baton state record --task t reviewed --reviewer codex --finding \"leaks a handle\""
+    )]
     Reviewed {
         #[command(flatten)]
         reviewer: ReviewerArgs,
@@ -154,11 +168,15 @@ pub(crate) enum RecordEvent {
         findings: Vec<String>,
     },
     /// A finding was repaired; it then needs a re-review.
+    #[command(after_help = "Example:\n  baton state record --task t repaired 0")]
     Repaired {
         /// The finding's number.
         finding: usize,
     },
     /// A re-review of a repaired finding.
+    #[command(
+        after_help = "Example:\n  baton state record --task t re-reviewed 0 --reviewer codex --resolved"
+    )]
     ReReviewed {
         /// The finding's number.
         finding: usize,
@@ -176,6 +194,9 @@ pub(crate) enum RecordEvent {
         rejected: bool,
     },
     /// New evidence or a changed route for a path that failed twice.
+    #[command(
+        after_help = "Example:\n  baton state record --task t new-evidence src/lib.rs --note \"the flaky test is pinned\""
+    )]
     NewEvidence {
         /// The path.
         path: String,
@@ -184,14 +205,21 @@ pub(crate) enum RecordEvent {
         note: String,
     },
     /// The work is released.
+    #[command(after_help = "Example:\n  baton state record --task t released")]
     Released,
     /// The work is handed to its next owner.
+    #[command(
+        after_help = "Example:\n  baton state record --task t handed-off --next-owner maintainers"
+    )]
     HandedOff {
         /// The next owner.
         #[arg(long)]
         next_owner: String,
     },
     /// The work is closed with its statement.
+    #[command(
+        after_help = "Example:\n  baton state record --task t closed --proven \"tests pass\" --not-proven \"load\" --residual-risk low --next-owner maintainers"
+    )]
     Closed {
         /// What the evidence proves.
         #[arg(long)]
@@ -222,7 +250,7 @@ pub(crate) enum HookCommand {
     /// and ignored.
     #[command(
         name = "claude-code",
-        after_help = "Installed by `baton hook install claude-code`; by hand:\n  echo '{\"session_id\":\"s\",\"hook_event_name\":\"Stop\",\"cwd\":\".\"}' | baton hook claude-code Stop\n\nExit codes: 0 recorded or allowed, 2 blocked (the reason is on stderr) or the payload could not be handled."
+        after_help = "Installed by `baton hook install claude-code`.\n\nExample (by hand):\n  echo '{\"session_id\":\"s\",\"hook_event_name\":\"Stop\",\"cwd\":\".\"}' | baton hook claude-code Stop\n\nExit codes: 0 recorded or allowed, 2 blocked (the reason is on stderr) or the payload could not be handled."
     )]
     ClaudeCode {
         /// The hook event as Claude Code spells it: PostToolUse, Stop, SubagentStop, …

@@ -1,6 +1,6 @@
 //! `baton agents check`.
 
-use baton_executor::profile::CheckResult;
+use baton_executor::profile::{CheckResult, Profile};
 use serde_json::json;
 
 use super::agents_probe::{self, Probed};
@@ -32,29 +32,12 @@ pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
         ));
         return exit_code::USAGE;
     }
-    // One `--version` each, side by side: a slow CLI delays none of the
-    // others.
-    let results: Vec<_> = std::thread::scope(|scope| {
-        let checks: Vec<_> = config
+    let results = check_profiles(
+        config
             .profiles
             .iter()
-            .filter(|(name, _)| args.profiles.is_empty() || args.profiles.contains(name))
-            .map(|(name, profile)| {
-                let check = scope.spawn(|| baton_executor::profile::check(profile));
-                (name, profile, check)
-            })
-            .collect();
-        checks
-            .into_iter()
-            .map(|(name, profile, check)| {
-                let result = check.join().unwrap_or_else(|_| CheckResult {
-                    detail: Some("the check failed".to_owned()),
-                    ..CheckResult::default()
-                });
-                (name, profile, result)
-            })
-            .collect()
-    });
+            .filter(|(name, _)| args.profiles.is_empty() || args.profiles.contains(name)),
+    );
     let probed = if args.probe {
         let targets = agents_probe::targets(&config, &args.profiles);
         if targets.is_empty() {
@@ -129,14 +112,7 @@ pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
                         },
                         result.version.clone().unwrap_or_default(),
                         roles_of(name).join(", "),
-                        if result.missing_credentials.is_empty() {
-                            result.detail.clone().unwrap_or_default()
-                        } else {
-                            format!(
-                                "set {} (or log in with the CLI itself)",
-                                result.missing_credentials.join(" or ")
-                            )
-                        },
+                        needs(result).unwrap_or_else(|| result.detail.clone().unwrap_or_default()),
                     ]
                 })
                 .collect();
@@ -166,11 +142,48 @@ pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
     )
 }
 
+/// Checks each profile (`baton_executor::profile::check`): one
+/// `--version` each, side by side, so a slow CLI delays none of the others.
+pub(crate) fn check_profiles<'a>(
+    profiles: impl Iterator<Item = (&'a String, &'a Profile)>,
+) -> Vec<(&'a String, &'a Profile, CheckResult)> {
+    std::thread::scope(|scope| {
+        let checks: Vec<_> = profiles
+            .map(|(name, profile)| {
+                let check = scope.spawn(|| baton_executor::profile::check(profile));
+                (name, profile, check)
+            })
+            .collect();
+        checks
+            .into_iter()
+            .map(|(name, profile, check)| {
+                let result = check.join().unwrap_or_else(|_| CheckResult {
+                    detail: Some("the check failed".to_owned()),
+                    ..CheckResult::default()
+                });
+                (name, profile, result)
+            })
+            .collect()
+    })
+}
+
+/// What a profile still needs before its CLI can answer: one of its
+/// credential variables, when none is set. A CLI may be logged in through
+/// its own files, so this is advice, not a refusal.
+pub(crate) fn needs(result: &CheckResult) -> Option<String> {
+    (!result.credential_set && !result.missing_credentials.is_empty()).then(|| {
+        format!(
+            "set {} (or log in with the CLI itself)",
+            result.missing_credentials.join(" or ")
+        )
+    })
+}
+
 /// Exit 3, saying why, when a role's profile cannot run here or a probe
 /// failed; else success.
 fn refusal(
     config: &baton_executor::profile::Config,
-    results: &[(&String, &baton_executor::profile::Profile, CheckResult)],
+    results: &[(&String, &Profile, CheckResult)],
     probed: Option<&[Probed]>,
 ) -> u8 {
     // A profile whose probe ran is judged by its probe.

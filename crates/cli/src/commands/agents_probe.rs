@@ -23,7 +23,7 @@ impl Probed {
         self.not_run.is_none() && self.answer.ok
     }
 
-    fn error(&self) -> Option<String> {
+    pub(crate) fn error(&self) -> Option<String> {
         match &self.not_run {
             Some(why) => Some(format!("not run: {why}")),
             None => self.answer.error.clone(),

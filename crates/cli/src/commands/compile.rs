@@ -353,10 +353,7 @@ fn table(plan: &Plan) -> String {
                 format!("{:03}", stage.index),
                 stage.name().to_owned(),
                 spec.kind.as_str().to_owned(),
-                match spec.executor {
-                    baton_workflow::schema::Executor::Agent => spec.agent.role.clone(),
-                    other => other.as_str().to_owned(),
-                },
+                run_by(spec),
                 names(plan, &stage.depends_on).join(", "),
                 notes.join("; "),
             ]
@@ -368,13 +365,36 @@ fn table(plan: &Plan) -> String {
             "index",
             "stage",
             "kind",
-            "executor",
+            "run by",
             "depends_on",
             "notes",
         ],
         &rows,
     ));
     text
+}
+
+/// Who or what carries a stage out, for the table's `run by` column:
+/// `agent:ROLE` (the role baton.toml maps to an agent CLI), `script`,
+/// `queue` (a job for `baton worker`), or `workflow:PATH` (a child run).
+/// An inline stage without a script is handed to the `inline` role; a
+/// queue fan-out's items are queue jobs, whatever the stage's executor.
+fn run_by(spec: &baton_workflow::schema::Stage) -> String {
+    use baton_workflow::schema::{Executor, FanOutMode};
+    if let Some(path) = &spec.sub_workflow {
+        return format!("workflow:{path}");
+    }
+    let queue_fan_out = spec
+        .fan_out
+        .as_ref()
+        .is_some_and(|fan_out| fan_out.mode == FanOutMode::WorkerQueue);
+    match spec.executor {
+        Executor::WorkerQueue => "queue".to_owned(),
+        _ if queue_fan_out => "queue".to_owned(),
+        Executor::Inline if spec.script.is_some() => "script".to_owned(),
+        Executor::Inline => "agent:inline".to_owned(),
+        Executor::Agent => format!("agent:{}", spec.agent.role),
+    }
 }
 
 /// The current time as `YYYY-MM-DDTHH:MM:SSZ`.
@@ -401,7 +421,8 @@ pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as
     } else {
         output::stdout(&table(&plan));
     }
-    // The same check `run` makes before it records anything.
+    // What `run` checks before it records anything, and more: each
+    // profile's CLI is asked for its version, as `baton check` does.
     let agents = match crate::settings::project_agents(&super::project_dir()) {
         Ok(agents) => agents,
         Err(error) => {
@@ -409,7 +430,17 @@ pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as
             return exit_code::USAGE;
         }
     };
-    let unready = super::run::refuse_unready(&plan, agents.as_ref(), false);
+    let checked = super::check::check_agents(&plan, agents.as_ref()).checked;
+    for problem in &checked.problems {
+        output::stderr_line(&format!("error: {problem}"));
+    }
+    for note in &checked.notes {
+        output::stderr_line(&format!("note: {note}"));
+    }
     output::stderr_line("dry run: nothing was recorded or run");
-    unready.unwrap_or(exit_code::SUCCESS)
+    if checked.problems.is_empty() {
+        exit_code::SUCCESS
+    } else {
+        exit_code::REFUSED
+    }
 }

@@ -64,7 +64,7 @@ fn failure(error: &gate::Error) -> u8 {
 async fn decider(as_name: Option<&str>) -> String {
     match as_name {
         Some(name) => name.to_owned(),
-        None => crate::settings::person(&super::current_dir()).await,
+        None => crate::settings::person(&super::project_dir()).await,
     }
 }
 

@@ -68,3 +68,22 @@ pub(crate) fn run(args: &LintArgs) -> u8 {
         exit_code::INVALID_WORKFLOW
     }
 }
+
+/// `--strict` for a command that runs the workflow: the lint's warnings
+/// are errors. `Some(exit code)`, after printing every one, when there are
+/// any (or errors); `None` when the workflow is clean.
+pub(crate) fn strict_refusal(
+    file: &str,
+    options: &baton_workflow::compile::Options,
+    as_json: bool,
+) -> Option<u8> {
+    let lint = baton_workflow::lint::lint(file, &super::loader(), options, true);
+    if lint.valid {
+        return None;
+    }
+    report::emit(&lint.errors, as_json);
+    output::stderr_line(
+        "error: warnings are errors under --strict: nothing was recorded or run (fix them, or run without --strict)",
+    );
+    Some(exit_code::INVALID_WORKFLOW)
+}

@@ -2,6 +2,7 @@
 
 pub(crate) mod agents;
 mod agents_probe;
+pub(crate) mod check;
 pub(crate) mod compile;
 pub(crate) mod completions;
 mod cost;
@@ -9,6 +10,7 @@ pub(crate) mod driver;
 pub(crate) mod gate;
 pub(crate) mod graph;
 pub(crate) mod hook;
+pub(crate) mod init;
 pub(crate) mod lint;
 pub(crate) mod list;
 pub(crate) mod parse;
@@ -87,5 +89,6 @@ pub(crate) fn compile_options(params: &[String]) -> Result<Options, u8> {
     Ok(Options {
         work_dir: Some(project_dir().join("out").to_string_lossy().into_owned()),
         params: parsed,
+        reject_unknown_params: true,
     })
 }

@@ -315,6 +315,11 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
         Ok(options) => options,
         Err(code) => return code,
     };
+    if args.strict
+        && let Some(code) = super::lint::strict_refusal(&args.file, &options, as_json)
+    {
+        return code;
+    }
     if args.dry_run {
         return super::compile::dry_run(&args.file, &options, as_json);
     }
@@ -350,6 +355,7 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
         };
         let recorded = match prepared.await {
             Ok(Ok(prepared)) => {
+                report::emit(prepared.warnings(), as_json);
                 if let Some(code) =
                     refuse_unready(prepared.plan(), drive.agents.as_deref(), as_json)
                 {

@@ -53,7 +53,7 @@ pub(crate) fn scope(args: &ScopeArgs) -> Scope {
 
 /// The user running baton, as an identity for records without `--as`.
 pub(super) async fn person(scope: &Scope) -> Identity {
-    let user = crate::settings::person(&super::current_dir()).await;
+    let user = crate::settings::person(&super::project_dir()).await;
     Identity {
         profile: format!("person:{user}"),
         model: None,

@@ -61,7 +61,7 @@ fn a_profile_whose_program_is_missing_is_refused() {
 #[test]
 fn tools_a_profile_cannot_pass_are_a_warning() {
     let dir =
-        project("[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"sh\"\n");
+        project("[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"bash\"\n");
     let workflow = WORKFLOW.replace(
         "agent: {role: reviewer, access: read-only}",
         "agent: {role: reviewer, access: read-only, tools: [Read, Grep]}",
@@ -83,9 +83,10 @@ fn tools_a_profile_cannot_pass_are_a_warning() {
 #[test]
 fn tools_warn_only_where_the_cli_has_no_equivalent() {
     let warned = |profile: &str, tools: &str| {
-        // `sh` stands in for the CLI: only the warnings are looked at.
+        // `bash` stands in for the CLI (it answers `--version`): only the
+        // warnings are looked at.
         let dir = project(&format!(
-            "[agents.default]\nprofile = \"{profile}\"\n\n[profiles.{profile}]\nprogram = \"sh\"\n"
+            "[agents.default]\nprofile = \"{profile}\"\n\n[profiles.{profile}]\nprogram = \"bash\"\n"
         ));
         let workflow = WORKFLOW.replace(
             "agent: {role: reviewer, access: read-only}",

@@ -35,6 +35,10 @@ pub struct CheckResult {
     /// `*_TOKEN`) that are unset or empty. Informational: a CLI may also be
     /// logged in through its own files.
     pub missing_credentials: Vec<String>,
+    /// One of the profile's credential-like variables is set: any one of
+    /// them is usually enough (`ANTHROPIC_API_KEY` or
+    /// `ANTHROPIC_AUTH_TOKEN`; opencode takes any provider's key).
+    pub credential_set: bool,
     /// Why the profile is not available, when it is not.
     pub detail: Option<String>,
 }
@@ -52,14 +56,18 @@ pub fn check_with(
     env: impl Fn(&str) -> Option<OsString>,
     timeout: Duration,
 ) -> CheckResult {
-    let missing_credentials = profile
+    let credentials: Vec<&String> = profile
         .env_passthrough
         .iter()
         .filter(|name| name.ends_with("_API_KEY") || name.ends_with("_TOKEN"))
+        .collect();
+    let missing_credentials: Vec<String> = credentials
+        .iter()
         .filter(|name| env(name).is_none_or(|value| value.is_empty()))
-        .cloned()
+        .map(|name| (*name).clone())
         .collect();
     let mut result = CheckResult {
+        credential_set: missing_credentials.len() < credentials.len(),
         missing_credentials,
         ..CheckResult::default()
     };
