@@ -133,9 +133,9 @@ pub(crate) enum Command {
 
     /// Show a run's stages with their status and duration.
     #[command(
-        after_help = "Examples:\n  baton status latest              # the run created last\n  baton status 3f2                  # any unique start of a run id\n  baton status RUN --format json"
+        after_help = "Examples:\n  baton status latest              # the run created last\n  baton status 3f2                  # any unique start of a run id\n  baton status RUN --format json\n  baton status latest --watch      # follow it until it ends or waits at a gate\n\nWith --watch the exit code says how the run stopped: 0 succeeded or waits at a gate; 2 failed, rejected or cancelled, or its driver is gone (`baton resume RUN`)."
     )]
-    Status(Deferred<RunRef>),
+    Status(Deferred<StatusArgs>),
 
     /// Show the output of a run's stages (the latest attempt of each); an
     /// agent's stream JSON as its transcript unless --raw.
@@ -406,6 +406,46 @@ pub(crate) struct RunsArgs {
     pub(crate) since: Option<crate::cutoff::Cutoff>,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
+}
+
+/// `baton status`.
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    #[command(flatten)]
+    pub(crate) run: RunRef,
+    /// Follow the run until it stops (ends, waits at a gate, or its driver
+    /// is gone): redrawn on a terminal, one line per change otherwise.
+    #[arg(long, short = 'w')]
+    pub(crate) watch: bool,
+    /// How often `--watch` looks (e.g. 500ms, 2s).
+    #[arg(long, default_value = "1s", value_parser = parse_interval, requires = "watch")]
+    pub(crate) interval: std::time::Duration,
+}
+
+/// A `--watch` interval: `500ms`, `2s`, `1m`; from 100 ms to 10 minutes.
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let (digits, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((text, ""), |at| text.split_at(at));
+    let value: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration; write e.g. 500ms, 2s or 1m"))?;
+    let duration = match unit {
+        "ms" => std::time::Duration::from_millis(value),
+        "s" | "" => std::time::Duration::from_secs(value),
+        "m" => std::time::Duration::from_secs(value.saturating_mul(60)),
+        _ => {
+            return Err(format!(
+                "`{text}` is not a duration; write e.g. 500ms, 2s or 1m"
+            ));
+        }
+    };
+    if duration < std::time::Duration::from_millis(100)
+        || duration > std::time::Duration::from_secs(600)
+    {
+        return Err(format!("`{text}` is out of range: from 100ms to 10m"));
+    }
+    Ok(duration)
 }
 
 /// A run id and a format.

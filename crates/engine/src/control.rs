@@ -209,17 +209,18 @@ async fn wait_for_driver(store: &Store, run_id: &str, driver: &str) -> Result<St
     }
 }
 
-/// Whether a run recorded as running has nobody driving it (not driven
-/// from outside, and its lease expired or is held by a process on this
-/// host that has ended): a crashed or killed driver. `baton resume`
-/// continues such a run.
+/// Whether a run recorded as running — or still pending, when its driver
+/// died before its first commit — has nobody driving it (not driven from
+/// outside, and its lease expired or is held by a process on this host
+/// that has ended): a crashed or killed driver. `baton resume` continues
+/// such a run.
 ///
 /// # Errors
 ///
 /// No such run, or the store fails.
 pub async fn driver_gone(store: &Store, run_id: &str) -> Result<bool> {
     let run = store.run(run_id).await?;
-    if run.status != "running" || crate::external::is_external(&run) {
+    if !matches!(run.status.as_str(), "running" | "pending") || crate::external::is_external(&run) {
         return Ok(false);
     }
     Ok(match store.lease_holder(run_id, clock::now_ms()).await? {

@@ -26,6 +26,7 @@ mod subruns;
 mod summary;
 pub(crate) mod task;
 mod task_run;
+mod watch;
 pub(crate) mod worktree;
 
 use std::path::PathBuf;

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::run::{block_on, chain};
 use super::run_ref;
-use crate::args::{Format, LogsArgs, RunRef};
+use crate::args::{Format, LogsArgs, StatusArgs};
 use crate::{exit_code, output};
 
 pub(super) fn utc(ms: i64) -> String {
@@ -24,16 +24,40 @@ fn store_error(error: &baton_store::Error) -> u8 {
     }
 }
 
-/// `baton status RUN`: `{run_id, status, stages: [{stage, status, duration_ms, …}]}`.
-pub(crate) fn status(args: &RunRef) -> u8 {
+/// `baton status RUN`: `{run_id, status, stages: [{stage, status, duration_ms, …}]}`;
+/// with `--watch`, redrawn until the run stops.
+pub(crate) fn status(args: &StatusArgs) -> u8 {
+    if args.watch {
+        return super::watch::watch(args);
+    }
+    let args = &args.run;
     block_on(async {
         let (store, run_id) = match run_ref::open_with_run(&args.run).await {
             Ok(found) => found,
             Err(code) => return code,
         };
+        match render(&store, &run_id, args.format.format()).await {
+            Ok(text) => {
+                output::stdout(&text);
+                exit_code::SUCCESS
+            }
+            Err(code) => code,
+        }
+    })
+}
+
+/// The status of a run as `baton status` prints it, in `format`. `Err`
+/// carries the exit code, once the error is printed.
+pub(super) async fn render(
+    store: &baton_store::Store,
+    run_id: &str,
+    format: Format,
+) -> Result<String, u8> {
+    let (store, run_id) = (store, run_id.to_owned());
+    {
         let (run, stages) = match tokio::try_join!(store.run(&run_id), store.stages(&run_id)) {
             Ok(found) => found,
-            Err(error) => return store_error(&error),
+            Err(error) => return Err(store_error(&error)),
         };
         // Gate decisions, units and findings are extra detail: a failure to
         // read them hides them.
@@ -44,10 +68,10 @@ pub(crate) fn status(args: &RunRef) -> u8 {
         let gone = baton_engine::driver_gone(&store, &run_id)
             .await
             .unwrap_or(false);
-        let costs = super::cost::Costs::read(&store, &run_id).await;
-        let retries = super::retries::Retries::read(&store, &run_id).await;
-        let subruns = super::subruns::SubRuns::read(&store).await;
-        let text = match args.format.format() {
+        let costs = super::cost::Costs::read(store, &run_id).await;
+        let retries = super::retries::Retries::read(store, &run_id).await;
+        let subruns = super::subruns::SubRuns::read(store).await;
+        let text = match format {
             Format::Json | Format::Yaml => {
                 let mut value = json!({
                     "gates": gates.iter().map(|gate| {
@@ -86,7 +110,7 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                     }).collect::<Vec<_>>(),
                 });
                 costs.describe_json(None, &mut value);
-                if args.format.format() == Format::Json {
+                if format == Format::Json {
                     output::json(&value)
                 } else {
                     output::yaml(&value)
@@ -159,9 +183,8 @@ pub(crate) fn status(args: &RunRef) -> u8 {
                 text
             }
         };
-        output::stdout(&text);
-        exit_code::SUCCESS
-    })
+        Ok(text)
+    }
 }
 
 /// What ran inside composite stages: units and validation findings.

@@ -9,8 +9,8 @@ mod cancel;
 mod check;
 mod compat;
 mod compat_runs;
-mod completions;
 mod compile_table;
+mod completions;
 mod concurrency;
 mod crash;
 mod diagnostics;
@@ -57,6 +57,7 @@ mod tasks_sub;
 mod traversal;
 mod usage;
 mod validation;
+mod watch;
 mod worktree;
 
 use std::path::Path;
