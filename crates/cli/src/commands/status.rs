@@ -53,138 +53,134 @@ pub(super) async fn render(
     run_id: &str,
     format: Format,
 ) -> Result<String, u8> {
-    let (store, run_id) = (store, run_id.to_owned());
-    {
-        let (run, stages) = match tokio::try_join!(store.run(&run_id), store.stages(&run_id)) {
-            Ok(found) => found,
-            Err(error) => return Err(store_error(&error)),
-        };
-        // Gate decisions, units and findings are extra detail: a failure to
-        // read them hides them.
-        let gates = baton_engine::gate::list(&store, Some(&run_id))
-            .await
-            .unwrap_or_default();
-        let work = Work::read(&store, &run_id).await;
-        let gone = baton_engine::driver_gone(&store, &run_id)
-            .await
-            .unwrap_or(false);
-        let costs = super::cost::Costs::read(store, &run_id).await;
-        let retries = super::retries::Retries::read(store, &run_id).await;
-        let subruns = super::subruns::SubRuns::read(store).await;
-        let text = match format {
-            Format::Json | Format::Yaml => {
-                let mut value = json!({
-                    "gates": gates.iter().map(|gate| {
-                        let decision = gate.decision.as_ref();
-                        json!({
-                            "stage": gate.stage,
-                            "status": gate.state.as_str(),
-                            "decided_by": decision.map(|row| row.decided_by.clone()),
-                            "decided_at": decision.map(|row| utc(row.decided_at)),
-                            "comment": decision.and_then(|row| row.comment.clone()),
-                        })
-                    }).collect::<Vec<_>>(),
-                    "run_id": run.run_id,
-                    "workflow": run.workflow,
-                    "status": run.status,
-                    "workspace": run.workspace,
-                    "started_at": utc(run.created_at),
-                    "finished_at": run.finished_at.map(utc),
-                    "error": run.error,
-                    "driver_gone": gone,
-                    "stages": stages.iter().map(|stage| {
-                        let mut entry = json!({
-                            "index": stage.index,
-                            "stage": stage.name,
-                            "status": stage.status,
-                            "duration_ms": stage.duration_ms(),
-                            "attempts": stage.attempts,
-                            "error": stage.error,
-                            "note": stage.note,
-                        });
-                        work.describe_json(stage.index, &mut entry);
-                        costs.describe_json(Some(stage.index), &mut entry);
-                        retries.describe_json(stage, &mut entry);
-                        subruns.describe_json(&run.run_id, &stage.name, &mut entry);
-                        entry
-                    }).collect::<Vec<_>>(),
-                });
-                costs.describe_json(None, &mut value);
-                if format == Format::Json {
-                    output::json(&value)
-                } else {
-                    output::yaml(&value)
-                }
+    let (run, stages) = match tokio::try_join!(store.run(run_id), store.stages(run_id)) {
+        Ok(found) => found,
+        Err(error) => return Err(store_error(&error)),
+    };
+    // Gate decisions, units and findings are extra detail: a failure to
+    // read them hides them.
+    let gates = baton_engine::gate::list(store, Some(run_id))
+        .await
+        .unwrap_or_default();
+    let work = Work::read(store, run_id).await;
+    let gone = baton_engine::driver_gone(store, run_id)
+        .await
+        .unwrap_or(false);
+    let costs = super::cost::Costs::read(store, run_id).await;
+    let retries = super::retries::Retries::read(store, run_id).await;
+    let subruns = super::subruns::SubRuns::read(store).await;
+    let text = match format {
+        Format::Json | Format::Yaml => {
+            let mut value = json!({
+                "gates": gates.iter().map(|gate| {
+                    let decision = gate.decision.as_ref();
+                    json!({
+                        "stage": gate.stage,
+                        "status": gate.state.as_str(),
+                        "decided_by": decision.map(|row| row.decided_by.clone()),
+                        "decided_at": decision.map(|row| utc(row.decided_at)),
+                        "comment": decision.and_then(|row| row.comment.clone()),
+                    })
+                }).collect::<Vec<_>>(),
+                "run_id": run.run_id,
+                "workflow": run.workflow,
+                "status": run.status,
+                "workspace": run.workspace,
+                "started_at": utc(run.created_at),
+                "finished_at": run.finished_at.map(utc),
+                "error": run.error,
+                "driver_gone": gone,
+                "stages": stages.iter().map(|stage| {
+                    let mut entry = json!({
+                        "index": stage.index,
+                        "stage": stage.name,
+                        "status": stage.status,
+                        "duration_ms": stage.duration_ms(),
+                        "attempts": stage.attempts,
+                        "error": stage.error,
+                        "note": stage.note,
+                    });
+                    work.describe_json(stage.index, &mut entry);
+                    costs.describe_json(Some(stage.index), &mut entry);
+                    retries.describe_json(stage, &mut entry);
+                    subruns.describe_json(&run.run_id, &stage.name, &mut entry);
+                    entry
+                }).collect::<Vec<_>>(),
+            });
+            costs.describe_json(None, &mut value);
+            if format == Format::Json {
+                output::json(&value)
+            } else {
+                output::yaml(&value)
             }
-            Format::Table => {
-                let mut text = format!(
-                    "run: {}\nworkflow: {}\nstatus: {}{}\nworkspace: {}\n",
-                    run.run_id,
-                    run.workflow,
-                    run.status,
-                    if gone {
-                        format!(" (driver gone — `baton resume {}`)", run.run_id)
-                    } else {
-                        String::new()
-                    },
-                    run.workspace
-                );
-                if let Some(error) = &run.error {
-                    text.push_str(&format!("error: {error}\n"));
-                }
-                for gate in &gates {
-                    text.push_str(&format!("gate {}: {}", gate.stage, gate.state.as_str()));
-                    if let Some(row) = &gate.decision {
-                        text.push_str(&format!(
-                            " ({} by {} at {})",
-                            row.decision,
-                            row.decided_by,
-                            utc(row.decided_at)
-                        ));
-                    }
-                    text.push('\n');
+        }
+        Format::Table => {
+            let mut text = format!(
+                "run: {}\nworkflow: {}\nstatus: {}{}\nworkspace: {}\n",
+                run.run_id,
+                run.workflow,
+                run.status,
+                if gone {
+                    format!(" (driver gone — `baton resume {}`)", run.run_id)
+                } else {
+                    String::new()
+                },
+                run.workspace
+            );
+            if let Some(error) = &run.error {
+                text.push_str(&format!("error: {error}\n"));
+            }
+            for gate in &gates {
+                text.push_str(&format!("gate {}: {}", gate.stage, gate.state.as_str()));
+                if let Some(row) = &gate.decision {
+                    text.push_str(&format!(
+                        " ({} by {} at {})",
+                        row.decision,
+                        row.decided_by,
+                        utc(row.decided_at)
+                    ));
                 }
                 text.push('\n');
-                let rows: Vec<Vec<String>> = stages
-                    .iter()
-                    .flat_map(|stage| {
-                        let row = vec![
-                            format!("{:03}", stage.index),
-                            stage.name.clone(),
-                            stage.status.clone(),
-                            stage
-                                .duration_ms()
-                                .map(|ms| format!("{ms} ms"))
-                                .unwrap_or_default(),
-                            stage.attempts.to_string(),
-                            costs.cost_cell(stage.index),
-                            costs.tokens_cell(stage.index),
-                            work.summary(stage.index)
-                                .into_iter()
-                                .chain(costs.continued_cells(stage.index))
-                                .chain(stage.error.clone().or_else(|| stage.note.clone()))
-                                .chain(retries.detail(stage))
-                                .collect::<Vec<_>>()
-                                .join("; "),
-                        ];
-                        let columns = row.len();
-                        std::iter::once(row).chain(subruns.rows(&run.run_id, &stage.name, columns))
-                    })
-                    .collect();
-                text.push_str(&output::table(
-                    &[
-                        "index", "stage", "status", "duration", "attempts", "cost", "tokens",
-                        "detail",
-                    ],
-                    &rows,
-                ));
-                text.extend(costs.total_line());
-                text.push_str(&work.failures());
-                text
             }
-        };
-        Ok(text)
-    }
+            text.push('\n');
+            let rows: Vec<Vec<String>> = stages
+                .iter()
+                .flat_map(|stage| {
+                    let row = vec![
+                        format!("{:03}", stage.index),
+                        stage.name.clone(),
+                        stage.status.clone(),
+                        stage
+                            .duration_ms()
+                            .map(|ms| format!("{ms} ms"))
+                            .unwrap_or_default(),
+                        stage.attempts.to_string(),
+                        costs.cost_cell(stage.index),
+                        costs.tokens_cell(stage.index),
+                        work.summary(stage.index)
+                            .into_iter()
+                            .chain(costs.continued_cells(stage.index))
+                            .chain(stage.error.clone().or_else(|| stage.note.clone()))
+                            .chain(retries.detail(stage))
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    ];
+                    let columns = row.len();
+                    std::iter::once(row).chain(subruns.rows(&run.run_id, &stage.name, columns))
+                })
+                .collect();
+            text.push_str(&output::table(
+                &[
+                    "index", "stage", "status", "duration", "attempts", "cost", "tokens", "detail",
+                ],
+                &rows,
+            ));
+            text.extend(costs.total_line());
+            text.push_str(&work.failures());
+            text
+        }
+    };
+    Ok(text)
 }
 
 /// What ran inside composite stages: units and validation findings.
