@@ -1,5 +1,8 @@
 //! Shapes orchestrators read: the per-stage facts in `compile --format
-//! json`'s `resolutions`.
+//! json`'s `resolutions`, and `isolation` in dispatch files.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -116,4 +119,63 @@ fn compile_resolutions_carry_what_dispatching_a_stage_needs() {
     // Unknown to the plan: null, not absent.
     assert!(resolution(&plan, "review")["agent_model"].is_null());
     assert!(resolution(&plan, "review")["sub_workflow"].is_null());
+}
+
+/// `git ARGS` in `dir`; panics when git fails.
+fn git(dir: &Path, args: &[&str]) {
+    #[expect(clippy::disallowed_methods, reason = "the test sets up a repository")]
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn dispatch_files_say_whether_the_agent_works_in_a_worktree() {
+    let project = Project::new();
+    let dir = project.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "test"]);
+    git(dir, &["config", "user.email", "test@localhost"]);
+    project.write("README", "r\n");
+    git(dir, &["add", "README"]);
+    git(dir, &["commit", "-q", "-m", "start"]);
+    let stages = "  - name: isolated
+    kind: execute
+    description: d
+    agent: {role: coder, access: read-write, isolation: worktree}
+    writes_to: [isolated.md]
+  - name: shared
+    kind: gather
+    description: d
+    agent: {role: researcher}
+    writes_to: [shared.md]
+";
+    project.write("wf.yaml", &format!("{HEADER}{stages}"));
+    let created = project.json(&["run", "wf.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("run id");
+    let ready = project.json(&["next", id, "--json"]);
+    let ready = ready.as_array().expect("ready stages");
+    assert_eq!(ready.len(), 2, "{ready:?}");
+    for item in ready {
+        let file = PathBuf::from(item["dispatch_file"].as_str().expect("a dispatch file"));
+        let dispatch: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).expect("readable")).expect("JSON");
+        let expected = if item["stage"] == "isolated" {
+            assert!(item["worktree"].is_string(), "{item}");
+            "worktree"
+        } else {
+            assert!(item["worktree"].is_null(), "{item}");
+            "work-dir"
+        };
+        assert_eq!(dispatch["isolation"], expected, "{}", file.display());
+    }
 }
