@@ -19,6 +19,8 @@ pub(crate) mod status;
 mod subruns;
 pub(crate) mod task;
 mod task_run;
+pub(crate) mod verify;
+mod workspace_run;
 pub(crate) mod worktree;
 
 use std::path::PathBuf;

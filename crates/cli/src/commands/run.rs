@@ -341,7 +341,12 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
 /// `baton resume`.
 pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     let format = args.format.format();
-    if let Some(code) = super::driver::resume_hint(&args.run, format) {
+    // The run's id, or its workspace directory.
+    let run_id = match super::workspace_run::resolve_now(&args.run, exit_code::RUN_FAILED) {
+        Ok(run_id) => run_id,
+        Err(code) => return code,
+    };
+    if let Some(code) = super::driver::resume_hint(&run_id, format) {
         return code;
     }
     let options = match drive_options(args.accept_changes, args.wait_gates, !args.no_local_worker) {
@@ -353,7 +358,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
             Ok(store) => store,
             Err(code) => return code,
         };
-        drive_to_exit(store, Drive::Recorded(&args.run), &options, format).await
+        drive_to_exit(store, Drive::Recorded(&run_id), &options, format).await
     })
 }
 

@@ -1,12 +1,14 @@
 //! Shapes orchestrators read: the per-stage facts in `compile --format
-//! json`'s `resolutions`, and `isolation` in dispatch files.
+//! json`'s `resolutions`, `isolation` in dispatch files, `resume` and
+//! `verify` naming a run by its workspace, and a finished run whose outputs
+//! changed since they were recorded.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
-use crate::project::{HEADER, Project, stage};
+use crate::project::{HEADER, Project, run_id, stage};
 
 fn resolution<'a>(plan: &'a Value, name: &str) -> &'a Value {
     plan["resolutions"]
@@ -178,4 +180,206 @@ fn dispatch_files_say_whether_the_agent_works_in_a_worktree() {
         };
         assert_eq!(dispatch["isolation"], expected, "{}", file.display());
     }
+}
+
+/// Runs `stages` to the end; returns the run id and its workspace.
+fn finished_run(project: &Project, stages: &str) -> (String, PathBuf) {
+    project.write("wf.yaml", &format!("{HEADER}{stages}"));
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let id = run_id(&run);
+    let status = project.json(&["status", &id, "--json"]);
+    let workspace = PathBuf::from(status["workspace"].as_str().expect("workspace"));
+    (id, workspace)
+}
+
+/// Three stages that count their runs in `runs-<name>` of the project:
+/// `b` depends on `a`; `c` on nothing.
+fn counted() -> String {
+    ["a", "b", "c"]
+        .iter()
+        .map(|name| {
+            let depends = if *name == "b" {
+                "    depends_on: [a]\n"
+            } else {
+                ""
+            };
+            stage(
+                name,
+                &format!(
+                    "echo run >> \"$BATON_PROJECT_DIR/runs-{name}\"\necho {name} > outputs/{name}.txt"
+                ),
+                &format!("    writes_to: [{name}.txt]\n{depends}"),
+            )
+        })
+        .collect()
+}
+
+fn runs_of(project: &Project, name: &str) -> usize {
+    std::fs::read_to_string(project.path().join(format!("runs-{name}")))
+        .map_or(0, |text| text.lines().count())
+}
+
+#[test]
+fn resume_takes_the_run_s_workspace_and_refuses_a_directory_of_no_run() {
+    let project = Project::new();
+    let script =
+        "if [ ! -f \"$BATON_PROJECT_DIR/ready\" ]; then exit 1; fi\necho done > outputs/late.txt";
+    let stages = stage("late", script, "    writes_to: [late.txt]\n");
+    project.write("wf.yaml", &format!("{HEADER}{stages}"));
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let id = run_id(&run);
+    let status = project.json(&["status", &id, "--json"]);
+    let workspace = status["workspace"].as_str().expect("workspace").to_owned();
+    project.write("ready", "");
+    // A directory inside the workspace names its run too.
+    let inside = format!("{workspace}/outputs");
+    let resumed = project.baton(&["resume", &inside, "--json"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let outcome: Value = serde_json::from_str(&resumed.stdout).expect("JSON");
+    assert_eq!(outcome["run_id"], id.as_str());
+    assert_eq!(outcome["status"], "success");
+    let again = project.baton(&["resume", &workspace]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+
+    std::fs::create_dir(project.path().join("elsewhere")).expect("dir");
+    let refused = project.baton(&["resume", "elsewhere"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("elsewhere is not the workspace of any run in this store"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("hint: "), "{}", refused.stderr);
+    let missing = project.baton(&["resume", "./gone/run"]);
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(
+        missing
+            .stderr
+            .contains("no run has the id './gone/run', and there is no directory ./gone/run"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn verify_reports_deleted_and_changed_outputs_and_what_a_resume_reruns() {
+    let project = Project::new();
+    let (id, workspace) = finished_run(&project, &counted());
+    let intact = project.baton(&["verify", &id]);
+    assert_eq!(intact.code, 0, "{}{}", intact.stdout, intact.stderr);
+    assert!(
+        intact.stdout.contains("all 3 recorded output(s) intact"),
+        "{}",
+        intact.stdout
+    );
+
+    std::fs::remove_file(workspace.join("outputs/a.txt")).expect("delete");
+    std::fs::write(workspace.join("outputs/c.txt"), "edited\n").expect("change");
+    let report = project.baton(&["verify", &workspace.to_string_lossy(), "--json"]);
+    assert_eq!(report.code, 3, "{}", report.stderr);
+    let report: Value = serde_json::from_str(&report.stdout).expect("JSON");
+    assert_eq!(report["run_id"], id.as_str());
+    assert_eq!(report["status"], "success");
+    assert_eq!(report["intact"], false);
+    let states: Vec<(&str, &str, &str)> = report["outputs"]
+        .as_array()
+        .expect("outputs")
+        .iter()
+        .map(|output| {
+            (
+                output["stage"].as_str().expect("stage"),
+                output["path"].as_str().expect("path"),
+                output["state"].as_str().expect("state"),
+            )
+        })
+        .collect();
+    // In stage order: a and c are in the first group, b after a.
+    assert_eq!(
+        states,
+        [
+            ("a", "outputs/a.txt", "deleted"),
+            ("c", "outputs/c.txt", "changed"),
+            ("b", "outputs/b.txt", "intact")
+        ]
+    );
+    let rerun: Vec<(&str, &str)> = report["rerun"]
+        .as_array()
+        .expect("rerun")
+        .iter()
+        .map(|rerun| {
+            (
+                rerun["stage"].as_str().expect("stage"),
+                rerun["why"].as_str().expect("why"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rerun,
+        [
+            (
+                "a",
+                "recorded output outputs/a.txt was deleted since it was recorded"
+            ),
+            (
+                "c",
+                "recorded output outputs/c.txt changed since it was recorded"
+            ),
+            ("b", "depends on a, which reruns")
+        ]
+    );
+    // Verifying ran and changed nothing.
+    assert_eq!([runs_of(&project, "a"), runs_of(&project, "b")], [1, 1]);
+    assert!(!workspace.join("outputs/a.txt").exists());
+    let plain = project.baton(&["verify", &id]);
+    assert_eq!(plain.code, 3);
+    assert!(
+        plain
+            .stdout
+            .contains(&format!("`baton resume {id}` runs again: a, c, b")),
+        "{}",
+        plain.stdout
+    );
+    let unknown = project.baton(&["verify", "no-such-run"]);
+    assert_eq!(unknown.code, 1, "{}", unknown.stderr);
+    assert!(unknown.stderr.contains("no run with id no-such-run"));
+}
+
+#[test]
+fn resuming_a_finished_run_reruns_the_stages_whose_outputs_went_and_their_dependants() {
+    let project = Project::new();
+    let (id, workspace) = finished_run(&project, &counted());
+    // Nothing changed: a resume of the finished run runs nothing.
+    let idle = project.baton(&["resume", &id]);
+    assert_eq!(idle.code, 0, "{}", idle.stderr);
+    assert_eq!(
+        ["a", "b", "c"].map(|name| runs_of(&project, name)),
+        [1, 1, 1]
+    );
+
+    std::fs::remove_file(workspace.join("outputs/a.txt")).expect("delete");
+    let resumed = project.baton(&["resume", &id]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert!(
+        resumed
+            .stderr
+            .contains("rerun: recorded output outputs/a.txt was deleted"),
+        "{}",
+        resumed.stderr
+    );
+    assert_eq!(
+        ["a", "b", "c"].map(|name| runs_of(&project, name)),
+        [2, 2, 1],
+        "a and its dependant b ran again; c did not"
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("outputs/a.txt")).expect("restored"),
+        "a\n"
+    );
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "success", "{status}");
+    assert_eq!(project.baton(&["verify", &id]).code, 0);
 }
