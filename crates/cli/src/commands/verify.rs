@@ -42,15 +42,18 @@ async fn verify(store: &baton_store::Store, reference: &str, format: Format) -> 
         }
     };
     let intact = verification.intact();
+    let value = json!({
+        "run_id": verification.run_id,
+        "status": verification.status,
+        "workspace": verification.workspace,
+        "intact": intact,
+        "outputs": verification.outputs,
+        "rerun": verification.rerun,
+    });
     if format == Format::Json {
-        output::stdout(&output::json(&json!({
-            "run_id": verification.run_id,
-            "status": verification.status,
-            "workspace": verification.workspace,
-            "intact": intact,
-            "outputs": verification.outputs,
-            "rerun": verification.rerun,
-        })));
+        output::stdout(&output::json(&value));
+    } else if format == Format::Yaml {
+        output::stdout(&output::yaml(&value));
     } else {
         let external = store
             .run(&run_id)
