@@ -147,13 +147,31 @@ pub(crate) enum Command {
     /// Continue a run after a crash, a cancel, a failure or a gate decision.
     ///
     /// Stages whose result was recorded are not run again, unless their
-    /// recorded outputs changed or were deleted. Refuses while another live
-    /// baton drives the run, and when the workflow or a fragment changed
-    /// since the run started (unless --accept-changes).
+    /// recorded outputs changed or were deleted: then those stages and
+    /// every stage that depends on them run again, also in a run that had
+    /// already succeeded (`baton verify RUN` shows which, running nothing).
+    /// Refuses while another live baton drives the run, and when the
+    /// workflow or a fragment changed since the run started (unless
+    /// --accept-changes).
     #[command(
-        after_help = "Examples:\n  baton resume latest\n  baton resume RUN --accept-changes   # continue with the workflow as it is now\n  baton resume RUN --wait-gates       # wait at a gate for a decision\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow or no such run, 2 the run failed or is incomplete, 4 store unavailable."
+        after_help = "Examples:\n  baton resume latest\n  baton resume .baton/runs/RUN        # the run's workspace instead of its id\n  baton resume RUN --accept-changes   # continue with the workflow as it is now\n  baton resume RUN --wait-gates       # wait at a gate for a decision\n\nExit codes: 0 success or waiting at a human gate, 1 invalid workflow or no such run (id, prefix or workspace), 2 the run failed or is incomplete, 4 store unavailable."
     )]
     Resume(Deferred<ResumeArgs>),
+
+    /// Check that a run's recorded outputs are as they were recorded.
+    ///
+    /// Every output of a succeeded stage was hashed (SHA-256) when its result
+    /// was recorded; verify hashes the files again and lists those changed or
+    /// deleted since, and the stages `baton resume RUN` would run again for
+    /// them (with every stage that depends on them). Runs nothing and
+    /// records nothing.
+    #[command(after_help = "Examples:
+  baton verify RUN
+  baton verify .baton/runs/RUN --json   # {run_id, status, workspace, intact, outputs, rerun}
+  baton verify RUN || baton resume RUN  # rerun what changed
+
+Exit codes: 0 every recorded output is intact, 1 no run has that id or workspace, 3 outputs changed or were deleted, 4 store unavailable.")]
+    Verify(Deferred<VerifyArgs>),
 
     /// Stop a run: its driver kills the running stages within a second; the
     /// command returns once the driver has stopped, and no stage starts
@@ -500,7 +518,7 @@ pub(crate) struct RunArgs {
 /// `baton resume`.
 #[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {
-    /// The run: its id, the start of it, or `latest`.
+    /// The run: its id, the start of it, `latest`, or its workspace directory.
     pub(crate) run: String,
     /// Continue even though the workflow or a fragment changed since the run started.
     #[arg(long)]
@@ -514,6 +532,15 @@ pub(crate) struct ResumeArgs {
     /// instead of working them in this process too.
     #[arg(long)]
     pub(crate) no_local_worker: bool,
+    #[command(flatten)]
+    pub(crate) format: FormatArgs,
+}
+
+/// `baton verify`.
+#[derive(Debug, Args)]
+pub(crate) struct VerifyArgs {
+    /// The run id, or the run's workspace directory (as `baton status` shows it).
+    pub(crate) run: String,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

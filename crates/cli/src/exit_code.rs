@@ -16,6 +16,9 @@ pub(crate) const RUN_FAILED: u8 = 2;
 /// `state record`: a governance rule refused the event; `state check`: rules
 /// are violated.
 pub(crate) const REFUSED: u8 = 3;
+/// `verify`: recorded outputs of the run changed or were deleted since
+/// they were recorded.
+pub(crate) const OUTPUTS_CHANGED: u8 = 3;
 /// `hook claude-code`: the hook blocks (Claude Code reads exit code 2 as
 /// "blocked" and feeds stderr back to the agent).
 pub(crate) const HOOK_BLOCKS: u8 = 2;
@@ -37,7 +40,8 @@ Exit codes:
   3    gate: someone else decided on the gate or changed its output first;
        state: a governance rule refused the event, or rules are violated;
        task run: another task run works on the same task;
-       check, run: an agent the workflow needs cannot start here
+       check, run: an agent the workflow needs cannot start here;
+       verify: recorded outputs changed or were deleted
   4    the store is unavailable (database locked, unreachable, read-only)
   5    task run: a person must decide on the verdict (autopilot paused)
   6    task run: the task waits for its sub-tasks

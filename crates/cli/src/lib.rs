@@ -75,6 +75,7 @@ pub fn main() -> ExitCode {
         Command::Prune(args) => commands::prune::run(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Resume(args) => commands::run::resume(&args),
+        Command::Verify(args) => commands::verify::run(&args),
         Command::Rerun(args) => commands::run::rerun(&args),
         Command::Cancel(args) => commands::run::cancel(&args),
         Command::Next(args) => commands::driver::next(&args),

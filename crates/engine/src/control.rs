@@ -1,6 +1,6 @@
 //! Acting on a run from outside its driver: `rerun` and `cancel`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 use baton_store::{Error as StoreError, Lease, Store, Transition};
@@ -55,28 +55,7 @@ pub async fn invalidate(store: &Store, run_id: &str, stage_name: &str) -> Result
             stage: stage_name.to_owned(),
         });
     }
-    let plan: serde_json::Value = serde_json::from_str(&run.plan).unwrap_or_default();
-    let mut dependants: HashMap<String, Vec<String>> = HashMap::new();
-    if let Some(details) = plan
-        .get("stage_details")
-        .and_then(serde_json::Value::as_object)
-    {
-        for (name, detail) in details {
-            for dependency in detail
-                .get("depends_on")
-                .and_then(serde_json::Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(dependency) = dependency.as_str() {
-                    dependants
-                        .entry(dependency.to_owned())
-                        .or_default()
-                        .push(name.clone());
-                }
-            }
-        }
-    }
+    let dependants = crate::verify::dependants(&run.plan);
     let mut reset: HashSet<String> = HashSet::new();
     let mut queue = vec![stage_name.to_owned()];
     while let Some(name) = queue.pop() {

@@ -146,7 +146,11 @@ pub async fn drive(
         if run.status == "cancelled" {
             store.clear_cancel(run_id).await?;
         }
-        if matches!(run.status.as_str(), "success" | "rejected") {
+        // A succeeded run is driven again only when outputs it recorded
+        // changed or were deleted since: the drive's reconcile runs those
+        // stages, and their dependants, again. A rejection stands.
+        let rerun = run.status == "success" && reconcile::outputs_changed(store, &run).await?;
+        if !rerun && matches!(run.status.as_str(), "success" | "rejected") {
             reconcile::ended(store, &run, options, progress).await?;
             return Ok(Outcome {
                 run_id: run_id.to_owned(),

@@ -41,6 +41,7 @@ mod stage;
 mod start;
 mod subrun;
 mod usage;
+pub mod verify;
 mod work;
 pub mod workspace;
 mod worktree;

@@ -289,5 +289,34 @@ pub fn dispatch(plan: &Plan, stage: &PlanStage, workspace: &Path, prompt: &str) 
         "validation_strategy": spec.validation.as_ref().filter(|_| spec.kind == Kind::Validate).map(|validation| validation.strategy.as_str()),
         "kind": spec.kind.as_str(),
         "sub_workflow": spec.sub_workflow,
+        // baton's addition: where the agent works (`work-dir`: the run's
+        // workspace; `worktree`: a git worktree of its own).
+        "isolation": spec.agent.isolation.as_str(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_workflow::MemoryLoader;
+
+    use super::dispatch;
+
+    #[test]
+    fn the_dispatch_file_says_where_the_agent_works() {
+        let yaml = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:
+  - {name: apart, kind: execute, description: d, agent: {role: coder, access: read-write, isolation: worktree}}
+  - {name: shared, kind: gather, description: d, agent: {role: researcher}}
+";
+        let loader = MemoryLoader::new().with("w.yaml", yaml);
+        let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
+        let plan =
+            baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles");
+        let workspace = std::path::Path::new("/ws");
+        let isolation = |name: &str| {
+            let stage = plan.stage(name).expect("stage");
+            dispatch(&plan, stage, workspace, "p")["isolation"].clone()
+        };
+        assert_eq!(isolation("apart"), "worktree");
+        assert_eq!(isolation("shared"), "work-dir");
+    }
 }

@@ -9,7 +9,6 @@ use std::path::Path;
 use baton_store::{ArtifactRow, Lease, StageRow, Store, Transition, UnitRow};
 use baton_workflow::Plan;
 
-use crate::create::sha256_hex;
 use crate::{Progress, Result};
 
 /// The environment variable that marks every process baton starts for a run.
@@ -103,6 +102,12 @@ pub(crate) async fn recorded(
     Ok((stages, units, transitions))
 }
 
+/// Whether an output that a succeeded stage of `run` recorded has changed
+/// or was deleted since.
+pub(crate) async fn outputs_changed(store: &Store, run: &baton_store::RunRow) -> Result<bool> {
+    Ok(!crate::verify::verify(store, &run.run_id).await?.intact())
+}
+
 /// Puts an ended run (succeeded or rejected, which a resume does not drive)
 /// back in order: a crash after the commit that ended it can only have
 /// kept the envelopes of its last results from being written. Costs two
@@ -169,11 +174,9 @@ pub(crate) fn stale_stages(
         {
             continue;
         }
-        let current = std::fs::read(workspace.join(&artifact.path))
-            .ok()
-            .map(|bytes| sha256_hex(&bytes));
-        if current.as_deref() != Some(artifact.sha256.as_str()) {
-            let why = if current.is_none() {
+        let state = crate::verify::state_of(workspace, artifact);
+        if state != crate::verify::OutputState::Intact {
+            let why = if state == crate::verify::OutputState::Deleted {
                 "was deleted"
             } else {
                 "changed"

@@ -91,12 +91,22 @@ struct GroupView {
     parallelism: usize,
 }
 
+/// One stage's resolution: the reference's four fields, then what an
+/// orchestrator needs to dispatch the stage without reading `stages`.
 #[derive(Serialize)]
 struct ResolutionView<'a> {
     stage: &'a str,
     template_resolved: bool,
     guide_resolved: bool,
     cli_commands: usize,
+    index: usize,
+    kind: &'static str,
+    executor: &'static str,
+    human_gate: bool,
+    sub_workflow: Option<&'a str>,
+    agent_role: &'a str,
+    agent_model: Option<&'a str>,
+    agent_isolation: &'static str,
 }
 
 #[derive(Serialize)]
@@ -198,16 +208,7 @@ fn plan_view(plan: &Plan) -> PlanView<'_> {
                 parallelism: group.stages.len(),
             })
             .collect(),
-        resolutions: plan
-            .stages
-            .iter()
-            .map(|stage| ResolutionView {
-                stage: stage.name(),
-                template_resolved: stage.template.is_some(),
-                guide_resolved: stage.guide.is_some(),
-                cli_commands: stage.cli_commands.len(),
-            })
-            .collect(),
+        resolutions: plan.stages.iter().map(resolution_view).collect(),
         contract_warnings_detail: plan
             .contract_warnings
             .iter()
@@ -224,6 +225,24 @@ fn plan_view(plan: &Plan) -> PlanView<'_> {
             .iter()
             .map(|stage| stage_view(plan, stage))
             .collect(),
+    }
+}
+
+fn resolution_view(stage: &PlanStage) -> ResolutionView<'_> {
+    let spec = &stage.spec;
+    ResolutionView {
+        stage: stage.name(),
+        template_resolved: stage.template.is_some(),
+        guide_resolved: stage.guide.is_some(),
+        cli_commands: stage.cli_commands.len(),
+        index: stage.index,
+        kind: spec.kind.as_str(),
+        executor: spec.executor.as_str(),
+        human_gate: spec.human_gate,
+        sub_workflow: spec.sub_workflow.as_deref(),
+        agent_role: &spec.agent.role,
+        agent_model: spec.agent.model.as_deref(),
+        agent_isolation: spec.agent.isolation.as_str(),
     }
 }
 

@@ -26,7 +26,9 @@ mod subruns;
 mod summary;
 pub(crate) mod task;
 mod task_run;
+pub(crate) mod verify;
 mod watch;
+mod workspace_run;
 pub(crate) mod worktree;
 
 use std::path::PathBuf;

@@ -33,6 +33,10 @@ pub(crate) async fn resolve(store: &Store, reference: &str) -> Result<String, u8
     let runs = store.runs().await.map_err(|error| unavailable(&error))?;
     match pick(&runs, reference) {
         Ok(run_id) => Ok(run_id),
+        // Not an id, a prefix or `latest`: maybe the run's workspace.
+        Err(_) if super::workspace_run::looks_like_a_path(reference) => {
+            super::workspace_run::resolve(store, reference, exit_code::INVALID_WORKFLOW).await
+        }
         Err(why) => {
             output::stderr_line(&format!("error: {why}"));
             output::stderr_line("hint: `baton runs` lists the recorded runs");

@@ -186,7 +186,6 @@ fn runnable_workflows_compile_to_the_golden_plans() {
             "max_parallelism",
             "contract_warnings",
             "groups",
-            "resolutions",
             "contract_warnings_detail",
         ] {
             assert_eq!(
@@ -194,6 +193,7 @@ fn runnable_workflows_compile_to_the_golden_plans() {
                 "{file}: `{key}` differs from the golden"
             );
         }
+        resolutions_extend_the_golden(&file, &ours, &expected);
         // Contract warnings also go to stderr, one line each, as in the reference.
         let golden_stderr = golden(&dir, &file, "compile.stderr.txt");
         if golden_stderr.exists() {
@@ -210,9 +210,10 @@ fn runnable_workflows_compile_to_the_golden_plans() {
         for entry in std::fs::read_dir(&dispatch)
             .unwrap_or_else(|error| panic!("{}: {error}", dispatch.display()))
         {
-            let name = entry
-                .expect("entry")
+            let path = entry.expect("entry").path();
+            let name = path
                 .file_name()
+                .expect("a file name")
                 .to_string_lossy()
                 .into_owned();
             let (index, stage) = name
@@ -220,6 +221,7 @@ fn runnable_workflows_compile_to_the_golden_plans() {
                 .and_then(|name| name.split_once('-'))
                 .expect("NNN-name.json");
             indices.insert(stage.to_owned(), index.parse::<u64>().expect("number"));
+            resolution_matches_the_dispatch(&file, &ours, &read_json(&path));
         }
         let stages = ours["stages"].as_array().expect("stages");
         assert_eq!(stages.len(), indices.len(), "{file}: stage count");
@@ -234,6 +236,98 @@ fn runnable_workflows_compile_to_the_golden_plans() {
         checked += 1;
     }
     assert_eq!(checked, 30, "the corpus has 30 runnable workflows");
+}
+
+/// The reference's four fields of every resolution, in the reference's
+/// order, each equal to the golden's; then baton's fields, equal to what
+/// `stages` says of the same stage.
+fn resolutions_extend_the_golden(file: &str, ours: &Value, expected: &Value) {
+    const REFERENCE: [&str; 4] = [
+        "stage",
+        "template_resolved",
+        "guide_resolved",
+        "cli_commands",
+    ];
+    const ADDED: [&str; 8] = [
+        "index",
+        "kind",
+        "executor",
+        "human_gate",
+        "sub_workflow",
+        "agent_role",
+        "agent_model",
+        "agent_isolation",
+    ];
+    let resolutions = ours["resolutions"].as_array().expect("resolutions");
+    let golden = expected["resolutions"]
+        .as_array()
+        .expect("golden resolutions");
+    assert_eq!(resolutions.len(), golden.len(), "{file}: resolution count");
+    let stages = ours["stages"].as_array().expect("stages");
+    for ((resolution, reference), stage) in resolutions.iter().zip(golden).zip(stages) {
+        let keys: Vec<&str> = resolution
+            .as_object()
+            .expect("an object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [REFERENCE.as_slice(), ADDED.as_slice()].concat(),
+            "{file}: keys of {resolution}"
+        );
+        for key in REFERENCE {
+            assert_eq!(
+                resolution[key], reference[key],
+                "{file}: resolution `{key}` of {} differs from the golden",
+                reference["stage"]
+            );
+        }
+        let name = &resolution["stage"];
+        assert_eq!(
+            &stage["name"], name,
+            "{file}: resolutions follow the stages"
+        );
+        for (key, planned) in [
+            ("index", &stage["index"]),
+            ("kind", &stage["kind"]),
+            ("executor", &stage["executor"]),
+            ("human_gate", &stage["human_gate"]),
+            ("sub_workflow", &stage["sub_workflow"]),
+            ("agent_role", &stage["agent"]["role"]),
+            ("agent_model", &stage["agent"]["model"]),
+            ("agent_isolation", &stage["agent"]["isolation"]),
+        ] {
+            assert_eq!(
+                &resolution[key], planned,
+                "{file}: resolution `{key}` of {name} disagrees with the plan"
+            );
+        }
+    }
+}
+
+/// What the reference's dispatch file of a stage says of it (index, kind,
+/// role, model, sub-workflow) its resolution says too.
+fn resolution_matches_the_dispatch(file: &str, ours: &Value, dispatch: &Value) {
+    let name = &dispatch["stage_name"];
+    let resolution = ours["resolutions"]
+        .as_array()
+        .expect("resolutions")
+        .iter()
+        .find(|resolution| &resolution["stage"] == name)
+        .unwrap_or_else(|| panic!("{file}: no resolution for {name}"));
+    for (key, reference) in [
+        ("index", "stage_index"),
+        ("kind", "kind"),
+        ("agent_role", "agent_type"),
+        ("agent_model", "model"),
+        ("sub_workflow", "sub_workflow"),
+    ] {
+        assert_eq!(
+            resolution[key], dispatch[reference],
+            "{file}: resolution `{key}` of {name} differs from the reference's dispatch `{reference}`"
+        );
+    }
 }
 
 #[test]
@@ -439,7 +533,7 @@ fn edge_cases_behave_as_the_reference_or_as_documented() {
                 "compile" => {
                     let ours = json(&run.stdout, case);
                     let theirs = json(theirs_stdout, case);
-                    for key in ["groups", "resolutions", "contract_warnings_detail"] {
+                    for key in ["groups", "contract_warnings_detail"] {
                         if ours[key] != theirs[key] {
                             failures.push(format!(
                                 "{case} compile: `{key}` {} (reference {})",
@@ -447,6 +541,7 @@ fn edge_cases_behave_as_the_reference_or_as_documented() {
                             ));
                         }
                     }
+                    resolutions_extend_the_golden(case, &ours, &theirs);
                 }
                 _ => {
                     let ours = json(&run.stdout, case);

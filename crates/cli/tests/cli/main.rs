@@ -21,6 +21,7 @@ mod examples;
 mod failpoint_sweep;
 mod fan_out;
 mod file_content;
+mod format_shapes;
 mod gates;
 mod governance_quiet;
 mod graph;

@@ -478,3 +478,51 @@ fn failed_output_checks_that_one_round_does_not_fix_fail_the_stage() {
         "{error}"
     );
 }
+
+/// After a cycle that fails and one that passes, the summary beside the
+/// findings says, per cycle, the verdict, the counts, the findings, the
+/// corrections used and what came next.
+#[test]
+fn the_summary_beside_the_findings_tells_each_cycle() {
+    let project = Project::new();
+    project.write(
+        "baton.toml",
+        &agents(&[
+            ("validator", "findings critical-until 1"),
+            ("correction", "correct"),
+        ]),
+    );
+    let (code, status, workspace) = run(
+        &project,
+        &producer("report", "{strategy: cross_unit, max_revisions: 3}"),
+    );
+    assert_eq!(code, 0, "{status}");
+    let summary = std::fs::read_to_string(workspace.join("validation/report-summary.md"))
+        .expect("the summary is written");
+    let expected_head = "# Validation of `report`\n\nStrategy `cross_unit`, at most 3 correction cycles (`max_revisions: 3`).\nLatest: cycle 2, PASS.";
+    assert!(summary.starts_with(expected_head), "{summary}");
+    let (_, cycles) = summary
+        .split_once("## Cycle 1: FAIL\n\n1 finding (1 critical, 0 minor, 0 info); 1 is critical")
+        .unwrap_or_else(|| panic!("cycle 1 failed: {summary}"));
+    let (first, second) = cycles
+        .split_once("## Cycle 2: PASS\n")
+        .unwrap_or_else(|| panic!("cycle 2 passed after it: {summary}"));
+    let finding = json(&workspace, "validation/report/cycle-1/cross.json");
+    for expected in [
+        "Corrections used: 0 of 3.".to_owned(),
+        format!(
+            "- F1 [FAIL, critical]: {}",
+            finding[0]["claim"].as_str().expect("a claim")
+        ),
+        "Next: the correction `report[c1:correct]` fixes the 1 critical finding (F1), then cycle 2 validates again.".to_owned(),
+    ] {
+        assert!(first.contains(&expected), "{expected}:\n{summary}");
+    }
+    for expected in [
+        "none is critical",
+        "Corrections used: 1 of 3.",
+        "Next: nothing; no critical finding remains",
+    ] {
+        assert!(second.contains(expected), "{expected}:\n{summary}");
+    }
+}

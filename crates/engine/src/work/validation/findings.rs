@@ -36,6 +36,15 @@ impl Finding {
         self.status == "FAIL" && self.severity == "critical"
     }
 
+    /// What the finding is about, in a few words: its claim, else what was
+    /// found, else the fix.
+    pub(crate) fn title(&self) -> &str {
+        [&self.claim, &self.actual, &self.fix]
+            .into_iter()
+            .find(|text| !text.is_empty())
+            .map_or("(no claim)", String::as_str)
+    }
+
     /// The row the store keeps.
     pub(crate) fn row(&self) -> FindingRow {
         FindingRow {

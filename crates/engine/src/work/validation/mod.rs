@@ -5,7 +5,8 @@
 //! numbered from 1. A cycle is a wave of validator units (for
 //! `adversarial`, a wave of challengers and then one of evidence
 //! gatherers); their findings files are parsed, merged into
-//! `validation/<stage>-findings.json` and recorded. No critical finding
+//! `validation/<stage>-findings.json`, summarised for a person in
+//! `validation/<stage>-summary.md` and recorded. No critical finding
 //! (status FAIL, severity critical): the stage is done. Otherwise, while
 //! fewer than `max_revisions` corrections have run, one correction unit
 //! fixes those findings and the next cycle validates again; then the stage
@@ -19,6 +20,7 @@ mod materialize;
 mod output_checks;
 mod prompts;
 mod session;
+mod summary;
 mod units;
 
 #[cfg(test)]
@@ -445,12 +447,30 @@ fn decide(
         cycle,
         findings: found.iter().map(Finding::row).collect::<Vec<FindingRow>>(),
     });
+    // Every cycle after the first follows one correction.
+    let corrections = cycle - 1;
+    let correct = format!("c{cycle}:correct");
+    let next = if !found.iter().any(Finding::is_critical) {
+        summary::Next::Done
+    } else if corrections < i64::from(validation.max_revisions) {
+        summary::Next::Correct(correct.clone())
+    } else {
+        summary::Next::Exhausted
+    };
+    let decided = summary::Cycle {
+        stage,
+        validation,
+        cycle,
+        findings: &found,
+        next,
+    };
+    if let Err(error) = summary::write(context.workspace, &decided) {
+        return Step::Fail { error, record };
+    }
     let critical: Vec<Finding> = found.into_iter().filter(Finding::is_critical).collect();
     if critical.is_empty() {
         return Step::Done { record };
     }
-    // Every cycle after the first follows one correction.
-    let corrections = cycle - 1;
     if corrections < i64::from(validation.max_revisions) {
         let spec = Spec {
             n: 1,
@@ -467,7 +487,7 @@ fn decide(
             context,
             CORRECTION,
             cycle,
-            format!("c{cycle}:correct"),
+            correct,
             next_ordinal(units),
             &spec,
         );
@@ -505,13 +525,7 @@ fn unresolved(stage: &str, budget: u32, corrections: i64, critical: &[Finding]) 
     let mut listed: Vec<String> = critical
         .iter()
         .take(LISTED)
-        .map(|finding| {
-            let what = [&finding.claim, &finding.actual, &finding.fix]
-                .into_iter()
-                .find(|text| !text.is_empty())
-                .map_or("(no claim)", String::as_str);
-            format!("{}: {what}", finding.id)
-        })
+        .map(|finding| format!("{}: {}", finding.id, finding.title()))
         .collect();
     if count > LISTED {
         listed.push(format!("and {} more", count - LISTED));

@@ -622,3 +622,79 @@ fn a_validate_stage_s_correction_continues_the_producer_s_latest_attempt() {
         );
     }
 }
+
+fn text(run: &Run, relative: &str) -> String {
+    std::fs::read_to_string(run.directory.path().join(relative)).expect("read")
+}
+
+#[test]
+fn the_summary_tells_each_cycle_s_verdict_findings_budget_and_next_step() {
+    const MIXED: &str = r#"[
+        {"id": "F1", "status": "FAIL", "claim": "the total is wrong", "severity": "critical"},
+        {"id": "F2", "status": "WARN", "claim": "", "actual": "dates use two\nformats", "severity": "minor"},
+        {"id": "F3", "status": "PASS", "claim": "sources are cited", "severity": "info"}
+    ]"#;
+    let mut run = Run::new(&produce("{strategy: cross_unit, max_revisions: 2}"));
+    primary(&mut run);
+    run.step("produce");
+    run.finish("produce", by_kind(MIXED));
+    assert!(matches!(run.step("produce"), Step::Next { .. }));
+    let first = text(&run, "validation/produce-summary.md");
+    assert_eq!(
+        first,
+        "# Validation of `produce`\n\nStrategy `cross_unit`, at most 2 correction cycles (`max_revisions: 2`).\nLatest: cycle 1, FAIL. Its findings are in `validation/produce-findings.json`; every cycle's files are under `validation/produce/`.\n\n## Cycle 1: FAIL\n\n3 findings (1 critical, 1 minor, 1 info); 1 is critical (status FAIL, severity critical).\nCorrections used: 0 of 2.\n\n- F1 [FAIL, critical]: the total is wrong\n- F2 [WARN, minor]: dates use two formats\n- F3 [PASS, info]: sources are cited\n\nNext: the correction `produce[c1:correct]` fixes the 1 critical finding (F1), then cycle 2 validates again.\n"
+    );
+    run.finish("produce", by_kind(CRITICAL));
+    run.step("produce");
+    run.finish("produce", by_kind(PASS));
+    assert!(matches!(run.step("produce"), Step::Done { .. }));
+    let second = text(&run, "validation/produce-summary.md");
+    assert!(
+        second.contains("Latest: cycle 2, PASS."),
+        "the header is the latest cycle's: {second}"
+    );
+    let (_, cycles) = second
+        .split_once("\n## Cycle 1: FAIL\n")
+        .expect("cycle 1 kept");
+    assert!(cycles.contains("Next: the correction `produce[c1:correct]`"));
+    let (_, latest) = cycles
+        .split_once("\n## Cycle 2: PASS\n")
+        .expect("cycle 2 after it");
+    assert_eq!(
+        latest,
+        "\n1 finding (0 critical, 0 minor, 1 info); none is critical (status FAIL, severity critical).\nCorrections used: 1 of 2.\n\n- F1 [PASS, info]: fine\n\nNext: nothing; no critical finding remains, so the validation is done and the stage succeeds.\n"
+    );
+}
+
+#[test]
+fn the_summary_says_when_the_budget_is_spent_and_forgets_cycles_after_a_rerun() {
+    let mut run = Run::new(&produce("{strategy: deliverable, max_revisions: 0}"));
+    primary(&mut run);
+    run.step("produce");
+    run.finish("produce", by_kind(CRITICAL));
+    assert!(matches!(run.step("produce"), Step::Fail { .. }));
+    let summary = text(&run, "validation/produce-summary.md");
+    assert!(summary.contains("## Cycle 1: FAIL"), "{summary}");
+    assert!(summary.contains("Corrections used: 0 of 0."), "{summary}");
+    assert!(
+        summary.contains(
+            "Next: the stage fails with 1 critical finding unresolved (F1): max_revisions (0) allows no further correction"
+        ),
+        "{summary}"
+    );
+    // A section of a later cycle left by an earlier try is not the latest
+    // run's: only cycles 1 to the one decided are shown.
+    run.write("validation/produce/cycle-2/summary.md", "## Cycle 2: old\n");
+    let mut again = Run {
+        directory: run.directory,
+        plan: run.plan,
+        units: Vec::new(),
+    };
+    primary(&mut again);
+    again.step("produce");
+    again.finish("produce", by_kind(PASS));
+    assert!(matches!(again.step("produce"), Step::Done { .. }));
+    let summary = text(&again, "validation/produce-summary.md");
+    assert!(summary.contains("## Cycle 1: PASS"), "{summary}");
+    assert!(!summary.contains("Cycle 2"), "{summary}");
+}

@@ -1,0 +1,119 @@
+//! `baton verify RUN`: are a run's recorded outputs still what was
+//! recorded? Reports; runs and records nothing.
+
+use serde_json::json;
+
+use super::run::{block_on, chain, open_store};
+use crate::args::{Format, VerifyArgs};
+use crate::{exit_code, output};
+
+/// Runs the command.
+pub(crate) fn run(args: &VerifyArgs) -> u8 {
+    let format = args.format.format();
+    block_on(async {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        let code = verify(&store, &args.run, format).await;
+        store.close_at_exit().await;
+        code
+    })
+}
+
+async fn verify(store: &baton_store::Store, reference: &str, format: Format) -> u8 {
+    let run_id = match super::run_ref::resolve(store, reference).await {
+        Ok(run_id) => run_id,
+        Err(code) => return code,
+    };
+    let verification = match baton_engine::verify::verify(store, &run_id).await {
+        Ok(verification) => verification,
+        Err(baton_engine::Error::Store(baton_store::Error::NoSuchRun(_))) => {
+            output::stderr_line(&format!("error: no run with id {run_id}"));
+            output::stderr_line(
+                "hint: `baton runs` lists the recorded runs; a run's workspace directory names it too",
+            );
+            return exit_code::INVALID_WORKFLOW;
+        }
+        Err(error) => {
+            output::stderr_line(&format!("error: {}", chain(&error)));
+            return exit_code::STORE_UNAVAILABLE;
+        }
+    };
+    let intact = verification.intact();
+    let value = json!({
+        "run_id": verification.run_id,
+        "status": verification.status,
+        "workspace": verification.workspace,
+        "intact": intact,
+        "outputs": verification.outputs,
+        "rerun": verification.rerun,
+    });
+    if format == Format::Json {
+        output::stdout(&output::json(&value));
+    } else if format == Format::Yaml {
+        output::stdout(&output::yaml(&value));
+    } else {
+        let external = store
+            .run(&run_id)
+            .await
+            .is_ok_and(|run| baton_engine::external::is_external(&run));
+        output::stdout(&text(&verification, external));
+    }
+    if intact {
+        exit_code::SUCCESS
+    } else {
+        exit_code::OUTPUTS_CHANGED
+    }
+}
+
+fn text(verification: &baton_engine::verify::Verification, external: bool) -> String {
+    let run = &verification.run_id;
+    let total = verification.outputs.len();
+    let broken: Vec<_> = verification
+        .outputs
+        .iter()
+        .filter(|output| output.state != baton_engine::verify::OutputState::Intact)
+        .collect();
+    if broken.is_empty() {
+        return format!(
+            "run {run} ({}): all {total} recorded output(s) intact\n",
+            verification.status
+        );
+    }
+    let rows: Vec<Vec<String>> = broken
+        .iter()
+        .map(|output| {
+            vec![
+                output.stage.clone(),
+                output.path.clone(),
+                output.state.as_str().to_owned(),
+            ]
+        })
+        .collect();
+    let mut text = output::table(&["stage", "output", "state"], &rows);
+    text.push_str(&format!(
+        "\nrun {run} ({}): {} of {total} recorded output(s) changed or deleted since they were recorded\n",
+        verification.status,
+        broken.len()
+    ));
+    let stages: Vec<&str> = verification
+        .rerun
+        .iter()
+        .map(|rerun| rerun.stage.as_str())
+        .collect();
+    if external {
+        text.push_str(&format!(
+            "run {run} is driven externally: `baton rerun {run} STAGE` resets a stage (and its dependants) for `baton next`
+"
+        ));
+    } else if verification.status == "rejected" {
+        text.push_str("the run was rejected at a gate: `baton resume` does not run it again\n");
+    } else {
+        text.push_str(&format!(
+            "`baton resume {run}` runs again: {}\n",
+            stages.join(", ")
+        ));
+    }
+    text
+}
