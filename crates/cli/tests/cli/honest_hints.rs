@@ -200,6 +200,11 @@ fn a_rerun_refused_for_a_changed_workflow_changes_nothing_and_accept_changes_run
     let before = project.baton(&["status", &id, "--json"]).stdout;
     let refused = project.baton(&["rerun", &id, "first"]);
     assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert_eq!(
+        project.baton(&["status", &id, "--json"]).stdout,
+        before,
+        "a refused rerun leaves the run as it was"
+    );
     assert!(
         refused.stderr.contains("the workflow changed since run")
             && refused
@@ -207,11 +212,6 @@ fn a_rerun_refused_for_a_changed_workflow_changes_nothing_and_accept_changes_run
                 .contains(&format!("`baton rerun {id} first --accept-changes`")),
         "{}",
         refused.stderr
-    );
-    assert_eq!(
-        project.baton(&["status", &id, "--json"]).stdout,
-        before,
-        "a refused rerun leaves the run as it was"
     );
     let rerun = project.baton(&["rerun", &id, "first", "--accept-changes"]);
     assert_eq!(rerun.code, 0, "{}", rerun.stderr);
@@ -240,6 +240,8 @@ fn a_run_refused_for_self_review_is_listed_failed_not_pending() {
     let run = project.baton(&["run", "wf.yaml", "--json"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     let id = project.run_ids().pop().expect("the run is recorded");
+    let listed = project.json(&["runs", "--json"]);
+    assert_eq!(listed[0]["status"], "failed", "{listed}");
     assert!(
         run.stderr
             .contains(&format!("run {id} is recorded as failed, nothing ran"))
@@ -247,8 +249,6 @@ fn a_run_refused_for_self_review_is_listed_failed_not_pending() {
         "{}",
         run.stderr
     );
-    let listed = project.json(&["runs", "--json"]);
-    assert_eq!(listed[0]["status"], "failed", "{listed}");
     let status = run_status(&project, &id);
     assert_eq!(status["status"], "failed", "{status}");
     assert!(
