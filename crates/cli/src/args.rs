@@ -523,6 +523,11 @@ pub(crate) struct ResumeArgs {
     /// Continue even though the workflow or a fragment changed since the run started.
     #[arg(long)]
     pub(crate) accept_changes: bool,
+    /// Finish each isolated stage whose branch failed to merge by merging
+    /// the branch as it is now (after you merged it into the target by
+    /// hand, or committed a resolution on it), without running its agent again.
+    #[arg(long)]
+    pub(crate) accept_merge: bool,
     /// At a human gate, wait for a decision (`baton gate approve|reject`
     /// from another shell) instead of stopping.
     #[arg(long)]
@@ -552,6 +557,9 @@ pub(crate) struct RerunArgs {
     pub(crate) run: String,
     /// The stage to run again.
     pub(crate) stage: String,
+    /// Run again even though the workflow or a fragment changed since the run started.
+    #[arg(long)]
+    pub(crate) accept_changes: bool,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use baton_store::{Error as StoreError, Lease, Store, Transition};
 
+use indexmap::IndexMap;
+
+use crate::create::{self, RunOptions};
 use crate::{Error, Result, clock, owner, reconcile};
 
 /// A short lease for a one-off change.
@@ -43,10 +46,21 @@ pub(crate) async fn take(store: &Store, run_id: &str) -> Result<Lease> {
 /// Sets a stage and every stage that depends on it (transitively) back to
 /// pending. Returns their names.
 ///
+/// Everything that can refuse is checked before the first write, the
+/// workflow too (the drive that follows compiles it again): a refused
+/// rerun leaves the run as it was.
+///
 /// # Errors
 ///
-/// No such run or stage, or a live process drives the run.
-pub async fn invalidate(store: &Store, run_id: &str, stage_name: &str) -> Result<Vec<String>> {
+/// No such run or stage, a workflow that no longer compiles or changed
+/// since the run started (unless `accept_changes`), or a live process
+/// drives the run.
+pub async fn invalidate(
+    store: &Store,
+    run_id: &str,
+    stage_name: &str,
+    accept_changes: bool,
+) -> Result<Vec<String>> {
     let run = store.run(run_id).await?;
     let stages = store.stages(run_id).await?;
     if !stages.iter().any(|stage| stage.name == stage_name) {
@@ -55,6 +69,7 @@ pub async fn invalidate(store: &Store, run_id: &str, stage_name: &str) -> Result
             stage: stage_name.to_owned(),
         });
     }
+    unchanged_workflow(&run, accept_changes)?;
     let dependants = crate::verify::dependants(&run.plan);
     let mut reset: HashSet<String> = HashSet::new();
     let mut queue = vec![stage_name.to_owned()];
@@ -96,6 +111,27 @@ pub async fn invalidate(store: &Store, run_id: &str, stage_name: &str) -> Result
         .filter(|stage| reset.contains(&stage.name))
         .map(|stage| stage.name)
         .collect())
+}
+
+/// Refuses a rerun whose drive would refuse the run's workflow: one that no
+/// longer compiles, or changed since the run started (unless
+/// `accept_changes`; an externally driven run's `baton next` never accepts
+/// changes).
+fn unchanged_workflow(run: &baton_store::RunRow, accept_changes: bool) -> Result<()> {
+    let options: RunOptions = serde_json::from_str(&run.options).map_err(|_| {
+        Error::Refused(format!(
+            "run {} has unreadable options; it cannot be run again",
+            run.run_id
+        ))
+    })?;
+    if accept_changes && options.driver == crate::external::DriverMode::External {
+        return Err(Error::Refused(format!(
+            "run {} is driven externally, and `baton next` hands out the workflow as the run recorded it: --accept-changes cannot apply; start a new run with the changed workflow",
+            run.run_id
+        )));
+    }
+    let params: IndexMap<String, String> = serde_json::from_str(&run.params).unwrap_or_default();
+    create::recompile(run, &options, &params, accept_changes).map(|_| ())
 }
 
 /// Cancels a run: asks its live driver to stop, or, when nobody drives it,

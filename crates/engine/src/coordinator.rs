@@ -33,6 +33,9 @@ pub struct DriveOptions {
     pub lease_ttl: Duration,
     /// Run even though the workflow or a fragment changed since the run started.
     pub accept_changes: bool,
+    /// Finish each isolated stage whose branch failed to merge by merging
+    /// the branch as it is now (resolved by hand), without its agent.
+    pub accept_merge: bool,
     /// Wait for a lease held on another host to expire, instead of failing.
     pub wait_for_lease: bool,
     /// Override the run's recorded `--max-parallel`.
@@ -77,6 +80,7 @@ impl Default for DriveOptions {
         DriveOptions {
             lease_ttl: Duration::from_millis(LEASE_TTL_MS.unsigned_abs()),
             accept_changes: false,
+            accept_merge: false,
             wait_for_lease: true,
             max_parallel: None,
             limits: Limits::default(),
@@ -453,6 +457,25 @@ const LINGER: Duration = Duration::from_millis(50);
 /// Most transitions that wait for one commit.
 const MAX_BATCH: usize = 1_000;
 
+/// Ends a run that governance refuses to start as `failed`, with the
+/// refusal as its error: left pending, `baton runs` would list it as
+/// waiting to start, which it never will on its own. A resume continues it
+/// once the refusal is settled.
+async fn refuse(store: &Store, lease: &Lease, refusal: &str) -> Error {
+    let failed = Transition::RunStatus {
+        status: "failed".to_owned(),
+        at: clock::now_ms(),
+        error: Some(refusal.to_owned()),
+    };
+    if let Err(error) = store.apply(lease, &[failed]).await {
+        return error.into();
+    }
+    Error::Refused(format!(
+        "{refusal}\nrun {} is recorded as failed, nothing ran; once that is settled, `baton resume {}` continues it",
+        lease.run_id, lease.run_id
+    ))
+}
+
 #[expect(
     clippy::too_many_lines,
     reason = "the coordinator's loop reads best in one piece"
@@ -481,8 +504,10 @@ async fn drive_owned(
     // Governance: a validator may not run under its producer's identity
     // (refused before anything runs), and the run's ledger is extended in
     // the same commits as the results it records.
-    let waived =
-        crate::governance::preflight(&plan, options.agents.as_deref()).map_err(Error::Refused)?;
+    let waived = match crate::governance::preflight(&plan, options.agents.as_deref()) {
+        Ok(waived) => waived,
+        Err(refusal) => return Err(refuse(store, lease, &refusal).await),
+    };
     // A run created a moment ago has no ledger yet.
     let recorded_ledger = if fresh {
         Vec::new()
@@ -912,6 +937,7 @@ async fn drive_owned(
                         defer_checks,
                         store: store.clone(),
                         continues,
+                        accept_merge: options.accept_merge,
                     };
                     // A composite stage's main unit is the stage's own
                     // work: the stage's lines already say it started.

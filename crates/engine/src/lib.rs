@@ -57,7 +57,8 @@ pub use stage::Limits;
 pub use subrun::{child_run_id, child_workspace};
 pub use work::{unit_stage_name, validation::CORRECTIONS_SPENT};
 pub use worktree::{
-    AdminError, Pruned, WorktreeEntry, list_worktrees, prune_worktrees, worktrees_kept,
+    AdminError, MERGE_CONFLICT, Pruned, WorktreeEntry, failed_merges, list_worktrees,
+    prune_worktrees, worktrees_kept,
 };
 
 /// Engine errors.

@@ -89,6 +89,9 @@ pub(crate) struct Attempt {
     pub(crate) store: baton_store::Store,
     /// The agent session this attempt may continue (a correction's).
     pub(crate) continues: Option<crate::session::Continuation>,
+    /// A stage whose branch failed to merge is finished by merging the
+    /// branch as it is now, without its agent (`--accept-merge`).
+    pub(crate) accept_merge: bool,
 }
 
 /// A run's slots of the agent profiles that set `max_concurrent`, by
@@ -202,6 +205,13 @@ pub(crate) async fn run(
     }
     if stage.spec.executor == Executor::WorkerQueue {
         let finished = crate::queued::run(&stage, &attempt, cancel).await;
+        let _ = reports.send(Report::Finished(Box::new(redacted(finished))));
+        return;
+    }
+    if attempt.accept_merge
+        && crate::worktree::isolated(&stage)
+        && let Some(finished) = crate::worktree::accept(&stage, &attempt).await
+    {
         let _ = reports.send(Report::Finished(Box::new(redacted(finished))));
         return;
     }

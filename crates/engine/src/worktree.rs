@@ -22,14 +22,18 @@ use crate::create::{RunOptions, sha256_hex};
 use crate::stage::Attempt;
 use crate::workspace::{self, output_path};
 
+mod accept;
 mod admin;
 mod inputs;
 mod lock;
 mod merge;
 
+pub(crate) use accept::accept;
+pub use accept::failed_merges;
 pub use admin::{
     AdminError, Pruned, WorktreeEntry, list_worktrees, prune_worktrees, worktrees_kept,
 };
+pub use merge::CONFLICT as MERGE_CONFLICT;
 
 /// Where a project's worktrees live: `<project>/.baton/worktrees/<run>/`.
 fn worktrees_dir(project_dir: &Path) -> PathBuf {
@@ -99,6 +103,8 @@ pub(crate) struct Worktree {
     root: PathBuf,
     /// The repository configuration as it was before the agent ran.
     config: String,
+    /// Written when the branch failed to merge (see [`MERGE_FAILED`]).
+    merge_record: PathBuf,
 }
 
 /// The digest of the repository configuration when the run's first
@@ -106,6 +112,11 @@ pub(crate) struct Worktree {
 /// there start with a dot, which no worktree's name does, so a stage named
 /// `config.digest` (or `a.start`) has a directory of its own.
 const CONFIG_RECORD: &str = ".config.digest";
+
+/// How the record of a branch that failed to merge ends
+/// (`.<stage>.merge-failed`, holding the branch): `--accept-merge` finishes
+/// such a stage by merging the branch as it is then, without its agent.
+const MERGE_FAILED: &str = "merge-failed";
 
 /// A git ref component from a name: only `[A-Za-z0-9._-]`, no leading dot,
 /// no `..`, no `.lock` ending (`git check-ref-format`).
@@ -184,6 +195,7 @@ struct Names {
     path: PathBuf,
     start_file: PathBuf,
     config_file: PathBuf,
+    merge_record: PathBuf,
 }
 
 impl Names {
@@ -220,6 +232,7 @@ impl Names {
             branch,
             path: root.join(&name),
             start_file: root.join(format!(".{name}.start")),
+            merge_record: root.join(format!(".{name}.{MERGE_FAILED}")),
             config_file: root.join(CONFIG_RECORD),
             root,
         })
@@ -244,8 +257,11 @@ impl Worktree {
             path,
             start_file,
             config_file,
+            merge_record,
         } = Names::of(stage, place).await?;
         let _lock = lock::lock(&repository).await?;
+        // The agent runs again: its new work is what a later merge takes.
+        remove_record(&merge_record)?;
         ignore_worktrees(place.project_dir)?;
         let exists = git::output(
             &repository,
@@ -327,6 +343,7 @@ impl Worktree {
             target,
             root,
             config,
+            merge_record,
         })
     }
 
@@ -342,6 +359,7 @@ impl Worktree {
             path,
             start_file,
             config_file,
+            merge_record,
         } = Names::of(stage, place).await?;
         if !path.join(".git").exists() {
             return Err(format!(
@@ -360,6 +378,7 @@ impl Worktree {
             target,
             root,
             config,
+            merge_record,
         })
     }
 
@@ -418,13 +437,7 @@ impl Worktree {
 
     /// Checks the branch and merges it into the target.
     pub(crate) async fn integrate(&self, stage: &PlanStage, run_id: &str) -> Result<(), String> {
-        if config_digest(&self.repository).await != self.config {
-            return Err(format!(
-                "the repository's git configuration changed since the run's first isolated stage started; baton does not merge {} after that (inspect .git/config and .git/info/attributes; if the change is yours, delete {} and resume)",
-                self.branch,
-                self.root.join(CONFIG_RECORD).display()
-            ));
-        }
+        self.check_config().await?;
         if stage.spec.agent.access == Access::ReadWrite {
             self.commit_leftovers(stage, run_id).await?;
         }
@@ -447,14 +460,75 @@ impl Worktree {
             }
             return Ok(());
         }
-        merge::merge(
+        self.merge(stage, run_id).await
+    }
+
+    /// Refuses to merge once the repository's configuration changed.
+    async fn check_config(&self) -> Result<(), String> {
+        if config_digest(&self.repository).await != self.config {
+            return Err(format!(
+                "the repository's git configuration changed since the run's first isolated stage started; baton does not merge {} after that (inspect .git/config and .git/info/attributes; if the change is yours, delete {} and resume)",
+                self.branch,
+                self.root.join(CONFIG_RECORD).display()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Merges the branch into the target. A failure is recorded, and its
+    /// error says how to finish the stage without running the agent again.
+    async fn merge(&self, stage: &PlanStage, run_id: &str) -> Result<(), String> {
+        let merged = merge::merge(
             &self.repository,
             &self.root.join("_integration"),
             &self.branch,
             &self.target,
             &format!("baton: merge stage {} of run {run_id}", stage.name()),
         )
-        .await
+        .await;
+        match merged {
+            Ok(()) => remove_record(&self.merge_record),
+            Err(error) => {
+                workspace::write_atomic(
+                    &self.merge_record,
+                    format!("{}\n", self.branch).as_bytes(),
+                )
+                .map_err(|why| {
+                    format!(
+                        "{error} (and cannot write {}: {why})",
+                        self.merge_record.display()
+                    )
+                })?;
+                Err(format!("{error}; {}", self.way_out(&error, run_id)))
+            }
+        }
+    }
+
+    /// What to do after a failed merge: for a conflict, resolve it by hand;
+    /// either way `--accept-merge` then merges without the agent.
+    fn way_out(&self, error: &str, run_id: &str) -> String {
+        if error.starts_with(merge::CONFLICT) {
+            format!(
+                "to keep this work, run `git merge {}` on {} in {}, resolve the conflicts and commit (or commit a resolution on the branch), then `baton resume {run_id} --accept-merge` finishes the stage without running its agent again",
+                self.branch,
+                self.target,
+                self.repository.display()
+            )
+        } else {
+            format!(
+                "once that is fixed, `baton resume {run_id} --accept-merge` merges the branch without running the agent again"
+            )
+        }
+    }
+}
+
+/// Removes a record that may not exist.
+fn remove_record(record: &Path) -> Result<(), String> {
+    match std::fs::remove_file(record) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {}: {error}", record.display()))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -288,9 +288,31 @@ fn failure_hint(outcome: &Outcome, summary: Option<&Summary>) -> String {
              then `baton rerun {run} {stage}` runs it with a fresh budget"
         );
     }
+    if let Some(hint) = summary.and_then(|summary| conflict_hint(run, summary)) {
+        return hint;
+    }
     format!(
         "hint: `baton logs {run}` shows the output; `baton resume {run}` runs the failed stages again"
     )
+}
+
+/// The way out of a merge conflict that keeps the agent's work: resolve it
+/// by hand, then accept the merge (a resume would run the agent again, into
+/// the same conflict).
+fn conflict_hint(run: &str, summary: &Summary) -> Option<String> {
+    let stage = *summary.failed_where(baton_engine::MERGE_CONFLICT).first()?;
+    let branch = summary
+        .error_of(stage)?
+        .split(baton_engine::MERGE_CONFLICT)
+        .nth(1)?
+        .split_whitespace()
+        .next()?;
+    Some(format!(
+        "hint: '{stage}' conflicts with its target branch. To keep its agent's work, run \
+         `git merge {branch}` in the repository (on the branch the run started on), resolve \
+         the conflicts and commit, then `baton resume {run} --accept-merge` finishes the stage \
+         without running its agent again (`baton resume {run}` would run it again)"
+    ))
 }
 
 /// Drives a run, prints how it ended and lets the store go: what `run`,
@@ -392,15 +414,28 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     if let Some(code) = super::driver::resume_hint(&run_id, format) {
         return code;
     }
-    let options = match drive_options(args.accept_changes, args.wait_gates, !args.no_local_worker) {
-        Ok(options) => options,
-        Err(code) => return code,
-    };
+    let mut options =
+        match drive_options(args.accept_changes, args.wait_gates, !args.no_local_worker) {
+            Ok(options) => options,
+            Err(code) => return code,
+        };
+    options.accept_merge = args.accept_merge;
     block_on(async {
         let store = match open_store().await {
             Ok(store) => store,
             Err(code) => return code,
         };
+        if args.accept_merge {
+            // Refused before the drive: without a failed merge the flag
+            // would silently do nothing.
+            match baton_engine::failed_merges(&store, &run_id).await {
+                Ok(stages) => output::stderr_line(&format!(
+                    "accepting the merge of {} as it is now",
+                    stages.join(", ")
+                )),
+                Err(error) => return engine_error(&error, format == Format::Json),
+            }
+        }
         drive_to_exit(store, Drive::Recorded(&run_id), &options, format).await
     })
 }
@@ -408,7 +443,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
 /// `baton rerun`: resets the stage and its dependants, then drives the run.
 pub(crate) fn rerun(args: &RerunArgs) -> u8 {
     let format = args.format.format();
-    let options = match drive_options(false, false, true) {
+    let options = match drive_options(args.accept_changes, false, true) {
         Ok(options) => options,
         Err(code) => return code,
     };
@@ -417,8 +452,19 @@ pub(crate) fn rerun(args: &RerunArgs) -> u8 {
             Ok(found) => found,
             Err(code) => return code,
         };
-        match baton_engine::invalidate(&store, &run_id, &args.stage).await {
+        match baton_engine::invalidate(&store, &run_id, &args.stage, args.accept_changes).await {
             Ok(reset) => output::stderr_line(&format!("rerunning {}", reset.join(", "))),
+            Err(baton_engine::Error::WorkflowChanged { changed, .. }) => {
+                output::stderr_line(&format!(
+                    "error: the workflow changed since run {run_id} started: {}; nothing was reset",
+                    changed.join(", ")
+                ));
+                output::stderr_line(&format!(
+                    "hint: `baton rerun {run_id} {} --accept-changes` runs it with the workflow as it is now",
+                    args.stage
+                ));
+                return exit_code::RUN_FAILED;
+            }
             Err(error) => return engine_error(&error, format == Format::Json),
         }
         if let Ok(run) = store.run(&run_id).await

@@ -80,6 +80,14 @@ impl Summary {
             .collect()
     }
 
+    /// The error of a failed stage.
+    pub(crate) fn error_of(&self, stage: &str) -> Option<&str> {
+        self.failed
+            .iter()
+            .find(|(name, _)| name == stage)
+            .map(|(_, error)| error.as_str())
+    }
+
     /// `5 succeeded, 1 skipped in 4.2s; total cost: $0.0123; outputs in DIR`.
     pub(crate) fn line(&self) -> String {
         let counts: Vec<String> = self

@@ -26,6 +26,7 @@ mod gates;
 mod governance_quiet;
 mod graph;
 mod help_examples;
+mod honest_hints;
 mod hooks;
 mod hostile;
 mod init;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::project::{HEADER, Project, run_id};
 
 /// `git ARGS` in `dir`; panics when git fails; returns stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     #[expect(clippy::disallowed_methods, reason = "the test inspects git state")]
     let output = Command::new("git")
         .arg("-C")
@@ -33,7 +33,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A project that is a git repository on branch `main` with one commit of
 /// `a.txt`, `b.txt` and `c.txt`, and the stand-in agent as its profile.
-fn repository() -> Project {
+pub(crate) fn repository() -> Project {
     let project = Project::new();
     let dir = project.path();
     git(dir, &["init", "-q", "-b", "main"]);
@@ -56,7 +56,7 @@ fn repository() -> Project {
 }
 
 /// An isolated read-write agent stage whose prompt carries `directives`.
-fn isolated(name: &str, directives: &[&str], extra: &str) -> String {
+pub(crate) fn isolated(name: &str, directives: &[&str], extra: &str) -> String {
     let lines: String = directives
         .iter()
         .map(|directive| format!("      FAKE-AGENT: {directive}\n"))

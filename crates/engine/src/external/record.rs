@@ -152,6 +152,7 @@ pub(super) async fn run_script(
         defer_checks: script.defer_checks,
         store: store.clone(),
         continues: None,
+        accept_merge: false,
     };
     let (_cancel, cancelled) = watch::channel(false);
     let (sender, mut reports) = mpsc::unbounded_channel();

@@ -7,6 +7,10 @@ use baton_executor::git;
 
 use super::{git_error, lock, remove_index_lock};
 
+/// How a conflict's error starts: the run's closing hint and `--accept-merge`
+/// look for it.
+pub const CONFLICT: &str = "merge conflict merging";
+
 /// Merges `branch` into `target` in the integration worktree and advances
 /// the target, one merge at a time. Idempotent: a branch whose tip the
 /// target already contains is not merged again (a crash between the ref
@@ -128,7 +132,7 @@ async fn merge_commit(
             ));
         }
         return Err(format!(
-            "merge conflict merging {branch} into {target} in {}; the branch is kept for inspection",
+            "{CONFLICT} {branch} into {target} in {}; the branch is kept for inspection",
             conflicts.lines().collect::<Vec<_>>().join(", ")
         ));
     }
