@@ -9,7 +9,7 @@
 //! same runs as one run at the top. Paths typed on the command line (a
 //! workflow file, `--workspace`) are still read from the current directory.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The project and the directory baton was started in, set once by
@@ -145,21 +145,10 @@ pub(crate) fn keep_state_out_of_git(create: bool) -> Result<(), String> {
     }
 }
 
-/// `path` with `.` dropped and each `..` taking off the component before
-/// it, without asking the file system (the current directory has no
-/// symbolic links to see through).
+/// `path` normalised lexically: the current directory has no symbolic
+/// links to see through.
 fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
+    baton_workflow::loader::normalize(path)
 }
 
 #[cfg(test)]

@@ -149,6 +149,23 @@ pub fn read_source(loader: &dyn Loader, path: &str) -> Result<Arc<SourceFile>, D
     }
 }
 
+/// `path` with `.` dropped and each `..` taking off the component before
+/// it, without asking the file system: one file gets one name however a
+/// workflow or a command line spells it.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@
 //! first problem at the `sub_workflow` key that leads to it.
 
 use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::diagnostic::Diagnostic;
@@ -142,18 +142,7 @@ impl Walker<'_> {
 /// and lexically normalised, so `./b.yaml` and `sub/../b.yaml` are the same
 /// file.
 fn key(path: &str, loader: &dyn Loader) -> PathBuf {
-    let joined = loader.root().join(path);
-    let mut out = PathBuf::new();
-    for component in joined.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
+    crate::loader::normalize(&loader.root().join(path))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! cannot be read, a store that cannot be opened — also exits 2 with a
 //! clear message: a governance hook that fails open would prove nothing.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use baton_engine::governance::{self, Entry, Identity, Scope, ScopeKind};
 use serde_json::Value;
@@ -234,18 +234,7 @@ pub(crate) fn is_test(command: &str, tests: &[String]) -> bool {
 /// `path` made absolute against `cwd`, with `.` and `..` resolved
 /// lexically, so one file has one name in the ledger.
 fn absolute(cwd: &Path, path: &str) -> PathBuf {
-    let joined = cwd.join(path);
-    let mut out = PathBuf::new();
-    for component in joined.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
+    baton_workflow::loader::normalize(&cwd.join(path))
 }
 
 #[cfg(test)]
