@@ -71,13 +71,17 @@ pub(crate) struct Costs {
 }
 
 impl Costs {
-    /// The run's usage rows and its sub-runs'; a failed read shows none
-    /// (usage is detail).
-    pub(crate) async fn read(store: &baton_store::Store, run_id: &str) -> Costs {
-        let subruns = super::subruns::SubRuns::read(store).await;
-        let stages = store.stages(run_id).await.unwrap_or_default();
+    /// The run's usage rows and those of its sub-runs (the run's `stages`,
+    /// `subruns` as the caller read them); a failed read shows none (usage
+    /// is detail).
+    pub(crate) async fn read(
+        store: &baton_store::Store,
+        run_id: &str,
+        stages: &[baton_store::StageRow],
+        subruns: &super::subruns::SubRuns,
+    ) -> Costs {
         let mut rolled_up = Vec::new();
-        for stage in &stages {
+        for stage in stages {
             let mut pending: Vec<String> = subruns
                 .child(run_id, &stage.name)
                 .map(|child| child.run_id.clone())

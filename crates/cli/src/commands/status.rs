@@ -66,9 +66,9 @@ pub(super) async fn render(
     let gone = baton_engine::driver_gone(store, run_id)
         .await
         .unwrap_or(false);
-    let costs = super::cost::Costs::read(store, run_id).await;
-    let retries = super::retries::Retries::read(store, run_id).await;
     let subruns = super::subruns::SubRuns::read(store).await;
+    let costs = super::cost::Costs::read(store, run_id, &stages, &subruns).await;
+    let retries = super::retries::Retries::read(store, run_id).await;
     let text = match format {
         Format::Json | Format::Yaml => {
             let mut value = json!({

@@ -66,7 +66,13 @@ impl Summary {
             duration: u64::try_from(end - run.created_at)
                 .ok()
                 .map(Duration::from_millis),
-            costs: Costs::read(store, run_id).await,
+            costs: Costs::read(
+                store,
+                run_id,
+                &stages,
+                &super::subruns::SubRuns::read(store).await,
+            )
+            .await,
             workspace: run.workspace,
         })
     }
