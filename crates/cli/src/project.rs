@@ -77,8 +77,10 @@ fn named(dir: &Path) -> Result<PathBuf, String> {
 }
 
 /// The nearest directory from `start` up holding `.baton/` or
-/// `baton.toml`; else the nearest holding `.git` (a directory, or the file
-/// of a worktree or submodule); else `start`.
+/// `baton.toml`; else the nearest holding a git repository (a `.git`
+/// directory with a `HEAD`, or the `.git` file of a worktree or
+/// submodule — an empty `.git` directory is no repository to git either);
+/// else `start`.
 pub(crate) fn discover(start: &Path) -> PathBuf {
     let marked = |dir: &Path| dir.join(".baton").is_dir() || dir.join("baton.toml").is_file();
     if let Some(found) = start.ancestors().find(|dir| marked(dir)) {
@@ -86,11 +88,16 @@ pub(crate) fn discover(start: &Path) -> PathBuf {
     }
     if let Some(found) = start
         .ancestors()
-        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+        .find(|dir| is_repository(&dir.join(".git")))
     {
         return found.to_path_buf();
     }
     start.to_path_buf()
+}
+
+/// Whether `git` (a `.git` path) is a repository git would use.
+fn is_repository(git: &Path) -> bool {
+    git.is_file() || git.join("HEAD").is_file()
 }
 
 /// A path given on the command line (relative to the current directory)
@@ -178,6 +185,17 @@ mod tests {
         // A file named .baton is not a project's state directory.
         std::fs::write(top.join("repo/a/.baton"), "").unwrap();
         assert_eq!(discover(&top.join("repo/a/b")), top.join("repo"));
+    }
+
+    #[test]
+    fn an_empty_git_directory_is_no_repository() {
+        let root = tempfile::tempdir().unwrap();
+        let top = root.path();
+        std::fs::create_dir_all(top.join("repo/.git")).unwrap();
+        std::fs::create_dir_all(top.join("repo/a")).unwrap();
+        assert_eq!(discover(&top.join("repo/a")), top.join("repo/a"));
+        std::fs::write(top.join("repo/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(discover(&top.join("repo/a")), top.join("repo"));
     }
 
     #[test]
