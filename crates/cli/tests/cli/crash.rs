@@ -314,15 +314,8 @@ fn kill_nine_and_resume_on_sqlite() {
 
 #[test]
 fn kill_nine_and_resume_on_postgres() {
-    match std::env::var("BATON_TEST_DATABASE_URL") {
-        Ok(url) => crash_suite(Some(url), "postgres", 0x5eed_0002),
-        Err(_) => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI must run the crash suite on PostgreSQL: BATON_TEST_DATABASE_URL is unset"
-            );
-            eprintln!("BATON_TEST_DATABASE_URL unset: skipping the PostgreSQL crash suite");
-        }
+    if let Some(url) = baton_test_support::needs::postgres_url() {
+        crash_suite(Some(url), "postgres", 0x5eed_0002);
     }
 }
 
@@ -534,16 +527,7 @@ fn kill_nine_during_a_correction_keeps_the_cycle_count_on_sqlite() {
 
 #[test]
 fn kill_nine_during_a_correction_keeps_the_cycle_count_on_postgres() {
-    match std::env::var("BATON_TEST_DATABASE_URL") {
-        Ok(url) => correction_crash(Some(url), "postgres"),
-        Err(_) => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI must run the crash tests on PostgreSQL: BATON_TEST_DATABASE_URL is unset"
-            );
-            eprintln!(
-                "BATON_TEST_DATABASE_URL unset: skipping the PostgreSQL correction crash test"
-            );
-        }
+    if let Some(url) = baton_test_support::needs::postgres_url() {
+        correction_crash(Some(url), "postgres");
     }
 }
