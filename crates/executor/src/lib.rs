@@ -39,6 +39,7 @@ pub mod contain;
 pub mod endpoint;
 mod error;
 mod exit_watch;
+pub mod file;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod git;

@@ -13,6 +13,7 @@ pub mod agent_clis;
 pub mod model_server;
 pub mod needs;
 pub mod openai;
+pub mod procs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

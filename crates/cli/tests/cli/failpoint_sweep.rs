@@ -217,7 +217,7 @@ fn one_point(
             ));
         }
     }
-    if crate::crash::marked_processes(&run_id) != 0 {
+    if baton_test_support::procs::processes_of_run(&run_id) != 0 {
         problems.push("a process of the run survived".to_owned());
     }
     (crashed, problems)

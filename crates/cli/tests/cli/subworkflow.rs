@@ -265,30 +265,8 @@ fn kill_minus_nine_in_the_deepest_child_then_resume_finishes_everything_once() {
         let status = project.json(&["status", run, "--json"]);
         assert_eq!(status["status"], "success", "{run}: {status}");
         // The killed driver's processes did not survive the resume.
-        assert_eq!(processes_of(run), 0, "{run}");
+        assert_eq!(baton_test_support::procs::processes_of_run(run), 0, "{run}");
     }
-}
-
-/// Processes still carrying a run's marker.
-fn processes_of(run_id: &str) -> usize {
-    let needle = format!("BATON_RUN_ID={run_id}");
-    std::fs::read_dir("/proc")
-        .expect("/proc")
-        .flatten()
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_str()
-                .is_some_and(|name| name.parse::<u32>().is_ok())
-        })
-        .filter(|entry| {
-            std::fs::read(entry.path().join("environ")).is_ok_and(|environ| {
-                environ
-                    .split(|byte| *byte == 0)
-                    .any(|variable| variable == needle.as_bytes())
-            })
-        })
-        .count()
 }
 
 #[test]
@@ -450,7 +428,7 @@ fn cancelling_the_parent_cancels_the_child() {
         project.json(&["status", &child, "--json"])["status"],
         "cancelled"
     );
-    assert_eq!(processes_of(&child), 0);
+    assert_eq!(baton_test_support::procs::processes_of_run(&child), 0);
     assert_eq!(count(&project.witness(), &top, "after"), 0);
 }
 
@@ -541,6 +519,10 @@ fn kills_at_random_moments_at_every_level_then_resume_end_like_an_undisturbed_ru
             let recorded = i64::try_from(attempts(&project, run, stage)).expect("a count");
             assert_eq!(recorded, succeeded, "{context}");
         }
-        assert_eq!(processes_of(run), 0, "seed {seed_shown}: {run}");
+        assert_eq!(
+            baton_test_support::procs::processes_of_run(run),
+            0,
+            "seed {seed_shown}: {run}"
+        );
     }
 }

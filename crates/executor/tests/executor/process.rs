@@ -449,7 +449,7 @@ async fn kill_group_if_alive_checks_the_start_time() {
         "a mismatched start time is refused"
     );
     assert_eq!(
-        crate::support::processes_with_env(WITNESS_VAR, &witness).len(),
+        baton_test_support::procs::processes_with_env(WITNESS_VAR, &witness).len(),
         3
     );
 
