@@ -1,7 +1,8 @@
 //! `kind: sub-workflow`: child runs three levels deep with params passed
 //! down, `kill -9` of the driver while the deepest child runs followed by
-//! `baton resume`, a cycle between two files refused at compile time, and a
-//! child's failure failing the parent stage. Inline scripts only.
+//! `baton resume`, a cycle between two files refused at compile time, a
+//! child's failure failing the parent stage, and the parent's progress
+//! showing its children's stages. Inline scripts only.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -225,6 +226,48 @@ fn three_levels_run_to_the_end_and_pass_params_down() {
     };
     assert_eq!(parent_of(&leaf), mid.as_str());
     assert_eq!(parent_of(&mid), top.as_str());
+}
+
+/// The progress lines of a drive (stderr off a terminal), their
+/// timestamps cut and their durations replaced by `N`.
+fn progress_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|line| Some(line.strip_prefix('[')?.split_once("s] ")?.1))
+        .map(|line| match (line.rfind(" ("), line.rfind(" ms)")) {
+            (Some(open), Some(close)) if open < close => {
+                format!("{} (N ms){}", &line[..open], &line[close + 4..])
+            }
+            _ => line.to_owned(),
+        })
+        .collect()
+}
+
+#[test]
+fn the_parents_progress_shows_every_childs_stages_indented_under_its_stage() {
+    let project = project();
+    three_levels(&project, "true");
+    let run = project.baton(&["run", "top.yaml"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        progress_lines(&run.stderr),
+        [
+            "start   first",
+            "ok      first (N ms)",
+            "start   mid",
+            "  start   mid/prepare",
+            "  ok      mid/prepare (N ms)",
+            "  start   mid/leaf",
+            "    start   mid/leaf/write",
+            "    ok      mid/leaf/write (N ms)",
+            "  ok      mid/leaf (N ms)",
+            "ok      mid (N ms)",
+            "start   after",
+            "ok      after (N ms)",
+        ],
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
