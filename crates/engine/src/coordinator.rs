@@ -115,6 +115,14 @@ pub enum Progress {
     },
     /// Something the engine did on its own (reconciliation, stale outputs).
     Note(String),
+    /// An event of the child run a sub-workflow stage drives.
+    SubRun {
+        /// The stage whose child it is (for a fan-out item, the item's
+        /// label, as its own lines name it).
+        stage: String,
+        /// The child's event: itself a `SubRun` for a grandchild's.
+        event: Box<Progress>,
+    },
 }
 
 /// How a drive ended.
@@ -1119,6 +1127,18 @@ async fn drive_owned(
                     match report {
                         Report::Started { unit: Some(_), .. } => {}
                         Report::Note { note } => progress(Progress::Note(note)),
+                        Report::SubRun { index, unit, event } => {
+                            // Shown as it comes: the child committed it already.
+                            let slot = match unit {
+                                Some(key) => Slot::Unit(index, key),
+                                None => Slot::Stage(index),
+                            };
+                            let stage = running
+                                .get(&slot)
+                                .and_then(|running| running.label.clone())
+                                .unwrap_or_else(|| plan.stages[index].name().to_owned());
+                            progress(Progress::SubRun { stage, event: Box::new(event) });
+                        }
                         Report::Retry(retry) => {
                             progress(Progress::Note(retry.note()));
                             // Recorded, so `baton status` says why the

@@ -1,7 +1,8 @@
 //! `kind: sub-workflow`: child runs three levels deep with params passed
 //! down, `kill -9` of the driver while the deepest child runs followed by
-//! `baton resume`, a cycle between two files refused at compile time, and a
-//! child's failure failing the parent stage. Inline scripts only.
+//! `baton resume`, a cycle between two files refused at compile time, a
+//! child's failure failing the parent stage, and the parent's progress
+//! showing its children's stages. Inline scripts only.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -225,6 +226,113 @@ fn three_levels_run_to_the_end_and_pass_params_down() {
     };
     assert_eq!(parent_of(&leaf), mid.as_str());
     assert_eq!(parent_of(&mid), top.as_str());
+}
+
+/// The progress lines of a drive (stderr off a terminal), their
+/// timestamps cut and their durations replaced by `N`.
+fn progress_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|line| Some(line.strip_prefix('[')?.split_once("s] ")?.1))
+        .map(|line| match (line.find(" ("), line.find(" ms)")) {
+            (Some(open), Some(close)) if open < close => {
+                format!("{} (N ms){}", &line[..open], &line[close + 4..])
+            }
+            _ => line.to_owned(),
+        })
+        .collect()
+}
+
+#[test]
+fn the_parents_progress_shows_every_childs_stages_indented_under_its_stage() {
+    let project = project();
+    three_levels(&project, "true");
+    let run = project.baton(&["run", "top.yaml"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        progress_lines(&run.stderr),
+        [
+            "start   first",
+            "ok      first (N ms)",
+            "start   mid",
+            "  start   mid/prepare",
+            "  ok      mid/prepare (N ms)",
+            "  start   mid/leaf",
+            "    start   mid/leaf/write",
+            "    ok      mid/leaf/write (N ms)",
+            "  ok      mid/leaf (N ms)",
+            "ok      mid (N ms)",
+            "start   after",
+            "ok      after (N ms)",
+        ],
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn the_child_of_each_fan_out_item_shows_under_its_item_failures_included() {
+    let project = project();
+    project.write(
+        "top.yaml",
+        &format!(
+            "{}{}{}",
+            header("top", "    x: 1\n"),
+            stage(
+                "src",
+                "printf '{\"items\": [{\"id\": \"a\"}, {\"id\": \"b\"}]}' > outputs/src.json",
+                "    writes_to: [src.json]\n"
+            ),
+            sub(
+                "fan",
+                "flows/child.yaml",
+                "    depends_on: [src]\n    reads_from: [src]\n    fan_out: {source: src, field: items, key: id}\n"
+            ),
+        ),
+    );
+    project.write(
+        "flows/child.yaml",
+        &format!(
+            "{}{}{}",
+            header("child", "    x: 1\n"),
+            stage("one", "true", ""),
+            stage("two", "exit 4", "    depends_on: [one]\n"),
+        ),
+    );
+    let run = project.baton(&["run", "top.yaml"]);
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    let lines = progress_lines(&run.stderr);
+    // The items' children run at once: each item's lines, in order.
+    for item in ["a", "b"] {
+        let name = format!("fan[{item}]");
+        let of_item: Vec<&str> = lines
+            .iter()
+            .map(String::as_str)
+            .filter(|line| {
+                line.trim_start()
+                    .get(8..)
+                    .is_some_and(|rest| rest.starts_with(&name))
+            })
+            .collect();
+        assert_eq!(of_item.len(), 6, "{of_item:#?}\n{}", run.stderr);
+        assert_eq!(
+            of_item[..5],
+            [
+                format!("start   {name}"),
+                format!("  start   {name}/one"),
+                format!("  ok      {name}/one (N ms)"),
+                format!("  start   {name}/two"),
+                format!("  FAILED  {name}/two (N ms) — exited with code 4"),
+            ],
+            "{}",
+            run.stderr
+        );
+        assert!(
+            of_item[5].starts_with(&format!("FAILED  {name} (N ms) — sub-workflow run ")),
+            "{}",
+            run.stderr
+        );
+    }
 }
 
 #[test]
