@@ -97,6 +97,30 @@ def item_end(toks, start):
     return len(toks) - 1
 
 
+def use_end(toks, start):
+    """Index of the `;` ending the `use` item at `start` (its braces are a
+    tree of names, not a body)."""
+    i = start
+    while i < len(toks):
+        text = toks[i][1]
+        if text == ";":
+            return i
+        if text in ("(", "[", "{"):
+            i = matching(toks, i)
+        i += 1
+    return len(toks) - 1
+
+
+def path_attribute(toks, i):
+    """The file a `#[path = "..."]` attribute at `i` names, or None."""
+    if toks[i][1] != "#" or i + 5 >= len(toks) or toks[i + 1][1] != "[":
+        return None
+    name, equals, value, close = (toks[i + k] for k in range(2, 6))
+    if name[1] == "path" and equals[1] == "=" and value[0] == "string" and close[1] == "]":
+        return value[1][1:-1]
+    return None
+
+
 def without_test_items(toks):
     """Drops `#[cfg(test)]` items (and any attribute run they start)."""
     out, i = [], 0
@@ -127,13 +151,19 @@ def parse_module(crate, path, file, toks, modules, src_dir):
     """Records `path`'s module and, recursively, the modules it declares."""
     module = Module(crate, path, file)
     modules[tuple(path)] = module
-    i = 0
+    i, attr_path = 0, None
     while i < len(toks):
         kind, text, line = toks[i]
+        declared = path_attribute(toks, i)
+        if declared is not None:
+            attr_path = os.path.join(os.path.dirname(file), declared)
+            i += 6
+            continue
         if text == "mod" and i + 1 < len(toks) and toks[i + 1][0] == "ident":
             name = toks[i + 1][1]
             if i + 2 < len(toks) and toks[i + 2][1] == ";":
-                child = child_file(file, name, src_dir, path)
+                child = attr_path or child_file(file, name, src_dir, path)
+                attr_path = None
                 if child:
                     with open(child, encoding="utf-8") as handle:
                         child_toks = without_test_items(list(tokens(handle.read())))
@@ -150,7 +180,7 @@ def parse_module(crate, path, file, toks, modules, src_dir):
         if text == "unsafe" and kind == "ident":
             module.unsafe_lines.append(line)
         if text == "use":
-            end = item_end(toks, i)
+            end = use_end(toks, i)
             for segments in use_paths(toks[i + 1 : end]):
                 module.refs.append((segments, line))
             i = end + 1
