@@ -112,14 +112,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("a directory");
         let error = command("/nonexistent/program")
             .spawn()
-            .err()
-            .expect("an error");
+            .expect_err("an error");
         assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
         let error = command("/bin/sh")
             .current_dir(dir.path().join("gone"))
             .spawn()
-            .err()
-            .expect("an error");
+            .expect_err("an error");
         assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
     }
 }
