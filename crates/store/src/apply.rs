@@ -7,10 +7,11 @@
 //! statements each, and the batch's events go in at the end in one
 //! statement.
 
+use crate::batch::{INSERT_EVENTS, PLAN_UNITS, Row};
 use crate::events::{self, Events, json_string, log};
-use crate::model::{FindingRow, Lease, Transition};
+use crate::model::{FindingRow, Lease, NewUnit, Transition, UsageRow};
 use crate::tx::Tx;
-use crate::{Error, Result, Store, UsageRow, attempts, leases, ledger, unit_writes};
+use crate::{Error, Result, Store, attempts, leases, ledger, unit_writes};
 
 impl Store {
     /// Applies transitions in one transaction, fenced by the lease's epoch.
@@ -50,7 +51,11 @@ impl Store {
             });
         }
         let events = write_transitions(&mut tx, run_id, transitions).await?;
-        tx.insert_events(run_id, &events).await?;
+        let events: Vec<Row<'_>> = events
+            .iter()
+            .map(|(at, kind, detail)| vec![(*at).into(), kind.into(), detail.into()])
+            .collect();
+        tx.write_rows(run_id, &INSERT_EVENTS, &events).await?;
         if release {
             tx.execute(leases::RELEASE, &args, "release the lease")
                 .await?;
@@ -77,25 +82,50 @@ async fn write_transitions(
     for transition in transitions {
         if attempts::Group::kind_of(transition) {
             if !group.fits(transition) {
-                tx.flush_attempts(run_id, &mut group).await?;
+                flush_attempts(tx, run_id, &mut group).await?;
             }
             group.add(transition);
             events::log_attempt(&mut events, transition);
         } else if unit_writes::Group::kind_of(transition) {
             if !units.fits(transition) {
-                tx.flush_units(run_id, &mut units).await?;
+                flush_units(tx, run_id, &mut units).await?;
             }
             units.add(transition);
             events::log_unit(&mut events, transition);
         } else {
-            tx.flush_attempts(run_id, &mut group).await?;
-            tx.flush_units(run_id, &mut units).await?;
+            flush_attempts(tx, run_id, &mut group).await?;
+            flush_units(tx, run_id, &mut units).await?;
             write_one(tx, run_id, transition, &mut events).await?;
         }
     }
-    tx.flush_attempts(run_id, &mut group).await?;
-    tx.flush_units(run_id, &mut units).await?;
+    flush_attempts(tx, run_id, &mut group).await?;
+    flush_units(tx, run_id, &mut units).await?;
     Ok(events)
+}
+
+/// Writes a group of attempt transitions and empties it.
+async fn flush_attempts(tx: &mut Tx, run_id: &str, group: &mut attempts::Group<'_>) -> Result<()> {
+    let nets = group.take();
+    for (statement, rows) in attempts::statements(&nets) {
+        if !rows.is_empty() {
+            tx.write_rows(run_id, statement, &rows).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes a group of unit starts and ends and empties it.
+async fn flush_units(tx: &mut Tx, run_id: &str, group: &mut unit_writes::Group<'_>) -> Result<()> {
+    if group.is_empty() {
+        return Ok(());
+    }
+    for (statement, rows) in group.statements() {
+        if !rows.is_empty() {
+            tx.write_rows(run_id, statement, &rows).await?;
+        }
+    }
+    group.clear();
+    Ok(())
 }
 
 /// Writes one transition that belongs to neither group.
@@ -155,7 +185,8 @@ async fn write_one(
             log(events, *at, "run_status", detail);
         }
         Transition::UnitsPlanned { index, units, at } => {
-            tx.insert_units(run_id, *index, units).await?;
+            let rows: Vec<Row<'_>> = units.iter().map(|unit| unit_row(*index, unit)).collect();
+            tx.write_rows(run_id, &PLAN_UNITS, &rows).await?;
             let detail = format!("{{\"stage\":{index},\"units\":{}}}", units.len());
             log(events, *at, "units_planned", detail);
         }
@@ -284,4 +315,17 @@ async fn record_usage(tx: &mut Tx, run_id: &str, usage: &UsageRow) -> Result<()>
     ];
     tx.execute(sql, &args, "record usage").await?;
     Ok(())
+}
+
+/// A row of [`PLAN_UNITS`].
+fn unit_row(index: i64, unit: &NewUnit) -> Row<'_> {
+    vec![
+        index.into(),
+        (&unit.key).into(),
+        unit.ordinal.into(),
+        (&unit.kind).into(),
+        unit.cycle.into(),
+        (&unit.label).into(),
+        (&unit.spec).into(),
+    ]
 }

@@ -12,28 +12,29 @@
 //! not matter; a transition that does not fit (a second attempt of a stage,
 //! or an end before its start) is written after the group. What a group
 //! writes is the net effect of its transitions: a stage that starts and
-//! ends in one batch is written once, as ended. [`Rows`] sorts the group
-//! into the statements each database's module writes (`sqlite/writes.rs`
-//! as `VALUES` lists, `postgres/writes.rs` as arrays).
+//! ends in one batch is written once, as ended. [`statements`] sorts the
+//! group into the rows of a few many-row statements (`batch.rs`).
 
+use crate::batch::{Row, Shape, Statement};
+use crate::columns::Arg;
 use crate::model::Transition;
 
 /// How an attempt ended.
-pub(crate) struct End<'t> {
-    pub(crate) status: &'t str,
-    pub(crate) at: i64,
-    pub(crate) exit_code: Option<i64>,
-    pub(crate) error: Option<&'t str>,
-    pub(crate) artifacts: &'t [(String, String, i64)],
+struct End<'t> {
+    status: &'t str,
+    at: i64,
+    exit_code: Option<i64>,
+    error: Option<&'t str>,
+    artifacts: &'t [(String, String, i64)],
 }
 
 /// The net effect of one attempt's transitions in a group.
 pub(crate) struct Net<'t> {
-    pub(crate) index: i64,
-    pub(crate) attempt: i64,
-    pub(crate) started_at: Option<i64>,
-    pub(crate) process: Option<(i64, i64, i64)>,
-    pub(crate) end: Option<End<'t>>,
+    index: i64,
+    attempt: i64,
+    started_at: Option<i64>,
+    process: Option<(i64, i64, i64)>,
+    end: Option<End<'t>>,
 }
 
 /// Attempt transitions gathered for writing together.
@@ -132,7 +133,7 @@ impl<'t> Group<'t> {
 }
 
 /// The attempt's status for the stage status it ended with.
-pub(crate) fn attempt_status(stage_status: &str) -> &'static str {
+fn attempt_status(stage_status: &str) -> &'static str {
     if stage_status == "failed" {
         "failed"
     } else {
@@ -140,40 +141,199 @@ pub(crate) fn attempt_status(stage_status: &str) -> &'static str {
     }
 }
 
-/// Which of a group's attempts each statement writes, in either form.
-pub(crate) struct Rows<'g, 't> {
-    /// New attempts, ended already if their end is in the group.
-    pub(crate) started: Vec<&'g Net<'t>>,
-    /// Attempts started before the group and ended in it.
-    pub(crate) ended: Vec<&'g Net<'t>>,
-    /// Attempts started before the group whose process the group records.
-    pub(crate) running: Vec<&'g Net<'t>>,
-    /// Stages whose state the group changes (a start or an end).
-    pub(crate) stages: Vec<&'g Net<'t>>,
-    /// The ends, which replace whatever outputs their stage had recorded.
-    pub(crate) ends: Vec<&'g Net<'t>>,
-    /// The outputs of those ends, with their stage.
-    pub(crate) artifacts: Vec<(i64, &'t (String, String, i64))>,
+/// How an `UPDATE attempts … FROM (VALUES …)` finds its rows on SQLite.
+const ATTEMPT_MATCHES: &str = "attempts.idx = v.column1 AND attempts.attempt = v.column2";
+
+/// New attempts, ended already if their end is in the group.
+const INSERT_ATTEMPTS: Statement = Statement {
+    sqlite: Shape::Insert {
+        into: "attempts (run_id, idx, attempt, status, started_at, finished_at, exit_code, error, \
+               pid, pgid, proc_start)",
+        tail: "",
+        end: "",
+    },
+    postgres: "INSERT INTO attempts (run_id, idx, attempt, status, started_at, finished_at, \
+               exit_code, error, pid, pgid, proc_start) \
+               SELECT $1, a.* FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::TEXT[], $5::BIGINT[], \
+               $6::BIGINT[], $7::BIGINT[], $8::TEXT[], $9::BIGINT[], $10::BIGINT[], $11::BIGINT[]) AS a",
+    what: "record an attempt",
+};
+
+/// Attempts started before the group and ended in it.
+const END_ATTEMPTS: Statement = Statement {
+    sqlite: Shape::Update {
+        table: "attempts",
+        set: "status = v.column3, finished_at = v.column4, exit_code = v.column5, error = v.column6, \
+              pid = COALESCE(v.column7, attempts.pid), pgid = COALESCE(v.column8, attempts.pgid), \
+              proc_start = COALESCE(v.column9, attempts.proc_start)",
+        matches: ATTEMPT_MATCHES,
+    },
+    postgres: "UPDATE attempts SET status = v.status, finished_at = v.finished_at, \
+               exit_code = v.exit_code, error = v.error, pid = COALESCE(v.pid, attempts.pid), \
+               pgid = COALESCE(v.pgid, attempts.pgid), \
+               proc_start = COALESCE(v.proc_start, attempts.proc_start) \
+               FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::TEXT[], $5::BIGINT[], $6::BIGINT[], \
+               $7::TEXT[], $8::BIGINT[], $9::BIGINT[], $10::BIGINT[]) \
+               AS v(idx, attempt, status, finished_at, exit_code, error, pid, pgid, proc_start) \
+               WHERE attempts.run_id = $1 AND attempts.idx = v.idx AND attempts.attempt = v.attempt",
+    what: "finish an attempt",
+};
+
+/// The processes of attempts started before the group.
+const RECORD_PROCESSES: Statement = Statement {
+    sqlite: Shape::Update {
+        table: "attempts",
+        set: "pid = v.column3, pgid = v.column4, proc_start = v.column5",
+        matches: ATTEMPT_MATCHES,
+    },
+    postgres: "UPDATE attempts SET pid = v.pid, pgid = v.pgid, proc_start = v.proc_start \
+               FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::BIGINT[], $5::BIGINT[], $6::BIGINT[]) \
+               AS v(idx, attempt, pid, pgid, proc_start) \
+               WHERE attempts.run_id = $1 AND attempts.idx = v.idx AND attempts.attempt = v.attempt",
+    what: "record a process",
+};
+
+/// The stages the group starts or ends: a start sets the attempt count and
+/// start time and clears the end; an end sets the status, end time and error.
+const SET_STAGES: Statement = Statement {
+    sqlite: Shape::Update {
+        table: "stages",
+        set: "status = v.column2, attempts = COALESCE(v.column3, stages.attempts), \
+              started_at = COALESCE(v.column4, stages.started_at), finished_at = v.column5, \
+              error = v.column6",
+        matches: "stages.idx = v.column1",
+    },
+    postgres: "UPDATE stages SET status = v.status, attempts = COALESCE(v.attempts, stages.attempts), \
+               started_at = COALESCE(v.started_at, stages.started_at), \
+               finished_at = v.finished_at, error = v.error \
+               FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::BIGINT[], $5::BIGINT[], $6::BIGINT[], $7::TEXT[]) \
+               AS v(idx, status, attempts, started_at, finished_at, error) \
+               WHERE stages.run_id = $1 AND stages.idx = v.idx",
+    what: "record a stage's state",
+};
+
+/// An end replaces whatever outputs its stage had recorded: first gone…
+const DELETE_ARTIFACTS: Statement = Statement {
+    sqlite: Shape::DeleteIn {
+        table: "artifacts",
+        column: "idx",
+    },
+    postgres: "DELETE FROM artifacts WHERE run_id = $1 AND idx = ANY($2::BIGINT[])",
+    what: "replace artifacts",
+};
+
+/// … then the end's own.
+const INSERT_ARTIFACTS: Statement = Statement {
+    sqlite: Shape::Insert {
+        into: "artifacts (run_id, idx, path, sha256, bytes)",
+        tail: "",
+        end: "",
+    },
+    postgres: "INSERT INTO artifacts (run_id, idx, path, sha256, bytes) \
+               SELECT $1, a.* FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[]) AS a",
+    what: "record an artifact",
+};
+
+/// The statements that write a group, in order, with their rows (some may
+/// have none). Each statement's rows touch different stages.
+pub(crate) fn statements<'a>(nets: &'a [Net<'a>]) -> [(&'static Statement, Vec<Row<'a>>); 6] {
+    let rows = |keep: fn(&Net<'a>) -> bool, row: fn(&'a Net<'a>) -> Row<'a>| {
+        nets.iter().filter(|net| keep(net)).map(row).collect()
+    };
+    let artifacts = nets
+        .iter()
+        .flat_map(|net| {
+            let list = net.end.as_ref().map_or(&[][..], |end| end.artifacts);
+            list.iter().map(|(path, sha256, bytes)| {
+                vec![
+                    net.index.into(),
+                    path.into(),
+                    sha256.into(),
+                    (*bytes).into(),
+                ]
+            })
+        })
+        .collect();
+    [
+        (
+            &INSERT_ATTEMPTS,
+            rows(|net| net.started_at.is_some(), started),
+        ),
+        (
+            &END_ATTEMPTS,
+            rows(|net| net.started_at.is_none() && net.end.is_some(), ended),
+        ),
+        (
+            &RECORD_PROCESSES,
+            rows(|net| net.started_at.is_none() && net.end.is_none(), running),
+        ),
+        (
+            &SET_STAGES,
+            rows(|net| net.started_at.is_some() || net.end.is_some(), stage),
+        ),
+        (
+            &DELETE_ARTIFACTS,
+            rows(|net| net.end.is_some(), |net| vec![net.index.into()]),
+        ),
+        (&INSERT_ARTIFACTS, artifacts),
+    ]
 }
 
-impl<'g, 't> Rows<'g, 't> {
-    pub(crate) fn of(nets: &'g [Net<'t>]) -> Rows<'g, 't> {
-        let select = |keep: fn(&Net<'t>) -> bool| nets.iter().filter(|net| keep(net)).collect();
-        let ends: Vec<&Net<'t>> = select(|net| net.end.is_some());
-        let artifacts = ends
-            .iter()
-            .flat_map(|net| {
-                let list = net.end.as_ref().map_or(&[][..], |end| end.artifacts);
-                list.iter().map(move |artifact| (net.index, artifact))
-            })
-            .collect();
-        Rows {
-            started: select(|net| net.started_at.is_some()),
-            ended: select(|net| net.started_at.is_none() && net.end.is_some()),
-            running: select(|net| net.started_at.is_none() && net.end.is_none()),
-            stages: select(|net| net.started_at.is_some() || net.end.is_some()),
-            ends,
-            artifacts,
-        }
-    }
+/// The process's pid, process group and start time, if the group has them.
+fn process<'a>(net: &Net<'_>) -> [Arg<'a>; 3] {
+    let part = |pick: fn((i64, i64, i64)) -> i64| net.process.map(pick).into();
+    [part(|p| p.0), part(|p| p.1), part(|p| p.2)]
+}
+
+/// A row of [`INSERT_ATTEMPTS`].
+fn started<'a>(net: &'a Net<'a>) -> Row<'a> {
+    let end = net.end.as_ref();
+    let mut row = vec![
+        net.index.into(),
+        net.attempt.into(),
+        end.map_or("running", |end| attempt_status(end.status))
+            .into(),
+        net.started_at.into(),
+        end.map(|end| end.at).into(),
+        end.and_then(|end| end.exit_code).into(),
+        end.and_then(|end| end.error).into(),
+    ];
+    row.extend(process(net));
+    row
+}
+
+/// A row of [`END_ATTEMPTS`].
+fn ended<'a>(net: &'a Net<'a>) -> Row<'a> {
+    let end = net.end.as_ref();
+    let mut row = vec![
+        net.index.into(),
+        net.attempt.into(),
+        end.map_or("success", |end| attempt_status(end.status))
+            .into(),
+        end.map(|end| end.at).into(),
+        end.and_then(|end| end.exit_code).into(),
+        end.and_then(|end| end.error).into(),
+    ];
+    row.extend(process(net));
+    row
+}
+
+/// A row of [`RECORD_PROCESSES`].
+fn running<'a>(net: &'a Net<'a>) -> Row<'a> {
+    let mut row = vec![net.index.into(), net.attempt.into()];
+    row.extend(process(net));
+    row
+}
+
+/// A row of [`SET_STAGES`].
+fn stage<'a>(net: &'a Net<'a>) -> Row<'a> {
+    let end = net.end.as_ref();
+    vec![
+        net.index.into(),
+        end.map_or("running", |end| end.status).into(),
+        net.started_at.map(|_| net.attempt).into(),
+        net.started_at.into(),
+        end.map(|end| end.at).into(),
+        end.and_then(|end| end.error).into(),
+    ]
 }

@@ -7,7 +7,7 @@
 //! A write is one commit: a transaction (`Store::begin` to `Tx::commit`), a statement
 //! run on its own (a lease released, a cancel cleared, job leases renewed),
 //! the schema built or migrated. Writes are numbered from 1 in the order
-//! they reach their commit, across every [`Store`](crate::Store) of the
+//! they reach their commit, across every `Store` of the
 //! process.
 //!
 //! Only the engine arms the points, for the CLI, which reads

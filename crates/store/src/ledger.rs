@@ -10,6 +10,7 @@
 //! silent overwrite.
 
 use crate::columns::{Columns, FromColumns};
+use crate::model::NewLedgerEvent;
 use crate::tx::Tx;
 use crate::{Error, Result, Store};
 
@@ -24,27 +25,6 @@ const NUMBER: &str = "INSERT INTO ledger_scopes (scope_kind, scope_key, last_seq
 const INSERT: &str = "INSERT INTO ledger_events \
      (scope_kind, scope_key, seq, kind, payload, profile, model, session, recorded_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
-
-/// An event to append.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewLedgerEvent {
-    /// `run`, `task` or `session`.
-    pub scope_kind: String,
-    /// The run id, task name or session id.
-    pub scope_key: String,
-    /// The event's kind (`edited`, `validated`, …).
-    pub kind: String,
-    /// The evidence, as JSON text.
-    pub payload: String,
-    /// Who acted: the agent profile.
-    pub profile: String,
-    /// Who acted: the model, when configured.
-    pub model: Option<String>,
-    /// Who acted: the session.
-    pub session: String,
-    /// When it was recorded (ms since the epoch); informational only.
-    pub recorded_at: i64,
-}
 
 /// An event as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]

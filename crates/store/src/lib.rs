@@ -20,6 +20,7 @@
 // Shared by both databases: the model, bound values and row decoding,
 // event shapes, the SQL fragments that differ, batch grouping.
 mod attempts;
+mod batch;
 mod columns;
 mod dialect;
 mod error;
@@ -27,7 +28,6 @@ mod events;
 pub mod failpoint;
 mod migrate;
 mod model;
-mod placeholders;
 mod unit_writes;
 
 // Each database's own code.
@@ -50,10 +50,10 @@ mod usage;
 
 pub use error::{Error, Result};
 pub use gates::{ArtifactEdit, GateDecided, GateDecisionRow, NewGateDecision};
-pub use ledger::{LedgerEventRow, LedgerScope, NewLedgerEvent};
+pub use ledger::{LedgerEventRow, LedgerScope};
 pub use model::{
-    ArtifactRow, AttemptRow, EventRow, FindingRow, Lease, LeaseHolder, NewRun, NewUnit, RunRow,
-    StageRow, Transition, UnitRow,
+    ArtifactRow, AttemptRow, EventRow, FindingRow, Lease, LeaseHolder, NewLedgerEvent, NewRun,
+    NewUnit, RunRow, StageRow, Transition, UnitRow, UsageRow,
 };
 pub use prune::{FINISHED_STATUSES, RunTally};
 pub use queue::{
@@ -61,4 +61,3 @@ pub use queue::{
     Settled,
 };
 pub use store::Store;
-pub use usage::UsageRow;

@@ -1,16 +1,16 @@
 //! A write transaction on either database: the shared code writes through
 //! [`Tx`], which hands each statement to the database's own module.
 //!
-//! A transaction begun by [`Store::begin`](crate::Store) and dropped
+//! A transaction begun by `Store::begin` and dropped
 //! without [`Tx::commit`] (an early `return` or `?`) is rolled back.
 
 use sqlx::SqlSafeStr;
 
+use crate::batch::{Row, Statement};
 use crate::columns::{Arg, FromColumns};
 use crate::dialect::{self, Dialect};
 use crate::error::query_error;
-use crate::model::NewUnit;
-use crate::{Result, attempts, postgres, sqlite, unit_writes};
+use crate::{Result, postgres, sqlite};
 
 /// An open write transaction.
 pub(crate) enum Tx {
@@ -77,60 +77,19 @@ impl Tx {
         }
     }
 
-    /// Appends a batch's events to the run's log, in order.
-    pub(crate) async fn insert_events(
+    /// Writes `rows` of the run with a many-row statement (`batch.rs`).
+    pub(crate) async fn write_rows(
         &mut self,
         run_id: &str,
-        events: &[(i64, String, String)],
+        statement: &Statement,
+        rows: &[Row<'_>],
     ) -> Result<()> {
+        let what = statement.what;
         match self {
-            Tx::Sqlite(tx) => sqlite::insert_events(tx, run_id, events).await,
-            Tx::Postgres(tx) => postgres::insert_events(tx, run_id, events).await,
-        }
-    }
-
-    /// Inserts a stage's planned units (keys it has already are left).
-    pub(crate) async fn insert_units(
-        &mut self,
-        run_id: &str,
-        index: i64,
-        units: &[NewUnit],
-    ) -> Result<()> {
-        match self {
-            Tx::Sqlite(tx) => sqlite::insert_units(tx, run_id, index, units).await,
-            Tx::Postgres(tx) => postgres::insert_units(tx, run_id, index, units).await,
-        }
-    }
-
-    /// Writes a group of attempt transitions and empties it.
-    pub(crate) async fn flush_attempts(
-        &mut self,
-        run_id: &str,
-        group: &mut attempts::Group<'_>,
-    ) -> Result<()> {
-        let nets = group.take();
-        if nets.is_empty() {
-            return Ok(());
-        }
-        match self {
-            Tx::Sqlite(tx) => sqlite::write_attempts(tx, run_id, &nets).await,
-            Tx::Postgres(tx) => postgres::write_attempts(tx, run_id, &nets).await,
-        }
-    }
-
-    /// Writes a group of unit transitions and empties it.
-    pub(crate) async fn flush_units(
-        &mut self,
-        run_id: &str,
-        group: &mut unit_writes::Group<'_>,
-    ) -> Result<()> {
-        let (starts, ends) = group.take();
-        if starts.is_empty() && ends.is_empty() {
-            return Ok(());
-        }
-        match self {
-            Tx::Sqlite(tx) => sqlite::write_units(tx, run_id, &starts, &ends).await,
-            Tx::Postgres(tx) => postgres::write_units(tx, run_id, &starts, &ends).await,
+            Tx::Sqlite(tx) => sqlite::write_rows(tx, run_id, &statement.sqlite, what, rows).await,
+            Tx::Postgres(tx) => {
+                postgres::write_rows(tx, run_id, statement.postgres, what, rows).await
+            }
         }
     }
 

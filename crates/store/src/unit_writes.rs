@@ -7,28 +7,62 @@
 //! a group holds at most one start and one end per unit, the start first,
 //! and a transition that does not fit is written after the group. Starts
 //! are written before ends, so a unit that starts and ends in one group is
-//! counted and then ended, as if written one by one. SQLite takes them as
-//! `VALUES` lists, PostgreSQL as one array per column (`sqlite/writes.rs`,
-//! `postgres/writes.rs`).
+//! counted and then ended, as if written one by one (`batch.rs` has how
+//! each database writes them).
 
+use crate::batch::{Row, Shape, Statement};
 use crate::model::Transition;
 
+/// How an `UPDATE units … FROM (VALUES …)` finds its rows on SQLite.
+const UNIT_MATCHES: &str = "units.idx = v.column1 AND units.unit_key = v.column2";
+
+/// Unit starts: each counts an attempt and clears the last end.
+const START_UNITS: Statement = Statement {
+    sqlite: Shape::Update {
+        table: "units",
+        set: "status = 'running', attempts = units.attempts + 1, started_at = v.column3, \
+              finished_at = NULL, exit_code = NULL, error = NULL",
+        matches: UNIT_MATCHES,
+    },
+    postgres: "UPDATE units SET status = 'running', attempts = units.attempts + 1, \
+               started_at = v.started_at, finished_at = NULL, exit_code = NULL, error = NULL \
+               FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::BIGINT[]) AS v(idx, unit_key, started_at) \
+               WHERE units.run_id = $1 AND units.idx = v.idx AND units.unit_key = v.unit_key",
+    what: "start units",
+};
+
+/// Unit ends.
+const END_UNITS: Statement = Statement {
+    sqlite: Shape::Update {
+        table: "units",
+        set: "status = v.column3, finished_at = v.column4, exit_code = v.column5, \
+              error = v.column6, artifacts = v.column7",
+        matches: UNIT_MATCHES,
+    },
+    postgres: "UPDATE units SET status = v.status, finished_at = v.finished_at, \
+               exit_code = v.exit_code, error = v.error, artifacts = v.artifacts \
+               FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BIGINT[], \
+               $7::TEXT[], $8::TEXT[]) AS v(idx, unit_key, status, finished_at, exit_code, error, artifacts) \
+               WHERE units.run_id = $1 AND units.idx = v.idx AND units.unit_key = v.unit_key",
+    what: "finish units",
+};
+
 /// A unit's start in the group.
-pub(crate) struct Start<'t> {
-    pub(crate) index: i64,
-    pub(crate) key: &'t str,
-    pub(crate) at: i64,
+struct Start<'t> {
+    index: i64,
+    key: &'t str,
+    at: i64,
 }
 
 /// A unit's end in the group.
-pub(crate) struct End<'t> {
-    pub(crate) index: i64,
-    pub(crate) key: &'t str,
-    pub(crate) status: &'t str,
-    pub(crate) at: i64,
-    pub(crate) exit_code: Option<i64>,
-    pub(crate) error: Option<&'t str>,
-    pub(crate) artifacts: String,
+struct End<'t> {
+    index: i64,
+    key: &'t str,
+    status: &'t str,
+    at: i64,
+    exit_code: Option<i64>,
+    error: Option<&'t str>,
+    artifacts: String,
 }
 
 /// Unit transitions gathered for writing together.
@@ -97,12 +131,38 @@ impl<'t> Group<'t> {
         }
     }
 
-    /// Empties the group, returning its starts and ends.
-    pub(crate) fn take(&mut self) -> (Vec<Start<'t>>, Vec<End<'t>>) {
-        (
-            std::mem::take(&mut self.starts),
-            std::mem::take(&mut self.ends),
-        )
+    /// Whether the group holds nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.starts.is_empty() && self.ends.is_empty()
+    }
+
+    /// The statements that write the group, starts first, with their rows.
+    pub(crate) fn statements(&self) -> [(&'static Statement, Vec<Row<'_>>); 2] {
+        let starts = self
+            .starts
+            .iter()
+            .map(|start| vec![start.index.into(), start.key.into(), start.at.into()]);
+        let ends = self.ends.iter().map(|end| {
+            vec![
+                end.index.into(),
+                end.key.into(),
+                end.status.into(),
+                end.at.into(),
+                end.exit_code.into(),
+                end.error.into(),
+                end.artifacts.as_str().into(),
+            ]
+        });
+        [
+            (&START_UNITS, starts.collect()),
+            (&END_UNITS, ends.collect()),
+        ]
+    }
+
+    /// Empties the group.
+    pub(crate) fn clear(&mut self) {
+        self.starts.clear();
+        self.ends.clear();
     }
 }
 

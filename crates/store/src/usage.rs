@@ -6,37 +6,8 @@
 //! `baton status`.
 
 use crate::columns::{Columns, FromColumns};
+use crate::model::UsageRow;
 use crate::{Result, Store};
-
-/// The usage of one attempt.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UsageRow {
-    /// Stage index.
-    pub index: i64,
-    /// The unit's key, or empty for the stage's own attempt.
-    pub unit: String,
-    /// Attempt number.
-    pub attempt: i64,
-    /// Input tokens not read from a cache.
-    pub input_tokens: Option<i64>,
-    /// Output tokens.
-    pub output_tokens: Option<i64>,
-    /// Input tokens read from the provider's cache.
-    pub cache_read_tokens: Option<i64>,
-    /// Input tokens written to the provider's cache.
-    pub cache_write_tokens: Option<i64>,
-    /// Cost in millionths of a USD (integers stay exact on both backends).
-    pub cost_microusd: Option<i64>,
-    /// Agent turns.
-    pub turns: Option<i64>,
-    /// The agent's session id.
-    pub session_id: Option<String>,
-    /// The model baton priced the tokens for, when it did.
-    pub model: Option<String>,
-    /// The agent session the attempt continued instead of starting a new
-    /// one, if it did.
-    pub resumed_session: Option<String>,
-}
 
 impl FromColumns for UsageRow {
     fn from_columns(row: &impl Columns) -> sqlx::Result<Self> {

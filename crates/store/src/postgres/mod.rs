@@ -1,11 +1,11 @@
 //! The store on PostgreSQL, for many machines: a pool of connections, row
 //! locks where SQLite's single writer serialises.
 //!
-//! This module connects and runs statements; `writes.rs` has its many-row
+//! This module connects and runs statements; `batch.rs` has its many-row
 //! writes (one array per column) and `create.rs` a new run's record.
 
+mod batch;
 mod create;
-mod writes;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Executor, Postgres, SqlSafeStr};
 
-pub(crate) use writes::{insert_events, insert_units, write_attempts, write_units};
+pub(crate) use batch::write as write_rows;
 
 use crate::columns::{Arg, FromColumns};
 use crate::error::query_error;
@@ -71,14 +71,19 @@ fn redact(url: &str) -> String {
 /// A statement on PostgreSQL with its values bound.
 type Query<'q> = sqlx::query::Query<'q, Postgres, PgArguments>;
 
-/// `sql` with `args` bound in order.
-fn query<'q>(sql: impl SqlSafeStr, args: &[Arg<'_>]) -> Query<'q> {
-    args.iter().fold(sqlx::query(sql), |query, arg| match *arg {
+/// `query` with `arg` bound next.
+fn bind<'q>(query: Query<'q>, arg: &Arg<'_>) -> Query<'q> {
+    match *arg {
         Arg::Int(value) => query.bind(value),
         Arg::Text(value) => query.bind(value),
         Arg::MaybeInt(value) => query.bind(value),
         Arg::MaybeText(value) => query.bind(value),
-    })
+    }
+}
+
+/// `sql` with `args` bound in order.
+fn query<'q>(sql: impl SqlSafeStr, args: &[Arg<'_>]) -> Query<'q> {
+    args.iter().fold(sqlx::query(sql), bind)
 }
 
 /// Runs a statement; returns how many rows it changed.

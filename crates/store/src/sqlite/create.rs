@@ -1,7 +1,8 @@
 //! A new run's record on SQLite.
 
-use super::{Db, execute, writes};
+use super::{Db, batch, execute};
 use crate::Result;
+use crate::batch::{Row, Shape};
 use crate::error::insert_run_error;
 use crate::events::lease_detail;
 use crate::model::{Lease, NewRun};
@@ -43,7 +44,18 @@ impl Db {
             "insert the run's documents",
         )
         .await?;
-        writes::insert_stages(&mut tx, &run.run_id, &run.stages).await?;
+        // Many stages to a statement: a round trip each made creating a run
+        // of 10 000 stages take a quarter of a second.
+        let stages: Vec<Row<'_>> = (0_i64..)
+            .zip(&run.stages)
+            .map(|(index, name)| vec![index.into(), name.into()])
+            .collect();
+        let shape = Shape::Insert {
+            into: "stages (run_id, idx, name, status)",
+            tail: ", 'pending'",
+            end: "",
+        };
+        batch::write(&mut tx, &run.run_id, &shape, "insert the stages", &stages).await?;
         let logged = match lease {
             None => {
                 let sql = "INSERT INTO events (run_id, at, kind, detail) \

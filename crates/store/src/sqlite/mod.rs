@@ -1,13 +1,13 @@
 //! The store on SQLite: one file in WAL mode with `synchronous=FULL`,
 //! written through a single connection in `BEGIN IMMEDIATE` transactions.
 //!
-//! This module opens the file and runs statements on it; `writes.rs` has
+//! This module opens the file and runs statements on it; `batch.rs` has
 //! its many-row writes (`VALUES` lists), `create.rs` a new run's record and
 //! `checkpoint.rs` what it does with the write-ahead log.
 
+mod batch;
 mod checkpoint;
 mod create;
-mod writes;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Executor, SqlSafeStr, Sqlite};
 
-pub(crate) use writes::{insert_events, insert_units, write_attempts, write_units};
+pub(crate) use batch::write as write_rows;
 
 use crate::columns::{Arg, FromColumns};
 use crate::error::query_error;
@@ -175,14 +175,19 @@ fn file_identity(path: &Path) -> Option<(u64, u64)> {
 /// A statement on SQLite with its values bound.
 type Query<'q> = sqlx::query::Query<'q, Sqlite, SqliteArguments>;
 
-/// `sql` with `args` bound in order.
-fn query<'q>(sql: impl SqlSafeStr, args: &[Arg<'_>]) -> Query<'q> {
-    args.iter().fold(sqlx::query(sql), |query, arg| match *arg {
+/// `query` with `arg` bound next.
+fn bind<'q>(query: Query<'q>, arg: &Arg<'_>) -> Query<'q> {
+    match *arg {
         Arg::Int(value) => query.bind(value),
         Arg::Text(value) => query.bind(value),
         Arg::MaybeInt(value) => query.bind(value),
         Arg::MaybeText(value) => query.bind(value),
-    })
+    }
+}
+
+/// `sql` with `args` bound in order.
+fn query<'q>(sql: impl SqlSafeStr, args: &[Arg<'_>]) -> Query<'q> {
+    args.iter().fold(sqlx::query(sql), bind)
 }
 
 /// Runs a statement; returns how many rows it changed.
