@@ -8,6 +8,8 @@ Rules (test code — `#[cfg(test)]` items and `tests/` — is exempt):
   * `unsafe` code in at most one module of the whole workspace;
   * no import cycle among the modules (files and inline `mod`s) of one crate:
     module A naming anything in B, and B, directly or through others, naming A.
+    A `pub use` re-export is a name, not a dependency: a path through it
+    counts as naming the module the item comes from.
 
 Exits 1 and says where when a rule is broken. `--report` also prints the
 longest functions and each crate's module count.
@@ -143,6 +145,7 @@ class Module:
     def __init__(self, crate, path, file):
         self.crate, self.path, self.file = crate, path, file
         self.refs = []  # (path segments, line)
+        self.exports = {}  # name re-exported by `pub use` -> its path segments
         self.unsafe_lines = []
         self.children = {}
 
@@ -181,8 +184,12 @@ def parse_module(crate, path, file, toks, modules, src_dir):
             module.unsafe_lines.append(line)
         if text == "use":
             end = use_end(toks, i)
-            for segments in use_paths(toks[i + 1 : end]):
-                module.refs.append((segments, line))
+            public = i > 0 and (toks[i - 1][1] == "pub" or toks[i - 1][1] == ")")
+            for segments, name in use_paths(toks[i + 1 : end]):
+                if public:
+                    module.exports[name] = segments
+                else:
+                    module.refs.append((segments, line))
             i = end + 1
             continue
         if kind == "ident" and i + 1 < len(toks) and toks[i + 1][0] == "path_sep":
@@ -220,14 +227,16 @@ def use_paths(toks):
                         j += 1
                 return close + 1
             elif text == "*":
-                paths.append(segments)
+                paths.append((segments, "*"))
                 return i + 1
             else:
                 break
+        name = segments[-1] if segments else None
         if text_is_alias(toks, i):
+            name = toks[i + 1][1]
             i += 2
         if segments != list(prefix):
-            paths.append(segments)
+            paths.append((segments, name))
         return i
 
     while i < len(toks):
@@ -254,8 +263,9 @@ def child_file(file, name, src_dir, path):
     return None
 
 
-def resolve(module, segments, modules):
-    """The deepest module of the crate a path names, or None."""
+def resolve(module, segments, modules, hops=0):
+    """The deepest module of the crate a path names, or None; a name a
+    module re-exports leads to where it comes from."""
     path = list(module.path)
     segs = list(segments)
     if segs[0] == "crate":
@@ -268,11 +278,15 @@ def resolve(module, segments, modules):
     elif segs[0] not in module.children:
         return None
     target = tuple(path)
-    for seg in segs:
+    for k, seg in enumerate(segs):
         if target + (seg,) in modules:
             target = target + (seg,)
-        else:
-            break
+            continue
+        exported = modules[target].exports.get(seg) if target in modules else None
+        if exported and hops < 8:
+            found = resolve(modules[target], exported + segs[k + 1 :], modules, hops + 1)
+            return found if found is not None else target
+        break
     return target
 
 
