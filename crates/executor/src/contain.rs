@@ -35,8 +35,7 @@ mod namespace;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-/// The hidden subcommand of the `baton` binary that runs the helper.
-pub const SUBCOMMAND: &str = "__contain";
+pub use namespace::SUBCOMMAND;
 
 /// How one agent process is contained.
 #[derive(Debug, Clone, Default)]

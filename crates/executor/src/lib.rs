@@ -34,12 +34,13 @@
 //!   an agent's output by its profile's rules.
 //!
 //! What it does not do: decide what to run or when (the engine does), read
-//! settings (the CLI does), or persist anything. Git and worktrees will live here too, because they spawn `git`.
+//! settings (the CLI does; `environment.rs` reads only what children inherit), or persist anything. Git and worktrees will live here too, because they spawn `git`.
 
 mod cgroup;
 pub mod contain;
 pub mod descendants;
 pub mod endpoint;
+mod environment;
 mod error;
 mod exit_watch;
 pub mod file;

@@ -309,28 +309,19 @@ pub async fn run(
     let stderr_stats = Arc::new(StreamStats::default());
     let stderr_tail = Arc::new(Mutex::new(Tail::new(STDERR_TAIL_BYTES)));
     let redactor = crate::redact::Redactor::for_variables(&spec.env);
-    let mut stdout_reader = AbortOnDrop(tokio::spawn(output::drain(
-        stdout,
-        output::Log::new(
-            stdout_log,
-            spec.log_cap_bytes,
-            Arc::clone(&stdout_stats),
-            None,
-        ),
-        Arc::clone(&activity),
-        crate::redact::Lines::new(Arc::clone(&redactor)),
-    )));
-    let mut stderr_reader = AbortOnDrop(tokio::spawn(output::drain(
-        stderr,
-        output::Log::new(
-            stderr_log,
-            spec.log_cap_bytes,
-            Arc::clone(&stderr_stats),
-            Some(Arc::clone(&stderr_tail)),
-        ),
-        Arc::clone(&activity),
-        crate::redact::Lines::new(redactor),
-    )));
+    let drain = |pipe, path, stats: &Arc<StreamStats>, tail| {
+        let log = output::Log::new(path, spec.log_cap_bytes, Arc::clone(stats), tail);
+        let lines = crate::redact::Lines::new(Arc::clone(&redactor));
+        AbortOnDrop(tokio::spawn(output::drain(
+            pipe,
+            log,
+            Arc::clone(&activity),
+            lines,
+        )))
+    };
+    let mut stdout_reader = drain(Box::new(stdout) as Pipe, stdout_log, &stdout_stats, None);
+    let tail = Some(Arc::clone(&stderr_tail));
+    let mut stderr_reader = drain(Box::new(stderr) as Pipe, stderr_log, &stderr_stats, tail);
 
     let killed = supervise(&spec, origin, &activity, &mut cancel, &mut exit).await;
     if killed.is_some() {
@@ -454,7 +445,7 @@ fn resolve(spec: &ProcessSpec) -> Result<PathBuf> {
         .rev()
         .find(|(name, _)| name == "PATH")
         .map(|(_, value)| OsString::from(value))
-        .or_else(|| std::env::var_os("PATH"));
+        .or_else(|| crate::environment::var("PATH"));
     find_program_for_start(&spec.program, child_path.as_deref(), &spec.cwd).ok_or_else(|| {
         Error::ProgramNotFound {
             program: spec.program.clone(),
@@ -469,10 +460,10 @@ fn passed_through(names: &[String]) -> Vec<(OsString, OsString)> {
     for name in names {
         match name.strip_suffix('*') {
             Some(prefix) => passed.extend(
-                std::env::vars_os()
+                crate::environment::all()
                     .filter(|(key, _)| key.as_encoded_bytes().starts_with(prefix.as_bytes())),
             ),
-            None => passed.extend(std::env::var_os(name).map(|value| (name.into(), value))),
+            None => passed.extend(crate::environment::var(name).map(|value| (name.into(), value))),
         }
     }
     passed
@@ -559,6 +550,9 @@ impl Drop for GroupGuard {
 
 /// A task that is aborted when its handle is dropped, so a dropped [`run`]
 /// leaves no reader behind.
+/// A child's stdout or stderr, as read.
+type Pipe = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+
 struct AbortOnDrop(JoinHandle<()>);
 
 impl Drop for AbortOnDrop {

@@ -21,7 +21,8 @@ use nix::sys::stat::Mode;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Gid, Pid, Uid};
 
-use super::SUBCOMMAND;
+/// The hidden subcommand of the `baton` binary that runs the helper.
+pub const SUBCOMMAND: &str = "__contain";
 
 /// What `__contain run` was asked.
 #[derive(Default)]

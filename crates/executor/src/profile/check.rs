@@ -44,7 +44,7 @@ pub struct CheckResult {
 
 /// Checks `profile` against baton's own environment (see [`check_with`]).
 pub fn check(profile: &Profile) -> CheckResult {
-    check_with(profile, |name| std::env::var_os(name), VERSION_TIMEOUT)
+    check_with(profile, crate::environment::var, VERSION_TIMEOUT)
 }
 
 /// Checks `profile`: finds its program on the `PATH` that `env` returns,
