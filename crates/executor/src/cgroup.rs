@@ -21,6 +21,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// The number in the next attempt cgroup's name (`baton-PID-N`).
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
 /// How long removing a killed cgroup waits for its processes to end.
 const EMPTY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -39,14 +42,21 @@ impl Cgroup {
     /// Cgroups are usable but this one could not be made (a limit on
     /// descendants, no memory).
     pub(crate) fn create() -> Option<io::Result<Cgroup>> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
         let parent = parent()?;
-        let dir = parent.join(format!(
-            "baton-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        Some(std::fs::create_dir(&dir).map(|()| Cgroup { dir }))
+        loop {
+            let dir = parent.join(format!(
+                "baton-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            // A baton killed before it removed its cgroups leaves them, and
+            // a later baton may get its pid: that name is taken, take the
+            // next.
+            match std::fs::create_dir(&dir) {
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+                made => return Some(made.map(|()| Cgroup { dir })),
+            }
+        }
     }
 
     /// Moves `pid`, and what it forked before the move, into the cgroup.
@@ -133,12 +143,40 @@ fn probe() -> Option<PathBuf> {
     if !writable(&dir.join("cgroup.procs")) {
         return None;
     }
+    remove_stale(&dir);
     let probe = dir.join(format!("baton-probe-{}", std::process::id()));
     std::fs::create_dir(&probe).ok()?;
     // `cgroup.kill` arrived in Linux 5.14.
     let usable = probe.join("cgroup.kill").exists() && writable(&probe.join("cgroup.procs"));
     let _ = std::fs::remove_dir(&probe);
     usable.then_some(dir)
+}
+
+/// Removes the cgroups in `parent` that batons no longer running left
+/// behind (killed before they removed them). Only empty ones go: the
+/// kernel refuses to remove a cgroup with a live process in it, and what
+/// a killed baton left running is ended by the recovery of its run.
+fn remove_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let owner = entry.file_name().to_str().and_then(owner);
+        if owner.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
+/// The pid of the baton that made a cgroup named `baton-PID-N` (an
+/// attempt's) or `baton-probe-PID` (a probe's).
+fn owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("baton-")?;
+    let pid = match rest.strip_prefix("probe-") {
+        Some(pid) => pid,
+        None => rest.split_once('-')?.0,
+    };
+    pid.parse().ok()
 }
 
 /// Where `own` (a path in the v2 hierarchy) is mounted, from
@@ -220,5 +258,43 @@ mod tests {
         // Outside the mount's root: not reachable through it.
         assert_eq!(own_dir(MOUNTINFO, "/elsewhere"), None);
         assert_eq!(own_dir("garbage\n", "/"), None);
+    }
+
+    #[test]
+    fn a_cgroup_s_name_says_which_baton_made_it() {
+        assert_eq!(owner("baton-4321-7"), Some(4321));
+        assert_eq!(owner("baton-probe-99"), Some(99));
+        assert_eq!(owner("baton-probe"), None);
+        assert_eq!(owner("baton-x-1"), None);
+        assert_eq!(owner("system.slice"), None);
+    }
+
+    #[test]
+    fn names_left_by_a_killed_baton_are_taken_over_or_skipped() {
+        let Some(parent) = parent() else {
+            eprintln!("SKIPPED: this process may make no cgroup v2 of its own");
+            return;
+        };
+        // A pid above the kernel's largest, whose baton is surely gone.
+        let stale = parent.join("baton-4194305-0");
+        std::fs::create_dir(&stale).expect("a stale cgroup");
+        // The names this process is to use next, taken as a killed baton
+        // with the same pid would have left them.
+        let next = NEXT.load(Ordering::Relaxed);
+        let taken: Vec<PathBuf> = (next..next + 20)
+            .map(|n| parent.join(format!("baton-{}-{n}", std::process::id())))
+            .collect();
+        for dir in &taken {
+            std::fs::create_dir(dir).expect("a taken name");
+        }
+        let made = Cgroup::create().expect("usable").expect("made anyway");
+        assert!(!taken.contains(&made.dir), "{}", made.dir.display());
+        assert!(made.remove_if_empty());
+        remove_stale(parent);
+        assert!(!stale.exists(), "the dead baton's cgroup is removed");
+        assert!(taken.iter().all(|dir| dir.exists()), "a live baton's stay");
+        for dir in &taken {
+            std::fs::remove_dir(dir).expect("removed");
+        }
     }
 }
