@@ -74,6 +74,8 @@ pub(crate) fn worker(args: &WorkerArgs) -> u8 {
             use tokio::signal::unix::{SignalKind, signal};
             let mut term = signal(SignalKind::terminate()).ok();
             let mut interrupt = signal(SignalKind::interrupt()).ok();
+            // A job's process starts knowing which handlers to reset.
+            baton_executor::signal_handlers_changed();
             if term.is_none() && interrupt.is_none() {
                 return;
             }
