@@ -2,6 +2,11 @@
 //! that nothing an agent put in a repository's configuration runs with
 //! baton's privileges.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the executor is where processes start; git runs here"
+)]
+
 use std::path::Path;
 
 use tokio::process::Command;
