@@ -4,9 +4,8 @@
 //! short stages pays for every time: every stage sets a few variables of
 //! its own (`BATON_RUN_ID`, the marker, …), and a command with any
 //! variable set copies baton's whole environment into a map and a fresh
-//! `envp` at each spawn. In a profile of 1 000 one-line stages that was
-//! about 17 µs of the coordinator's roughly 200 µs per stage, on the path
-//! from one stage's exit to the next one's start. Here baton's own
+//! `envp` at each spawn, on the path from one stage's exit to the next
+//! one's start (bench/README.md has what that cost). Here baton's own
 //! environment becomes C strings once ([`BaseEnv`]), and a spawn only adds
 //! its own variables.
 //!
