@@ -545,11 +545,11 @@ impl Drop for GroupGuard {
     }
 }
 
-/// A task that is aborted when its handle is dropped, so a dropped [`run`]
-/// leaves no reader behind.
 /// A child's stdout or stderr, as read.
 type Pipe = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
 
+/// A task that is aborted when its handle is dropped, so a dropped [`run`]
+/// leaves no reader behind.
 struct AbortOnDrop(JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
