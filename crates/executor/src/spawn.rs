@@ -32,7 +32,7 @@ use std::sync::OnceLock;
 use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{Pid, WaitOptions, waitpid};
 
-use crate::vfork;
+use crate::{sys, vfork};
 
 /// What a child reads on stdin.
 pub(crate) enum ChildStdin<'a> {
@@ -164,7 +164,7 @@ pub(crate) fn spawn(request: &Request<'_>) -> io::Result<Spawned> {
         (ChildStdin::Piped, None) => unreachable!("a piped stdin has its pipe"),
     };
 
-    let child = vfork::start(&vfork::Exec {
+    let child = vfork::start(&sys::Exec {
         program: &program,
         argv: &argv_ptrs,
         envp: &envp,

@@ -25,30 +25,18 @@
 //! right before the `execve`. It calls nothing but plain system call
 //! wrappers, and reports a failure as an errno in memory it shares with the
 //! parent, then `_exit`s: a failed start is an error here, not a dead child.
+//! The clone and the child's system calls are in `sys.rs`, with the rest
+//! of baton's `unsafe` code.
 
 use std::cell::RefCell;
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::c_int;
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use crate::group::KeptOpen;
-
-/// What the child `execve`s, and with which standard descriptors.
-pub(crate) struct Exec<'a> {
-    /// The program's path, already resolved.
-    pub(crate) program: &'a CStr,
-    /// NULL-terminated argv.
-    pub(crate) argv: &'a [*const c_char],
-    /// NULL-terminated envp.
-    pub(crate) envp: &'a [*const c_char],
-    /// The child's working directory.
-    pub(crate) cwd: &'a CStr,
-    /// Duplicated onto 0, 1 and 2. Each is 3 or above: `dup2` of a
-    /// descriptor onto itself would leave it close-on-exec.
-    pub(crate) stdio: [RawFd; 3],
-}
+use crate::sys::{self, Exec, signal_bit};
 
 /// A started child.
 pub(crate) struct Child {
@@ -70,24 +58,9 @@ thread_local! {
     static STACK: RefCell<Vec<u128>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Set once a clone with `CLONE_PIDFD` was refused.
-static NO_CLONE_PIDFD: AtomicBool = AtomicBool::new(false);
-
 /// `/proc/self/status`, kept open: its `SigCgt` line lists the signals
 /// baton catches.
 static STATUS: KeptOpen = KeptOpen::new("/proc/self/status");
-
-/// Everything the child reads, in memory it shares with the parent.
-struct ChildArgs<'a> {
-    exec: &'a Exec<'a>,
-    /// Signals (bit n - 1 for signal n) to put back to their default.
-    reset: u64,
-    /// Whether the child must first ask whether each signal in `reset`
-    /// has a handler (the caught set could not be read).
-    ask_first: bool,
-    /// The errno of the step that failed, 0 while none has.
-    error: AtomicI32,
-}
 
 /// Starts `exec` in its own process group, with an empty signal mask,
 /// every caught signal and SIGPIPE and SIGCHLD at their defaults, and
@@ -116,7 +89,7 @@ pub(crate) fn start(exec: &Exec<'_>) -> io::Result<Child> {
         Some(caught) => (caught | always, false),
         None => (u64::MAX, true),
     };
-    let args = ChildArgs {
+    let args = sys::ChildArgs {
         exec,
         reset,
         ask_first,
@@ -127,7 +100,7 @@ pub(crate) fn start(exec: &Exec<'_>) -> io::Result<Child> {
         if stack.is_empty() {
             stack.resize(STACK_WORDS, 0);
         }
-        clone_child(&args, stack.as_mut_ptr_range().end.cast())
+        sys::clone_child(&args, stack.as_mut_ptr_range().end.cast())
     })?;
     let error = args.error.load(Ordering::Acquire);
     if error != 0 {
@@ -216,153 +189,6 @@ fn read_caught_signals() -> Option<u64> {
     let caught = u64::from_str_radix(line.trim(), 16).ok()?;
     let reserved = (32..libc::SIGRTMIN()).fold(0, |set, signal| set | signal_bit(signal));
     Some(caught & !reserved)
-}
-
-fn signal_bit(signal: c_int) -> u64 {
-    1 << (signal - 1)
-}
-
-/// `clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD)` with every signal blocked
-/// around it; returns the pid and, when the kernel made one, the pidfd.
-#[expect(
-    unsafe_code,
-    reason = "the clone itself: the child runs `child_main` on `stack_top`, a stack of this \
-              thread's that nothing else uses while the thread is suspended, and reads only \
-              `args`, which outlives the call because the parent resumes only at the child's \
-              exec or exit"
-)]
-fn clone_child(
-    args: &ChildArgs<'_>,
-    stack_top: *mut c_void,
-) -> io::Result<(c_int, Option<OwnedFd>)> {
-    // Every signal, glibc's own two included: no handler of baton's may
-    // run in the child, which shares baton's memory.
-    let old = set_signal_mask(u64::MAX);
-    let arg = std::ptr::from_ref(args).cast_mut().cast::<c_void>();
-    let result;
-    loop {
-        let with_pidfd = !NO_CLONE_PIDFD.load(Ordering::Relaxed);
-        let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
-        if with_pidfd {
-            flags |= libc::CLONE_PIDFD;
-        }
-        let mut pidfd: c_int = -1;
-        // SAFETY: see the reason above. With CLONE_PIDFD the kernel writes
-        // the pidfd to the parent-tid argument.
-        let pid = unsafe { libc::clone(child_main, stack_top, flags, arg, &raw mut pidfd) };
-        if pid == -1 {
-            let error = io::Error::last_os_error();
-            // A kernel before 5.2 ignores the flag; a sandbox may refuse
-            // it as unknown or forbidden.
-            let refused = [libc::EINVAL, libc::ENOSYS, libc::EPERM];
-            if with_pidfd
-                && error
-                    .raw_os_error()
-                    .is_some_and(|code| refused.contains(&code))
-            {
-                NO_CLONE_PIDFD.store(true, Ordering::Relaxed);
-                continue;
-            }
-            result = Err(error);
-        } else {
-            // SAFETY: the kernel made this descriptor for us alone.
-            let pidfd = (with_pidfd && pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd) });
-            result = Ok((pid, pidfd));
-        }
-        break;
-    }
-    set_signal_mask(old);
-    result
-}
-
-/// Sets the calling thread's signal mask to `mask` (bit n - 1 for signal
-/// n) and returns the one it had. The raw system call, not glibc's
-/// wrapper: that one never blocks glibc's own two signals, and it is safe
-/// to call in the vfork child.
-#[expect(
-    unsafe_code,
-    reason = "rt_sigprocmask on two live 8-byte sets, the kernel's sigset size"
-)]
-fn set_signal_mask(mask: u64) -> u64 {
-    let mut old: u64 = 0;
-    // SAFETY: both pointers are valid for the call.
-    unsafe {
-        libc::syscall(
-            libc::SYS_rt_sigprocmask,
-            libc::SIG_SETMASK,
-            &raw const mask,
-            &raw mut old,
-            size_of::<u64>(),
-        );
-    }
-    old
-}
-
-/// The child, between the clone and the `execve`. It runs on the borrowed
-/// stack with baton's memory and every signal blocked, so it calls only
-/// system call wrappers, allocates nothing and cannot panic.
-#[expect(
-    unsafe_code,
-    reason = "system calls in the vfork child on pointers `start` prepared: C strings and \
-              NULL-terminated arrays that live until the parent resumes"
-)]
-extern "C" fn child_main(arg: *mut c_void) -> c_int {
-    // SAFETY: `arg` is the `ChildArgs` the parent passed, alive while the
-    // parent is suspended.
-    let args = unsafe { &*arg.cast::<ChildArgs<'_>>() };
-    let exec = args.exec;
-    let fail = || -> c_int {
-        // SAFETY: errno of the call that just failed.
-        let error = unsafe { *libc::__errno_location() };
-        args.error.store(
-            if error == 0 { libc::EIO } else { error },
-            Ordering::Release,
-        );
-        // SAFETY: ends the child without running anything of baton's.
-        unsafe { libc::_exit(127) }
-    };
-    // SAFETY: each call gets valid pointers or constants; see above.
-    unsafe {
-        for signal in 1..=64 {
-            if args.reset & signal_bit(signal) == 0
-                || signal == libc::SIGKILL
-                || signal == libc::SIGSTOP
-            {
-                continue;
-            }
-            let mut action: libc::sigaction = std::mem::zeroed();
-            if args.ask_first && signal != libc::SIGPIPE && signal != libc::SIGCHLD {
-                // glibc refuses its own two signals; they then stay as set.
-                if libc::sigaction(signal, std::ptr::null(), &raw mut action) != 0 {
-                    continue;
-                }
-                if action.sa_sigaction == libc::SIG_DFL || action.sa_sigaction == libc::SIG_IGN {
-                    continue;
-                }
-                action = std::mem::zeroed();
-            }
-            action.sa_sigaction = libc::SIG_DFL;
-            libc::sigaction(signal, &raw const action, std::ptr::null_mut());
-        }
-        if libc::setpgid(0, 0) != 0 {
-            return fail();
-        }
-        for (target, source) in (0..).zip(exec.stdio) {
-            if libc::dup2(source, target) != target {
-                return fail();
-            }
-        }
-        if libc::chdir(exec.cwd.as_ptr()) != 0 {
-            return fail();
-        }
-        set_signal_mask(0);
-        libc::execve(
-            exec.program.as_ptr(),
-            exec.argv.as_ptr(),
-            exec.envp.as_ptr(),
-        );
-    }
-    fail()
 }
 
 /// Reaps `pid`, a child that has exited.
