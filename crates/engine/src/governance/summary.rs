@@ -20,54 +20,13 @@ pub fn summary(scope: &Scope, report: &Report) -> Value {
     let state = &report.state;
     let last = report.entries.last();
     let last_violation = last.and_then(|l| report.violations.iter().find(|v| v.seq == l.seq));
-    let reviews: Vec<Value> = report
-        .entries
-        .iter()
-        .filter_map(|r| match &r.entry {
-            Entry::Reviewed { reviewer, findings } => {
-                let reviewer = Identity::from(reviewer);
-                Some(json!({
-                    "seq": r.seq, "kind": "review", "reviewer": who(&reviewer),
-                    "independent": !state.owner().same_owner(&reviewer), "findings": findings,
-                }))
-            }
-            Entry::ReReviewed {
-                reviewer,
-                finding,
-                resolved,
-            } => {
-                let reviewer = Identity::from(reviewer);
-                Some(json!({
-                    "seq": r.seq, "kind": "re_review", "reviewer": who(&reviewer),
-                    "independent": !state.owner().same_owner(&reviewer),
-                    "finding": finding, "resolved": resolved,
-                }))
-            }
-            _ => None,
-        })
-        .collect();
+    let reviews = reviews(report);
     let validations: Vec<Value> = state
         .validations()
         .iter()
         .map(|v| json!({"seq": v.seq, "command": v.command, "exit_code": v.exit_code, "covered": v.covered}))
         .collect();
-    let coupling: Vec<Value> = state
-        .last_edits()
-        .iter()
-        .map(|(path, &edited)| {
-            let latest = state
-                .validations()
-                .iter()
-                .rev()
-                .find(|v| v.seq > edited && v.covers(path));
-            json!({
-                "path": path,
-                "last_edit_seq": edited,
-                "validated_by_seq": latest.map(|v| v.seq),
-                "passed": latest.is_some_and(|v| v.exit_code == 0),
-            })
-        })
-        .collect();
+    let coupling = coupling(report);
     let findings: Vec<Value> = state
         .findings()
         .iter()
@@ -168,6 +127,61 @@ pub fn summary(scope: &Scope, report: &Report) -> Value {
             "open": report.check().into_iter().map(|(rule, why)| format!("{rule}: {why}")).collect::<Vec<_>>(),
         },
     })
+}
+
+/// The reviews and re-reviews in the ledger, each with whether its
+/// reviewer is independent of the owner.
+fn reviews(report: &Report) -> Vec<Value> {
+    let state = &report.state;
+    report
+        .entries
+        .iter()
+        .filter_map(|r| match &r.entry {
+            Entry::Reviewed { reviewer, findings } => {
+                let reviewer = Identity::from(reviewer);
+                Some(json!({
+                    "seq": r.seq, "kind": "review", "reviewer": who(&reviewer),
+                    "independent": !state.owner().same_owner(&reviewer), "findings": findings,
+                }))
+            }
+            Entry::ReReviewed {
+                reviewer,
+                finding,
+                resolved,
+            } => {
+                let reviewer = Identity::from(reviewer);
+                Some(json!({
+                    "seq": r.seq, "kind": "re_review", "reviewer": who(&reviewer),
+                    "independent": !state.owner().same_owner(&reviewer),
+                    "finding": finding, "resolved": resolved,
+                }))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// For each edited path: its last edit and the validation that covers it
+/// since, if any.
+fn coupling(report: &Report) -> Vec<Value> {
+    let state = &report.state;
+    state
+        .last_edits()
+        .iter()
+        .map(|(path, &edited)| {
+            let latest = state
+                .validations()
+                .iter()
+                .rev()
+                .find(|v| v.seq > edited && v.covers(path));
+            json!({
+                "path": path,
+                "last_edit_seq": edited,
+                "validated_by_seq": latest.map(|v| v.seq),
+                "passed": latest.is_some_and(|v| v.exit_code == 0),
+            })
+        })
+        .collect()
 }
 
 /// The mode, what baton sees in it, and what it cannot see.
