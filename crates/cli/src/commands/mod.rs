@@ -7,6 +7,7 @@ pub(crate) mod compile;
 pub(crate) mod completions;
 mod containment;
 mod cost;
+mod drive;
 pub(crate) mod driver;
 mod errors;
 pub(crate) mod gate;

@@ -5,119 +5,13 @@ use baton_engine::{DriveOptions, Outcome, RunRequest};
 use baton_store::Store;
 use serde_json::json;
 
-use super::containment::contain_helper;
+use super::drive::{Drive, drive_options, drive_with_progress, refuse_unready};
 use super::errors::engine_error;
 use super::run_ref;
 use super::runtime::{block_on, open_store};
 use super::summary::Summary;
 use crate::args::{Format, RerunArgs, ResumeArgs, RunArgs, RunRef};
-use crate::{exit_code, output, progress, report, settings};
-
-/// Drive options with the project's agent profiles, or the usage exit code.
-/// Jobs the local worker runs at once (the run's own jobs are bounded by
-/// its `--max-parallel` anyway).
-const LOCAL_WORKER_CONCURRENCY: usize = 8;
-/// How often the local worker looks for jobs while the queue is empty.
-const LOCAL_WORKER_POLL: std::time::Duration = std::time::Duration::from_millis(50);
-
-pub(crate) fn drive_options(
-    accept_changes: bool,
-    wait_gates: bool,
-    local_worker: bool,
-) -> Result<DriveOptions, u8> {
-    let agents = settings::project_agents(&super::project_dir()).map_err(|error| {
-        output::stderr_line(&format!("error: {error}"));
-        exit_code::USAGE
-    })?;
-    // Only agents are contained, so only a project with agents pays for the
-    // check.
-    let contain_helper = agents.as_ref().and_then(|_| contain_helper());
-    Ok(DriveOptions {
-        accept_changes,
-        wait_gates,
-        agents: agents.map(std::sync::Arc::new),
-        contain_helper,
-        local_worker: local_worker.then(|| {
-            let mut options = super::queue::worker_options(
-                baton_engine::queue::DEFAULT_QUEUE,
-                LOCAL_WORKER_CONCURRENCY,
-                false,
-            );
-            // The run waits on these jobs: look for them often.
-            options.poll = options.poll.min(LOCAL_WORKER_POLL);
-            options
-        }),
-        ..DriveOptions::default()
-    })
-}
-
-/// Refuses (exit 3, before anything is recorded) a run whose agents cannot
-/// start here, naming every stage and role that lacks one.
-pub(crate) fn refuse_unready(
-    plan: &baton_workflow::Plan,
-    agents: Option<&baton_executor::profile::Config>,
-    as_json: bool,
-) -> Option<u8> {
-    for warning in baton_engine::readiness::warnings(plan, agents) {
-        output::stderr_line(&format!("warning: {warning}"));
-    }
-    let problems = baton_engine::readiness::problems(
-        plan,
-        agents,
-        crate::settings::path().as_deref(),
-        &super::project_dir(),
-    );
-    if problems.is_empty() {
-        return None;
-    }
-    if as_json {
-        output::write_json(
-            &serde_json::json!({ "error": "agents not ready", "problems": problems }),
-        );
-    }
-    for problem in &problems {
-        output::stderr_line(&format!("error: {problem}"));
-    }
-    Some(exit_code::REFUSED)
-}
-
-/// The run a drive takes on.
-pub(crate) enum Drive<'a> {
-    /// A recorded run, by id: its workflow is compiled again and checked
-    /// against the sources it started from.
-    Recorded(&'a str),
-    /// A run this process has just created, with the plan it compiled.
-    Created(Box<baton_engine::Created>),
-}
-
-/// Drives the run, showing its progress on stderr (live on a terminal,
-/// plain lines otherwise); the display is closed before the result prints.
-pub(crate) async fn drive_with_progress(
-    store: &Store,
-    run: Drive<'_>,
-    options: &DriveOptions,
-    format: Format,
-) -> baton_engine::Result<Outcome> {
-    let reporter = progress::Reporter::new(format);
-    let run_id = match &run {
-        Drive::Recorded(run_id) => run_id,
-        Drive::Created(created) => created.run_id.as_str(),
-    };
-    if reporter.is_live()
-        && let Ok(stages) = store.stages(run_id).await
-    {
-        reporter.fit_names(stages.iter().map(|stage| stage.name.as_str()));
-    }
-    let report = |event| reporter.report(event);
-    let outcome = match run {
-        Drive::Recorded(run_id) => baton_engine::drive(store, run_id, options, &report).await,
-        Drive::Created(created) => {
-            baton_engine::drive_created(store, *created, options, &report).await
-        }
-    };
-    reporter.finish();
-    outcome
-}
+use crate::{exit_code, output, report};
 
 fn finish(outcome: &Outcome, summary: Option<&Summary>, format: Format) -> u8 {
     if format == Format::Json {

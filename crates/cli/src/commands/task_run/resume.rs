@@ -8,8 +8,8 @@ use baton_store::Store;
 
 use super::failure::Failure;
 use crate::args::Format;
+use crate::commands::drive::{Drive, drive_options, drive_with_progress};
 use crate::commands::errors::engine_error;
-use crate::commands::run::{Drive, drive_options, drive_with_progress};
 use crate::tasks::workflow;
 use crate::{exit_code, output};
 
