@@ -23,6 +23,7 @@ pub(crate) mod run;
 pub(crate) mod run_ref;
 pub(crate) mod runs;
 mod runtime;
+pub(crate) mod serve;
 pub(crate) mod state;
 pub(crate) mod status;
 mod status_report;

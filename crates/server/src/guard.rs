@@ -1,0 +1,149 @@
+//! What every request passes before its handler: the `Host` check, the
+//! `Origin` check on writes, and the headers every response carries.
+//!
+//! A browser sends any site's requests to 127.0.0.1 if that site's name
+//! resolves there (DNS rebinding), but with the site's own name in `Host`:
+//! answering only requests that name this server keeps such a page from
+//! reading the dashboard. A form on another site can still `POST` here
+//! with the person's cookie unless the cookie is `SameSite=Strict` (it is)
+//! and the `Origin` is checked (it is, when sent).
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::App;
+use crate::error::ApiError;
+
+/// The `Host` values a request may carry: each allowed name with the
+/// bound port.
+#[derive(Debug)]
+pub(crate) struct Hosts {
+    allowed: Vec<String>,
+}
+
+impl Hosts {
+    /// Loopback's names, the name bound and the extra ones, each with `port`.
+    pub(crate) fn new(bound: &str, port: u16, extra: &[String]) -> Hosts {
+        let mut names: Vec<&str> = vec!["127.0.0.1", "localhost", "[::1]"];
+        // A wildcard is not a name anyone reaches the server by.
+        if !matches!(bound, "0.0.0.0" | "[::]" | "::" | "") {
+            names.push(bound);
+        }
+        names.extend(extra.iter().map(String::as_str));
+        let mut allowed = Vec::new();
+        for name in names {
+            let name = name.to_ascii_lowercase();
+            allowed.push(format!("{name}:{port}"));
+            // Browsers leave out the scheme's default port.
+            if port == 80 {
+                allowed.push(name);
+            }
+        }
+        Hosts { allowed }
+    }
+
+    /// Whether a `Host` header names this server.
+    pub(crate) fn allows(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        self.allowed.iter().any(|allowed| *allowed == host)
+    }
+}
+
+/// The checks, then the handler, then the headers.
+pub(crate) async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let mut response = match check(&app, request.method(), request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(error) => error.into_response(),
+    };
+    secure(response.headers_mut());
+    response
+}
+
+fn check(app: &App, method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    if !app.hosts.allows(host) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("this server does not answer for host '{host}'"),
+        ));
+    }
+    if !matches!(*method, Method::GET | Method::HEAD)
+        && let Some(origin) = headers.get(header::ORIGIN)
+    {
+        // The host passed the check above, so this is the server's own
+        // origin as the browser names it.
+        let own = format!("http://{host}");
+        if origin.to_str().ok().map(str::to_ascii_lowercase) != Some(own.to_ascii_lowercase()) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "a request from another site's page is refused",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Headers every response carries: no script but this server's files, no
+/// framing, no guessing of content types, no referrer leaving the page.
+fn secure(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; \
+             connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; \
+             object-src 'none'",
+        ),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_server_s_own_names_with_its_port_are_allowed() {
+        let hosts = Hosts::new("127.0.0.1", 7777, &["build.example".to_owned()]);
+        for host in [
+            "127.0.0.1:7777",
+            "localhost:7777",
+            "LOCALHOST:7777",
+            "[::1]:7777",
+            "build.example:7777",
+        ] {
+            assert!(hosts.allows(host), "{host}");
+        }
+        for host in [
+            "",
+            "127.0.0.1",
+            "127.0.0.1:7778",
+            "evil.example:7777",
+            "localhost.evil.example:7777",
+        ] {
+            assert!(!hosts.allows(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn a_wildcard_bind_is_no_name_and_port_80_may_be_left_out() {
+        let hosts = Hosts::new("0.0.0.0", 80, &[]);
+        assert!(hosts.allows("localhost"));
+        assert!(hosts.allows("localhost:80"));
+        assert!(!hosts.allows("0.0.0.0:80"));
+    }
+}

@@ -1,0 +1,115 @@
+//! baton's HTTP server, `baton serve`: a JSON API and server-rendered
+//! pages over the store, for people watching and deciding on runs from a
+//! browser and for scripts.
+//!
+//! It binds loopback unless told otherwise. Every request passes
+//! [`guard`] first: the `Host` header must name this server (a page on
+//! another site that resolves its own name to 127.0.0.1 cannot read
+//! anything), a `POST` carrying an `Origin` must come from this server's
+//! own pages, and every response carries headers that forbid inline
+//! script, framing and sniffing. Stage names, item keys, findings and
+//! errors come from workflows and agents, so every string a page shows
+//! goes through [`html::escape`].
+//!
+//! Not here: printing and exit codes (baton-cli), SQL (baton-store),
+//! deciding gates (baton-engine's `gate`, which the API calls).
+
+#![forbid(unsafe_code)]
+
+mod error;
+mod guard;
+mod html;
+mod routes;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use baton_store::Store;
+use tokio::net::TcpListener;
+
+/// What a server needs besides its listener.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Host names, besides loopback's and the one bound, that requests may
+    /// name in their `Host` header (the machine's name when bound to a
+    /// wildcard address).
+    pub allow_hosts: Vec<String>,
+}
+
+/// A listener bound and not yet serving.
+#[derive(Debug)]
+pub struct Bound {
+    listener: TcpListener,
+    address: SocketAddr,
+    /// The host part of what was asked for (`127.0.0.1`, `localhost`,
+    /// `0.0.0.0`, a machine's name), as requests may name it.
+    name: String,
+}
+
+/// Binds `bind` (`HOST:PORT`; port 0 picks a free one).
+///
+/// # Errors
+///
+/// The address does not resolve or cannot be bound.
+pub async fn bind(bind: &str) -> std::io::Result<Bound> {
+    let listener = TcpListener::bind(bind).await?;
+    let address = listener.local_addr()?;
+    let name = bind
+        .rsplit_once(':')
+        .map_or(bind, |(host, _)| host)
+        .to_owned();
+    Ok(Bound {
+        listener,
+        address,
+        name,
+    })
+}
+
+impl Bound {
+    /// The address the listener is bound to.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// The URL to open: loopback's when bound to loopback or a wildcard.
+    pub fn url(&self) -> String {
+        let ip = self.address.ip();
+        if ip.is_loopback() || ip.is_unspecified() {
+            format!("http://127.0.0.1:{}/", self.address.port())
+        } else {
+            format!("http://{}/", self.address)
+        }
+    }
+
+    /// Serves until `shutdown` resolves; requests under way are finished.
+    ///
+    /// # Errors
+    ///
+    /// Accepting connections failed.
+    pub async fn serve(
+        self,
+        store: Store,
+        options: Options,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let app = Arc::new(App {
+            store,
+            hosts: guard::Hosts::new(&self.name, self.address.port(), &options.allow_hosts),
+            loopback: self.address.ip().is_loopback(),
+        });
+        axum::serve(self.listener, routes::router(app))
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}
+
+/// What every handler shares.
+#[derive(Debug)]
+struct App {
+    store: Store,
+    /// The `Host` values requests may carry.
+    hosts: guard::Hosts,
+    /// Bound to a loopback address: only this machine's users reach it, so
+    /// reading needs no token (deciding still does).
+    loopback: bool,
+}
