@@ -278,6 +278,13 @@ Exit codes: 0 every recorded output is intact, 1 no run has that id or workspace
     )]
     Serve(Deferred<serve::ServeArgs>),
 
+    /// Tokens for `baton serve`: one per person, its name recorded as who decided.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  baton token create --name alice      # printed once; only its hash is stored\n  baton token list\n  baton token revoke alice\n\nExit codes: 0 done, 2 usage error or no such token, 3 the name has a token already, 4 store unavailable."
+    )]
+    Token(Deferred<serve::TokenCommand>),
+
     /// Delete finished runs older than an age, with their workspaces, logs and worktrees.
     ///
     /// Only runs that ended (success, failed, cancelled, rejected) before

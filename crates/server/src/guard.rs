@@ -1,5 +1,6 @@
 //! What every request passes before its handler: the `Host` check, the
-//! `Origin` check on writes, and the headers every response carries.
+//! `Origin` check on writes, who is asking ([`auth`]), and the headers
+//! every response carries.
 //!
 //! A browser sends any site's requests to 127.0.0.1 if that site's name
 //! resolves there (DNS rebinding), but with the site's own name in `Host`:
@@ -15,8 +16,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::App;
 use crate::error::ApiError;
+use crate::{App, auth};
 
 /// The `Host` values a request may carry: each allowed name with the
 /// bound port.
@@ -56,7 +57,17 @@ impl Hosts {
 /// The checks, then the handler, then the headers.
 pub(crate) async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     let mut response = match check(&app, request.method(), request.headers()) {
-        Ok(()) => next.run(request).await,
+        Ok(()) => {
+            let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+            match auth::person(&app, &method, &path, request.headers()).await {
+                Ok(person) => {
+                    let mut request = request;
+                    request.extensions_mut().insert(person);
+                    next.run(request).await
+                }
+                Err(refused) => refused,
+            }
+        }
         Err(error) => error.into_response(),
     };
     secure(response.headers_mut());

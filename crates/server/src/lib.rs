@@ -16,10 +16,12 @@
 
 #![forbid(unsafe_code)]
 
+mod auth;
 mod error;
 mod guard;
 mod html;
 mod routes;
+pub mod tokens;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

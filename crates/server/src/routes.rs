@@ -5,13 +5,15 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::routing::{get, post};
 
-use crate::{App, guard, html};
+use crate::{App, auth, guard, html};
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/", get(home))
+        .route("/login", get(auth::login_form).post(auth::login))
+        .route("/logout", post(auth::logout))
         .route("/assets/style.css", get(style))
         .route("/assets/live.js", get(script))
         .layer(axum::middleware::from_fn_with_state(

@@ -31,6 +31,7 @@ mod subruns;
 mod summary;
 pub(crate) mod task;
 mod task_run;
+pub(crate) mod token;
 pub(crate) mod verify;
 mod watch;
 mod workspace_run;
