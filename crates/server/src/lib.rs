@@ -16,6 +16,7 @@
 
 #![forbid(unsafe_code)]
 
+mod api;
 mod auth;
 mod error;
 mod guard;
