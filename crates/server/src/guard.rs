@@ -50,7 +50,7 @@ impl Hosts {
     /// Whether a `Host` header names this server.
     pub(crate) fn allows(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
-        self.allowed.iter().any(|allowed| *allowed == host)
+        self.allowed.contains(&host)
     }
 }
 

@@ -18,9 +18,12 @@
 
 mod api;
 mod auth;
+mod dag;
 mod error;
+mod events;
 mod guard;
 mod html;
+mod pages;
 mod routes;
 pub mod tokens;
 
@@ -95,13 +98,24 @@ impl Bound {
         options: Options,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        let (stop, stopping) = tokio::sync::watch::channel(false);
         let app = Arc::new(App {
             store,
             hosts: guard::Hosts::new(&self.name, self.address.port(), &options.allow_hosts),
             loopback: self.address.ip().is_loopback(),
+            stopping: stopping.clone(),
         });
+        // Event streams never end by themselves: they are told to, or a
+        // graceful shutdown would wait for every open page to close.
+        tokio::spawn(async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        });
+        let mut stopped = stopping;
         axum::serve(self.listener, routes::router(app))
-            .with_graceful_shutdown(shutdown)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.wait_for(|stop| *stop).await;
+            })
             .await
     }
 }
@@ -115,4 +129,6 @@ struct App {
     /// Bound to a loopback address: only this machine's users reach it, so
     /// reading needs no token (deciding still does).
     loopback: bool,
+    /// Turns true when the server is to stop.
+    stopping: tokio::sync::watch::Receiver<bool>,
 }

@@ -8,14 +8,17 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 
 use crate::error::ApiError;
-use crate::{App, api, auth, guard, html};
+use crate::{App, api, auth, events, guard, html, pages};
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
-        .route("/", get(home))
+        .route("/", get(pages::runs))
+        .route("/runs/{run}", get(pages::run))
+        .route("/runs/{run}/gates/{stage}", post(pages::decide))
         .route("/api/runs", get(api::runs))
         .route("/api/runs/{run}", get(api::status))
         .route("/api/runs/{run}/stages/{stage}/log", get(api::log))
+        .route("/api/runs/{run}/events", get(events::events))
         .route(
             "/api/runs/{run}/gates/{stage}/{decision}",
             post(api::decide),
@@ -30,10 +33,6 @@ pub(crate) fn router(app: Arc<App>) -> Router {
             guard::guard,
         ))
         .with_state(app)
-}
-
-async fn home() -> impl IntoResponse {
-    html::page("runs", "<h1>runs</h1>")
 }
 
 async fn style() -> impl IntoResponse {
