@@ -14,7 +14,7 @@ use baton_engine::gate::{self, Decision};
 use baton_engine::view::{self, Status};
 use serde_json::Value;
 
-use crate::App;
+use crate::app::App;
 use crate::auth::Person;
 use crate::error::{ApiError, chain};
 

@@ -15,8 +15,9 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
+use crate::app::App;
 use crate::error::ApiError;
-use crate::{App, html, tokens};
+use crate::{html, tokens};
 
 /// The cookie a browser keeps the token in.
 const COOKIE: &str = "baton_token";

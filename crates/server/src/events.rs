@@ -16,7 +16,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use baton_engine::view::Status;
 use futures_util::Stream;
 
-use crate::App;
+use crate::app::App;
 use crate::error::ApiError;
 
 /// How often the store is read for changes.

@@ -17,11 +17,13 @@
 #![forbid(unsafe_code)]
 
 mod api;
+mod app;
 mod auth;
 mod dag;
 mod error;
 mod events;
 mod guard;
+mod hosts;
 mod html;
 mod pages;
 mod routes;
@@ -29,6 +31,8 @@ pub mod tokens;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+
+use app::App;
 
 use baton_store::Store;
 use tokio::net::TcpListener;
@@ -101,7 +105,7 @@ impl Bound {
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let app = Arc::new(App {
             store,
-            hosts: guard::Hosts::new(&self.name, self.address.port(), &options.allow_hosts),
+            hosts: hosts::Hosts::new(&self.name, self.address.port(), &options.allow_hosts),
             loopback: self.address.ip().is_loopback(),
             stopping: stopping.clone(),
         });
@@ -118,17 +122,4 @@ impl Bound {
             })
             .await
     }
-}
-
-/// What every handler shares.
-#[derive(Debug)]
-struct App {
-    store: Store,
-    /// The `Host` values requests may carry.
-    hosts: guard::Hosts,
-    /// Bound to a loopback address: only this machine's users reach it, so
-    /// reading needs no token (deciding still does).
-    loopback: bool,
-    /// Turns true when the server is to stop.
-    stopping: tokio::sync::watch::Receiver<bool>,
 }

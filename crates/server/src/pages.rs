@@ -13,10 +13,11 @@ use baton_engine::view::{self, Status};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::app::App;
 use crate::auth::Person;
 use crate::error::ApiError;
 use crate::html::{escape, page};
-use crate::{App, api, dag};
+use crate::{api, dag};
 
 /// An error as a page: its status and its message, escaped.
 fn error_page(error: &ApiError) -> Response {

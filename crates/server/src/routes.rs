@@ -7,8 +7,9 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 
+use crate::app::App;
 use crate::error::ApiError;
-use crate::{App, api, auth, events, guard, html, pages};
+use crate::{api, auth, events, guard, html, pages};
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
