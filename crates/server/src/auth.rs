@@ -152,6 +152,96 @@ pub(crate) async fn logout() -> Response {
 mod tests {
     use super::*;
 
+    async fn app(loopback: bool) -> (tempfile::TempDir, App) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = baton_store::Store::open_sqlite(&dir.path().join("baton.db"))
+            .await
+            .unwrap();
+        let app = App {
+            store,
+            hosts: crate::hosts::Hosts::new("127.0.0.1", 7777, &[]),
+            loopback,
+            stopping: tokio::sync::watch::channel(false).1,
+        };
+        (dir, app)
+    }
+
+    fn bearer(token: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+        );
+        headers
+    }
+
+    /// The status of the refusal, or `None` with the person let through.
+    async fn asked(
+        app: &App,
+        method: Method,
+        path: &str,
+        headers: &HeaderMap,
+    ) -> Result<Option<String>, StatusCode> {
+        person(app, &method, path, headers)
+            .await
+            .map(|person| person.map(|Person(name)| name))
+            .map_err(|refused| refused.status())
+    }
+
+    #[tokio::test]
+    async fn on_loopback_reading_is_open_and_writing_needs_a_person() {
+        let (_dir, app) = app(true).await;
+        let token = tokens::create(&app.store, "alice", 1_000).await.unwrap();
+        let none = HeaderMap::new();
+        assert_eq!(asked(&app, Method::GET, "/api/runs", &none).await, Ok(None));
+        assert_eq!(
+            asked(&app, Method::POST, "/api/runs/r/gates/g/approve", &none).await,
+            Err(StatusCode::UNAUTHORIZED)
+        );
+        assert_eq!(
+            asked(
+                &app,
+                Method::POST,
+                "/api/runs/r/gates/g/approve",
+                &bearer(&token)
+            )
+            .await,
+            Ok(Some("alice".to_owned()))
+        );
+        assert_eq!(
+            asked(&app, Method::GET, "/", &bearer("baton_00")).await,
+            Err(StatusCode::UNAUTHORIZED),
+            "a token that is not one is refused, even where none is needed"
+        );
+    }
+
+    #[tokio::test]
+    async fn beyond_loopback_every_request_needs_a_person_but_the_login() {
+        let (_dir, app) = app(false).await;
+        let token = tokens::create(&app.store, "alice", 1_000).await.unwrap();
+        let none = HeaderMap::new();
+        for path in ["/", "/api/runs", "/runs/r", "/api/runs/r/events"] {
+            assert_eq!(
+                asked(&app, Method::GET, path, &none).await,
+                Err(StatusCode::UNAUTHORIZED),
+                "{path}"
+            );
+            assert_eq!(
+                asked(&app, Method::GET, path, &bearer(&token)).await,
+                Ok(Some("alice".to_owned())),
+                "{path}"
+            );
+        }
+        for path in ["/login", "/assets/style.css", "/assets/live.js"] {
+            assert_eq!(
+                asked(&app, Method::GET, path, &none).await,
+                Ok(None),
+                "{path}"
+            );
+        }
+        assert_eq!(asked(&app, Method::POST, "/login", &none).await, Ok(None));
+    }
+
     #[test]
     fn the_bearer_token_comes_first_then_the_cookie() {
         let mut headers = HeaderMap::new();
