@@ -81,13 +81,14 @@ impl Bound {
         self.address
     }
 
-    /// The URL to open: loopback's when bound to loopback or a wildcard.
+    /// The URL to open: the address bound, or loopback's of the same
+    /// family when bound to a wildcard.
     pub fn url(&self) -> String {
-        let ip = self.address.ip();
-        if ip.is_loopback() || ip.is_unspecified() {
-            format!("http://127.0.0.1:{}/", self.address.port())
-        } else {
-            format!("http://{}/", self.address)
+        let port = self.address.port();
+        match self.address.ip() {
+            ip if !ip.is_unspecified() => format!("http://{}/", self.address),
+            std::net::IpAddr::V4(_) => format!("http://127.0.0.1:{port}/"),
+            std::net::IpAddr::V6(_) => format!("http://[::1]:{port}/"),
         }
     }
 

@@ -102,7 +102,11 @@ pub(crate) async fn runs(State(app): State<Arc<App>>) -> Response {
 
 /// `GET /runs/{run}`: the run, its gates with their forms, its DAG and
 /// its stages; `live.js` keeps the states current.
-pub(crate) async fn run(State(app): State<Arc<App>>, Params(run): Params<String>) -> Response {
+pub(crate) async fn run(
+    State(app): State<Arc<App>>,
+    axum::Extension(person): axum::Extension<Option<Person>>,
+    Params(run): Params<String>,
+) -> Response {
     let status = match Status::read(&app.store, &run).await {
         Ok(status) => status,
         Err(error) => return error_page(&ApiError::store(&error)),
@@ -120,31 +124,42 @@ pub(crate) async fn run(State(app): State<Arc<App>>, Params(run): Params<String>
     if let Some(error) = &status.run.error {
         let _ = write!(body, "<p class=\"error\">{}</p>", escape(error));
     }
-    body.push_str(&gates(&status));
+    body.push_str(&gates(&status, person.as_ref()));
     body.push_str(&graph(&status));
     body.push_str(&stages(&json));
     body.push_str("</div>");
     page(&status.run.run_id, &body).into_response()
 }
 
-/// A form per gate waiting for a decision.
-fn gates(status: &Status) -> String {
+/// A form per gate waiting for a decision, for a person logged in; a
+/// link to the login page for anyone else.
+fn gates(status: &Status, person: Option<&Person>) -> String {
     let mut html = String::new();
     for gate in &status.gates {
         if gate.state != GateState::Awaiting || status.run.status != "awaiting_human" {
             continue;
         }
         let stage = escape(&gate.stage);
+        let Some(Person(name)) = person else {
+            let _ = write!(
+                html,
+                "<div class=\"gate\"><p>Gate <strong>{stage}</strong> waits for a decision. \
+                 <a href=\"/login\">Log in</a> to decide.</p></div>"
+            );
+            continue;
+        };
         let _ = write!(
             html,
             "<form class=\"gate\" method=\"post\" action=\"/runs/{run}/gates/{stage_link}\">\
              <p>Gate <strong>{stage}</strong> waits for a decision \
-             (<a href=\"/api/runs/{run}/stages/{stage_link}/log\">its log</a>).</p>\
+             (<a href=\"/api/runs/{run}/stages/{stage_link}/log\">its log</a>); \
+             you decide as {name}.</p>\
              <label>Comment <input name=\"comment\"></label> \
              <button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\
              <button type=\"submit\" name=\"decision\" value=\"reject\">Reject</button></form>",
             run = escape(&encode(&status.run.run_id)),
             stage_link = escape(&encode(&gate.stage)),
+            name = escape(name),
         );
     }
     html

@@ -382,9 +382,23 @@ fn a_browser_logs_in_once_then_decides_through_the_page_s_form() {
     let cookie = cookie.split(';').next().expect("name=value");
     assert_eq!(cookie, format!("baton_token={bob}"));
 
-    let page = server.get(&format!("/runs/{run}"));
     let action = format!("action=\"/runs/{run}/gates/review\"");
+    let anonymous = server.get(&format!("/runs/{run}"));
+    assert!(!anonymous.body.contains(&action), "{}", anonymous.body);
+    assert!(
+        anonymous.body.contains("href=\"/login\""),
+        "{}",
+        anonymous.body
+    );
+    let page = request(
+        &server.address,
+        "GET",
+        &format!("/runs/{run}"),
+        &[("Cookie", cookie)],
+        "",
+    );
     assert!(page.body.contains(&action), "{}", page.body);
+    assert!(page.body.contains("you decide as bob"), "{}", page.body);
 
     let decide = format!("/runs/{run}/gates/review");
     let body = "decision=reject&comment=wrong+scope";
