@@ -14,6 +14,7 @@ pub(crate) mod driver;
 mod format;
 pub(crate) mod init;
 pub(crate) mod queue;
+pub(crate) mod serve;
 pub(crate) mod task;
 pub(crate) mod worktree;
 
@@ -266,6 +267,23 @@ Exit codes: 0 every recorded output is intact, 1 no run has that id or workspace
         after_help = "Examples:\n  baton task new \"Add user auth\"      # tasks/add-user-auth/\n  baton task status add-user-auth\n  baton task next add-user-auth        # the next phase and its prompt\n  baton task run add-user-auth         # phases to the verdict; fix tasks on FAIL\n  baton task list --archived\n\nGuide: docs/tasks.md"
     )]
     Task(Deferred<task::TaskCommand>),
+
+    /// Serve the dashboard and the JSON API over HTTP (docs/serve.md).
+    ///
+    /// Listens on loopback unless --bind says otherwise, and prints the URL
+    /// it listens on. Deciding a gate needs a person's token (`baton token
+    /// create`); bound beyond loopback, every request does.
+    #[command(
+        after_help = "Examples:\n  baton serve\n  baton serve --bind 127.0.0.1:0          # any free port; the URL says which\n  baton serve --bind 0.0.0.0:7777 --allow-host build.example\n\nExit codes: 0 stopped (SIGINT or SIGTERM), 2 usage error or the address cannot be bound, 4 store unavailable."
+    )]
+    Serve(Deferred<serve::ServeArgs>),
+
+    /// Tokens for `baton serve`: one per person, its name recorded as who decided.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  baton token create --name alice      # printed once; only its hash is stored\n  baton token list\n  baton token revoke alice\n\nExit codes: 0 done, 2 usage error or no such token, 3 the name has a token already, 4 store unavailable."
+    )]
+    Token(Deferred<serve::TokenCommand>),
 
     /// Delete finished runs older than an age, with their workspaces, logs and worktrees.
     ///

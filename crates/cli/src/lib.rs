@@ -94,6 +94,8 @@ pub fn main() -> ExitCode {
         Command::Queue(command) => commands::queue::run(&command),
         Command::Worktree(command) => commands::worktree::run(&command),
         Command::Task(command) => commands::task::run(&command),
+        Command::Serve(args) => commands::serve::run(&args),
+        Command::Token(command) => commands::token::run(&command),
     };
     if let Some(writes) = baton_engine::failpoint::counted_writes() {
         output::stderr_line(&format!("baton: store writes: {writes}"));

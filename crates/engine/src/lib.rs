@@ -42,6 +42,7 @@ mod start;
 mod subrun;
 mod usage;
 pub mod verify;
+pub mod view;
 mod work;
 pub mod workspace;
 mod worktree;

@@ -44,6 +44,7 @@ pub mod queue;
 mod runs;
 mod stages;
 mod store;
+mod tokens;
 mod tx;
 mod units;
 mod usage;
@@ -61,3 +62,4 @@ pub use queue::{
     Settled,
 };
 pub use store::Store;
+pub use tokens::TokenRow;

@@ -22,6 +22,7 @@ const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0005_governance.sql"),
     include_str!("../migrations/sqlite/0006_run_documents.sql"),
     include_str!("../migrations/sqlite/0007_usage_resumed.sql"),
+    include_str!("../migrations/sqlite/0008_tokens.sql"),
 ];
 const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0001_runs.sql"),
@@ -31,6 +32,7 @@ const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0005_governance.sql"),
     include_str!("../migrations/postgres/0006_run_documents.sql"),
     include_str!("../migrations/postgres/0007_usage_resumed.sql"),
+    include_str!("../migrations/postgres/0008_tokens.sql"),
 ];
 
 /// The schema the SQLite migrations build, for a new store (see the file's

@@ -258,16 +258,9 @@ fn decide(args: &GateDecideArgs, decision: Decision) -> u8 {
         };
         let (run, stage) = (&run_id, &gate_ref.stage);
         if gate_ref.format.format() == Format::Json {
-            output::stdout(&output::json(&json!({
-                "run_id": run,
-                "stage": stage,
-                "decision": row.decision,
-                "decided_by": row.decided_by,
-                "decided_at": utc(row.decided_at),
-                "comment": row.comment,
-                "attempt": row.attempt,
-                "sha256": row.sha256,
-            })));
+            output::stdout(&output::json(&baton_engine::view::decision_json(
+                run, stage, &row,
+            )));
         } else {
             output::stdout(&format!("{run} {stage} {}\n", row.decision));
         }

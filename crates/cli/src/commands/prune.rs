@@ -118,7 +118,8 @@ fn hold_families(runs: &[RunRow], choices: &mut [Choice]) {
     let parents: HashMap<&str, String> = runs
         .iter()
         .filter_map(|run| {
-            super::subruns::parent_of(run).map(|(parent, _)| (run.run_id.as_str(), parent))
+            baton_engine::view::subruns::parent_of(run)
+                .map(|(parent, _)| (run.run_id.as_str(), parent))
         })
         .collect();
     let recorded: HashSet<&str> = runs.iter().map(|run| run.run_id.as_str()).collect();
@@ -178,7 +179,8 @@ async fn delete(
     let parents: HashMap<&str, String> = runs
         .iter()
         .filter_map(|run| {
-            super::subruns::parent_of(run).map(|(parent, _)| (run.run_id.as_str(), parent))
+            baton_engine::view::subruns::parent_of(run)
+                .map(|(parent, _)| (run.run_id.as_str(), parent))
         })
         .collect();
     let mut order: Vec<usize> = (0..choices.len()).collect();

@@ -57,7 +57,7 @@ fn pick(runs: &[RunRow], reference: &str) -> Result<String, String> {
     if reference == LATEST {
         return runs
             .iter()
-            .filter(|run| super::subruns::parent_of(run).is_none())
+            .filter(|run| baton_engine::view::subruns::parent_of(run).is_none())
             .max_by(|a, b| (a.created_at, &a.run_id).cmp(&(b.created_at, &b.run_id)))
             .map(|run| run.run_id.clone())
             .ok_or_else(|| "there is no run yet, so none is `latest`".to_owned());

@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
+use baton_engine::view::{cost_usd, duration_ms, runs_json};
 use baton_engine::workspace::utc;
 use baton_store::{RunRow, RunTally};
-use serde_json::{Value, json};
 
 use super::errors::chain;
 use super::runtime::{block_on, open_store};
@@ -40,8 +40,8 @@ pub(crate) fn run(args: &RunsArgs) -> u8 {
         };
         let runs = selected(&all, args, baton_engine::clock::now_ms());
         let text = match args.format.format() {
-            Format::Json => output::json(&rows_json(&runs, &tallies)),
-            Format::Yaml => output::yaml(&rows_json(&runs, &tallies)),
+            Format::Json => output::json(&runs_json(&runs, &tallies)),
+            Format::Yaml => output::yaml(&runs_json(&runs, &tallies)),
             Format::Table => {
                 if all.is_empty() {
                     output::stderr_line("No runs yet; start one with `baton run WORKFLOW`");
@@ -76,44 +76,6 @@ fn selected<'a>(runs: &'a [RunRow], args: &RunsArgs, now_ms: i64) -> Vec<&'a Run
         .limit
         .map_or(0, |limit| kept.len().saturating_sub(limit));
     kept.into_iter().skip(skip).collect()
-}
-
-fn duration_ms(run: &RunRow) -> Option<i64> {
-    run.finished_at
-        .map(|end| end.saturating_sub(run.created_at).max(0))
-}
-
-fn cost_usd(tally: Option<&RunTally>) -> Option<f64> {
-    #[expect(clippy::cast_precision_loss, reason = "micro-dollars of real spending")]
-    tally
-        .and_then(|tally| tally.cost_microusd)
-        .map(|micro| micro as f64 / 1_000_000.0)
-}
-
-fn rows_json(runs: &[&RunRow], tallies: &HashMap<String, RunTally>) -> Vec<Value> {
-    runs.iter()
-        .map(|run| {
-            let tally = tallies.get(&run.run_id);
-            let mut stages = json!({"total": 0});
-            if let Some(tally) = tally {
-                stages["total"] = json!(tally.stages.values().sum::<i64>());
-                for (status, count) in &tally.stages {
-                    stages[status] = json!(count);
-                }
-            }
-            json!({
-                "run_id": run.run_id,
-                "workflow": run.workflow,
-                "status": run.status,
-                "started_at": utc(run.created_at),
-                "finished_at": run.finished_at.map(utc),
-                "duration_ms": duration_ms(run),
-                "stages": stages,
-                "cost_usd": cost_usd(tally),
-                "parent": super::subruns::parent_of(run).map(|(parent, _)| parent),
-            })
-        })
-        .collect()
 }
 
 /// `3 success, 1 failed, 2 pending`.
@@ -154,7 +116,7 @@ fn table(runs: &[&RunRow], tallies: &HashMap<String, RunTally>) -> String {
                     },
                 ),
                 stages_cell(tally),
-                cost_usd(tally).map_or_else(|| "-".to_owned(), super::cost::dollars),
+                cost_usd(tally).map_or_else(|| "-".to_owned(), baton_engine::view::cost::dollars),
             ]
         })
         .collect();

@@ -1,6 +1,6 @@
 //! `baton status`, `logs`: reading what the store recorded of a run.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
@@ -32,68 +32,6 @@ pub(crate) fn status(args: &StatusArgs) -> u8 {
             Err(code) => code,
         }
     })
-}
-
-fn log_files(workspace: &Path, index: i64, name: &str, attempt: i64) -> (PathBuf, PathBuf) {
-    let directory = workspace.join("logs").join(format!("{index:03}-{name}"));
-    (
-        directory.join(format!("{attempt}.stdout")),
-        directory.join(format!("{attempt}.stderr")),
-    )
-}
-
-/// One log source: a stage's latest attempt, or a unit's.
-struct LogSource {
-    label: String,
-    attempt: i64,
-    stdout: PathBuf,
-    stderr: PathBuf,
-}
-
-/// The latest attempt's logs of every stage that ran (or of the one asked
-/// for, by stage name or unit label `stage[key]`); a stage run as units
-/// (fan-out children, validators) shows each unit's.
-fn log_sources(
-    workspace: &Path,
-    stages: &[baton_store::StageRow],
-    units: &[baton_store::UnitRow],
-    wanted: Option<&str>,
-) -> Vec<LogSource> {
-    let mut sources = Vec::new();
-    for stage in stages {
-        let own: Vec<&baton_store::UnitRow> = units
-            .iter()
-            .filter(|unit| unit.index == stage.index)
-            .collect();
-        let stage_wanted = wanted.is_none_or(|wanted| wanted == stage.name);
-        if own.is_empty() {
-            if stage.attempts > 0 && stage_wanted {
-                let (stdout, stderr) =
-                    log_files(workspace, stage.index, &stage.name, stage.attempts);
-                sources.push(LogSource {
-                    label: stage.name.clone(),
-                    attempt: stage.attempts,
-                    stdout,
-                    stderr,
-                });
-            }
-            continue;
-        }
-        for unit in own {
-            if unit.attempts == 0 || !(stage_wanted || wanted == Some(unit.label.as_str())) {
-                continue;
-            }
-            let name = baton_engine::unit_stage_name(&stage.name, unit);
-            let (stdout, stderr) = log_files(workspace, stage.index, &name, unit.attempts);
-            sources.push(LogSource {
-                label: unit.label.clone(),
-                attempt: unit.attempts,
-                stdout,
-                stderr,
-            });
-        }
-    }
-    sources
 }
 
 /// What to say of a run whose driver is gone.
@@ -143,7 +81,12 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
                 return exit_code::INVALID_WORKFLOW;
             }
             let workspace = PathBuf::from(&run.workspace);
-            let sources = log_sources(&workspace, &stages, &units, args.stage.as_deref());
+            let sources = baton_engine::view::logs::sources(
+                &workspace,
+                &stages,
+                &units,
+                args.stage.as_deref(),
+            );
             if args.format.format() == Format::Json && !args.follow {
                 let entries: Vec<_> = sources
                     .iter()

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::cost::Costs;
+use baton_engine::view::cost::Costs;
 
 /// What a run came to, read from the store once it stopped.
 pub(crate) struct Summary {
@@ -70,7 +70,7 @@ impl Summary {
                 store,
                 run_id,
                 &stages,
-                &super::subruns::SubRuns::read(store).await,
+                &baton_engine::view::subruns::SubRuns::read(store).await,
             )
             .await,
             workspace: run.workspace,

@@ -47,6 +47,7 @@ mod run;
 mod run_refs;
 mod runs_list;
 mod secrets;
+mod serve;
 mod sqlite_log;
 mod state;
 mod state_runs;

@@ -195,3 +195,9 @@ CREATE TABLE run_documents (
     sources TEXT NOT NULL,
     options TEXT NOT NULL
 );
+
+CREATE TABLE tokens (
+    name       TEXT PRIMARY KEY,
+    sha256     TEXT NOT NULL UNIQUE,
+    created_at BIGINT NOT NULL
+);

@@ -17,6 +17,7 @@ mod prune;
 mod queue;
 mod runs;
 mod schema;
+mod tokens;
 mod transitions;
 
 /// Expands `module: [test, …]` lists into a `sqlite` and a `postgres` test
@@ -117,6 +118,11 @@ conformance! {
     prune: [
         tallies_count_stages_by_status_and_sum_costs,
         only_a_finished_run_no_driver_holds_is_deleted_whole,
+    ],
+    tokens: [
+        a_token_is_found_by_its_hash_until_revoked,
+        a_name_has_one_token,
+        concurrent_creations_of_one_name_record_one,
     ],
     queue: [
         enqueue_is_idempotent,

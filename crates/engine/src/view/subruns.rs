@@ -11,7 +11,7 @@ use baton_store::RunRow;
 use serde_json::json;
 
 /// The parent of a run, if it is a child run: `(parent_run, parent_stage)`.
-pub(crate) fn parent_of(run: &RunRow) -> Option<(String, String)> {
+pub fn parent_of(run: &RunRow) -> Option<(String, String)> {
     let options: serde_json::Value = serde_json::from_str(&run.options).ok()?;
     let parent = options.get("parent_run")?.as_str()?.to_owned();
     let stage = options
@@ -23,15 +23,15 @@ pub(crate) fn parent_of(run: &RunRow) -> Option<(String, String)> {
 }
 
 /// Every child run in the store, by parent run and stage.
-#[derive(Default)]
-pub(crate) struct SubRuns {
+#[derive(Debug, Default)]
+pub struct SubRuns {
     children: HashMap<(String, String), RunRow>,
 }
 
 impl SubRuns {
     /// Reads every run's parent link. A failure to read shows no children:
     /// they are extra detail.
-    pub(crate) async fn read(store: &baton_store::Store) -> SubRuns {
+    pub async fn read(store: &baton_store::Store) -> SubRuns {
         let runs = store.runs().await.unwrap_or_default();
         SubRuns {
             children: runs
@@ -42,12 +42,12 @@ impl SubRuns {
     }
 
     /// The child run of a parent's stage.
-    pub(crate) fn child(&self, parent: &str, stage: &str) -> Option<&RunRow> {
+    pub fn child(&self, parent: &str, stage: &str) -> Option<&RunRow> {
         self.children.get(&(parent.to_owned(), stage.to_owned()))
     }
 
     /// The child runs of a run, whichever stage started them.
-    pub(crate) fn children_of<'a>(&'a self, parent: &'a str) -> impl Iterator<Item = &'a RunRow> {
+    pub fn children_of<'a>(&'a self, parent: &'a str) -> impl Iterator<Item = &'a RunRow> {
         self.children
             .iter()
             .filter(move |((of, _), _)| of == parent)
@@ -55,7 +55,7 @@ impl SubRuns {
     }
 
     /// Adds `sub_run: {run_id, status}` to a stage's JSON entry.
-    pub(crate) fn describe_json(&self, parent: &str, stage: &str, entry: &mut serde_json::Value) {
+    pub fn describe_json(&self, parent: &str, stage: &str, entry: &mut serde_json::Value) {
         if let Some(child) = self.child(parent, stage) {
             entry["sub_run"] = json!({"run_id": child.run_id, "status": child.status});
         }
@@ -64,7 +64,7 @@ impl SubRuns {
     /// Indented table rows for the child run of a parent's stage and,
     /// below it, the child's own children, each naming the run and its
     /// status. `columns` is the width of the table.
-    pub(crate) fn rows(&self, parent: &str, stage: &str, columns: usize) -> Vec<Vec<String>> {
+    pub fn rows(&self, parent: &str, stage: &str, columns: usize) -> Vec<Vec<String>> {
         let mut rows = Vec::new();
         self.push_rows(parent, stage, 1, columns, &mut rows);
         rows

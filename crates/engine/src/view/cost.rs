@@ -62,7 +62,7 @@ impl Totals {
 /// A run's usage, read once, with its sub-runs' usage rolled up into the
 /// stages that ran them.
 #[derive(Debug, Default)]
-pub(crate) struct Costs {
+pub struct Costs {
     /// The run's own attempts.
     rows: Vec<baton_store::UsageRow>,
     /// The attempts of its sub-runs (and theirs), each re-indexed to the
@@ -74,7 +74,7 @@ impl Costs {
     /// The run's usage rows and those of its sub-runs (the run's `stages`,
     /// `subruns` as the caller read them); a failed read shows none (usage
     /// is detail).
-    pub(crate) async fn read(
+    pub async fn read(
         store: &baton_store::Store,
         run_id: &str,
         stages: &[baton_store::StageRow],
@@ -121,7 +121,7 @@ impl Costs {
     /// Sets `cost_usd` and `tokens` on a stage's (or, with `None`, the
     /// run's) JSON: null when nothing was recorded. A stage whose attempts
     /// continued agent sessions lists them as `sessions_continued`.
-    pub(crate) fn describe_json(&self, index: Option<i64>, entry: &mut Value) {
+    pub fn describe_json(&self, index: Option<i64>, entry: &mut Value) {
         let (cost, tokens) = self
             .totals(index)
             .map_or((Value::Null, Value::Null), |totals| totals.json());
@@ -154,7 +154,7 @@ impl Costs {
 
     /// `c1:correct continued session 8d1f…`, one per attempt that did, for
     /// the table's detail cell.
-    pub(crate) fn continued_cells(&self, index: i64) -> Vec<String> {
+    pub fn continued_cells(&self, index: i64) -> Vec<String> {
         self.continued(index)
             .map(|(row, session)| {
                 let who = if row.unit.is_empty() {
@@ -168,7 +168,7 @@ impl Costs {
     }
 
     /// The table's `cost` cell of a stage.
-    pub(crate) fn cost_cell(&self, index: i64) -> String {
+    pub fn cost_cell(&self, index: i64) -> String {
         self.totals(Some(index))
             .and_then(|totals| totals.cost_usd())
             .map(dollars)
@@ -176,14 +176,14 @@ impl Costs {
     }
 
     /// The table's `tokens` cell of a stage.
-    pub(crate) fn tokens_cell(&self, index: i64) -> String {
+    pub fn tokens_cell(&self, index: i64) -> String {
         self.totals(Some(index))
             .map(|totals| totals.tokens_text())
             .unwrap_or_default()
     }
 
     /// `total: $0.0165; tokens: …`, or nothing when no agent reported usage.
-    pub(crate) fn total_line(&self) -> Option<String> {
+    pub fn total_line(&self) -> Option<String> {
         let totals = self.totals(None)?;
         let cost = totals.cost_usd().map_or("unknown".to_owned(), dollars);
         Some(format!(
@@ -193,6 +193,7 @@ impl Costs {
     }
 }
 
-pub(crate) fn dollars(cost: f64) -> String {
+/// `$0.0165`: a cost in dollars to four places.
+pub fn dollars(cost: f64) -> String {
     format!("${cost:.4}")
 }

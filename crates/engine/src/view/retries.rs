@@ -5,19 +5,19 @@
 
 use serde_json::{Value, json};
 
-use baton_engine::retries::Recorded;
+use crate::retries::Recorded;
 
 /// A run's recorded retries, read once.
 #[derive(Debug, Default)]
-pub(crate) struct Retries {
+pub struct Retries {
     recorded: Vec<Recorded>,
 }
 
 impl Retries {
     /// The run's retries; a failed read shows none (they are detail).
-    pub(crate) async fn read(store: &baton_store::Store, run_id: &str) -> Retries {
+    pub async fn read(store: &baton_store::Store, run_id: &str) -> Retries {
         Retries {
-            recorded: baton_engine::retries::read(store, run_id)
+            recorded: crate::retries::read(store, run_id)
                 .await
                 .unwrap_or_default(),
         }
@@ -37,7 +37,7 @@ impl Retries {
 
     /// `retrying (1 of 2): …` while the stage runs, `retried 1× after: …`
     /// once it ran; `None` when it was never retried.
-    pub(crate) fn detail(&self, stage: &baton_store::StageRow) -> Option<String> {
+    pub fn detail(&self, stage: &baton_store::StageRow) -> Option<String> {
         let retries: Vec<&Recorded> = self.current(stage).collect();
         let last = retries.last()?;
         let unit = last
@@ -56,7 +56,7 @@ impl Retries {
 
     /// Adds `retries` (every recorded retry of the stage, all attempts) and
     /// `retrying` (the retry under way while the stage runs, else `null`).
-    pub(crate) fn describe_json(&self, stage: &baton_store::StageRow, entry: &mut Value) {
+    pub fn describe_json(&self, stage: &baton_store::StageRow, entry: &mut Value) {
         let all: Vec<Value> = self
             .recorded
             .iter()
@@ -67,7 +67,7 @@ impl Retries {
                     "attempt": retry.attempt,
                     "retry": retry.retry,
                     "of": retry.of,
-                    "at": baton_engine::workspace::utc(retry.at),
+                    "at": crate::workspace::utc(retry.at),
                     "wait_ms": retry.wait_ms,
                     "reason": retry.reason,
                 })
@@ -79,7 +79,7 @@ impl Retries {
                 "unit": last.unit,
                 "retry": last.retry,
                 "of": last.of,
-                "until": baton_engine::workspace::utc(last.wait_until()),
+                "until": crate::workspace::utc(last.wait_until()),
                 "reason": last.reason,
             }),
             _ => Value::Null,

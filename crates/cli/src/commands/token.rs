@@ -1,0 +1,87 @@
+//! `baton token create|list|revoke`: people's tokens for `baton serve`,
+//! a thin adapter over `baton_server::tokens`.
+
+use baton_engine::workspace::utc;
+use baton_server::tokens::{self, Error};
+use serde_json::json;
+
+use super::errors::chain;
+use super::runtime::{block_on, open_store};
+use crate::args::Format;
+use crate::args::serve::TokenCommand;
+use crate::{exit_code, output};
+
+/// Runs a `baton token` subcommand.
+pub(crate) fn run(command: &TokenCommand) -> u8 {
+    block_on(async {
+        let store = match open_store().await {
+            Ok(store) => store,
+            Err(code) => return code,
+        };
+        match command {
+            TokenCommand::Create(args) => {
+                let now = baton_engine::clock::now_ms();
+                match tokens::create(&store, &args.name, now).await {
+                    Ok(token) => {
+                        output::stdout(&format!("{token}\n"));
+                        output::stderr_line(&format!(
+                            "token for {} made; it is shown this once (only its hash is kept): send it as `Authorization: Bearer TOKEN`, or paste it at /login",
+                            args.name
+                        ));
+                        exit_code::SUCCESS
+                    }
+                    Err(error) => failure(&error),
+                }
+            }
+            TokenCommand::List(args) => match tokens::list(&store).await {
+                Ok(rows) => {
+                    let text = match args.format.format() {
+                        Format::Json | Format::Yaml => {
+                            let rows: Vec<_> = rows
+                                .iter()
+                                .map(|row| json!({"name": row.name, "created_at": utc(row.created_at)}))
+                                .collect();
+                            if args.format.format() == Format::Json {
+                                output::json(&rows)
+                            } else {
+                                output::yaml(&rows)
+                            }
+                        }
+                        Format::Table => {
+                            if rows.is_empty() {
+                                output::stderr_line(
+                                    "No tokens yet; `baton token create --name NAME` makes one",
+                                );
+                            }
+                            let rows: Vec<Vec<String>> = rows
+                                .iter()
+                                .map(|row| vec![row.name.clone(), utc(row.created_at)])
+                                .collect();
+                            output::table(&["name", "created_at"], &rows)
+                        }
+                    };
+                    output::stdout(&text);
+                    exit_code::SUCCESS
+                }
+                Err(error) => failure(&error),
+            },
+            TokenCommand::Revoke(args) => match tokens::revoke(&store, &args.name).await {
+                Ok(()) => {
+                    output::stderr_line(&format!("revoked the token of {}", args.name));
+                    exit_code::SUCCESS
+                }
+                Err(error) => failure(&error),
+            },
+        }
+    })
+}
+
+/// Prints a token error and picks its exit code.
+fn failure(error: &Error) -> u8 {
+    output::stderr_line(&format!("error: {}", chain(error)));
+    match error {
+        Error::Store(_) | Error::Random(_) => exit_code::STORE_UNAVAILABLE,
+        Error::Exists(_) => exit_code::REFUSED,
+        Error::NoSuchName(_) | Error::BadName(_) => exit_code::USAGE,
+    }
+}

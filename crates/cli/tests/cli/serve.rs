@@ -1,0 +1,461 @@
+//! `baton serve` as a person and a script meet it: a real server process
+//! on a free port of a scratch project, asked over plain HTTP.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use baton_test_support::http::{Response, request};
+use serde_json::Value;
+
+use crate::baton;
+
+const HEADER: &str = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n";
+
+/// A gate `review` that logs a line, then `after`.
+fn gate_workflow() -> String {
+    format!(
+        "{HEADER}  - name: review
+    kind: execute
+    description: d
+    executor: inline
+    script: |
+      echo reviewed-here
+      printf '%s\\n' '{{\"items\": []}}' > outputs/plan.json
+    writes_to: [outputs/plan.json]
+    human_gate: true
+  - name: after
+    kind: execute
+    description: d
+    executor: inline
+    script: cp outputs/plan.json outputs/final.json
+    depends_on: [review]
+    writes_to: [outputs/final.json]
+"
+    )
+}
+
+/// A server of a project, stopped when dropped.
+struct Server {
+    child: Child,
+    address: String,
+}
+
+impl Server {
+    /// Starts `baton serve --bind 127.0.0.1:0` in `project` and reads the
+    /// port from the line it prints.
+    fn start(project: &Path) -> Server {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the server runs in the background while the test asks it"
+        )]
+        let mut child = Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .current_dir(project)
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("baton serve starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read the first line");
+        let Some(address) = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .and_then(|rest| rest.strip_suffix('/'))
+        else {
+            let _ = child.kill();
+            let mut stderr = String::new();
+            let _ = child
+                .stderr
+                .take()
+                .expect("stderr")
+                .read_to_string(&mut stderr);
+            panic!("no URL in {line:?}; stderr: {stderr}");
+        };
+        let address = address.to_owned();
+        Server { child, address }
+    }
+
+    fn get(&self, path: &str) -> Response {
+        request(&self.address, "GET", path, &[], "")
+    }
+
+    fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
+        request(&self.address, "POST", path, headers, body)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn project(workflow: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("wf.yaml"), workflow).expect("write the workflow");
+    dir
+}
+
+fn cli_json(dir: &Path, args: &[&str]) -> Value {
+    let run = baton(dir, args);
+    assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("{args:?}: {error}\n{}", run.stdout))
+}
+
+/// A token for `name`, made by `baton token create`.
+fn token(dir: &Path, name: &str) -> String {
+    let made = baton(dir, &["token", "create", "--name", name]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    made.stdout.trim().to_owned()
+}
+
+/// The headers every answer carries, whatever its status.
+fn assert_secured(response: &Response) {
+    let csp = response
+        .header("content-security-policy")
+        .unwrap_or_else(|| panic!("no CSP: {response:?}"));
+    assert!(csp.contains("default-src 'self'"), "{csp}");
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    assert_eq!(response.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(response.header("referrer-policy"), Some("no-referrer"));
+    assert_eq!(response.header("x-frame-options"), Some("DENY"));
+}
+
+#[test]
+fn the_api_answers_with_what_the_cli_prints_as_json() {
+    let dir = project(&gate_workflow());
+    let outcome = cli_json(dir.path(), &["run", "wf.yaml", "--json"]);
+    assert_eq!(outcome["status"], "awaiting_human");
+    let run = outcome["run_id"].as_str().expect("run_id");
+    let server = Server::start(dir.path());
+
+    let runs = server.get("/api/runs");
+    assert_eq!(runs.status, 200, "{runs:?}");
+    assert_secured(&runs);
+    assert_eq!(
+        runs.json(),
+        cli_json(dir.path(), &["runs", "--format", "json"])
+    );
+
+    let status = server.get(&format!("/api/runs/{run}"));
+    assert_eq!(status.status, 200, "{status:?}");
+    assert_eq!(
+        status.json(),
+        cli_json(dir.path(), &["status", run, "--format", "json"])
+    );
+
+    let log = server.get(&format!("/api/runs/{run}/stages/review/log"));
+    assert_eq!(log.status, 200, "{log:?}");
+    assert!(log.body.contains("reviewed-here"), "{log:?}");
+
+    for path in [
+        "/api/runs/no-such-run".to_owned(),
+        format!("/api/runs/{run}/stages/no-such-stage/log"),
+    ] {
+        let missing = server.get(&path);
+        assert_eq!(missing.status, 404, "{missing:?}");
+        assert!(missing.json()["error"].is_string(), "{missing:?}");
+        assert_secured(&missing);
+    }
+}
+
+#[test]
+fn writes_need_a_valid_token_and_every_request_the_server_s_own_host() {
+    let dir = project(&gate_workflow());
+    let run = cli_json(dir.path(), &["run", "wf.yaml", "--json"])["run_id"]
+        .as_str()
+        .expect("run_id")
+        .to_owned();
+    let alice = token(dir.path(), "alice");
+    let server = Server::start(dir.path());
+    let approve = format!("/api/runs/{run}/gates/review/approve");
+
+    let anonymous = server.post(&approve, &[], "");
+    assert_eq!(anonymous.status, 401, "{anonymous:?}");
+    assert!(anonymous.json()["error"].is_string());
+    assert_secured(&anonymous);
+    let forged = server.post(&approve, &[("Authorization", "Bearer baton_00")], "");
+    assert_eq!(forged.status, 401, "{forged:?}");
+
+    let bearer = format!("Bearer {alice}");
+    let rebound = request(
+        &server.address,
+        "GET",
+        "/api/runs",
+        &[("Host", "attacker.example")],
+        "",
+    );
+    assert_eq!(rebound.status, 403, "{rebound:?}");
+    assert_secured(&rebound);
+    let port = server.address.rsplit(':').next().expect("a port");
+    let wrong_port = request(
+        &server.address,
+        "GET",
+        "/",
+        &[(
+            "Host",
+            &format!("localhost:{}", port.parse::<u16>().unwrap() ^ 1),
+        )],
+        "",
+    );
+    assert_eq!(wrong_port.status, 403, "{wrong_port:?}");
+    let by_name = request(
+        &server.address,
+        "GET",
+        "/api/runs",
+        &[("Host", &format!("localhost:{port}"))],
+        "",
+    );
+    assert_eq!(by_name.status, 200, "{by_name:?}");
+
+    let cross_site = server.post(
+        &approve,
+        &[
+            ("Authorization", &bearer),
+            ("Origin", "http://attacker.example"),
+        ],
+        "",
+    );
+    assert_eq!(cross_site.status, 403, "{cross_site:?}");
+    // Refused, nothing was recorded.
+    let gates = &cli_json(dir.path(), &["status", &run, "--json"])["gates"];
+    assert_eq!(gates[0]["status"], "awaiting", "{gates}");
+
+    // Once revoked, the token opens nothing.
+    assert_eq!(baton(dir.path(), &["token", "revoke", "alice"]).code, 0);
+    let revoked = server.post(&approve, &[("Authorization", &bearer)], "");
+    assert_eq!(revoked.status, 401, "{revoked:?}");
+}
+
+#[test]
+fn a_gate_approved_through_the_api_lets_the_waiting_run_succeed() {
+    let dir = project(&gate_workflow());
+    let alice = token(dir.path(), "alice");
+    let server = Server::start(dir.path());
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the run waits at its gate in the background"
+    )]
+    let waiting = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["run", "wf.yaml", "--wait-gates", "--json"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("baton run starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run = loop {
+        let runs = server.get("/api/runs").json();
+        if let Some(run) = runs
+            .as_array()
+            .and_then(|runs| runs.first())
+            .filter(|run| run["status"] == "awaiting_human")
+        {
+            break run["run_id"].as_str().expect("run_id").to_owned();
+        }
+        assert!(Instant::now() < deadline, "the run never reached its gate");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+
+    let origin = format!("http://{}", server.address);
+    let bearer = format!("Bearer {alice}");
+    let approve = format!("/api/runs/{run}/gates/review/approve");
+    let approved = server.post(
+        &approve,
+        &[
+            ("Authorization", &bearer),
+            ("Origin", &origin),
+            ("Content-Type", "application/json"),
+        ],
+        r#"{"comment": "looks right"}"#,
+    );
+    assert_eq!(approved.status, 200, "{approved:?}");
+    let decision = approved.json();
+    assert_eq!(decision["decision"], "approve");
+    assert_eq!(decision["decided_by"], "alice");
+    assert_eq!(decision["comment"], "looks right");
+    assert_eq!(decision["run_id"], run.as_str());
+
+    let output = waiting.wait_with_output().expect("the run ends");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let outcome: Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(outcome["status"], "success");
+    let status = server.get(&format!("/api/runs/{run}")).json();
+    assert_eq!(status["status"], "success");
+    assert_eq!(status["gates"][0]["decided_by"], "alice");
+    assert_eq!(status["gates"][0]["comment"], "looks right");
+
+    let again = server.post(&approve, &[("Authorization", &bearer)], "");
+    assert_eq!(again.status, 409, "{again:?}");
+    assert!(
+        again.json()["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("alice")),
+        "{again:?}"
+    );
+}
+
+#[test]
+fn stage_names_and_errors_are_escaped_on_the_run_page() {
+    let dir = project(&format!(
+        "{HEADER}  - name: \"<script>alert(1)<\\\\x2fscript>\"
+    kind: execute
+    description: d
+    executor: inline
+    script: |
+      echo '<script>alert(2)</script>' >&2; exit 3
+"
+    ));
+    let outcome = baton(dir.path(), &["run", "wf.yaml", "--json"]);
+    let outcome: Value = serde_json::from_str(&outcome.stdout).expect("json");
+    assert_eq!(outcome["status"], "failed", "{outcome}");
+    let run = outcome["run_id"].as_str().expect("run_id");
+    let server = Server::start(dir.path());
+
+    let page = server.get(&format!("/runs/{run}"));
+    assert_eq!(page.status, 200, "{page:?}");
+    assert_secured(&page);
+    assert!(
+        page.header("content-type")
+            .is_some_and(|kind| kind.starts_with("text/html")),
+        "{page:?}"
+    );
+    // The page's own script is a file (`<script src=…>`); no text a run
+    // recorded becomes a script element.
+    assert!(!page.body.contains("<script>"), "{}", page.body);
+    assert!(!page.body.contains("alert(2)</script>"), "{}", page.body);
+    assert!(
+        page.body.contains("&lt;script&gt;alert(1)"),
+        "the stage name is shown, escaped: {}",
+        page.body
+    );
+    assert!(
+        page.body.contains("&lt;script&gt;alert(2)&lt;/script&gt;"),
+        "the error is shown, escaped: {}",
+        page.body
+    );
+    let list = server.get("/");
+    assert_eq!(list.status, 200, "{list:?}");
+    assert!(
+        list.body.contains(&format!("href=\"/runs/{run}\"")),
+        "{}",
+        list.body
+    );
+}
+
+#[test]
+fn a_browser_logs_in_once_then_decides_through_the_page_s_form() {
+    let dir = project(&gate_workflow());
+    let run = cli_json(dir.path(), &["run", "wf.yaml", "--json"])["run_id"]
+        .as_str()
+        .expect("run_id")
+        .to_owned();
+    let bob = token(dir.path(), "bob");
+    let server = Server::start(dir.path());
+    let origin = format!("http://{}", server.address);
+    let form = [
+        ("Content-Type", "application/x-www-form-urlencoded"),
+        ("Origin", origin.as_str()),
+    ];
+
+    let refused = server.post("/login", &form, "token=baton_00");
+    assert_eq!(refused.status, 401, "{refused:?}");
+    assert_eq!(refused.header("set-cookie"), None);
+    let login = server.post("/login", &form, &format!("token={bob}"));
+    assert_eq!(login.status, 303, "{login:?}");
+    let cookie = login.header("set-cookie").expect("a cookie");
+    assert!(cookie.contains("HttpOnly"), "{cookie}");
+    assert!(cookie.contains("SameSite=Strict"), "{cookie}");
+    let cookie = cookie.split(';').next().expect("name=value");
+    assert_eq!(cookie, format!("baton_token={bob}"));
+
+    let action = format!("action=\"/runs/{run}/gates/review\"");
+    let anonymous = server.get(&format!("/runs/{run}"));
+    assert!(!anonymous.body.contains(&action), "{}", anonymous.body);
+    assert!(
+        anonymous.body.contains("href=\"/login\""),
+        "{}",
+        anonymous.body
+    );
+    let page = request(
+        &server.address,
+        "GET",
+        &format!("/runs/{run}"),
+        &[("Cookie", cookie)],
+        "",
+    );
+    assert!(page.body.contains(&action), "{}", page.body);
+    assert!(page.body.contains("you decide as bob"), "{}", page.body);
+
+    let decide = format!("/runs/{run}/gates/review");
+    let body = "decision=reject&comment=wrong+scope";
+    let without = server.post(&decide, &form, body);
+    assert_eq!(without.status, 401, "{without:?}");
+    let with = [form[0], form[1], ("Cookie", cookie)];
+    let decided = server.post(&decide, &with, body);
+    assert_eq!(decided.status, 303, "{decided:?}");
+    assert_eq!(
+        decided.header("location"),
+        Some(format!("/runs/{run}").as_str())
+    );
+    let status = cli_json(dir.path(), &["status", &run, "--json"]);
+    assert_eq!(status["status"], "rejected");
+    assert_eq!(status["gates"][0]["decided_by"], "bob");
+    assert_eq!(status["gates"][0]["comment"], "wrong scope");
+    let page = server.get(&format!("/runs/{run}"));
+    assert!(!page.body.contains(&action), "no form once decided");
+}
+
+#[test]
+fn the_events_stream_opens_with_the_run_s_status_object() {
+    use std::io::Write;
+
+    let dir = project(&gate_workflow());
+    let run = cli_json(dir.path(), &["run", "wf.yaml", "--json"])["run_id"]
+        .as_str()
+        .expect("run_id")
+        .to_owned();
+    let server = Server::start(dir.path());
+    let mut stream = std::net::TcpStream::connect(&server.address).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("a timeout");
+    write!(
+        stream,
+        "GET /api/runs/{run}/events HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
+        server.address
+    )
+    .expect("send");
+    // The stream never ends: read up to the end of its first event.
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    let data = loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).expect("read") > 0,
+            "the stream ended: {head}"
+        );
+        head.push_str(&line);
+        if let Some(data) = line.strip_prefix("data: ") {
+            break data.trim().to_owned();
+        }
+    };
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/event-stream"), "{head}");
+    assert!(head.contains("event: status"), "{head}");
+    let event: Value = serde_json::from_str(&data).expect("the event is JSON");
+    assert_eq!(event, server.get(&format!("/api/runs/{run}")).json());
+}

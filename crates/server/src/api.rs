@@ -1,0 +1,151 @@
+//! The JSON API: the same values `baton runs`, `baton status` and
+//! `baton gate approve|reject` print with `--format json`, built by the
+//! same functions (`baton_engine::view`).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path as Params, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use baton_engine::gate::{self, Decision};
+use baton_engine::view::{self, Status};
+use serde_json::Value;
+
+use crate::app::App;
+use crate::auth::Person;
+use crate::error::{ApiError, chain};
+
+/// `GET /api/runs`: every run, oldest first, as `baton runs --format json`.
+pub(crate) async fn runs(State(app): State<Arc<App>>) -> Result<Json<Vec<Value>>, ApiError> {
+    let (runs, tallies) = tokio::try_join!(app.store.runs(), app.store.run_tallies())
+        .map_err(|error| ApiError::store(&error))?;
+    let runs: Vec<_> = runs.iter().collect();
+    Ok(Json(view::runs_json(&runs, &tallies)))
+}
+
+/// `GET /api/runs/{run}`: the run as `baton status RUN --format json`.
+pub(crate) async fn status(
+    State(app): State<Arc<App>>,
+    Params(run): Params<String>,
+) -> Result<Json<Value>, ApiError> {
+    let status = Status::read(&app.store, &run)
+        .await
+        .map_err(|error| ApiError::store(&error))?;
+    Ok(Json(status.json()))
+}
+
+/// `GET /api/runs/{run}/stages/{stage}/log`: the latest attempt's output
+/// then its errors, as text; a stage run as units gives each unit's under
+/// a line naming it.
+pub(crate) async fn log(
+    State(app): State<Arc<App>>,
+    Params((run, stage)): Params<(String, String)>,
+) -> Result<Response, ApiError> {
+    let store = &app.store;
+    let (row, stages, units) =
+        tokio::try_join!(store.run(&run), store.stages(&run), store.units(&run))
+            .map_err(|error| ApiError::store(&error))?;
+    if !stages.iter().any(|row| row.name == stage) && !units.iter().any(|unit| unit.label == stage)
+    {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("run {run} has no stage or unit named '{stage}'"),
+        ));
+    }
+    let sources = view::logs::sources(Path::new(&row.workspace), &stages, &units, Some(&stage));
+    let many = sources.len() > 1;
+    let mut text = String::new();
+    for source in sources {
+        if many {
+            text.push_str(&format!(
+                "── {} (attempt {}) ──\n",
+                source.label, source.attempt
+            ));
+        }
+        for file in [&source.stdout, &source.stderr] {
+            if let Ok(bytes) = tokio::fs::read(file).await {
+                text.push_str(&String::from_utf8_lossy(&bytes));
+            }
+        }
+    }
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+}
+
+/// `POST /api/runs/{run}/gates/{stage}/{decision}`, `approve` or
+/// `reject`, with an optional `{"comment": "..."}`: the decision as `baton
+/// gate approve --format json` prints it, recorded before the answer.
+pub(crate) async fn decide(
+    State(app): State<Arc<App>>,
+    axum::Extension(person): axum::Extension<Option<Person>>,
+    Params((run, stage, decision)): Params<(String, String, String)>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let decision = match decision.as_str() {
+        "approve" => Decision::Approve,
+        "reject" => Decision::Reject,
+        other => {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("no decision '{other}': approve or reject"),
+            ));
+        }
+    };
+    let comment = if body.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        let value: Value = serde_json::from_slice(&body).map_err(|error| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("the body is not JSON: {error}"),
+            )
+        })?;
+        match value.get("comment") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(comment)) => Some(comment.clone()),
+            Some(_) => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "`comment` must be a string",
+                ));
+            }
+        }
+    };
+    let row = record(&app, person.as_ref(), &run, &stage, decision, comment).await?;
+    Ok(Json(view::decision_json(&run, &stage, &row)))
+}
+
+/// Records a decision through the one function `baton gate` uses, as the
+/// person whose token the request carries.
+pub(crate) async fn record(
+    app: &App,
+    person: Option<&Person>,
+    run: &str,
+    stage: &str,
+    decision: Decision,
+    comment: Option<String>,
+) -> Result<baton_store::GateDecisionRow, ApiError> {
+    // The guard lets no POST through without a person; this is the
+    // handler's own check that it never records a decision by nobody.
+    let Some(Person(by)) = person else {
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "a token is needed"));
+    };
+    gate::decide(&app.store, run, stage, decision, by, comment)
+        .await
+        .map_err(|error| gate_error(&error))
+}
+
+fn gate_error(error: &gate::Error) -> ApiError {
+    let status = match error {
+        gate::Error::Store(store) => return ApiError::store(store),
+        gate::Error::NoSuchStage { .. } | gate::Error::NotAGate { .. } => StatusCode::NOT_FOUND,
+        gate::Error::NotReady { .. }
+        | gate::Error::AlreadyDecided { .. }
+        | gate::Error::RunEnded { .. }
+        | gate::Error::Changed { .. } => StatusCode::CONFLICT,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    ApiError::new(status, chain(error))
+}

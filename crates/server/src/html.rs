@@ -1,0 +1,47 @@
+//! Building pages: the one escaping function every shown string goes
+//! through, and the frame every page shares.
+
+use axum::response::Html;
+
+/// Text made safe to place in HTML, as element content or as a quoted
+/// attribute value.
+pub(crate) fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            _ => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+/// A whole page: `title` is escaped here, `body` must be built escaped.
+pub(crate) fn page(title: &str, body: &str) -> Html<String> {
+    Html(format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{} · baton</title><link rel=\"stylesheet\" href=\"/assets/style.css\">\
+         <script src=\"/assets/live.js\" defer></script></head>\
+         <body><header><a href=\"/\">baton</a></header><main>{body}</main></body></html>\n",
+        escape(title)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_and_quotes_are_escaped() {
+        assert_eq!(
+            escape(r#"<script>alert('x' & "y")</script>"#),
+            "&lt;script&gt;alert(&#39;x&#39; &amp; &quot;y&quot;)&lt;/script&gt;"
+        );
+        assert_eq!(escape("plain stage-1"), "plain stage-1");
+    }
+}

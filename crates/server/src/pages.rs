@@ -1,0 +1,261 @@
+//! The pages: the runs list and a run's view, built from the same values
+//! the API answers with, every recorded string escaped.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::Form;
+use axum::extract::{Path as Params, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use baton_engine::gate::{Decision, GateState};
+use baton_engine::view::{self, Status};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::app::App;
+use crate::auth::Person;
+use crate::error::ApiError;
+use crate::html::{escape, page};
+use crate::{api, dag};
+
+/// An error as a page: its status and its message, escaped.
+fn error_page(error: &ApiError) -> Response {
+    let body = format!(
+        "<h1>{}</h1><p class=\"error\">{}</p><p><a href=\"/\">All runs</a></p>",
+        error.status.as_u16(),
+        escape(&error.message)
+    );
+    (error.status, page("error", &body)).into_response()
+}
+
+/// A cell of a JSON value: strings as they are, null as `-`.
+fn cell(value: &Value) -> String {
+    match value {
+        Value::Null => "-".to_owned(),
+        Value::String(text) => escape(text),
+        other => escape(&other.to_string()),
+    }
+}
+
+/// `1.2 s`, `3 min 4 s`.
+fn duration(value: &Value) -> String {
+    let Some(ms) = value.as_i64() else {
+        return "-".to_owned();
+    };
+    let seconds = ms / 1000;
+    if seconds < 60 {
+        format!("{}.{} s", seconds, (ms % 1000) / 100)
+    } else if seconds < 3600 {
+        format!("{} min {} s", seconds / 60, seconds % 60)
+    } else {
+        format!("{} h {} min", seconds / 3600, (seconds % 3600) / 60)
+    }
+}
+
+fn status_span(status: &str) -> String {
+    let status = escape(status);
+    format!("<span class=\"status status-{status}\">{status}</span>")
+}
+
+/// `GET /`: every run, newest first.
+pub(crate) async fn runs(State(app): State<Arc<App>>) -> Response {
+    let (runs, tallies) = match tokio::try_join!(app.store.runs(), app.store.run_tallies()) {
+        Ok(read) => read,
+        Err(error) => return error_page(&ApiError::store(&error)),
+    };
+    let runs: Vec<_> = runs.iter().rev().collect();
+    let mut body = String::from("<h1>Runs</h1>");
+    if runs.is_empty() {
+        body.push_str("<p>No runs yet; start one with <code>baton run WORKFLOW</code>.</p>");
+        return page("runs", &body).into_response();
+    }
+    body.push_str(
+        "<table><thead><tr><th>run</th><th>status</th><th>workflow</th><th>started</th>\
+         <th>duration</th><th>stages</th></tr></thead><tbody>",
+    );
+    for run in view::runs_json(&runs, &tallies) {
+        let counts = run["stages"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(status, _)| *status != "total")
+            .map(|(status, count)| format!("{} {}", cell(count), escape(status)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let id = run["run_id"].as_str().unwrap_or_default();
+        let _ = write!(
+            body,
+            "<tr><td><a class=\"mono\" href=\"/runs/{link}\">{id}</a></td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{counts}</td></tr>",
+            status_span(run["status"].as_str().unwrap_or_default()),
+            cell(&run["workflow"]),
+            cell(&run["started_at"]),
+            duration(&run["duration_ms"]),
+            id = escape(id),
+            link = escape(&encode(id)),
+        );
+    }
+    body.push_str("</tbody></table>");
+    page("runs", &body).into_response()
+}
+
+/// `GET /runs/{run}`: the run, its gates with their forms, its DAG and
+/// its stages; `live.js` keeps the states current.
+pub(crate) async fn run(
+    State(app): State<Arc<App>>,
+    axum::Extension(person): axum::Extension<Option<Person>>,
+    Params(run): Params<String>,
+) -> Response {
+    let status = match Status::read(&app.store, &run).await {
+        Ok(status) => status,
+        Err(error) => return error_page(&ApiError::store(&error)),
+    };
+    let json = status.json();
+    let id = escape(&status.run.run_id);
+    let mut body = format!(
+        "<div id=\"run\" data-run=\"{id}\"><h1 class=\"mono\">{id}</h1><p>workflow {} · \
+         <span data-run-status>{}</span> · started {} · finished {}</p>",
+        escape(&status.run.workflow),
+        status_span(&status.run.status),
+        cell(&json["started_at"]),
+        cell(&json["finished_at"]),
+    );
+    if let Some(error) = &status.run.error {
+        let _ = write!(body, "<p class=\"error\">{}</p>", escape(error));
+    }
+    body.push_str(&gates(&status, person.as_ref()));
+    body.push_str(&graph(&status));
+    body.push_str(&stages(&json));
+    body.push_str("</div>");
+    page(&status.run.run_id, &body).into_response()
+}
+
+/// A form per gate waiting for a decision, for a person logged in; a
+/// link to the login page for anyone else.
+fn gates(status: &Status, person: Option<&Person>) -> String {
+    let mut html = String::new();
+    for gate in &status.gates {
+        if gate.state != GateState::Awaiting || status.run.status != "awaiting_human" {
+            continue;
+        }
+        let stage = escape(&gate.stage);
+        let Some(Person(name)) = person else {
+            let _ = write!(
+                html,
+                "<div class=\"gate\"><p>Gate <strong>{stage}</strong> waits for a decision. \
+                 <a href=\"/login\">Log in</a> to decide.</p></div>"
+            );
+            continue;
+        };
+        let _ = write!(
+            html,
+            "<form class=\"gate\" method=\"post\" action=\"/runs/{run}/gates/{stage_link}\">\
+             <p>Gate <strong>{stage}</strong> waits for a decision \
+             (<a href=\"/api/runs/{run}/stages/{stage_link}/log\">its log</a>); \
+             you decide as {name}.</p>\
+             <label>Comment <input name=\"comment\"></label> \
+             <button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\
+             <button type=\"submit\" name=\"decision\" value=\"reject\">Reject</button></form>",
+            run = escape(&encode(&status.run.run_id)),
+            stage_link = escape(&encode(&gate.stage)),
+            name = escape(name),
+        );
+    }
+    html
+}
+
+fn graph(status: &Status) -> String {
+    let plan: Value = serde_json::from_str(&status.run.plan).unwrap_or_default();
+    let mut dependencies = dag::dependencies(&plan);
+    let nodes: Vec<dag::Node<'_>> = status
+        .stages
+        .iter()
+        .map(|stage| dag::Node {
+            name: &stage.name,
+            status: &stage.status,
+            depends_on: dependencies.remove(stage.name.as_str()).unwrap_or_default(),
+        })
+        .collect();
+    format!("<h2>Plan</h2>{}", dag::svg(&nodes))
+}
+
+/// The stages table; each status cell names its stage for `live.js`.
+fn stages(json: &Value) -> String {
+    let mut html = String::from(
+        "<h2>Stages</h2><table><thead><tr><th>#</th><th>stage</th><th>status</th>\
+         <th>duration</th><th>attempts</th><th>detail</th></tr></thead><tbody>",
+    );
+    for stage in json["stages"].as_array().into_iter().flatten() {
+        let name = stage["stage"].as_str().unwrap_or_default();
+        let detail = [&stage["error"], &stage["note"]]
+            .into_iter()
+            .filter(|value| !value.is_null())
+            .map(cell)
+            .collect::<Vec<_>>()
+            .join("; ");
+        let _ = write!(
+            html,
+            "<tr><td>{}</td><td>{name}</td><td data-stage-status=\"{name}\">{}</td>\
+             <td data-stage-duration=\"{name}\">{}</td><td>{}</td><td class=\"error\">{detail}</td></tr>",
+            cell(&stage["index"]),
+            status_span(stage["status"].as_str().unwrap_or_default()),
+            duration(&stage["duration_ms"]),
+            cell(&stage["attempts"]),
+            name = escape(name),
+        );
+    }
+    html.push_str("</tbody></table>");
+    html
+}
+
+/// The gate form's fields.
+#[derive(Debug, Deserialize)]
+pub(crate) struct GateForm {
+    decision: String,
+    #[serde(default)]
+    comment: String,
+}
+
+/// `POST /runs/{run}/gates/{stage}`: the decision, then back to the run.
+pub(crate) async fn decide(
+    State(app): State<Arc<App>>,
+    axum::Extension(person): axum::Extension<Option<Person>>,
+    Params((run, stage)): Params<(String, String)>,
+    Form(form): Form<GateForm>,
+) -> Response {
+    let decision = match form.decision.as_str() {
+        "approve" => Decision::Approve,
+        "reject" => Decision::Reject,
+        _ => {
+            return error_page(&ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "the decision is approve or reject",
+            ));
+        }
+    };
+    let comment = Some(form.comment.trim().to_owned()).filter(|comment| !comment.is_empty());
+    match api::record(&app, person.as_ref(), &run, &stage, decision, comment).await {
+        Ok(_) => (
+            StatusCode::SEE_OTHER,
+            [(header::LOCATION, format!("/runs/{}", encode(&run)))],
+        )
+            .into_response(),
+        Err(error) => error_page(&error),
+    }
+}
+
+/// A path segment percent-encoded: run ids are plain, but a redirect
+/// never carries what it was not sure of.
+fn encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
+                char::from(byte).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect()
+}

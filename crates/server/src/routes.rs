@@ -1,0 +1,62 @@
+//! The routes, and the layers every one passes.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+
+use crate::app::App;
+use crate::error::ApiError;
+use crate::{api, auth, events, guard, html, pages};
+
+pub(crate) fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", get(pages::runs))
+        .route("/runs/{run}", get(pages::run))
+        .route("/runs/{run}/gates/{stage}", post(pages::decide))
+        .route("/api/runs", get(api::runs))
+        .route("/api/runs/{run}", get(api::status))
+        .route("/api/runs/{run}/stages/{stage}/log", get(api::log))
+        .route("/api/runs/{run}/events", get(events::events))
+        .route(
+            "/api/runs/{run}/gates/{stage}/{decision}",
+            post(api::decide),
+        )
+        .route("/login", get(auth::login_form).post(auth::login))
+        .route("/logout", post(auth::logout))
+        .route("/assets/style.css", get(style))
+        .route("/assets/live.js", get(script))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            guard::guard,
+        ))
+        .with_state(app)
+}
+
+async fn style() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        include_str!("../assets/style.css"),
+    )
+}
+
+async fn script() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        include_str!("../assets/live.js"),
+    )
+}
+
+/// Anything else: JSON under `/api/`, a page elsewhere.
+async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
+    let message = format!("nothing at {}", uri.path());
+    if uri.path().starts_with("/api/") {
+        ApiError::new(StatusCode::NOT_FOUND, message).into_response()
+    } else {
+        let body = format!("<h1>Not found</h1><p>{}</p>", html::escape(&message));
+        (StatusCode::NOT_FOUND, html::page("not found", &body)).into_response()
+    }
+}
