@@ -477,8 +477,10 @@ async fn end_rejected(store: &Store, run_id: &str, error: &str) -> Result<()> {
 /// for their current attempt and artifact, and the first rejected one.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Gates {
-    approved: Vec<usize>,
-    rejected: Option<(usize, String, String)>,
+    /// The approved gates, by index.
+    pub(crate) approved: Vec<usize>,
+    /// The first rejected gate: (index, comment, who).
+    pub(crate) rejected: Option<(usize, String, String)>,
 }
 
 impl Gates {

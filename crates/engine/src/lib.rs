@@ -35,6 +35,7 @@ mod queued;
 pub mod readiness;
 mod reconcile;
 pub mod retries;
+mod run_state;
 pub mod schedule;
 mod session;
 mod stage;
