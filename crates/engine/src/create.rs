@@ -15,6 +15,11 @@ use crate::loader::FsLoader;
 use crate::workspace;
 use crate::{Error, Result};
 
+/// How long a drive's lease lasts by default, in ms ([`crate::DriveOptions`]'s
+/// `lease_ttl`): also the first lease's, which [`create_run`] takes along
+/// with the run.
+pub(crate) const LEASE_TTL_MS: i64 = 30_000;
+
 /// What `baton run` asks for.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
@@ -306,11 +311,7 @@ pub async fn record_run(store: &Store, prepared: Prepared) -> Result<Created> {
     let lease = match run_options.driver {
         crate::external::DriverMode::Builtin => Some(
             store
-                .create_leased_run(
-                    &new_run,
-                    &crate::owner::me(),
-                    crate::coordinator::LEASE_TTL_MS,
-                )
+                .create_leased_run(&new_run, &crate::owner::me(), LEASE_TTL_MS)
                 .await?,
         ),
         crate::external::DriverMode::External => {

@@ -69,9 +69,9 @@ impl Action {
     /// The stage it begins (starts, skips or fails), if any.
     pub(crate) fn stage(&self) -> Option<usize> {
         match self {
-            Action::Start { index, .. } | Action::Skip { index, .. } | Action::Fail { index, .. } => {
-                Some(*index)
-            }
+            Action::Start { index, .. }
+            | Action::Skip { index, .. }
+            | Action::Fail { index, .. } => Some(*index),
             Action::End(_) => None,
         }
     }
@@ -144,7 +144,10 @@ impl RunState {
         rows: &[StageRow],
         gates: Gates,
     ) -> RunState {
-        let states = States::new(&plan, rows.iter().map(|row| State::from_status(&row.status)));
+        let states = States::new(
+            &plan,
+            rows.iter().map(|row| State::from_status(&row.status)),
+        );
         RunState {
             attempts: rows.iter().map(|row| row.attempts).collect(),
             errors: rows
@@ -169,8 +172,14 @@ impl RunState {
                 success,
                 error,
             } => {
-                self.states
-                    .set(index, if success { State::Success } else { State::Failed });
+                self.states.set(
+                    index,
+                    if success {
+                        State::Success
+                    } else {
+                        State::Failed
+                    },
+                );
                 match error {
                     Some(error) => self.errors.insert(index, error),
                     None => self.errors.remove(&index),

@@ -1090,24 +1090,6 @@ pub(crate) fn environment(stage: &PlanStage, attempt: &Attempt) -> Vec<(String, 
     env
 }
 
-/// The note a stage skipped by its `when` gets: the condition as written
-/// and, when it names parameters, as evaluated (`when "{size}" == "large"
-/// ("small" == "large")`).
-pub(crate) fn skip_note<'p>(stage: &PlanStage, lookup: impl Fn(&str) -> Option<&'p str>) -> String {
-    let written = stage
-        .spec
-        .when
-        .as_ref()
-        .map(|when| when.value.trim())
-        .unwrap_or_default();
-    let evaluated = baton_workflow::template::render(written, lookup);
-    if evaluated == written {
-        format!("skipped: when {written}")
-    } else {
-        format!("skipped: when {written} ({evaluated})")
-    }
-}
-
 /// Writes `{}` into every `writes_to` file of a stage skipped by `when`, so
 /// readers find a file (the reference's sentinel).
 pub(crate) fn write_skip_sentinels(stage: &PlanStage, workspace: &Path) -> std::io::Result<()> {

@@ -41,13 +41,12 @@ use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Executor, FanOutMode};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use tokio::sync::{mpsc, watch};
 
 use crate::create::{self, RunOptions};
-use crate::schedule::{self, Next, State, States};
-use crate::stage::{self, Attempt, Fingerprint, Report, Snapshot};
+use crate::schedule::State;
+use crate::stage::{self, Fingerprint, Snapshot};
 use crate::worktree::{Place, Worktree};
-use crate::{Error, Result, clock, gate, work, workspace};
+use crate::{Error, Result, clock, work, workspace};
 
 pub use complete::{complete, fail, finish_merges};
 use handing::*;

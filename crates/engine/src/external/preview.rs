@@ -1,6 +1,14 @@
 //! What `baton resume` shows for an externally driven run, changing nothing.
 
-use super::*;
+use std::sync::Arc;
+
+use baton_store::{Store, UnitRow};
+
+use super::handing::units_by_stage;
+use super::record::standing;
+use super::{Ready, Standing, dispatch_path, open};
+use crate::run_state::{Action, Event, RunState};
+use crate::{Result, clock, gate, work};
 
 /// What `next` would list now, without recording anything: the stages
 /// handed out and not completed, and the stages ready to be handed out.
@@ -11,10 +19,6 @@ use super::*;
 pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
     let opened = open(store, run_id).await?;
     let rows = store.stages(run_id).await?;
-    let mut states = States::new(
-        &opened.plan,
-        rows.iter().map(|row| State::from_status(&row.status)),
-    );
     let gates = gate::Gates::load(store, run_id, &opened.plan, &opened.workspace).await?;
     let mut names: Vec<usize> = opened
         .plan
@@ -23,14 +27,19 @@ pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
         .filter(|stage| rows[stage.index].status == "running")
         .map(|stage| stage.index)
         .collect();
-    if let Next::Start(ready) = schedule::next(
-        &opened.plan,
-        &mut states,
-        |index| gates.approved(index),
-        usize::MAX,
-    ) {
-        names.extend(ready);
-    }
+    // What `next` would begin (start, skip or fail), on a copy that records
+    // nothing.
+    let mut run = RunState::new(
+        Arc::clone(&opened.plan),
+        opened.params.clone(),
+        &rows,
+        gates,
+    );
+    names.extend(
+        run.apply(Event::Poll { free: usize::MAX })
+            .iter()
+            .filter_map(Action::stage),
+    );
     let units = units_by_stage(store, run_id).await?;
     let mut ready = Vec::new();
     for index in names {

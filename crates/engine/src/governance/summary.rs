@@ -20,32 +20,7 @@ pub fn summary(scope: &Scope, report: &Report) -> Value {
     let state = &report.state;
     let last = report.entries.last();
     let last_violation = last.and_then(|l| report.violations.iter().find(|v| v.seq == l.seq));
-    let reviews: Vec<Value> = report
-        .entries
-        .iter()
-        .filter_map(|r| match &r.entry {
-            Entry::Reviewed { reviewer, findings } => {
-                let reviewer = Identity::from(reviewer);
-                Some(json!({
-                    "seq": r.seq, "kind": "review", "reviewer": who(&reviewer),
-                    "independent": !state.owner().same_owner(&reviewer), "findings": findings,
-                }))
-            }
-            Entry::ReReviewed {
-                reviewer,
-                finding,
-                resolved,
-            } => {
-                let reviewer = Identity::from(reviewer);
-                Some(json!({
-                    "seq": r.seq, "kind": "re_review", "reviewer": who(&reviewer),
-                    "independent": !state.owner().same_owner(&reviewer),
-                    "finding": finding, "resolved": resolved,
-                }))
-            }
-            _ => None,
-        })
-        .collect();
+    let reviews = reviews(report);
     let validations: Vec<Value> = state
         .validations()
         .iter()
@@ -168,6 +143,38 @@ pub fn summary(scope: &Scope, report: &Report) -> Value {
             "open": report.check().into_iter().map(|(rule, why)| format!("{rule}: {why}")).collect::<Vec<_>>(),
         },
     })
+}
+
+/// The reviews and re-reviews the ledger records, each saying whether it
+/// was independent of the owner.
+fn reviews(report: &Report) -> Vec<Value> {
+    let state = &report.state;
+    report
+        .entries
+        .iter()
+        .filter_map(|r| match &r.entry {
+            Entry::Reviewed { reviewer, findings } => {
+                let reviewer = Identity::from(reviewer);
+                Some(json!({
+                    "seq": r.seq, "kind": "review", "reviewer": who(&reviewer),
+                    "independent": !state.owner().same_owner(&reviewer), "findings": findings,
+                }))
+            }
+            Entry::ReReviewed {
+                reviewer,
+                finding,
+                resolved,
+            } => {
+                let reviewer = Identity::from(reviewer);
+                Some(json!({
+                    "seq": r.seq, "kind": "re_review", "reviewer": who(&reviewer),
+                    "independent": !state.owner().same_owner(&reviewer),
+                    "finding": finding, "resolved": resolved,
+                }))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The mode, what baton sees in it, and what it cannot see.

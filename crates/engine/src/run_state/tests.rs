@@ -17,7 +17,11 @@ fn run(stages: &[String], params: &[(&str, &str)]) -> RunState {
     let loader = MemoryLoader::new().with("w.yaml", &yaml);
     let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
     let plan = baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles");
-    let rows: Vec<StageRow> = plan.stages.iter().map(|stage| row(stage, "pending", 0)).collect();
+    let rows: Vec<StageRow> = plan
+        .stages
+        .iter()
+        .map(|stage| row(stage, "pending", 0))
+        .collect();
     let params = params
         .iter()
         .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
@@ -112,7 +116,11 @@ fn a_false_when_skips_the_stage_and_its_dependants_still_run() {
         }]
     );
     let actions = poll(&mut run);
-    assert_eq!(started(&run, &actions), ["b"], "a skipped stage counts as done");
+    assert_eq!(
+        started(&run, &actions),
+        ["b"],
+        "a skipped stage counts as done"
+    );
     finish(&mut run, "b", true);
     assert_eq!(poll(&mut run), [Action::End(End::Succeeded)]);
 }
@@ -155,19 +163,44 @@ fn a_true_when_runs_the_stage_and_an_unknown_parameter_fails_it() {
 
 #[test]
 fn an_interrupted_attempt_runs_again_under_the_next_number() {
-    let yaml = format!("{HEADER}{}{}", stage("a", ""), stage("b", ", depends_on: [a]"));
+    let yaml = format!(
+        "{HEADER}{}{}",
+        stage("a", ""),
+        stage("b", ", depends_on: [a]")
+    );
     let loader = MemoryLoader::new().with("w.yaml", &yaml);
     let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
     let plan = baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles");
     // As recorded after two attempts of a: the second one cut short.
-    let rows = vec![row(&plan.stages[0], "pending", 2), row(&plan.stages[1], "pending", 0)];
+    let rows = vec![
+        row(&plan.stages[0], "pending", 2),
+        row(&plan.stages[1], "pending", 0),
+    ];
     let mut run = RunState::new(Arc::new(plan), IndexMap::new(), &rows, Gates::default());
-    assert_eq!(poll(&mut run), [Action::Start { index: 0, attempt: 3 }]);
+    assert_eq!(
+        poll(&mut run),
+        [Action::Start {
+            index: 0,
+            attempt: 3
+        }]
+    );
     run.apply(Event::Interrupted { index: 0 });
     assert_eq!(run.attempt(0), 3);
-    assert_eq!(poll(&mut run), [Action::Start { index: 0, attempt: 4 }]);
+    assert_eq!(
+        poll(&mut run),
+        [Action::Start {
+            index: 0,
+            attempt: 4
+        }]
+    );
     finish(&mut run, "a", true);
-    assert_eq!(poll(&mut run), [Action::Start { index: 1, attempt: 1 }]);
+    assert_eq!(
+        poll(&mut run),
+        [Action::Start {
+            index: 1,
+            attempt: 1
+        }]
+    );
 }
 
 #[test]
@@ -216,7 +249,10 @@ fn a_required_failure_ends_the_run_once_running_stages_finish() {
     };
     assert_eq!(run.end(), Some(end.clone()));
     assert_eq!(poll(&mut run), [Action::End(end.clone())]);
-    assert_eq!((end.status(), end.error().as_deref()), ("failed", Some("required stage 'a' failed: a broke")));
+    assert_eq!(
+        (end.status(), end.error().as_deref()),
+        ("failed", Some("required stage 'a' failed: a broke"))
+    );
 }
 
 #[test]
@@ -230,7 +266,10 @@ fn a_gate_waits_for_its_decision_and_a_rejection_ends_the_run() {
     finish(&mut run, "gate", true);
     let waiting = End::AwaitingGate { index: 0 };
     assert_eq!(poll(&mut run), [Action::End(waiting.clone())]);
-    assert_eq!((waiting.status(), waiting.gate()), ("awaiting_human", Some(0)));
+    assert_eq!(
+        (waiting.status(), waiting.gate()),
+        ("awaiting_human", Some(0))
+    );
     run.apply(Event::GatesRead(Gates {
         approved: vec![0],
         rejected: None,
