@@ -6,8 +6,8 @@
 # and exports BATON_TEST_AGENT_CLIS (the directory holding the programs).
 #
 # Without npm, or when the registry cannot be reached, it says so and leaves
-# BATON_TEST_AGENT_CLIS unset: the tests then skip loudly outside CI and
-# fail under CI=true.
+# BATON_TEST_AGENT_CLIS unset: `scripts/test` then lists them in
+# BATON_TEST_SKIP outside CI, and under CI=true they fail.
 
 declare -F step >/dev/null || step() { printf '\n==> %s\n' "$*" >&2; }
 declare -F note >/dev/null || note() { printf '    %s\n' "$*" >&2; }

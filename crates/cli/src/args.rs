@@ -1,14 +1,17 @@
 //! The command line, as clap sees it. Nothing here is interpreted.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 use crate::exit_code;
 use deferred::Deferred;
+
+pub(crate) use format::{CompileFormat, Format, FormatArgs};
 
 pub(crate) mod agents;
 pub(crate) mod check;
 mod deferred;
 pub(crate) mod driver;
+mod format;
 pub(crate) mod init;
 pub(crate) mod queue;
 pub(crate) mod task;
@@ -287,50 +290,6 @@ Exit codes: 0 every recorded output is intact, 1 no run has that id or workspace
         after_help = "Without DIR, lists ./workflows when it exists, else the current directory.\n\nExamples:\n  baton list\n  baton list workflows/code --format json\n\nExit codes: 0 listed (even if empty), 2 usage error."
     )]
     List(Deferred<ListArgs>),
-}
-
-/// Output format shared by the read-only commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
-    /// Aligned text for people.
-    Table,
-    /// JSON for scripts.
-    Json,
-    /// YAML.
-    Yaml,
-}
-
-/// Output format of `compile`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum CompileFormat {
-    /// Aligned text for people.
-    Table,
-    /// JSON for scripts (the reference engine's keys plus per-stage details).
-    Json,
-    /// YAML.
-    Yaml,
-    /// A Mermaid flowchart of the DAG.
-    Mermaid,
-    /// A Graphviz digraph of the DAG.
-    Dot,
-}
-
-/// `--format` with its `--json` alias.
-#[derive(Debug, Args)]
-pub(crate) struct FormatArgs {
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = Format::Table)]
-    pub(crate) format: Format,
-    /// Same as `--format json`.
-    #[arg(long, conflicts_with = "format")]
-    pub(crate) json: bool,
-}
-
-impl FormatArgs {
-    /// The chosen format.
-    pub(crate) fn format(&self) -> Format {
-        if self.json { Format::Json } else { self.format }
-    }
 }
 
 /// A workflow file and an output format.

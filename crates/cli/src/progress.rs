@@ -8,6 +8,11 @@
 //! `--format json` — it prints the plain timestamped lines scripts and tests
 //! read, unchanged.
 //!
+//! A sub-workflow stage's child run shows its own stages under the stage,
+//! indented two spaces a level and named by the path of stages that leads
+//! to them (`mid/prepare`, `mid/leaf/write`); only the run's own stages
+//! count in the summary line.
+//!
 //! Colour follows console's detection for stderr: off under `NO_COLOR`, when
 //! `CLICOLOR=0`, or when stderr is not a terminal; `CLICOLOR_FORCE` forces it.
 
@@ -73,10 +78,12 @@ impl Reporter {
 
     /// Shows one event, its texts on one printable line each.
     pub(crate) fn report(&self, event: Progress) {
-        let event = printable(event);
+        let (depth, event) = flattened(printable(event));
         match self {
-            Reporter::Plain(start) => output::stderr_line(&plain_line(start.elapsed(), event)),
-            Reporter::Live(live) => live.report(event),
+            Reporter::Plain(start) => {
+                output::stderr_line(&plain_line(start.elapsed(), depth, event));
+            }
+            Reporter::Live(live) => live.report(depth, event),
         }
     }
 
@@ -123,18 +130,63 @@ fn printable(event: Progress) -> Progress {
             error: error.as_deref().map(text),
         },
         Progress::Note(note) => Progress::Note(text(&note)),
+        Progress::SubRun { stage, event } => Progress::SubRun {
+            stage: name(&stage),
+            event: Box::new(printable(*event)),
+        },
     }
 }
 
-/// The plain line of an event, `elapsed` after the drive started. Scripts
-/// and tests read these: keep them byte for byte.
-fn plain_line(elapsed: Duration, event: Progress) -> String {
-    let elapsed = elapsed.as_secs_f64();
+/// A sub-run's event as how deep its run is (0 for the run's own) and the
+/// event itself, its stage named by the path of stages down to it and its
+/// note led by that path.
+fn flattened(event: Progress) -> (usize, Progress) {
+    let Progress::SubRun {
+        stage: parent,
+        event,
+    } = event
+    else {
+        return (0, event);
+    };
+    let (depth, event) = flattened(*event);
+    let event = match event {
+        Progress::Started { stage, attempt } => Progress::Started {
+            stage: format!("{parent}/{stage}"),
+            attempt,
+        },
+        Progress::Finished {
+            stage,
+            status,
+            duration_ms,
+            error,
+        } => Progress::Finished {
+            stage: format!("{parent}/{stage}"),
+            status,
+            duration_ms,
+            error,
+        },
+        Progress::Note(note) if depth == 0 => Progress::Note(format!("{parent}: {note}")),
+        Progress::Note(note) => Progress::Note(format!("{parent}/{note}")),
+        // `flattened` above left none.
+        sub @ Progress::SubRun { .. } => sub,
+    };
+    (depth + 1, event)
+}
+
+/// The indentation of a sub-run's lines, `depth` levels down.
+fn indent(depth: usize) -> String {
+    "  ".repeat(depth)
+}
+
+/// The plain line of an event `depth` sub-runs down, `elapsed` after the
+/// drive started. Scripts and tests read these: keep them byte for byte.
+fn plain_line(elapsed: Duration, depth: usize, event: Progress) -> String {
+    let lead = format!("[{:7.2}s] {}", elapsed.as_secs_f64(), indent(depth));
     match event {
         Progress::Started { stage, attempt } if attempt > 1 => {
-            format!("[{elapsed:7.2}s] start   {stage} (attempt {attempt})")
+            format!("{lead}start   {stage} (attempt {attempt})")
         }
-        Progress::Started { stage, .. } => format!("[{elapsed:7.2}s] start   {stage}"),
+        Progress::Started { stage, .. } => format!("{lead}start   {stage}"),
         Progress::Finished {
             stage,
             status,
@@ -147,9 +199,13 @@ fn plain_line(elapsed: Duration, event: Progress) -> String {
                 _ => "FAILED ",
             };
             let detail = error.map(|error| format!(" — {error}")).unwrap_or_default();
-            format!("[{elapsed:7.2}s] {mark} {stage} ({duration_ms} ms){detail}")
+            format!("{lead}{mark} {stage} ({duration_ms} ms){detail}")
         }
-        Progress::Note(note) => format!("[{elapsed:7.2}s] note    {note}"),
+        Progress::Note(note) => format!("{lead}note    {note}"),
+        sub @ Progress::SubRun { .. } => {
+            let (below, event) = flattened(sub);
+            plain_line(elapsed, depth + below, event)
+        }
     }
 }
 
@@ -214,8 +270,9 @@ pub(crate) struct Live {
 
 #[derive(Default)]
 struct State {
-    /// The running stages, by name.
-    running: BTreeMap<String, ProgressBar>,
+    /// The running stages, by name (a sub-run's by its path).
+    running: BTreeMap<String, Running>,
+    /// The run's own stages that ended, by how.
     done: usize,
     failed: usize,
     skipped: usize,
@@ -233,7 +290,10 @@ impl State {
             self.done,
             self.failed,
             self.skipped,
-            self.running.len()
+            self.running
+                .values()
+                .filter(|running| running.depth == 0)
+                .count()
         )
     }
 
@@ -242,10 +302,22 @@ impl State {
         let width = console::measure_text_width(stage).clamp(MIN_NAME_WIDTH, MAX_NAME_WIDTH);
         if width > self.name_width {
             self.name_width = width;
-            for (name, bar) in &self.running {
-                bar.set_prefix(pad(name, width));
+            for (name, running) in &self.running {
+                running.bar.set_prefix(running.prefix(name, width));
             }
         }
+    }
+}
+
+/// A running stage's line, `depth` sub-runs down.
+struct Running {
+    depth: usize,
+    bar: ProgressBar,
+}
+
+impl Running {
+    fn prefix(&self, name: &str, width: usize) -> String {
+        format!("{}{}", indent(self.depth), pad(name, width))
     }
 }
 
@@ -279,7 +351,7 @@ impl Live {
         }
     }
 
-    fn report(&self, event: Progress) {
+    fn report(&self, depth: usize, event: Progress) {
         let mut state = self
             .state
             .lock()
@@ -291,16 +363,17 @@ impl Live {
         match event {
             Progress::Started { stage, attempt } => {
                 state.fit(&stage);
-                let bar = self.multi.insert_before(
-                    &self.summary,
-                    ProgressBar::new_spinner()
-                        .with_style(self.stage_style.clone())
-                        .with_prefix(pad(&stage, state.name_width))
-                        .with_message(format!("attempt {attempt}")),
-                );
-                bar.enable_steady_tick(TICK);
-                if let Some(previous) = state.running.insert(stage, bar) {
-                    self.remove(&previous);
+                let bar = ProgressBar::new_spinner()
+                    .with_style(self.stage_style.clone())
+                    .with_message(format!("attempt {attempt}"));
+                let running = Running { depth, bar };
+                running
+                    .bar
+                    .set_prefix(running.prefix(&stage, state.name_width));
+                self.multi.insert_before(&self.summary, running.bar.clone());
+                running.bar.enable_steady_tick(TICK);
+                if let Some(previous) = state.running.insert(stage, running) {
+                    self.remove(&previous.bar);
                 }
             }
             Progress::Finished {
@@ -310,27 +383,32 @@ impl Live {
                 error,
             } => {
                 state.fit(&stage);
-                let attempt = state.running.remove(&stage).map(|bar| {
-                    let attempt = bar.message();
-                    self.remove(&bar);
+                let attempt = state.running.remove(&stage).map(|running| {
+                    let attempt = running.bar.message();
+                    self.remove(&running.bar);
                     attempt
                 });
-                let (mark, style, detail) = match status.as_str() {
-                    "success" => {
-                        state.done += 1;
-                        ("ok", &self.styles.ok, &self.styles.dim)
-                    }
-                    "skipped" => {
-                        state.skipped += 1;
-                        ("skipped", &self.styles.skipped, &self.styles.dim)
-                    }
-                    _ => {
-                        state.failed += 1;
-                        ("FAILED", &self.styles.failed, &self.styles.error)
-                    }
+                let (mark, style, detail, count) = match status.as_str() {
+                    "success" => ("ok", &self.styles.ok, &self.styles.dim, &mut state.done),
+                    "skipped" => (
+                        "skipped",
+                        &self.styles.skipped,
+                        &self.styles.dim,
+                        &mut state.skipped,
+                    ),
+                    _ => (
+                        "FAILED",
+                        &self.styles.failed,
+                        &self.styles.error,
+                        &mut state.failed,
+                    ),
                 };
+                if depth == 0 {
+                    *count += 1;
+                }
                 let mut line = format!(
-                    "{} {}  {}",
+                    "{}{} {}  {}",
+                    indent(depth),
                     style.apply_to(format!("{mark:<7}")),
                     pad(&stage, state.name_width),
                     self.styles.dim.apply_to(human(Duration::from_millis(
@@ -347,9 +425,16 @@ impl Live {
             }
             Progress::Note(note) => {
                 let _ = self.multi.println(format!(
-                    "{} {note}",
+                    "{}{} {note}",
+                    indent(depth),
                     self.styles.note.apply_to(format!("{:<7}", "note"))
                 ));
+            }
+            sub @ Progress::SubRun { .. } => {
+                drop(state);
+                let (below, event) = flattened(sub);
+                self.report(depth + below, event);
+                return;
             }
         }
         self.summary.set_message(state.counts());
@@ -369,8 +454,8 @@ impl Live {
             return;
         }
         state.finished = true;
-        for bar in std::mem::take(&mut state.running).into_values() {
-            self.remove(&bar);
+        for running in std::mem::take(&mut state.running).into_values() {
+            self.remove(&running.bar);
         }
         self.summary.set_message(state.counts());
         if state.reported {
@@ -393,6 +478,7 @@ mod tests {
         assert_eq!(
             plain_line(
                 at,
+                0,
                 Progress::Started {
                     stage: "a".into(),
                     attempt: 1
@@ -403,6 +489,7 @@ mod tests {
         assert_eq!(
             plain_line(
                 at,
+                0,
                 Progress::Started {
                     stage: "a".into(),
                     attempt: 2
@@ -413,6 +500,7 @@ mod tests {
         assert_eq!(
             plain_line(
                 at,
+                0,
                 Progress::Finished {
                     stage: "a".into(),
                     status: "failed".into(),
@@ -425,6 +513,7 @@ mod tests {
         assert_eq!(
             plain_line(
                 at,
+                0,
                 Progress::Finished {
                     stage: "b".into(),
                     status: "success".into(),
@@ -437,6 +526,7 @@ mod tests {
         assert_eq!(
             plain_line(
                 at,
+                0,
                 Progress::Finished {
                     stage: "c".into(),
                     status: "skipped".into(),
@@ -447,9 +537,111 @@ mod tests {
             "[   1.23s] skipped c (0 ms)"
         );
         assert_eq!(
-            plain_line(at, Progress::Note("hello".into())),
+            plain_line(at, 0, Progress::Note("hello".into())),
             "[   1.23s] note    hello"
         );
+    }
+
+    /// `top` runs `mid`, whose stage `leaf` runs a child in turn.
+    fn nested(stage: &str, event: Progress) -> Progress {
+        Progress::SubRun {
+            stage: "mid".into(),
+            event: Box::new(Progress::SubRun {
+                stage: stage.into(),
+                event: Box::new(event),
+            }),
+        }
+    }
+
+    #[test]
+    fn sub_run_lines_are_indented_and_named_by_their_path() {
+        let at = Duration::from_millis(1234);
+        let line = |event| {
+            let (depth, event) = flattened(printable(event));
+            plain_line(at, depth, event)
+        };
+        assert_eq!(
+            line(Progress::SubRun {
+                stage: "mid".into(),
+                event: Box::new(Progress::Started {
+                    stage: "prepare".into(),
+                    attempt: 2
+                }),
+            }),
+            "[   1.23s]   start   mid/prepare (attempt 2)"
+        );
+        assert_eq!(
+            line(nested(
+                "leaf",
+                Progress::Finished {
+                    stage: "write".into(),
+                    status: "failed".into(),
+                    duration_ms: 7,
+                    error: Some("exited with code 1".into()),
+                }
+            )),
+            "[   1.23s]     FAILED  mid/leaf/write (7 ms) — exited with code 1"
+        );
+        assert_eq!(
+            line(nested("leaf", Progress::Note("hello".into()))),
+            "[   1.23s]     note    mid/leaf: hello"
+        );
+        // An unflattened event reads the same.
+        assert_eq!(
+            plain_line(at, 0, nested("leaf", Progress::Note("hello".into()))),
+            "[   1.23s]     note    mid/leaf: hello"
+        );
+    }
+
+    #[test]
+    fn the_live_display_counts_only_the_runs_own_stages() {
+        let live = Live::new(ProgressDrawTarget::hidden());
+        let report = |event| {
+            let (depth, event) = flattened(event);
+            live.report(depth, event);
+        };
+        report(Progress::Started {
+            stage: "mid".into(),
+            attempt: 1,
+        });
+        report(nested(
+            "leaf",
+            Progress::Started {
+                stage: "write".into(),
+                attempt: 1,
+            },
+        ));
+        {
+            let state = live.state.lock().expect("lock");
+            assert_eq!(
+                state.running["mid/leaf/write"].bar.prefix(),
+                format!("    {:<14}", "mid/leaf/write")
+            );
+        }
+        assert_eq!(
+            live.summary.message(),
+            "0 done · 0 failed · 0 skipped · 1 running"
+        );
+        report(nested(
+            "leaf",
+            Progress::Finished {
+                stage: "write".into(),
+                status: "success".into(),
+                duration_ms: 3,
+                error: None,
+            },
+        ));
+        report(Progress::Finished {
+            stage: "mid".into(),
+            status: "success".into(),
+            duration_ms: 9,
+            error: None,
+        });
+        assert_eq!(
+            live.summary.message(),
+            "1 done · 0 failed · 0 skipped · 0 running"
+        );
+        live.finish();
     }
 
     #[test]
@@ -471,36 +663,48 @@ mod tests {
     #[test]
     fn the_live_display_counts_and_ends_cleanly() {
         let live = Live::new(ProgressDrawTarget::hidden());
-        live.report(Progress::Started {
-            stage: "a".into(),
-            attempt: 1,
-        });
-        live.report(Progress::Started {
-            stage: "a-much-longer-stage-name".into(),
-            attempt: 2,
-        });
+        live.report(
+            0,
+            Progress::Started {
+                stage: "a".into(),
+                attempt: 1,
+            },
+        );
+        live.report(
+            0,
+            Progress::Started {
+                stage: "a-much-longer-stage-name".into(),
+                attempt: 2,
+            },
+        );
         {
             let state = live.state.lock().expect("lock");
             assert_eq!(state.running.len(), 2);
             assert_eq!(state.name_width, "a-much-longer-stage-name".len());
             assert_eq!(
-                state.running["a"].prefix(),
+                state.running["a"].bar.prefix(),
                 format!("{:<24}", "a"),
                 "running lines follow a wider name column"
             );
         }
-        live.report(Progress::Finished {
-            stage: "a".into(),
-            status: "success".into(),
-            duration_ms: 10,
-            error: None,
-        });
-        live.report(Progress::Finished {
-            stage: "never-started".into(),
-            status: "skipped".into(),
-            duration_ms: 0,
-            error: None,
-        });
+        live.report(
+            0,
+            Progress::Finished {
+                stage: "a".into(),
+                status: "success".into(),
+                duration_ms: 10,
+                error: None,
+            },
+        );
+        live.report(
+            0,
+            Progress::Finished {
+                stage: "never-started".into(),
+                status: "skipped".into(),
+                duration_ms: 0,
+                error: None,
+            },
+        );
         assert_eq!(
             live.summary.message(),
             "1 done · 0 failed · 1 skipped · 1 running"
@@ -512,12 +716,15 @@ mod tests {
         );
         assert!(live.summary.is_finished());
         // Events after the end change nothing; finishing twice is harmless.
-        live.report(Progress::Finished {
-            stage: "a-much-longer-stage-name".into(),
-            status: "failed".into(),
-            duration_ms: 10,
-            error: Some("boom".into()),
-        });
+        live.report(
+            0,
+            Progress::Finished {
+                stage: "a-much-longer-stage-name".into(),
+                status: "failed".into(),
+                duration_ms: 10,
+                error: Some("boom".into()),
+            },
+        );
         live.finish();
         assert_eq!(
             live.summary.message(),

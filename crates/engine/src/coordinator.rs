@@ -95,6 +95,14 @@ pub enum Progress {
     },
     /// Something the engine did on its own (reconciliation, stale outputs).
     Note(String),
+    /// An event of the child run a sub-workflow stage drives.
+    SubRun {
+        /// The stage whose child it is (for a fan-out item, the item's
+        /// label, as its own lines name it).
+        stage: String,
+        /// The child's event: itself a `SubRun` for a grandchild's.
+        event: Box<Progress>,
+    },
 }
 
 /// How a drive ended.

@@ -135,6 +135,13 @@ pub(crate) enum Report {
     /// The agent reported a failure that may pass, and the attempt runs
     /// again after a wait: shown, and recorded so `baton status` says why.
     Retry(Retry),
+    /// An event of the child run a sub-workflow attempt drives, for the
+    /// parent's progress.
+    SubRun {
+        index: usize,
+        unit: Option<String>,
+        event: crate::coordinator::Progress,
+    },
 }
 
 /// The verified end of an attempt.
@@ -199,7 +206,7 @@ pub(crate) async fn run(
     reports: mpsc::UnboundedSender<Report>,
 ) {
     if stage.spec.sub_workflow.is_some() {
-        let finished = crate::subrun::run(&stage, &attempt, cancel).await;
+        let finished = crate::subrun::run(&stage, &attempt, cancel, &reports).await;
         let _ = reports.send(Report::Finished(Box::new(redacted(finished))));
         return;
     }
@@ -833,6 +840,7 @@ fn command(
         // a resume uses to find everything a crashed driver left.
         marker: Some(("BATON_IDEMPOTENCY_KEY".to_owned(), idempotency_key(attempt))),
         contain: None,
+        tracking: baton_executor::Tracking::default(),
     };
     match spec
         .script

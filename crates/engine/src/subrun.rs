@@ -23,6 +23,10 @@
 //! the parent instead would need a second kind of gate; `--wait-gates` is
 //! passed down, so a child waits at its gate when the parent would.)
 //! Cancelling the parent cancels the child.
+//!
+//! The child's progress events go to the parent's coordinator as reports of
+//! the attempt, which shows them under the stage (`Progress::SubRun`); a
+//! grandchild's arrive the same way, one level at a time.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -30,12 +34,12 @@ use std::sync::Arc;
 use baton_store::{NewRun, Store};
 use baton_workflow::plan::PlanStage;
 use serde_json::json;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::coordinator::{DriveOptions, Outcome, Progress};
 use crate::create::{self, sha256_hex};
 use crate::loader::FsLoader;
-use crate::stage::{self, Attempt, Finished};
+use crate::stage::{self, Attempt, Finished, Report};
 use crate::{Error, Result, clock};
 
 tokio::task_local! {
@@ -80,6 +84,7 @@ pub(crate) async fn run(
     stage: &PlanStage,
     attempt: &Attempt,
     mut cancel: watch::Receiver<bool>,
+    reports: &mpsc::UnboundedSender<Report>,
 ) -> Finished {
     let mut finished = Finished::unsettled(attempt);
     let options = OPTIONS
@@ -93,7 +98,12 @@ pub(crate) async fn run(
         }
     };
     let store = attempt.store.clone();
-    let mut driving = drive_child(store.clone(), child.clone(), options);
+    let forward = Forward {
+        reports: reports.clone(),
+        index: attempt.index,
+        unit: attempt.unit.clone(),
+    };
+    let mut driving = drive_child(store.clone(), child.clone(), options, forward);
     let outcome = tokio::select! {
         outcome = &mut driving => Some(outcome),
         _ = cancel.wait_for(|cancelled| *cancelled) => None,
@@ -149,12 +159,34 @@ fn drive_child(
     store: Store,
     child: String,
     options: DriveOptions,
+    forward: Forward,
 ) -> tokio::task::JoinHandle<Result<Outcome>> {
     let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
-        let quiet = |_: Progress| {};
-        handle.block_on(crate::coordinator::drive(&store, &child, &options, &quiet))
+        let progress = |event: Progress| forward.send(event);
+        handle.block_on(crate::coordinator::drive(
+            &store, &child, &options, &progress,
+        ))
     })
+}
+
+/// Where the child's progress goes: to the parent's coordinator, as a
+/// report of this attempt (a parent that has stopped listening loses none
+/// of the child's state, only its lines).
+struct Forward {
+    reports: mpsc::UnboundedSender<Report>,
+    index: usize,
+    unit: Option<String>,
+}
+
+impl Forward {
+    fn send(&self, event: Progress) {
+        let _ = self.reports.send(Report::SubRun {
+            index: self.index,
+            unit: self.unit.clone(),
+            event,
+        });
+    }
 }
 
 fn failure_message(child: &str, attempt: &Attempt, outcome: &Outcome) -> String {

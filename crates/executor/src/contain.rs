@@ -112,11 +112,7 @@ pub const HELPER_FAILED: u8 = 125;
 /// Whether this machine lets `helper` contain a process (it runs `helper
 /// __contain check`), or why not.
 pub fn check(helper: &Path) -> Result<(), String> {
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "a short check that runs to its end, with no output to supervise"
-    )]
-    let output = std::process::Command::new(helper)
+    let output = crate::spawn::command(helper)
         .args([SUBCOMMAND, "check"])
         .stdin(std::process::Stdio::null())
         .output()

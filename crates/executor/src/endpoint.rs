@@ -348,12 +348,12 @@ fn write_files(
     }
     let mut written = Vec::new();
     for (relative, content) in checked {
-        write_atomic(&workspace.join(&relative), content.as_bytes()).map_err(|source| {
-            EndpointError::Write {
+        crate::file::write_atomic(&workspace.join(&relative), content.as_bytes()).map_err(
+            |source| EndpointError::Write {
                 path: relative.clone(),
                 source,
-            }
-        })?;
+            },
+        )?;
         written.push(relative);
     }
     Ok(ChatOutcome {
@@ -418,21 +418,6 @@ pub(crate) fn contained(
         }
     }
     Ok(text)
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let parent = path.parent().unwrap_or_else(|| Path::new("."));
-    std::fs::create_dir_all(parent)?;
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = parent.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut file = std::fs::File::create(&temporary)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&temporary, path)
 }
 
 /// `GET {base_url}/models`, for `baton agents check`: the model ids the

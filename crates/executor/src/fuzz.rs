@@ -15,7 +15,7 @@
 //! that inline a value, which keeps the check cheap; the proptest in
 //! `tests/executor/shell.rs` runs bash on values in every context.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::shell::{self, Substituted};
 
@@ -136,11 +136,8 @@ fn check_inlined_values_are_text(script: &str) {
 
 /// Whether `bash -n` (read the script, run nothing) accepts the script.
 fn parses(script: &str) -> bool {
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "bash only parses the script (-n); nothing in it runs"
-    )]
-    let status = Command::new("bash")
+    // bash only parses the script (-n); nothing in it runs.
+    let status = crate::spawn::command("bash")
         .args(["--norc", "--noprofile", "-n", "-c", script])
         .env_clear()
         .stdin(Stdio::null())

@@ -6,6 +6,11 @@ use std::path::Path;
 
 use tokio::process::Command;
 
+/// `git`, as a command for the runtime.
+fn git() -> Command {
+    Command::from(crate::spawn::command("git"))
+}
+
 /// Flags that keep git from running repository-controlled programs.
 const HARDENED: [&str; 4] = [
     "-c",
@@ -17,7 +22,7 @@ const HARDENED: [&str; 4] = [
 /// The top level of the work tree containing `directory`, or `None` when it
 /// is not in one (or git is unavailable).
 pub async fn top_level(directory: &Path) -> Option<std::path::PathBuf> {
-    let output = Command::new("git")
+    let output = git()
         .args(HARDENED)
         .arg("-C")
         .arg(directory)
@@ -51,7 +56,7 @@ pub async fn user(directory: &Path) -> Option<String> {
 /// (relative to its top level), or `None` when it is not a git work tree or
 /// git is unavailable.
 pub async fn changed_paths(repository: &Path) -> Option<Vec<String>> {
-    let output = Command::new("git")
+    let output = git()
         .args(HARDENED)
         .arg("-C")
         .arg(repository)
@@ -121,7 +126,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let output = Command::new("git")
+    let output = git()
         .args(HARDENED)
         .arg("-C")
         .arg(directory)

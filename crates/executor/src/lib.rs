@@ -6,15 +6,20 @@
 //! hard parts in one place: process groups, timeouts, kill escalation,
 //! bounded output capture and recovery after a crash.
 //!
+//! * `spawn.rs` is the one way a process is started: std's `Command`, the
+//!   child leading a process group of its own.
 //! * [`process`] spawns one child in its own process group, drains its
 //!   stdout and stderr into size-capped log files with bounded memory, and
 //!   enforces wall and idle timeouts, cancellation and an output hard cap.
 //!   [`run`] returns an [`Outcome`]; [`Started`] carries the pid, process
 //!   group and start time to persist before waiting.
+//! * [`descendants`] tracks everything a supervised child starts, through
+//!   the kernel: a cgroup per attempt where baton may make one, else baton
+//!   as the subreaper of its descendants.
 //! * [`group`] signals process groups safely, also after a restart:
 //!   [`kill_group_if_alive`] re-checks the start time so a reused pid is
-//!   never signalled, and the marker sweep finds descendants that left the
-//!   group with `setsid`.
+//!   never signalled, and the marker scan finds, after a crash, descendants
+//!   that left the group with `setsid`.
 //! * [`shell`] decides between direct exec and `bash -euo pipefail -c`,
 //!   quotes values, and substitutes `{placeholders}` into scripts with the
 //!   quoting their shell context needs.
@@ -31,14 +36,13 @@
 //! What it does not do: decide what to run or when (the engine does), read
 //! settings (the CLI does), or persist anything. Git and worktrees will live here too, because they spawn `git`.
 
-// The workspace denies `unsafe` everywhere; this crate alone may allow it
-// at a site that says why, and has one place that does: `vfork.rs`, the
-// clone that starts a child and the few system calls the child makes.
-
+mod cgroup;
 pub mod contain;
+pub mod descendants;
 pub mod endpoint;
 mod error;
 mod exit_watch;
+pub mod file;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod git;
@@ -51,9 +55,10 @@ pub mod redact;
 pub mod shell;
 mod spawn;
 mod spawn_clock;
+mod subreaper;
 pub mod user;
-mod vfork;
 
+pub use descendants::Tracking;
 pub use error::{Error, Result};
 pub use group::{kill_group_if_alive, process_start_time};
 pub use process::{
@@ -61,4 +66,3 @@ pub use process::{
     Stdin, run,
 };
 pub use program::find_program;
-pub use vfork::signal_handlers_changed;

@@ -12,20 +12,15 @@
 //! not matter; a transition that does not fit (a second attempt of a stage,
 //! or an end before its start) is written after the group. What a group
 //! writes is the net effect of its transitions: a stage that starts and
-//! ends in one batch is written once, as ended.
+//! ends in one batch is written once, as ended. [`statements`] sorts the
+//! group into the rows of a few many-row statements (`batch.rs`).
 
-use crate::Result;
-use crate::backend::query_error;
+use crate::batch::{Row, Shape, Statement};
+use crate::columns::Arg;
 use crate::model::Transition;
 
-/// Most stages one statement writes (the attempts insert binds 11 values a
-/// row; SQLite allows 32 766 per statement).
-const ROWS_PER_STATEMENT: usize = 200;
-
-mod arrays;
-
 /// How an attempt ended.
-pub(crate) struct End<'t> {
+struct End<'t> {
     status: &'t str,
     at: i64,
     exit_code: Option<i64>,
@@ -131,45 +126,11 @@ impl<'t> Group<'t> {
         }
     }
 
-    /// Writes the group and empties it.
-    pub(crate) async fn flush<DB: crate::bulk::Bulk>(
-        &mut self,
-        tx: &mut sqlx::Transaction<'_, DB>,
-        run_id: &str,
-    ) -> Result<()> {
-        let nets = std::mem::take(&mut self.nets);
-        if nets.is_empty() {
-            return Ok(());
-        }
-        DB::write_attempts(tx, run_id, &nets).await
+    /// Empties the group, returning what it gathered.
+    pub(crate) fn take(&mut self) -> Vec<Net<'t>> {
+        std::mem::take(&mut self.nets)
     }
 }
-
-/// Writes `nets` as multi-row `VALUES` statements, at most
-/// [`ROWS_PER_STATEMENT`] rows each (SQLite's form, see `bulk.rs`).
-pub(crate) async fn write_values(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
-    run_id: &str,
-    nets: &[Net<'_>],
-) -> Result<()> {
-    for chunk in nets.chunks(ROWS_PER_STATEMENT) {
-        write(tx, run_id, chunk).await?;
-    }
-    Ok(())
-}
-
-/// Writes `nets` with one array per column (PostgreSQL's form, see
-/// `bulk.rs`).
-pub(crate) async fn write_arrays(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    run_id: &str,
-    nets: &[Net<'_>],
-) -> Result<()> {
-    arrays::write(tx, run_id, nets).await
-}
-
-/// How an `UPDATE attempts … FROM (VALUES …)` finds its rows.
-const ATTEMPT_MATCHES: &str = "attempts.idx = v.column1 AND attempts.attempt = v.column2";
 
 /// The attempt's status for the stage status it ended with.
 fn attempt_status(stage_status: &str) -> &'static str {
@@ -180,307 +141,199 @@ fn attempt_status(stage_status: &str) -> &'static str {
     }
 }
 
-/// Which of a group's attempts each statement writes, in either form.
-struct Rows<'g, 't> {
-    /// New attempts, ended already if their end is in the group.
-    started: Vec<&'g Net<'t>>,
-    /// Attempts started before the group and ended in it.
-    ended: Vec<&'g Net<'t>>,
-    /// Attempts started before the group whose process the group records.
-    running: Vec<&'g Net<'t>>,
-    /// Stages whose state the group changes (a start or an end).
-    stages: Vec<&'g Net<'t>>,
-    /// The ends, which replace whatever outputs their stage had recorded.
-    ends: Vec<&'g Net<'t>>,
-    /// The outputs of those ends, with their stage.
-    artifacts: Vec<(i64, &'t (String, String, i64))>,
-}
+/// How an `UPDATE attempts … FROM (VALUES …)` finds its rows on SQLite.
+const ATTEMPT_MATCHES: &str = "attempts.idx = v.column1 AND attempts.attempt = v.column2";
 
-impl<'g, 't> Rows<'g, 't> {
-    fn of(nets: &'g [Net<'t>]) -> Rows<'g, 't> {
-        let select = |keep: fn(&Net<'t>) -> bool| nets.iter().filter(|net| keep(net)).collect();
-        let ends: Vec<&Net<'t>> = select(|net| net.end.is_some());
-        let artifacts = ends
-            .iter()
-            .flat_map(|net| {
-                let list = net.end.as_ref().map_or(&[][..], |end| end.artifacts);
-                list.iter().map(move |artifact| (net.index, artifact))
+/// New attempts, ended already if their end is in the group.
+const INSERT_ATTEMPTS: Statement = Statement {
+    sqlite: Shape::Insert {
+        into: "attempts (run_id, idx, attempt, status, started_at, finished_at, exit_code, error, \
+               pid, pgid, proc_start)",
+        tail: "",
+        end: "",
+    },
+    postgres: "INSERT INTO attempts (run_id, idx, attempt, status, started_at, finished_at, \
+               exit_code, error, pid, pgid, proc_start) \
+               SELECT $1, a.* FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::TEXT[], $5::BIGINT[], \
+               $6::BIGINT[], $7::BIGINT[], $8::TEXT[], $9::BIGINT[], $10::BIGINT[], $11::BIGINT[]) AS a",
+    what: "record an attempt",
+};
+
+/// Attempts started before the group and ended in it.
+const END_ATTEMPTS: Statement = Statement {
+    sqlite: Shape::Update {
+        table: "attempts",
+        set: "status = v.column3, finished_at = v.column4, exit_code = v.column5, error = v.column6, \
+              pid = COALESCE(v.column7, attempts.pid), pgid = COALESCE(v.column8, attempts.pgid), \
+              proc_start = COALESCE(v.column9, attempts.proc_start)",
+        matches: ATTEMPT_MATCHES,
+    },
+    postgres: "UPDATE attempts SET status = v.status, finished_at = v.finished_at, \
+               exit_code = v.exit_code, error = v.error, pid = COALESCE(v.pid, attempts.pid), \
+               pgid = COALESCE(v.pgid, attempts.pgid), \
+               proc_start = COALESCE(v.proc_start, attempts.proc_start) \
+               FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::TEXT[], $5::BIGINT[], $6::BIGINT[], \
+               $7::TEXT[], $8::BIGINT[], $9::BIGINT[], $10::BIGINT[]) \
+               AS v(idx, attempt, status, finished_at, exit_code, error, pid, pgid, proc_start) \
+               WHERE attempts.run_id = $1 AND attempts.idx = v.idx AND attempts.attempt = v.attempt",
+    what: "finish an attempt",
+};
+
+/// The processes of attempts started before the group.
+const RECORD_PROCESSES: Statement = Statement {
+    sqlite: Shape::Update {
+        table: "attempts",
+        set: "pid = v.column3, pgid = v.column4, proc_start = v.column5",
+        matches: ATTEMPT_MATCHES,
+    },
+    postgres: "UPDATE attempts SET pid = v.pid, pgid = v.pgid, proc_start = v.proc_start \
+               FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::BIGINT[], $5::BIGINT[], $6::BIGINT[]) \
+               AS v(idx, attempt, pid, pgid, proc_start) \
+               WHERE attempts.run_id = $1 AND attempts.idx = v.idx AND attempts.attempt = v.attempt",
+    what: "record a process",
+};
+
+/// The stages the group starts or ends: a start sets the attempt count and
+/// start time and clears the end; an end sets the status, end time and error.
+const SET_STAGES: Statement = Statement {
+    sqlite: Shape::Update {
+        table: "stages",
+        set: "status = v.column2, attempts = COALESCE(v.column3, stages.attempts), \
+              started_at = COALESCE(v.column4, stages.started_at), finished_at = v.column5, \
+              error = v.column6",
+        matches: "stages.idx = v.column1",
+    },
+    postgres: "UPDATE stages SET status = v.status, attempts = COALESCE(v.attempts, stages.attempts), \
+               started_at = COALESCE(v.started_at, stages.started_at), \
+               finished_at = v.finished_at, error = v.error \
+               FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::BIGINT[], $5::BIGINT[], $6::BIGINT[], $7::TEXT[]) \
+               AS v(idx, status, attempts, started_at, finished_at, error) \
+               WHERE stages.run_id = $1 AND stages.idx = v.idx",
+    what: "record a stage's state",
+};
+
+/// An end replaces whatever outputs its stage had recorded: first gone…
+const DELETE_ARTIFACTS: Statement = Statement {
+    sqlite: Shape::DeleteIn {
+        table: "artifacts",
+        column: "idx",
+    },
+    postgres: "DELETE FROM artifacts WHERE run_id = $1 AND idx = ANY($2::BIGINT[])",
+    what: "replace artifacts",
+};
+
+/// … then the end's own.
+const INSERT_ARTIFACTS: Statement = Statement {
+    sqlite: Shape::Insert {
+        into: "artifacts (run_id, idx, path, sha256, bytes)",
+        tail: "",
+        end: "",
+    },
+    postgres: "INSERT INTO artifacts (run_id, idx, path, sha256, bytes) \
+               SELECT $1, a.* FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[]) AS a",
+    what: "record an artifact",
+};
+
+/// The statements that write a group, in order, with their rows (some may
+/// have none). Each statement's rows touch different stages.
+pub(crate) fn statements<'a>(nets: &'a [Net<'a>]) -> [(&'static Statement, Vec<Row<'a>>); 6] {
+    let rows = |keep: fn(&Net<'a>) -> bool, row: fn(&'a Net<'a>) -> Row<'a>| {
+        nets.iter().filter(|net| keep(net)).map(row).collect()
+    };
+    let artifacts = nets
+        .iter()
+        .flat_map(|net| {
+            let list = net.end.as_ref().map_or(&[][..], |end| end.artifacts);
+            list.iter().map(|(path, sha256, bytes)| {
+                vec![
+                    net.index.into(),
+                    path.into(),
+                    sha256.into(),
+                    (*bytes).into(),
+                ]
             })
-            .collect();
-        Rows {
-            started: select(|net| net.started_at.is_some()),
-            ended: select(|net| net.started_at.is_none() && net.end.is_some()),
-            running: select(|net| net.started_at.is_none() && net.end.is_none()),
-            stages: select(|net| net.started_at.is_some() || net.end.is_some()),
-            ends,
-            artifacts,
-        }
-    }
+        })
+        .collect();
+    [
+        (
+            &INSERT_ATTEMPTS,
+            rows(|net| net.started_at.is_some(), started),
+        ),
+        (
+            &END_ATTEMPTS,
+            rows(|net| net.started_at.is_none() && net.end.is_some(), ended),
+        ),
+        (
+            &RECORD_PROCESSES,
+            rows(|net| net.started_at.is_none() && net.end.is_none(), running),
+        ),
+        (
+            &SET_STAGES,
+            rows(|net| net.started_at.is_some() || net.end.is_some(), stage),
+        ),
+        (
+            &DELETE_ARTIFACTS,
+            rows(|net| net.end.is_some(), |net| vec![net.index.into()]),
+        ),
+        (&INSERT_ARTIFACTS, artifacts),
+    ]
 }
 
-async fn write(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
-    run_id: &str,
-    nets: &[Net<'_>],
-) -> Result<()> {
-    let rows = Rows::of(nets);
-    let started = &rows.started;
-    if !started.is_empty() {
-        // New attempts, ended already if their end is in the batch.
-        let mut sql = String::from(
-            "INSERT INTO attempts (run_id, idx, attempt, status, started_at, finished_at, exit_code, error, pid, pgid, proc_start) VALUES ",
-        );
-        Placeholders::new(false).rows(&mut sql, started.len(), 11);
-        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
-        for net in started {
-            let end = net.end.as_ref();
-            query = query
-                .bind(run_id)
-                .bind(net.index)
-                .bind(net.attempt)
-                .bind(end.map_or("running", |end| attempt_status(end.status)))
-                .bind(net.started_at)
-                .bind(end.map(|end| end.at))
-                .bind(end.and_then(|end| end.exit_code))
-                .bind(end.and_then(|end| end.error))
-                .bind(net.process.map(|process| process.0))
-                .bind(net.process.map(|process| process.1))
-                .bind(net.process.map(|process| process.2));
-        }
-        query
-            .execute(&mut **tx)
-            .await
-            .map_err(query_error("record an attempt"))?;
-    }
-    let ended = &rows.ended;
-    if !ended.is_empty() {
-        let sql = Placeholders::update_from_values(
-            false,
-            "attempts",
-            "status = v.column3, finished_at = v.column4, exit_code = v.column5, error = v.column6, \
-             pid = COALESCE(v.column7, attempts.pid), pgid = COALESCE(v.column8, attempts.pgid), \
-             proc_start = COALESCE(v.column9, attempts.proc_start)",
-            ended.len(),
-            9,
-            ATTEMPT_MATCHES,
-        );
-        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
-        for net in ended {
-            let end = net.end.as_ref();
-            query = query
-                .bind(net.index)
-                .bind(net.attempt)
-                .bind(end.map_or("success", |end| attempt_status(end.status)))
-                .bind(end.map(|end| end.at))
-                .bind(end.and_then(|end| end.exit_code))
-                .bind(end.and_then(|end| end.error))
-                .bind(net.process.map(|process| process.0))
-                .bind(net.process.map(|process| process.1))
-                .bind(net.process.map(|process| process.2));
-        }
-        query = query.bind(run_id);
-        query
-            .execute(&mut **tx)
-            .await
-            .map_err(query_error("finish an attempt"))?;
-    }
-    let running = &rows.running;
-    if !running.is_empty() {
-        let sql = Placeholders::update_from_values(
-            false,
-            "attempts",
-            "pid = v.column3, pgid = v.column4, proc_start = v.column5",
-            running.len(),
-            5,
-            ATTEMPT_MATCHES,
-        );
-        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
-        for net in running {
-            query = query
-                .bind(net.index)
-                .bind(net.attempt)
-                .bind(net.process.map(|process| process.0))
-                .bind(net.process.map(|process| process.1))
-                .bind(net.process.map(|process| process.2));
-        }
-        query = query.bind(run_id);
-        query
-            .execute(&mut **tx)
-            .await
-            .map_err(query_error("record a process"))?;
-    }
-    let stages = &rows.stages;
-    if !stages.is_empty() {
-        // A start sets the attempt count and start time and clears the
-        // end; an end sets the status, end time and error.
-        let sql = Placeholders::update_from_values(
-            false,
-            "stages",
-            "status = v.column2, attempts = COALESCE(v.column3, stages.attempts), \
-             started_at = COALESCE(v.column4, stages.started_at), finished_at = v.column5, error = v.column6",
-            stages.len(),
-            6,
-            "stages.idx = v.column1",
-        );
-        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
-        for net in stages {
-            let end = net.end.as_ref();
-            query = query
-                .bind(net.index)
-                .bind(end.map_or("running", |end| end.status))
-                .bind(net.started_at.map(|_| net.attempt))
-                .bind(net.started_at)
-                .bind(end.map(|end| end.at))
-                .bind(end.and_then(|end| end.error));
-        }
-        query = query.bind(run_id);
-        query
-            .execute(&mut **tx)
-            .await
-            .map_err(query_error("record a stage's state"))?;
-    }
-    let ends = &rows.ends;
-    if !ends.is_empty() {
-        // An end replaces whatever outputs its stage had recorded.
-        let mut marks = Placeholders::new(false);
-        let mut sql = String::from("DELETE FROM artifacts WHERE run_id = ");
-        marks.push(&mut sql);
-        sql.push_str(" AND idx IN (");
-        for row in 0..ends.len() {
-            if row > 0 {
-                sql.push_str(", ");
-            }
-            marks.push(&mut sql);
-        }
-        sql.push(')');
-        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql)).bind(run_id);
-        for net in ends {
-            query = query.bind(net.index);
-        }
-        query
-            .execute(&mut **tx)
-            .await
-            .map_err(query_error("replace artifacts"))?;
-        let artifacts = &rows.artifacts;
-        for chunk in artifacts.chunks(ROWS_PER_STATEMENT) {
-            let mut sql =
-                String::from("INSERT INTO artifacts (run_id, idx, path, sha256, bytes) VALUES ");
-            Placeholders::new(false).rows(&mut sql, chunk.len(), 5);
-            let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
-            for (index, (path, sha256, bytes)) in chunk {
-                query = query
-                    .bind(run_id)
-                    .bind(*index)
-                    .bind(path.as_str())
-                    .bind(sha256.as_str())
-                    .bind(*bytes);
-            }
-            query
-                .execute(&mut **tx)
-                .await
-                .map_err(query_error("record an artifact"))?;
-        }
-    }
-    Ok(())
+/// The process's pid, process group and start time, if the group has them.
+fn process<'a>(net: &Net<'_>) -> [Arg<'a>; 3] {
+    let part = |pick: fn((i64, i64, i64)) -> i64| net.process.map(pick).into();
+    [part(|p| p.0), part(|p| p.1), part(|p| p.2)]
 }
 
-/// A statement's placeholders, written in the order they appear in its
-/// text and bound in that order: `$1, $2, …` on PostgreSQL, `?` on SQLite.
-///
-/// SQLite takes `$N` for a name and looks each one up among the names
-/// before it, when it parses the statement and again when sqlx binds it:
-/// for a statement of a few thousand values, that lookup cost more than
-/// everything else the commit did. A `?` is only counted.
-pub(crate) struct Placeholders {
-    numbered: bool,
-    next: usize,
+/// A row of [`INSERT_ATTEMPTS`].
+fn started<'a>(net: &'a Net<'a>) -> Row<'a> {
+    let end = net.end.as_ref();
+    let mut row = vec![
+        net.index.into(),
+        net.attempt.into(),
+        end.map_or("running", |end| attempt_status(end.status))
+            .into(),
+        net.started_at.into(),
+        end.map(|end| end.at).into(),
+        end.and_then(|end| end.exit_code).into(),
+        end.and_then(|end| end.error).into(),
+    ];
+    row.extend(process(net));
+    row
 }
 
-impl Placeholders {
-    /// Numbered (`$N`, PostgreSQL) or anonymous (`?`, SQLite).
-    pub(crate) fn new(numbered: bool) -> Placeholders {
-        Placeholders { numbered, next: 1 }
-    }
-
-    /// Appends the next placeholder.
-    pub(crate) fn push(&mut self, sql: &mut String) {
-        if self.numbered {
-            use std::fmt::Write;
-            let _ = write!(sql, "${}", self.next);
-        } else {
-            sql.push('?');
-        }
-        self.next += 1;
-    }
-
-    /// `UPDATE table SET set FROM (VALUES rows) AS v WHERE table.run_id = ?
-    /// AND matches`: `count` rows of `columns` values, then the run. The
-    /// values are `v.column1`, `v.column2`, … in `set` and `matches`.
-    pub(crate) fn update_from_values(
-        numbered: bool,
-        table: &str,
-        set: &str,
-        count: usize,
-        columns: usize,
-        matches: &str,
-    ) -> String {
-        let mut marks = Placeholders::new(numbered);
-        let mut sql = format!("UPDATE {table} SET {set} FROM (VALUES ");
-        marks.rows(&mut sql, count, columns);
-        sql.push_str(") AS v WHERE ");
-        sql.push_str(table);
-        sql.push_str(".run_id = ");
-        marks.push(&mut sql);
-        sql.push_str(" AND ");
-        sql.push_str(matches);
-        sql
-    }
-
-    /// Appends `count` rows of `columns` placeholders: `(?, ?), (?, ?)`.
-    /// Only placeholders are spliced into the SQL; every value is bound.
-    pub(crate) fn rows(&mut self, sql: &mut String, count: usize, columns: usize) {
-        self.rows_with(sql, count, columns, "");
-    }
-
-    /// [`rows`](Placeholders::rows), each row ending in the constant SQL
-    /// `tail`: `(?, ?, 'pending')`.
-    pub(crate) fn rows_with(&mut self, sql: &mut String, count: usize, columns: usize, tail: &str) {
-        sql.reserve(count * (columns * 6 + tail.len()));
-        for row in 0..count {
-            if row > 0 {
-                sql.push_str(", ");
-            }
-            sql.push('(');
-            for column in 0..columns {
-                if column > 0 {
-                    sql.push_str(", ");
-                }
-                self.push(sql);
-            }
-            sql.push_str(tail);
-            sql.push(')');
-        }
-    }
+/// A row of [`END_ATTEMPTS`].
+fn ended<'a>(net: &'a Net<'a>) -> Row<'a> {
+    let end = net.end.as_ref();
+    let mut row = vec![
+        net.index.into(),
+        net.attempt.into(),
+        end.map_or("success", |end| attempt_status(end.status))
+            .into(),
+        end.map(|end| end.at).into(),
+        end.and_then(|end| end.exit_code).into(),
+        end.and_then(|end| end.error).into(),
+    ];
+    row.extend(process(net));
+    row
 }
 
-#[cfg(test)]
-mod tests {
-    use super::Placeholders;
+/// A row of [`RECORD_PROCESSES`].
+fn running<'a>(net: &'a Net<'a>) -> Row<'a> {
+    let mut row = vec![net.index.into(), net.attempt.into()];
+    row.extend(process(net));
+    row
+}
 
-    #[test]
-    fn placeholders_follow_the_text_in_either_style() {
-        let mut sql = String::new();
-        let mut numbered = Placeholders::new(true);
-        numbered.rows(&mut sql, 2, 2);
-        sql.push_str(" WHERE ");
-        numbered.push(&mut sql);
-        assert_eq!(sql, "($1, $2), ($3, $4) WHERE $5");
-        let mut sql = String::new();
-        Placeholders::new(false).rows(&mut sql, 2, 3);
-        assert_eq!(sql, "(?, ?, ?), (?, ?, ?)");
-        assert_eq!(
-            Placeholders::update_from_values(true, "t", "a = v.column2", 2, 2, "t.k = v.column1"),
-            "UPDATE t SET a = v.column2 FROM (VALUES ($1, $2), ($3, $4)) AS v WHERE t.run_id = $5 AND t.k = v.column1"
-        );
-    }
+/// A row of [`SET_STAGES`].
+fn stage<'a>(net: &'a Net<'a>) -> Row<'a> {
+    let end = net.end.as_ref();
+    vec![
+        net.index.into(),
+        end.map_or("running", |end| end.status).into(),
+        net.started_at.map(|_| net.attempt).into(),
+        net.started_at.into(),
+        end.map(|end| end.at).into(),
+        end.and_then(|end| end.error).into(),
+    ]
 }

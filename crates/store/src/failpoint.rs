@@ -4,10 +4,10 @@
 //! commits, for every N, and checks that `baton resume` ends where the
 //! undisturbed run did.
 //!
-//! A write is one commit: a transaction (`in_transaction!`), a statement
+//! A write is one commit: a transaction (`Store::begin` to `Tx::commit`), a statement
 //! run on its own (a lease released, a cancel cleared, job leases renewed),
 //! the schema built or migrated. Writes are numbered from 1 in the order
-//! they reach their commit, across every [`Store`](crate::Store) of the
+//! they reach their commit, across every `Store` of the
 //! process.
 //!
 //! Only the engine arms the points, for the CLI, which reads
@@ -85,16 +85,15 @@ pub(crate) fn after(number: u64) {
     }
 }
 
-/// Runs one write: `$body` (an `async` expression that commits, or
-/// nothing) between the points.
-macro_rules! write_point {
-    ($body:expr) => {{
-        let number = crate::failpoint::before();
-        let out = $body;
-        if out.is_ok() {
-            crate::failpoint::after(number);
-        }
-        out
-    }};
+/// Runs one write: `commit` (a future that commits, or does nothing)
+/// between the points.
+pub(crate) async fn write<T, E>(
+    commit: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, E> {
+    let number = before();
+    let out = commit.await;
+    if out.is_ok() {
+        after(number);
+    }
+    out
 }
-pub(crate) use write_point;

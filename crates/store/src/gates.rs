@@ -9,9 +9,9 @@
 //! so a driver that holds the lease is never overwritten blindly.
 
 use serde_json::json;
-use sqlx::Row;
+use sqlx::AssertSqlSafe;
 
-use crate::backend::{Inner, in_transaction, on_pool, query_error};
+use crate::columns::{Columns, FromColumns};
 use crate::{Error, Result, Store};
 
 /// A decision to record on a gate.
@@ -93,21 +93,18 @@ impl GateDecided {
 
 const DECISION_COLUMNS: &str = "idx, attempt, sha256, decision, decided_by, decided_at, comment";
 
-/// Reads a `gate_decisions` row (either backend's row type).
-macro_rules! decision_row {
-    ($row:expr) => {
-        (|| {
-            Ok::<GateDecisionRow, sqlx::Error>(GateDecisionRow {
-                index: $row.try_get("idx")?,
-                attempt: $row.try_get("attempt")?,
-                sha256: $row.try_get("sha256")?,
-                decision: $row.try_get("decision")?,
-                decided_by: $row.try_get("decided_by")?,
-                decided_at: $row.try_get("decided_at")?,
-                comment: $row.try_get("comment")?,
-            })
-        })()
-    };
+impl FromColumns for GateDecisionRow {
+    fn from_columns(row: &impl Columns) -> sqlx::Result<Self> {
+        Ok(GateDecisionRow {
+            index: row.get("idx")?,
+            attempt: row.get("attempt")?,
+            sha256: row.get("sha256")?,
+            decision: row.get("decision")?,
+            decided_by: row.get("decided_by")?,
+            decided_at: row.get("decided_at")?,
+            comment: row.get("comment")?,
+        })
+    }
 }
 
 impl Store {
@@ -120,9 +117,6 @@ impl Store {
     ///
     /// [`Error::NoSuchRun`], or the write fails.
     pub async fn decide_gate(&self, decision: &NewGateDecision) -> Result<GateDecided> {
-        let select = sqlx::AssertSqlSafe(format!(
-            "SELECT {DECISION_COLUMNS} FROM gate_decisions WHERE run_id = $1 AND idx = $2 AND attempt = $3 AND sha256 = $4"
-        ));
         let kind = if decision.decision == "approve" {
             "gate_approved"
         } else {
@@ -136,61 +130,57 @@ impl Store {
             "comment": decision.comment,
         })
         .to_string();
-        in_transaction!(self, |tx| {
-            let exists = sqlx::query("SELECT 1 FROM runs WHERE run_id = $1")
-                .bind(&decision.run_id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(query_error("look for the run"))?;
-            if exists.is_none() {
-                return Err(Error::NoSuchRun(decision.run_id.clone()));
-            }
-            // On PostgreSQL a concurrent insert of the same key waits here
-            // for the first to commit, then inserts nothing; the read below
-            // (a new snapshot under READ COMMITTED) sees the winner.
-            let inserted = sqlx::query(
-                "INSERT INTO gate_decisions (run_id, idx, attempt, sha256, decision, decided_by, decided_at, comment) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id, idx, attempt, sha256) DO NOTHING",
-            )
-            .bind(&decision.run_id)
-            .bind(decision.index)
-            .bind(decision.attempt)
-            .bind(&decision.sha256)
-            .bind(&decision.decision)
-            .bind(&decision.decided_by)
-            .bind(decision.decided_at)
-            .bind(&decision.comment)
-            .execute(&mut *tx)
-            .await
-            .map_err(query_error("record a gate decision"))?
-            .rows_affected()
-                == 1;
-            if inserted {
-                sqlx::query(
-                    "INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, $3, $4)",
-                )
-                .bind(&decision.run_id)
-                .bind(decision.decided_at)
-                .bind(kind)
-                .bind(&detail)
-                .execute(&mut *tx)
-                .await
-                .map_err(query_error("log the gate decision"))?;
-            }
-            let row = sqlx::query(select)
-                .bind(&decision.run_id)
-                .bind(decision.index)
-                .bind(decision.attempt)
-                .bind(&decision.sha256)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(query_error("read the gate decision"))?;
-            let row = decision_row!(row).map_err(query_error("read the gate decision"))?;
-            Ok::<GateDecided, Error>(if inserted {
-                GateDecided::Recorded(row)
-            } else {
-                GateDecided::AlreadyDecided(row)
-            })
+        let mut tx = self.begin().await?;
+        let run = [(&decision.run_id).into()];
+        let exists = "SELECT 1 FROM runs WHERE run_id = $1";
+        let found: Option<()> = tx.fetch_optional(exists, &run, "look for the run").await?;
+        if found.is_none() {
+            return Err(Error::NoSuchRun(decision.run_id.clone()));
+        }
+        // On PostgreSQL a concurrent insert of the same key waits here for
+        // the first to commit, then inserts nothing; the read below (a new
+        // snapshot under READ COMMITTED) sees the winner.
+        let insert = "INSERT INTO gate_decisions (run_id, idx, attempt, sha256, decision, \
+                      decided_by, decided_at, comment) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                      ON CONFLICT (run_id, idx, attempt, sha256) DO NOTHING";
+        let key = [
+            run[0],
+            decision.index.into(),
+            decision.attempt.into(),
+            (&decision.sha256).into(),
+        ];
+        let args = [
+            key[0],
+            key[1],
+            key[2],
+            key[3],
+            (&decision.decision).into(),
+            (&decision.decided_by).into(),
+            decision.decided_at.into(),
+            (&decision.comment).into(),
+        ];
+        let inserted = tx.execute(insert, &args, "record a gate decision").await? == 1;
+        if inserted {
+            let log = "INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, $3, $4)";
+            let args = [
+                run[0],
+                decision.decided_at.into(),
+                kind.into(),
+                (&detail).into(),
+            ];
+            tx.execute(log, &args, "log the gate decision").await?;
+        }
+        let select = format!(
+            "SELECT {DECISION_COLUMNS} FROM gate_decisions \
+             WHERE run_id = $1 AND idx = $2 AND attempt = $3 AND sha256 = $4"
+        );
+        let row = tx.fetch_one(AssertSqlSafe(select), &key, "read the gate decision");
+        let row = row.await?;
+        tx.commit().await?;
+        Ok(if inserted {
+            GateDecided::Recorded(row)
+        } else {
+            GateDecided::AlreadyDecided(row)
         })
     }
 
@@ -200,20 +190,12 @@ impl Store {
     ///
     /// The read fails.
     pub async fn gate_decisions(&self, run_id: &str) -> Result<Vec<GateDecisionRow>> {
-        let sql = sqlx::AssertSqlSafe(format!(
-            "SELECT {DECISION_COLUMNS} FROM gate_decisions WHERE run_id = $1 ORDER BY idx, decided_at, attempt, sha256"
-        ));
-        on_pool!(self, |pool| {
-            let rows = sqlx::query(sql)
-                .bind(run_id)
-                .fetch_all(pool)
-                .await
-                .map_err(query_error("list gate decisions"))?;
-            rows.iter()
-                .map(|row| decision_row!(row))
-                .collect::<Result<Vec<_>, sqlx::Error>>()
-                .map_err(query_error("read gate decisions"))
-        })
+        let sql = format!(
+            "SELECT {DECISION_COLUMNS} FROM gate_decisions WHERE run_id = $1 \
+             ORDER BY idx, decided_at, attempt, sha256"
+        );
+        self.fetch_all(AssertSqlSafe(sql), &[run_id.into()], "list gate decisions")
+            .await
     }
 
     /// Replaces the recorded hash and size of one output of a stage, if the
@@ -233,31 +215,25 @@ impl Store {
             "sha256": edit.new_sha256,
         })
         .to_string();
-        in_transaction!(self, |tx| {
-            let swapped = sqlx::query(
-                "UPDATE artifacts SET sha256 = $1, bytes = $2 WHERE run_id = $3 AND idx = $4 AND path = $5 AND sha256 = $6",
-            )
-            .bind(&edit.new_sha256)
-            .bind(edit.bytes)
-            .bind(&edit.run_id)
-            .bind(edit.index)
-            .bind(&edit.path)
-            .bind(&edit.expected_sha256)
-            .execute(&mut *tx)
-            .await
-            .map_err(query_error("replace an artifact"))?
-            .rows_affected()
-                == 1;
-            if swapped {
-                sqlx::query("INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, 'gate_output_edited', $3)")
-                    .bind(&edit.run_id)
-                    .bind(edit.at)
-                    .bind(&detail)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(query_error("log the edit"))?;
-            }
-            Ok::<bool, Error>(swapped)
-        })
+        let mut tx = self.begin().await?;
+        let swap = "UPDATE artifacts SET sha256 = $1, bytes = $2 \
+                    WHERE run_id = $3 AND idx = $4 AND path = $5 AND sha256 = $6";
+        let args = [
+            (&edit.new_sha256).into(),
+            edit.bytes.into(),
+            (&edit.run_id).into(),
+            edit.index.into(),
+            (&edit.path).into(),
+            (&edit.expected_sha256).into(),
+        ];
+        let swapped = tx.execute(swap, &args, "replace an artifact").await? == 1;
+        if swapped {
+            let log = "INSERT INTO events (run_id, at, kind, detail) \
+                       VALUES ($1, $2, 'gate_output_edited', $3)";
+            let args = [(&edit.run_id).into(), edit.at.into(), (&detail).into()];
+            tx.execute(log, &args, "log the edit").await?;
+        }
+        tx.commit().await?;
+        Ok(swapped)
     }
 }

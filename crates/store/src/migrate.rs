@@ -10,6 +10,7 @@ use std::path::Path;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{Connection, PgPool, Row, SqliteConnection, SqlitePool};
 
+use crate::error::query_error;
 use crate::{Error, Result};
 
 /// Migrations per backend, in order; the position (from 1) is the version.
@@ -38,10 +39,6 @@ const SQLITE_SCHEMA: &str = include_str!("../migrations/sqlite/schema.sql");
 
 /// An arbitrary constant naming baton's advisory lock.
 const LOCK_KEY: i64 = 0x6261_746f_6e00;
-
-fn query_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> Error {
-    move |source| Error::Query { what, source }
-}
 
 fn known() -> i64 {
     i64::try_from(SQLITE.len()).expect("few migrations")
@@ -92,7 +89,9 @@ pub(crate) async fn sqlite(pool: &SqlitePool) -> Result<()> {
     } else {
         replay_sqlite(&mut tx, version).await?;
     }
-    crate::failpoint::write_point!(tx.commit().await).map_err(query_error("commit the schema"))
+    crate::failpoint::write(tx.commit())
+        .await
+        .map_err(query_error("commit the schema"))
 }
 
 /// Creates a SQLite store at `path` when nothing is there yet.
@@ -296,7 +295,9 @@ async fn migrate_postgres(connection: &mut sqlx::PgConnection) -> Result<()> {
             .await
             .map_err(query_error("record the schema version"))?;
     }
-    crate::failpoint::write_point!(tx.commit().await).map_err(query_error("commit the schema"))
+    crate::failpoint::write(tx.commit())
+        .await
+        .map_err(query_error("commit the schema"))
 }
 
 #[cfg(test)]

@@ -166,8 +166,8 @@ pub struct LeaseHolder {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transition {
     /// An event appended to a governance ledger in the same transaction as
-    /// the results it describes, numbered like [`crate::Store::append_ledger`].
-    LedgerAppended(crate::NewLedgerEvent),
+    /// the results it describes, numbered as `Store::append_ledger` numbers them.
+    LedgerAppended(NewLedgerEvent),
     /// A new attempt of a stage starts.
     AttemptStarted {
         /// Stage index.
@@ -312,7 +312,7 @@ pub enum Transition {
     },
     /// What an agent attempt consumed (replacing any row recorded for the
     /// same stage, unit and attempt).
-    UsageRecorded(crate::UsageRow),
+    UsageRecorded(UsageRow),
     /// Something worth logging.
     Event {
         /// Time (ms).
@@ -402,4 +402,55 @@ pub struct FindingRow {
     pub source: String,
     /// How to fix it.
     pub fix: String,
+}
+
+/// An event to append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewLedgerEvent {
+    /// `run`, `task` or `session`.
+    pub scope_kind: String,
+    /// The run id, task name or session id.
+    pub scope_key: String,
+    /// The event's kind (`edited`, `validated`, …).
+    pub kind: String,
+    /// The evidence, as JSON text.
+    pub payload: String,
+    /// Who acted: the agent profile.
+    pub profile: String,
+    /// Who acted: the model, when configured.
+    pub model: Option<String>,
+    /// Who acted: the session.
+    pub session: String,
+    /// When it was recorded (ms since the epoch); informational only.
+    pub recorded_at: i64,
+}
+
+/// The usage of one attempt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UsageRow {
+    /// Stage index.
+    pub index: i64,
+    /// The unit's key, or empty for the stage's own attempt.
+    pub unit: String,
+    /// Attempt number.
+    pub attempt: i64,
+    /// Input tokens not read from a cache.
+    pub input_tokens: Option<i64>,
+    /// Output tokens.
+    pub output_tokens: Option<i64>,
+    /// Input tokens read from the provider's cache.
+    pub cache_read_tokens: Option<i64>,
+    /// Input tokens written to the provider's cache.
+    pub cache_write_tokens: Option<i64>,
+    /// Cost in millionths of a USD (integers stay exact on both backends).
+    pub cost_microusd: Option<i64>,
+    /// Agent turns.
+    pub turns: Option<i64>,
+    /// The agent's session id.
+    pub session_id: Option<String>,
+    /// The model baton priced the tokens for, when it did.
+    pub model: Option<String>,
+    /// The agent session the attempt continued instead of starting a new
+    /// one, if it did.
+    pub resumed_session: Option<String>,
 }

@@ -3,9 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use sqlx::Row;
+use sqlx::AssertSqlSafe;
 
-use crate::backend::{Inner, in_transaction, on_pool, query_error};
 use crate::{Result, Store};
 
 /// The run statuses that end a run for good as far as pruning goes: no
@@ -44,39 +43,19 @@ impl Store {
     /// A read fails.
     pub async fn run_tallies(&self) -> Result<HashMap<String, RunTally>> {
         let mut tallies: HashMap<String, RunTally> = HashMap::new();
-        on_pool!(self, |pool| {
-            let rows = sqlx::query(
-                "SELECT run_id, status, COUNT(*) AS n FROM stages GROUP BY run_id, status",
-            )
-            .fetch_all(pool)
-            .await
-            .map_err(query_error("count stages"))?;
-            for row in &rows {
-                let (run_id, status, count): (String, String, i64) =
-                    (|| Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))(
-                    )
-                    .map_err(query_error("read stage counts"))?;
-                tallies
-                    .entry(run_id)
-                    .or_default()
-                    .stages
-                    .insert(status, count);
-            }
-            // SUM of a BIGINT is NUMERIC on PostgreSQL: cast back.
-            let rows = sqlx::query(
-                "SELECT run_id, CAST(SUM(cost_microusd) AS BIGINT) AS cost FROM usage \
-                 WHERE cost_microusd IS NOT NULL GROUP BY run_id",
-            )
-            .fetch_all(pool)
-            .await
-            .map_err(query_error("sum costs"))?;
-            for row in &rows {
-                let (run_id, cost): (String, i64) =
-                    (|| Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?)))()
-                        .map_err(query_error("read costs"))?;
-                tallies.entry(run_id).or_default().cost_microusd = Some(cost);
-            }
-        });
+        let sql = "SELECT run_id, status, COUNT(*) AS n FROM stages GROUP BY run_id, status";
+        let counts: Vec<(String, String, i64)> = self.fetch_all(sql, &[], "count stages").await?;
+        for (run_id, status, count) in counts {
+            let tally = tallies.entry(run_id).or_default();
+            tally.stages.insert(status, count);
+        }
+        // SUM of a BIGINT is NUMERIC on PostgreSQL: cast back.
+        let sql = "SELECT run_id, CAST(SUM(cost_microusd) AS BIGINT) AS cost FROM usage \
+                   WHERE cost_microusd IS NOT NULL GROUP BY run_id";
+        let costs: Vec<(String, i64)> = self.fetch_all(sql, &[], "sum costs").await?;
+        for (run_id, cost) in costs {
+            tallies.entry(run_id).or_default().cost_microusd = Some(cost);
+        }
         Ok(tallies)
     }
 
@@ -90,49 +69,38 @@ impl Store {
     ///
     /// A write fails.
     pub async fn delete_finished_run(&self, run_id: &str, now: i64) -> Result<bool> {
-        let deleted = in_transaction!(self, |tx| {
-            // Locks the row (PostgreSQL) while checking it: a driver taking
-            // the lease waits for this transaction and then finds no run.
-            let claimed = sqlx::query(
-                "UPDATE runs SET status = status WHERE run_id = $1 \
-                 AND status IN ($2, $3, $4, $5) AND lease_until <= $6",
-            )
-            .bind(run_id)
-            .bind(FINISHED_STATUSES[0])
-            .bind(FINISHED_STATUSES[1])
-            .bind(FINISHED_STATUSES[2])
-            .bind(FINISHED_STATUSES[3])
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(query_error("claim a run to delete"))?;
-            if claimed.rows_affected() == 1 {
-                for table in RUN_TABLES {
-                    let sql = sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE run_id = $1"));
-                    sqlx::query(sql)
-                        .bind(run_id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(query_error("delete a run's records"))?;
-                }
-                for table in ["ledger_events", "ledger_scopes"] {
-                    let sql = sqlx::AssertSqlSafe(format!(
-                        "DELETE FROM {table} WHERE scope_kind = 'run' AND scope_key = $1"
-                    ));
-                    sqlx::query(sql)
-                        .bind(run_id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(query_error("delete a run's ledger"))?;
-                }
-                sqlx::query("DELETE FROM runs WHERE run_id = $1")
-                    .bind(run_id)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(query_error("delete a run"))?;
+        let mut tx = self.begin().await?;
+        // Locks the row (PostgreSQL) while checking it: a driver taking the
+        // lease waits for this transaction and then finds no run.
+        let claim = "UPDATE runs SET status = status WHERE run_id = $1 \
+                     AND status IN ($2, $3, $4, $5) AND lease_until <= $6";
+        let [success, failed, cancelled, rejected] = FINISHED_STATUSES;
+        let args = [
+            run_id.into(),
+            success.into(),
+            failed.into(),
+            cancelled.into(),
+            rejected.into(),
+            now.into(),
+        ];
+        let claimed = tx.execute(claim, &args, "claim a run to delete").await? == 1;
+        if claimed {
+            let run = [run_id.into()];
+            for table in RUN_TABLES {
+                let sql = format!("DELETE FROM {table} WHERE run_id = $1");
+                let deleted = tx.execute(AssertSqlSafe(sql), &run, "delete a run's records");
+                deleted.await?;
             }
-            claimed.rows_affected() == 1
-        });
-        Ok(deleted)
+            for table in ["ledger_events", "ledger_scopes"] {
+                let sql =
+                    format!("DELETE FROM {table} WHERE scope_kind = 'run' AND scope_key = $1");
+                let deleted = tx.execute(AssertSqlSafe(sql), &run, "delete a run's ledger");
+                deleted.await?;
+            }
+            let sql = "DELETE FROM runs WHERE run_id = $1";
+            tx.execute(sql, &run, "delete a run").await?;
+        }
+        tx.commit().await?;
+        Ok(claimed)
     }
 }

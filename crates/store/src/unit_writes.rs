@@ -7,29 +7,55 @@
 //! a group holds at most one start and one end per unit, the start first,
 //! and a transition that does not fit is written after the group. Starts
 //! are written before ends, so a unit that starts and ends in one group is
-//! counted and then ended, as if written one by one. SQLite takes them as
-//! `VALUES` lists, PostgreSQL as one array per column (see `bulk.rs`).
+//! counted and then ended, as if written one by one (`batch.rs` has how
+//! each database writes them).
 
-use crate::Result;
-use crate::attempts::Placeholders;
-use crate::backend::query_error;
+use crate::batch::{Row, Shape, Statement};
 use crate::model::Transition;
 
-/// Most units one statement writes (an end binds 7 values a row).
-const ROWS_PER_STATEMENT: usize = 500;
-
-/// How an `UPDATE units … FROM (VALUES …)` finds its rows.
+/// How an `UPDATE units … FROM (VALUES …)` finds its rows on SQLite.
 const UNIT_MATCHES: &str = "units.idx = v.column1 AND units.unit_key = v.column2";
 
+/// Unit starts: each counts an attempt and clears the last end.
+const START_UNITS: Statement = Statement {
+    sqlite: Shape::Update {
+        table: "units",
+        set: "status = 'running', attempts = units.attempts + 1, started_at = v.column3, \
+              finished_at = NULL, exit_code = NULL, error = NULL",
+        matches: UNIT_MATCHES,
+    },
+    postgres: "UPDATE units SET status = 'running', attempts = units.attempts + 1, \
+               started_at = v.started_at, finished_at = NULL, exit_code = NULL, error = NULL \
+               FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::BIGINT[]) AS v(idx, unit_key, started_at) \
+               WHERE units.run_id = $1 AND units.idx = v.idx AND units.unit_key = v.unit_key",
+    what: "start units",
+};
+
+/// Unit ends.
+const END_UNITS: Statement = Statement {
+    sqlite: Shape::Update {
+        table: "units",
+        set: "status = v.column3, finished_at = v.column4, exit_code = v.column5, \
+              error = v.column6, artifacts = v.column7",
+        matches: UNIT_MATCHES,
+    },
+    postgres: "UPDATE units SET status = v.status, finished_at = v.finished_at, \
+               exit_code = v.exit_code, error = v.error, artifacts = v.artifacts \
+               FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BIGINT[], \
+               $7::TEXT[], $8::TEXT[]) AS v(idx, unit_key, status, finished_at, exit_code, error, artifacts) \
+               WHERE units.run_id = $1 AND units.idx = v.idx AND units.unit_key = v.unit_key",
+    what: "finish units",
+};
+
 /// A unit's start in the group.
-pub(crate) struct Start<'t> {
+struct Start<'t> {
     index: i64,
     key: &'t str,
     at: i64,
 }
 
 /// A unit's end in the group.
-pub(crate) struct End<'t> {
+struct End<'t> {
     index: i64,
     key: &'t str,
     status: &'t str,
@@ -99,127 +125,48 @@ impl<'t> Group<'t> {
                 at: *at,
                 exit_code: *exit_code,
                 error: error.as_deref(),
-                artifacts: crate::units::artifacts_json(artifacts),
+                artifacts: artifacts_json(artifacts),
             }),
             _ => {}
         }
     }
 
-    /// Writes the group and empties it.
-    pub(crate) async fn flush<DB: crate::bulk::Bulk>(
-        &mut self,
-        tx: &mut sqlx::Transaction<'_, DB>,
-        run_id: &str,
-    ) -> Result<()> {
-        let starts = std::mem::take(&mut self.starts);
-        let ends = std::mem::take(&mut self.ends);
-        if starts.is_empty() && ends.is_empty() {
-            return Ok(());
-        }
-        DB::write_units(tx, run_id, &starts, &ends).await
+    /// Whether the group holds nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.starts.is_empty() && self.ends.is_empty()
+    }
+
+    /// The statements that write the group, starts first, with their rows.
+    pub(crate) fn statements(&self) -> [(&'static Statement, Vec<Row<'_>>); 2] {
+        let starts = self
+            .starts
+            .iter()
+            .map(|start| vec![start.index.into(), start.key.into(), start.at.into()]);
+        let ends = self.ends.iter().map(|end| {
+            vec![
+                end.index.into(),
+                end.key.into(),
+                end.status.into(),
+                end.at.into(),
+                end.exit_code.into(),
+                end.error.into(),
+                end.artifacts.as_str().into(),
+            ]
+        });
+        [
+            (&START_UNITS, starts.collect()),
+            (&END_UNITS, ends.collect()),
+        ]
+    }
+
+    /// Empties the group.
+    pub(crate) fn clear(&mut self) {
+        self.starts.clear();
+        self.ends.clear();
     }
 }
 
-/// Writes a group's unit starts, then its ends, as multi-row `VALUES`
-/// statements (SQLite's form, see `bulk.rs`).
-pub(crate) async fn write_values(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
-    run_id: &str,
-    starts: &[Start<'_>],
-    ends: &[End<'_>],
-) -> Result<()> {
-    for chunk in starts.chunks(ROWS_PER_STATEMENT) {
-        let sql = Placeholders::update_from_values(
-            false,
-            "units",
-            "status = 'running', attempts = units.attempts + 1, started_at = v.column3, \
-             finished_at = NULL, exit_code = NULL, error = NULL",
-            chunk.len(),
-            3,
-            UNIT_MATCHES,
-        );
-        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
-        for start in chunk {
-            query = query.bind(start.index).bind(start.key).bind(start.at);
-        }
-        query
-            .bind(run_id)
-            .execute(&mut **tx)
-            .await
-            .map_err(query_error("start units"))?;
-    }
-    for chunk in ends.chunks(ROWS_PER_STATEMENT) {
-        let sql = Placeholders::update_from_values(
-            false,
-            "units",
-            "status = v.column3, finished_at = v.column4, exit_code = v.column5, \
-             error = v.column6, artifacts = v.column7",
-            chunk.len(),
-            7,
-            UNIT_MATCHES,
-        );
-        let mut query = sqlx::query::<sqlx::Sqlite>(sqlx::AssertSqlSafe(sql));
-        for end in chunk {
-            query = query
-                .bind(end.index)
-                .bind(end.key)
-                .bind(end.status)
-                .bind(end.at)
-                .bind(end.exit_code)
-                .bind(end.error)
-                .bind(end.artifacts.as_str());
-        }
-        query
-            .bind(run_id)
-            .execute(&mut **tx)
-            .await
-            .map_err(query_error("finish units"))?;
-    }
-    Ok(())
-}
-
-/// Writes a group's unit starts, then its ends, with one array per column
-/// (PostgreSQL's form, see `bulk.rs`).
-pub(crate) async fn write_arrays(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    run_id: &str,
-    starts: &[Start<'_>],
-    ends: &[End<'_>],
-) -> Result<()> {
-    if !starts.is_empty() {
-        sqlx::query(
-            "UPDATE units SET status = 'running', attempts = units.attempts + 1, started_at = v.started_at, \
-             finished_at = NULL, exit_code = NULL, error = NULL \
-             FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::BIGINT[]) AS v(idx, unit_key, started_at) \
-             WHERE units.run_id = $1 AND units.idx = v.idx AND units.unit_key = v.unit_key",
-        )
-        .bind(run_id)
-        .bind(starts.iter().map(|start| start.index).collect::<Vec<_>>())
-        .bind(starts.iter().map(|start| start.key).collect::<Vec<_>>())
-        .bind(starts.iter().map(|start| start.at).collect::<Vec<_>>())
-        .execute(&mut **tx)
-        .await
-        .map_err(query_error("start units"))?;
-    }
-    if !ends.is_empty() {
-        sqlx::query(
-            "UPDATE units SET status = v.status, finished_at = v.finished_at, exit_code = v.exit_code, \
-             error = v.error, artifacts = v.artifacts \
-             FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BIGINT[], $7::TEXT[], $8::TEXT[]) \
-             AS v(idx, unit_key, status, finished_at, exit_code, error, artifacts) \
-             WHERE units.run_id = $1 AND units.idx = v.idx AND units.unit_key = v.unit_key",
-        )
-        .bind(run_id)
-        .bind(ends.iter().map(|end| end.index).collect::<Vec<_>>())
-        .bind(ends.iter().map(|end| end.key).collect::<Vec<_>>())
-        .bind(ends.iter().map(|end| end.status).collect::<Vec<_>>())
-        .bind(ends.iter().map(|end| end.at).collect::<Vec<_>>())
-        .bind(ends.iter().map(|end| end.exit_code).collect::<Vec<_>>())
-        .bind(ends.iter().map(|end| end.error).collect::<Vec<_>>())
-        .bind(ends.iter().map(|end| end.artifacts.as_str()).collect::<Vec<_>>())
-        .execute(&mut **tx)
-        .await
-        .map_err(query_error("finish units"))?;
-    }
-    Ok(())
+/// `[[path, sha256, bytes], …]` as JSON.
+fn artifacts_json(artifacts: &[(String, String, i64)]) -> String {
+    serde_json::to_string(artifacts).unwrap_or_else(|_| "[]".to_owned())
 }

@@ -12,28 +12,21 @@ use crate::model_server::ModelServer;
 /// The four CLIs, by their built-in profile names.
 pub const CLIS: [&str; 4] = ["claude", "codex", "gemini", "opencode"];
 
-/// The directory holding the pinned CLIs, or `None` (after saying so on
-/// stderr) when they are not installed outside CI.
+/// The directory holding the pinned CLIs, or `None` when they are not
+/// installed and `BATON_TEST_SKIP` lists `agent-clis` ([`crate::needs`]).
 ///
 /// # Panics
 ///
-/// Under `CI=true` when they are missing: CI must run these tests, never
-/// skip them.
+/// When they are not installed and not to be skipped.
 pub fn agent_clis() -> Option<PathBuf> {
     let dir = std::env::var_os("BATON_TEST_AGENT_CLIS").map(PathBuf::from);
     if let Some(dir) = dir.filter(|dir| CLIS.iter().all(|cli| dir.join(cli).exists())) {
         return Some(dir);
     }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "the agent CLIs are not installed (BATON_TEST_AGENT_CLIS names no directory with claude, codex, gemini and opencode); ./scripts/test installs them; CI must not skip the real-agent tests"
+    crate::needs::missing(
+        crate::needs::Need::AgentClis,
+        "the pinned agent CLIs (BATON_TEST_AGENT_CLIS)",
     );
-    #[allow(clippy::print_stderr, reason = "a skipped test says so")]
-    {
-        eprintln!(
-            "SKIPPED: the real agent CLIs are not installed; run ./scripts/test (or set BATON_TEST_AGENT_CLIS) to run this test"
-        );
-    }
     None
 }
 

@@ -10,8 +10,11 @@
 #![forbid(unsafe_code)]
 
 pub mod agent_clis;
+pub mod layered;
 pub mod model_server;
+pub mod needs;
 pub mod openai;
+pub mod procs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -26,57 +29,46 @@ pub fn workspace_root() -> PathBuf {
 }
 
 /// The reference corpus: `$BATON_COMPAT_DIR`, else `../shared/compat` next
-/// to the checkout. `None` when it is absent outside CI.
+/// to the checkout. `None` when it is missing and `BATON_TEST_SKIP` lists
+/// `corpus` ([`needs`]).
 ///
 /// # Panics
 ///
-/// When `CI=true` and the corpus is missing: conformance must fail loudly
-/// there, never skip.
+/// When it is missing and not to be skipped.
 pub fn compat_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("BATON_COMPAT_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("../shared/compat"));
-    if dir.join("workflows").is_dir() {
-        return Some(dir.canonicalize().unwrap_or(dir));
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "the compat corpus is missing at {} (set BATON_COMPAT_DIR); CI must not skip conformance",
-        dir.display()
-    );
-    None
+    needs::dir_or_missing(needs::Need::Corpus, dir, |dir| {
+        dir.join("workflows").is_dir()
+    })
+    .map(|dir| dir.canonicalize().unwrap_or(dir))
 }
 
 /// The captured `--help` texts of the agent CLIs:
 /// `$BATON_AGENT_CLIS_DIR`, else `../shared/agent-clis` next to the
-/// checkout. `None` when absent outside CI.
+/// checkout. `None` when they are missing and `BATON_TEST_SKIP` lists
+/// `agent-help` ([`needs`]).
 ///
 /// # Panics
 ///
-/// When `CI=true` and the directory is missing.
+/// When they are missing and not to be skipped.
 pub fn agent_clis_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("BATON_AGENT_CLIS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("../shared/agent-clis"));
-    if dir.join("claude.help").is_file() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "the agent CLI help texts are missing at {} (set BATON_AGENT_CLIS_DIR); CI must not skip them",
-        dir.display()
-    );
-    None
+    needs::dir_or_missing(needs::Need::AgentHelp, dir, |dir| {
+        dir.join("claude.help").is_file()
+    })
 }
 
 /// The committed inputs of a fuzz target, `fuzz/corpus/<target>/*`, as
-/// (file name, bytes), sorted by name. Empty, after a loud note on stderr,
-/// when the directory is missing outside CI.
+/// (file name, bytes), sorted by name.
 ///
 /// # Panics
 ///
-/// When `CI=true` and the directory is missing or empty: the corpus must
-/// be replayed there, never skipped. When a file cannot be read.
+/// When the directory is missing or empty (it is part of the repository),
+/// or a file cannot be read.
 pub fn fuzz_corpus(target: &str) -> Vec<(String, Vec<u8>)> {
     let dir = workspace_root().join("fuzz/corpus").join(target);
     let mut files: Vec<(String, Vec<u8>)> = match std::fs::read_dir(&dir) {
@@ -96,20 +88,11 @@ pub fn fuzz_corpus(target: &str) -> Vec<(String, Vec<u8>)> {
             .collect(),
         Err(_) => Vec::new(),
     };
-    if files.is_empty() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the fuzz corpus {} is missing or empty; CI must replay it",
-            dir.display()
-        );
-        #[expect(clippy::print_stderr, reason = "a skipped replay must be seen")]
-        {
-            eprintln!(
-                "WARNING: the fuzz corpus {} is missing or empty: nothing replayed",
-                dir.display()
-            );
-        }
-    }
+    assert!(
+        !files.is_empty(),
+        "the fuzz corpus {} is missing or empty",
+        dir.display()
+    );
     files.sort();
     files
 }

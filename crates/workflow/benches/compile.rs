@@ -12,12 +12,12 @@
     reason = "a benchmark binary, which says on stderr why it skips"
 )]
 
-use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use baton_test_support::layered::{LAYERS, WIDTH, workflow as layered_workflow};
 use baton_workflow::compile::Options;
 use baton_workflow::{Loader, MemoryLoader};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -140,42 +140,6 @@ fn corpus(criterion: &mut Criterion) {
         });
     }
     group.finish();
-}
-
-const LAYERS: usize = 100;
-const WIDTH: usize = 100;
-
-/// 100 layers of 100 stages, each depending on two stages of the previous
-/// layer, written last layer first and each layer scrambled: the same file
-/// as the hostile tests and `bench/gen_layered.py` produce.
-fn layered_workflow() -> String {
-    let name = |layer: usize, index: usize| format!("s{layer:03}-{index:03}");
-    let mut text = String::with_capacity(LAYERS * WIDTH * 160);
-    text.push_str(
-        "name: hostile\nversion: \"1\"\ndescription: d\ntrigger:\n  source: manual\nstages:\n",
-    );
-    for layer in (0..LAYERS).rev() {
-        for slot in 0..WIDTH {
-            // 37 is coprime with 100, so this visits every index once.
-            let index = slot * 37 % WIDTH;
-            let depends_on = if layer == 0 {
-                String::new()
-            } else {
-                format!(
-                    "{}, {}",
-                    name(layer - 1, index),
-                    name(layer - 1, (index + 1) % WIDTH)
-                )
-            };
-            let stage = name(layer, index);
-            write!(
-                text,
-                "  - name: {stage}\n    kind: gather\n    description: d {stage}\n    agent: {{role: researcher}}\n    depends_on: [{depends_on}]\n"
-            )
-            .expect("writing to a String");
-        }
-    }
-    text
 }
 
 fn large(criterion: &mut Criterion) {

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use miette::{LabeledSpan, MietteSpanContents, SourceCode, SourceSpan, SpanContents};
 
-use crate::node::Span;
+use crate::span::Span;
 
 /// The most characters of a line a snippet quotes: a file's lines can be
 /// of any length, and an error must not carry a file's content along.

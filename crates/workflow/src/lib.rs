@@ -25,6 +25,7 @@ pub mod node;
 pub mod params;
 pub mod plan;
 pub mod schema;
+mod span;
 pub mod subworkflow;
 pub mod template;
 pub mod validate;

@@ -12,6 +12,9 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use baton_test_support::layered::{
+    LAYERS, WIDTH, name as layered_name, workflow as layered_workflow,
+};
 use baton_workflow::compile::Options;
 use baton_workflow::load::MAX_FILE_BYTES;
 use baton_workflow::node::MAX_DEPTH;
@@ -382,38 +385,6 @@ fn nesting_within_the_budget_is_accepted_on_a_small_stack() {
 }
 
 // --- 4. 10 000 stages ----------------------------------------------------
-
-const LAYERS: usize = 100;
-const WIDTH: usize = 100;
-
-/// The name of stage `index` of `layer`; zero-padded so that name order and
-/// numeric order agree.
-fn layered_name(layer: usize, index: usize) -> String {
-    format!("s{layer:03}-{index:03}")
-}
-
-/// A workflow of `LAYERS` layers of `WIDTH` stages, each depending on two
-/// stages of the previous layer. Layers are written last to first and each
-/// layer in a scrambled order, so a correct plan cannot come from file order.
-fn layered_workflow() -> String {
-    let mut text = String::with_capacity(LAYERS * WIDTH * 160);
-    text.push_str(HEADER);
-    for layer in (0..LAYERS).rev() {
-        for slot in 0..WIDTH {
-            // 37 is coprime with 100, so this visits every index once.
-            let index = slot * 37 % WIDTH;
-            let name = layered_name(layer, index);
-            if layer == 0 {
-                text.push_str(&stage(&name, &[]));
-            } else {
-                let first = layered_name(layer - 1, index);
-                let second = layered_name(layer - 1, (index + 1) % WIDTH);
-                text.push_str(&stage(&name, &[&first, &second]));
-            }
-        }
-    }
-    text
-}
 
 #[test]
 fn ten_thousand_layered_stages_compile_into_sorted_groups() {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::FormatArgs;
+use super::format::FormatArgs;
 
 /// `baton agents …`.
 #[derive(Debug, Subcommand)]

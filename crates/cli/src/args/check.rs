@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use super::FormatArgs;
+use super::format::FormatArgs;
 
 /// `baton check`.
 #[derive(Debug, Args)]

@@ -2,7 +2,7 @@
 
 use clap::{Args, ValueEnum};
 
-use super::FormatArgs;
+use super::format::FormatArgs;
 
 /// `baton run --driver`: who executes the run's stages.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]

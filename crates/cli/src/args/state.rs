@@ -2,7 +2,7 @@
 
 use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 
-use super::FormatArgs;
+use super::format::FormatArgs;
 
 /// `baton state …`.
 #[derive(Debug, Subcommand)]

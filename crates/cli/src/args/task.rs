@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 
-use super::FormatArgs;
+use super::format::FormatArgs;
 
 /// `baton task …`.
 #[derive(Debug, Subcommand)]

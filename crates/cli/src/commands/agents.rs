@@ -226,7 +226,7 @@ fn refusal(
 
 /// How agents are kept from writing where they may not, here.
 fn containment_line() -> String {
-    match super::run::contain_check() {
+    match super::containment::contain_check() {
         Ok(_) => "agents: contained (none can write `.baton/`, a read-only one's writes outside its workspace never reach the repository, and no process outlives its stage)\n".to_owned(),
         Err(reason) => format!(
             "agents: not contained ({reason}): read-only stages are compared before and after, and agents can write `.baton/`\n"

@@ -103,7 +103,7 @@ pub(crate) fn run(
         agents: Arc::new(config.clone()),
     };
     let probes: Vec<Probe> = runnable.iter().map(|(probe, _, _)| probe.clone()).collect();
-    let answers = super::run::block_on(baton_engine::probe::run(&probes, &options));
+    let answers = super::runtime::block_on(baton_engine::probe::run(&probes, &options));
     let contained = place.helper.is_some();
     drop(place);
     let mut probed: Vec<Probed> = runnable
@@ -141,7 +141,7 @@ struct Place {
 
 impl Place {
     fn new() -> Result<Place, String> {
-        let Ok(helper) = super::run::contain_check() else {
+        let Ok(helper) = super::containment::contain_check() else {
             let temporary = std::env::temp_dir().join(format!(
                 "baton-probe-{}-{}",
                 std::process::id(),

@@ -7,8 +7,9 @@ use baton_engine::RunRequest;
 use baton_engine::external::{self, DriverMode, Standing};
 use serde_json::json;
 
-use super::run::{block_on, engine_error, open_store};
+use super::errors::engine_error;
 use super::run_ref;
+use super::runtime::{block_on, open_store};
 use crate::args::Format;
 use crate::args::driver::{CompleteArgs, FailArgs, NextArgs};
 use crate::{exit_code, output};
@@ -23,11 +24,11 @@ fn refused_or(error: &baton_engine::Error, as_json: bool) -> u8 {
         }
         baton_engine::Error::Store(baton_store::Error::NoSuchRun(_))
         | baton_engine::Error::NoSuchStage { .. } => {
-            output::stderr_line(&format!("error: {}", super::run::chain(error)));
+            output::stderr_line(&format!("error: {}", super::errors::chain(error)));
             exit_code::INVALID_WORKFLOW
         }
         baton_engine::Error::Owned { .. } => {
-            output::stderr_line(&format!("error: {}", super::run::chain(error)));
+            output::stderr_line(&format!("error: {}", super::errors::chain(error)));
             exit_code::REFUSED
         }
         other => engine_error(other, as_json),

@@ -4,8 +4,9 @@
 use baton_engine::gate::{self, Decision, GateEdit, GateStatus, GateView};
 use serde_json::{Value, json};
 
-use super::run::{block_on, chain, open_store};
+use super::errors::chain;
 use super::run_ref;
+use super::runtime::{block_on, open_store};
 use crate::args::{Format, GateCommand, GateDecideArgs, GateRef};
 use crate::{exit_code, output};
 

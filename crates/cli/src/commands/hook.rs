@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use baton_engine::governance::{self, Entry, Identity, Scope, ScopeKind};
 use serde_json::Value;
 
-use super::run::{block_on, chain};
+use super::errors::chain;
+use super::runtime::block_on;
 use crate::args::state::{HookCommand, HookTarget};
 use crate::{exit_code, output, settings};
 

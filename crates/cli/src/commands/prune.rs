@@ -10,11 +10,12 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+use baton_engine::workspace::utc;
 use baton_store::{FINISHED_STATUSES, RunRow, Store};
 use serde_json::json;
 
-use super::run::{block_on, chain, open_store};
-use super::status::utc;
+use super::errors::chain;
+use super::runtime::{block_on, open_store};
 use crate::args::{Format, PruneArgs};
 use crate::{exit_code, output};
 

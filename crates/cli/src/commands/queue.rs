@@ -4,15 +4,19 @@
 use std::time::Duration;
 
 use baton_engine::queue::{self, ScriptJob, WorkerOptions, WorkerReport};
-use baton_store::{JobRow, Store};
+use baton_store::Store;
 use serde_json::{Value, json};
 
-use super::run::{block_on, chain, open_store};
+use super::errors::chain;
+use super::runtime::{block_on, open_store};
 use crate::args::Format;
 use crate::args::queue::{EnqueueArgs, JobRef, PurgeArgs, QueueCommand, RequeueArgs, WorkerArgs};
 use crate::{exit_code, output};
 
+mod job;
 mod list;
+
+use job::job_json;
 
 /// Test and tuning overrides of the worker's timings, in milliseconds.
 /// Suites run with a 2 s lease and 0.5 s heartbeats; the shipped lease is
@@ -77,8 +81,6 @@ pub(crate) fn worker(args: &WorkerArgs) -> u8 {
             use tokio::signal::unix::{SignalKind, signal};
             let mut term = signal(SignalKind::terminate()).ok();
             let mut interrupt = signal(SignalKind::interrupt()).ok();
-            // A job's process starts knowing which handlers to reset.
-            baton_executor::signal_handlers_changed();
             if term.is_none() && interrupt.is_none() {
                 return;
             }
@@ -173,38 +175,6 @@ pub(crate) fn run(command: &QueueCommand) -> u8 {
                 _ => exit_code::STORE_UNAVAILABLE,
             }
         })
-    })
-}
-
-fn utc(ms: Option<i64>) -> Option<String> {
-    ms.filter(|ms| *ms > 0).map(baton_engine::workspace::utc)
-}
-
-fn job_json(job: &JobRow) -> Value {
-    let parse = |text: &Option<String>| {
-        text.as_ref()
-            .map(|text| serde_json::from_str::<Value>(text).unwrap_or(Value::String(text.clone())))
-    };
-    json!({
-        "id": job.id,
-        "queue": job.queue,
-        "kind": job.kind,
-        "status": job.status,
-        "priority": job.priority,
-        "attempts": job.attempts,
-        "max_attempts": job.max_attempts,
-        "deferrals": job.deferrals,
-        "not_before": utc(Some(job.not_before)),
-        "lease_owner": job.lease_owner,
-        "lease_epoch": job.lease_epoch,
-        "lease_until": utc(Some(job.lease_until)),
-        "idempotency_key": job.idempotency_key,
-        "created_at": utc(Some(job.created_at)),
-        "started_at": utc(job.started_at),
-        "finished_at": utc(job.finished_at),
-        "payload": parse(&Some(job.payload.clone())),
-        "result": parse(&job.result),
-        "error": job.error,
     })
 }
 

@@ -67,7 +67,7 @@ impl Retries {
                     "attempt": retry.attempt,
                     "retry": retry.retry,
                     "of": retry.of,
-                    "at": super::status::utc(retry.at),
+                    "at": baton_engine::workspace::utc(retry.at),
                     "wait_ms": retry.wait_ms,
                     "reason": retry.reason,
                 })
@@ -79,7 +79,7 @@ impl Retries {
                 "unit": last.unit,
                 "retry": last.retry,
                 "of": last.of,
-                "until": super::status::utc(last.wait_until()),
+                "until": baton_engine::workspace::utc(last.wait_until()),
                 "reason": last.reason,
             }),
             _ => Value::Null,

@@ -1,93 +1,17 @@
 //! `baton run`, `resume`, `rerun`, `cancel`: the commands that drive runs.
 //! Each builds a tokio runtime of its own; the read-only commands never do.
 
-use std::future::Future;
-
 use baton_engine::{DriveOptions, Outcome, RunRequest};
 use baton_store::Store;
 use serde_json::json;
 
+use super::containment::contain_helper;
+use super::errors::engine_error;
 use super::run_ref;
+use super::runtime::{block_on, open_store};
 use super::summary::Summary;
 use crate::args::{Format, RerunArgs, ResumeArgs, RunArgs, RunRef};
 use crate::{exit_code, output, progress, report, settings};
-
-/// Runs a future on a runtime of one thread.
-///
-/// A drive's work is waiting: for processes, for the store, for timers.
-/// What it computes between waits is short, and on one thread an attempt's
-/// report reaches the loop without a cross-thread wake-up (about a tenth
-/// of a 1 000-stage run's time went to those with two workers). Work that
-/// may block for long (a sub-workflow's drive, a worktree lock) goes to the
-/// blocking pool, and sqlx's SQLite connection has a thread of its own.
-pub(crate) fn block_on<T>(future: impl Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime starts")
-        .block_on(future)
-}
-
-/// Opens the store, or prints why not.
-pub(crate) async fn open_store() -> Result<Store, u8> {
-    let location = settings::store_location(&super::project_dir()).map_err(|why| {
-        output::stderr_line(&format!("error: {why}"));
-        exit_code::STORE_UNAVAILABLE
-    })?;
-    crate::project::keep_state_out_of_git(location.is_in_project()).map_err(|why| {
-        output::stderr_line(&format!("error: {why}"));
-        exit_code::STORE_UNAVAILABLE
-    })?;
-    location.open().await.map_err(|error| {
-        output::stderr_line(&format!("error: {}", chain(&error)));
-        output::stderr_line("hint: check that the database file is writable, or that BATON_DATABASE_URL points at a running PostgreSQL");
-        exit_code::STORE_UNAVAILABLE
-    })
-}
-
-/// An error and its sources on one line.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-pub(crate) fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
-    match error {
-        baton_engine::Error::Invalid(failure) => {
-            report::emit(
-                &[failure.warnings.clone(), failure.errors.clone()].concat(),
-                as_json,
-            );
-            exit_code::INVALID_WORKFLOW
-        }
-        baton_engine::Error::Store(
-            baton_store::Error::Unavailable { .. }
-            | baton_store::Error::Query { .. }
-            | baton_store::Error::TooNew { .. }
-            | baton_store::Error::Gone { .. },
-        ) => {
-            output::stderr_line(&format!("error: {}", chain(error)));
-            exit_code::STORE_UNAVAILABLE
-        }
-        baton_engine::Error::WorkflowChanged { run_id, .. } => {
-            output::stderr_line(&format!("error: {}", chain(error)));
-            output::stderr_line(&format!(
-                "hint: `baton resume {run_id} --accept-changes` continues with the changed workflow"
-            ));
-            exit_code::RUN_FAILED
-        }
-        _ => {
-            output::stderr_line(&format!("error: {}", chain(error)));
-            exit_code::RUN_FAILED
-        }
-    }
-}
 
 /// Drive options with the project's agent profiles, or the usage exit code.
 /// Jobs the local worker runs at once (the run's own jobs are bounded by
@@ -127,20 +51,6 @@ pub(crate) fn drive_options(
     })
 }
 
-/// This binary, when it can contain agents here; otherwise says what they
-/// get instead.
-pub(crate) fn contain_helper() -> Option<std::path::PathBuf> {
-    match contain_check() {
-        Ok(helper) => Some(helper),
-        Err(reason) => {
-            output::stderr_line(&format!(
-                "warning: agents cannot be contained on this machine ({reason}): baton compares the repository before and after each read-only agent instead, which also counts changes made by anything else meanwhile, and agents can write `.baton/`"
-            ));
-            None
-        }
-    }
-}
-
 /// Refuses (exit 3, before anything is recorded) a run whose agents cannot
 /// start here, naming every stage and role that lacks one.
 pub(crate) fn refuse_unready(
@@ -169,13 +79,6 @@ pub(crate) fn refuse_unready(
         output::stderr_line(&format!("error: {problem}"));
     }
     Some(exit_code::REFUSED)
-}
-
-/// This binary, if it can contain a process here, or why not.
-pub(crate) fn contain_check() -> Result<std::path::PathBuf, String> {
-    std::env::current_exe()
-        .map_err(|error| format!("cannot find baton's own binary: {error}"))
-        .and_then(|helper| baton_executor::contain::check(&helper).map(|()| helper))
 }
 
 /// The run a drive takes on.

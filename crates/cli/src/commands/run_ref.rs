@@ -5,7 +5,8 @@
 
 use baton_store::{RunRow, Store};
 
-use super::run::{chain, open_store};
+use super::errors::chain;
+use super::runtime::open_store;
 use crate::{exit_code, output};
 
 /// The reference that names the run created last.

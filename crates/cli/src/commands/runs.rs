@@ -3,11 +3,12 @@
 
 use std::collections::HashMap;
 
+use baton_engine::workspace::utc;
 use baton_store::{RunRow, RunTally};
 use serde_json::{Value, json};
 
-use super::run::{block_on, chain, open_store};
-use super::status::utc;
+use super::errors::chain;
+use super::runtime::{block_on, open_store};
 use crate::args::{Format, RunsArgs};
 use crate::{exit_code, output};
 

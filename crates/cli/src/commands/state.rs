@@ -1,15 +1,19 @@
 //! `baton state show|check|record|summary|list`: a thin adapter over
 //! `baton_engine::governance`.
 
-use baton_engine::governance::{self, FindingStatus, Identity, Report, Scope, ScopeKind};
+use baton_engine::governance::{self, FindingStatus, Report, Scope};
 use serde_json::{Value, json};
 
-use super::run::{block_on, chain, open_store};
+use super::errors::governance_error;
+use super::runtime::{block_on, open_store};
 use crate::args::Format;
 use crate::args::state::{ScopeArgs, StateCommand};
 use crate::{exit_code, output};
 
 mod record;
+mod scope;
+
+use scope::{person, run_exists, scope};
 
 /// Runs a `baton state` subcommand.
 pub(crate) fn run(command: &StateCommand) -> u8 {
@@ -36,38 +40,6 @@ pub(crate) fn run(command: &StateCommand) -> u8 {
     })
 }
 
-/// The scope named by the flags.
-pub(crate) fn scope(args: &ScopeArgs) -> Scope {
-    let (kind, key) = match (&args.run, &args.task, &args.session) {
-        (Some(run), _, _) => (ScopeKind::Run, run),
-        (_, Some(task), _) => (ScopeKind::Task, task),
-        (_, _, Some(session)) => (ScopeKind::Session, session),
-        // clap's required group guarantees one.
-        _ => unreachable!("one scope flag is required"),
-    };
-    Scope {
-        kind,
-        key: key.clone(),
-    }
-}
-
-/// The user running baton, as an identity for records without `--as`.
-pub(super) async fn person(scope: &Scope) -> Identity {
-    let user = crate::settings::person(&super::project_dir()).await;
-    Identity {
-        profile: format!("person:{user}"),
-        model: None,
-        session: default_session(scope),
-    }
-}
-
-fn default_session(scope: &Scope) -> String {
-    match scope.kind {
-        ScopeKind::Session => scope.key.clone(),
-        _ => "cli".to_owned(),
-    }
-}
-
 async fn with_report(args: &ScopeArgs, then: impl FnOnce(&Scope, &Report) -> u8) -> u8 {
     let mut scope = scope(args);
     let store = match open_store().await {
@@ -79,24 +51,7 @@ async fn with_report(args: &ScopeArgs, then: impl FnOnce(&Scope, &Report) -> u8)
     }
     match governance::load(&store, &scope, &person(&scope).await).await {
         Ok(report) => then(&scope, &report),
-        Err(error) => failure(&error),
-    }
-}
-
-/// A run scope must name a recorded run (tasks and sessions need no
-/// record); its key becomes the run's whole id (see `run_ref`).
-pub(super) async fn run_exists(store: &baton_store::Store, scope: &mut Scope) -> Result<(), u8> {
-    if scope.kind == ScopeKind::Run {
-        scope.key = super::run_ref::resolve(store, &scope.key).await?;
-    }
-    Ok(())
-}
-
-pub(crate) fn failure(error: &governance::Error) -> u8 {
-    output::stderr_line(&format!("error: {}", chain(error)));
-    match error {
-        governance::Error::Store(_) => exit_code::STORE_UNAVAILABLE,
-        governance::Error::Corrupt(_) => exit_code::USAGE,
+        Err(error) => governance_error(&error),
     }
 }
 
@@ -253,7 +208,7 @@ async fn list(format: Format) -> u8 {
     };
     let scopes = match store.ledger_scopes().await {
         Ok(scopes) => scopes,
-        Err(error) => return failure(&error.into()),
+        Err(error) => return governance_error(&error.into()),
     };
     if format == Format::Table {
         let rows: Vec<Vec<String>> = scopes

@@ -5,6 +5,7 @@ use baton_lifecycle::phase::{Phase, Status};
 use baton_lifecycle::verdict::kebab;
 use serde_json::{Value, json};
 
+use super::errors::task_error;
 use crate::args::Format;
 use crate::args::task::{ListArgs, NameArgs, NewArgs, StatusArgs, TaskCommand};
 use crate::tasks::{self, Record, Tasks, follow, workflow};
@@ -19,16 +20,6 @@ pub(crate) fn run(command: &TaskCommand) -> u8 {
         TaskCommand::Next(args) => next_phase(args),
         TaskCommand::Run(args) => super::task_run::run(args),
         TaskCommand::Archive(args) => archive(args),
-    }
-}
-
-/// Prints a task error and returns its exit code.
-pub(crate) fn fail(error: &tasks::Error) -> u8 {
-    output::stderr_line(&format!("error: {error}"));
-    match error {
-        tasks::Error::BadName(_) => exit_code::USAGE,
-        tasks::Error::Busy(_) => exit_code::REFUSED,
-        _ => exit_code::INVALID_WORKFLOW,
     }
 }
 
@@ -55,7 +46,7 @@ fn new(args: &NewArgs) -> u8 {
         ..Record::default()
     };
     if let Err(error) = follow::create_task(&tasks, &name, &record) {
-        return fail(&error);
+        return task_error(&error);
     }
     if args.format.format() == Format::Json {
         output::stdout(&output::json(&json!({
@@ -122,7 +113,7 @@ fn list(args: &ListArgs) -> u8 {
     let tasks = project();
     let names = match tasks.names(args.archived) {
         Ok(names) => names,
-        Err(error) => return fail(&error),
+        Err(error) => return task_error(&error),
     };
     let root = if args.archived {
         tasks.archive_root()
@@ -176,14 +167,14 @@ fn status(args: &StatusArgs) -> u8 {
         Some(name) => vec![name.clone()],
         None => match tasks.names(false) {
             Ok(names) => names,
-            Err(error) => return fail(&error),
+            Err(error) => return task_error(&error),
         },
     };
     let mut values = Vec::new();
     for name in &names {
         match describe(&tasks, name) {
             Ok(value) => values.push(value),
-            Err(error) => return fail(&error),
+            Err(error) => return task_error(&error),
         }
     }
     let single = args.name.is_some();
@@ -236,7 +227,7 @@ fn next_phase(args: &NameArgs) -> u8 {
     })();
     let (status, record, phases, step) = match result {
         Ok(found) => found,
-        Err(error) => return fail(&error),
+        Err(error) => return task_error(&error),
     };
     // No agent runs next: sub-tasks to wait for, or a verdict to act on.
     let Some(&phase) = phases.first().filter(|phase| phase.name() == step) else {
@@ -313,7 +304,7 @@ fn archive(args: &NameArgs) -> u8 {
     // Not while a `task run` works on it.
     let lock = tasks::check_name(&args.name).and_then(|()| tasks::lock(&tasks.project, &args.name));
     if let Err(error) = lock {
-        return fail(&error);
+        return task_error(&error);
     }
     match tasks.archive(&args.name) {
         Ok(target) => {
@@ -330,6 +321,6 @@ fn archive(args: &NameArgs) -> u8 {
             }
             exit_code::SUCCESS
         }
-        Err(error) => fail(&error),
+        Err(error) => task_error(&error),
     }
 }

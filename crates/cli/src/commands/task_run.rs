@@ -15,15 +15,17 @@ use baton_lifecycle::verdict::{self, Verdict};
 use baton_store::Store;
 use serde_json::json;
 
+mod failure;
 mod ledger;
 mod resume;
 
-use super::run::{block_on, engine_error, open_store};
-use super::task::fail;
+use failure::Failure;
+
+use super::errors::{engine_error, task_error};
+use super::runtime::{block_on, open_store};
 use crate::args::Format;
 use crate::args::task::RunArgs;
-use crate::tasks::follow::{self, Planned};
-use crate::tasks::{self, Handled, Record, Tasks, workflow};
+use crate::tasks::{self, Handled, Planned, Record, Tasks, follow, workflow};
 use crate::{exit_code, output};
 
 /// More rounds than any task needs (a run per round, at most one per
@@ -50,18 +52,6 @@ enum End {
     ForParent { parent: String },
 }
 
-/// A failure already reported (an exit code), or a task error to report.
-pub(super) enum Failure {
-    Code(u8),
-    Task(tasks::Error),
-}
-
-impl From<tasks::Error> for Failure {
-    fn from(error: tasks::Error) -> Failure {
-        Failure::Task(error)
-    }
-}
-
 /// `baton task run`.
 pub(crate) fn run(args: &RunArgs) -> u8 {
     let project = super::project_dir();
@@ -77,7 +67,7 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
         match drive_task(&tasks, &args.name, mode, format, &mut store).await {
             Ok(end) => report(&args.name, &end, format),
             Err(Failure::Code(code)) => code,
-            Err(Failure::Task(error)) => fail(&error),
+            Err(Failure::Task(error)) => task_error(&error),
         }
     })
 }

@@ -3,7 +3,8 @@
 
 use serde_json::json;
 
-use super::run::{block_on, chain, open_store};
+use super::errors::chain;
+use super::runtime::{block_on, open_store};
 use crate::args::{Format, VerifyArgs};
 use crate::{exit_code, output};
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 use baton_store::{StageRow, Store};
 use serde_json::json;
 
-use super::run::block_on;
 use super::run_ref;
+use super::runtime::block_on;
 use super::summary::Summary;
 use crate::args::{Format, StatusArgs};
 use crate::{exit_code, output};
@@ -42,7 +42,7 @@ pub(crate) fn watch(args: &StatusArgs) -> u8 {
                 Err(code) => return code,
             };
             if redraw {
-                match super::status::render(&store, &run_id, format).await {
+                match super::status_report::render(&store, &run_id, format).await {
                     Ok(text) => draw(&text, &run_id, args.interval),
                     Err(code) => return code,
                 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use baton_store::Store;
 
-use super::run::chain;
+use super::errors::chain;
 use crate::{exit_code, output};
 
 /// The run id `reference` names: itself when a run has that id; else the

@@ -1,7 +1,8 @@
 //! `baton worktree list|prune`: the branches and worktrees of isolated
 //! stages (`isolation: worktree`).
 
-use super::run::{block_on, chain, open_store};
+use super::errors::chain;
+use super::runtime::{block_on, open_store};
 use crate::args::Format;
 use crate::args::worktree::{WorktreeArgs, WorktreeCommand};
 use crate::{exit_code, output};

@@ -5,23 +5,12 @@
 use std::path::Path;
 
 use baton_lifecycle::verdict::{COPIED_FILES, FollowUp, FollowUpKind};
-use serde::{Deserialize, Serialize};
 
-use super::{Error, Record, Result, SubRef, TaskKind, Tasks, io, read_record, write_record};
-
-/// A follow-up task as planned, before or after it was created.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Planned {
-    /// Fix, review or tie-break.
-    pub(crate) kind: TaskKind,
-    /// The new task's name.
-    pub(crate) name: String,
-    /// The finding, issue, tie-break or sub-task it follows up.
-    pub(crate) source: String,
-    /// The task whose files are copied in (the task itself, or the failed
-    /// sub-task).
-    pub(crate) copy_from: String,
-}
+use super::error::{Error, Result, io};
+use super::folders::{Tasks, check_name};
+use super::record::{
+    Planned, RECORD, Record, SubRef, TaskKind, file_sha256, now_utc, read_record, write_record,
+};
 
 impl Planned {
     /// The plan for one of the lifecycle's follow-ups of `task`. A follow-up
@@ -53,7 +42,7 @@ impl Planned {
 
 /// Creates `tasks/<name>/` with its record for `task new`.
 pub(crate) fn create_task(tasks: &Tasks, name: &str, record: &Record) -> Result<()> {
-    super::check_name(name)?;
+    check_name(name)?;
     let dir = tasks.root().join(name);
     std::fs::create_dir_all(tasks.root()).map_err(io(&tasks.root()))?;
     // create_dir (not _all): two `task new` at once cannot share a folder.
@@ -67,7 +56,7 @@ pub(crate) fn create_task(tasks: &Tasks, name: &str, record: &Record) -> Result<
 /// implementation with the old reports as input.
 pub(crate) fn create_follow_up(tasks: &Tasks, origin: &str, planned: &Planned) -> Result<bool> {
     let dir = tasks.root().join(&planned.name);
-    if dir.join(super::RECORD).is_file() || tasks.archive_root().join(&planned.name).is_dir() {
+    if dir.join(RECORD).is_file() || tasks.archive_root().join(&planned.name).is_dir() {
         return Ok(false);
     }
     let from = tasks
@@ -89,7 +78,7 @@ pub(crate) fn create_follow_up(tasks: &Tasks, origin: &str, planned: &Planned) -
         _ => format!("Settle, from task {origin}: {}", planned.source),
     };
     let spec_copy_sha256 = if planned.kind == TaskKind::Tiebreak {
-        super::file_sha256(&dir.join("SPEC.md"))?
+        file_sha256(&dir.join("SPEC.md"))?
     } else {
         None
     };
@@ -102,7 +91,7 @@ pub(crate) fn create_follow_up(tasks: &Tasks, origin: &str, planned: &Planned) -
             kind: planned.kind,
             origin: Some(origin.to_owned()),
             source: Some(planned.source.clone()),
-            created_at: super::now_utc(),
+            created_at: now_utc(),
             spec_copy_sha256,
             ..Record::default()
         },
@@ -174,7 +163,7 @@ fn create_sub_task(
             ),
             kind: TaskKind::SubTask,
             parent: Some(parent.to_owned()),
-            created_at: super::now_utc(),
+            created_at: now_utc(),
             ..Record::default()
         },
     )

@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use baton_lifecycle::phase::Phase;
 use serde_json::{Value, json};
 
-use super::{Error, Record, Result, TaskKind, io};
+use super::error::{Error, Result, io};
+use super::folders::TASKS_DIR;
+use super::record::{Record, TaskKind};
 
 /// Where the task's workflow and run workspaces live, relative to the
 /// project.
@@ -88,7 +90,7 @@ pub(crate) fn link_outputs(workspace: &Path, task: &str) -> Result<()> {
         Err(error) => return Err(io(&outputs)(error)),
     }
     // workspace = <project>/.baton/tasks/<task>/<run id>
-    let target = Path::new("../../../..").join(super::TASKS_DIR).join(task);
+    let target = Path::new("../../../..").join(TASKS_DIR).join(task);
     std::os::unix::fs::symlink(&target, &outputs).map_err(io(&outputs))
 }
 

@@ -149,30 +149,6 @@ fn fxhash(bytes: &[u8]) -> u64 {
     })
 }
 
-/// How many live processes carry the run's marker.
-pub(crate) fn marked_processes(run_id: &str) -> usize {
-    let needle = format!("BATON_RUN_ID={run_id}");
-    std::fs::read_dir("/proc")
-        .expect("/proc")
-        .flatten()
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_str()
-                .is_some_and(|name| name.parse::<u32>().is_ok())
-        })
-        .filter(|entry| {
-            std::fs::read_to_string(entry.path().join("stat"))
-                .is_ok_and(|stat| !stat.contains(") Z "))
-                && std::fs::read(entry.path().join("environ")).is_ok_and(|environ| {
-                    environ
-                        .split(|byte| *byte == 0)
-                        .any(|variable| variable == needle.as_bytes())
-                })
-        })
-        .count()
-}
-
 fn crash_suite(database_url: Option<String>, backend: &str, seed: u64) {
     let kills_wanted: usize = std::env::var("BATON_CRASH_KILLS")
         .ok()
@@ -296,7 +272,7 @@ fn crash_suite(database_url: Option<String>, backend: &str, seed: u64) {
             );
         }
         assert_eq!(
-            marked_processes(&run_id),
+            baton_test_support::procs::processes_of_run(&run_id),
             0,
             "{backend} {run_id}: a stage process survived"
         );
@@ -314,15 +290,8 @@ fn kill_nine_and_resume_on_sqlite() {
 
 #[test]
 fn kill_nine_and_resume_on_postgres() {
-    match std::env::var("BATON_TEST_DATABASE_URL") {
-        Ok(url) => crash_suite(Some(url), "postgres", 0x5eed_0002),
-        Err(_) => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI must run the crash suite on PostgreSQL: BATON_TEST_DATABASE_URL is unset"
-            );
-            eprintln!("BATON_TEST_DATABASE_URL unset: skipping the PostgreSQL crash suite");
-        }
+    if let Some(url) = baton_test_support::needs::postgres_url() {
+        crash_suite(Some(url), "postgres", 0x5eed_0002);
     }
 }
 
@@ -521,7 +490,7 @@ fn correction_crash(database_url: Option<String>, backend: &str) {
     }
     assert_eq!(by_key, expected, "{backend}: {witnessed}");
     assert_eq!(
-        marked_processes(&run_id),
+        baton_test_support::procs::processes_of_run(&run_id),
         0,
         "{backend}: a unit process survived"
     );
@@ -534,16 +503,7 @@ fn kill_nine_during_a_correction_keeps_the_cycle_count_on_sqlite() {
 
 #[test]
 fn kill_nine_during_a_correction_keeps_the_cycle_count_on_postgres() {
-    match std::env::var("BATON_TEST_DATABASE_URL") {
-        Ok(url) => correction_crash(Some(url), "postgres"),
-        Err(_) => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI must run the crash tests on PostgreSQL: BATON_TEST_DATABASE_URL is unset"
-            );
-            eprintln!(
-                "BATON_TEST_DATABASE_URL unset: skipping the PostgreSQL correction crash test"
-            );
-        }
+    if let Some(url) = baton_test_support::needs::postgres_url() {
+        correction_crash(Some(url), "postgres");
     }
 }

@@ -760,15 +760,8 @@ fn kill_nine_during_a_fan_out_of_200_then_resume_on_sqlite() {
 
 #[test]
 fn kill_nine_during_a_fan_out_of_200_then_resume_on_postgres() {
-    match std::env::var("BATON_TEST_DATABASE_URL") {
-        Ok(url) => kill_nine_during_a_fan_out(Some(&url), "postgres"),
-        Err(_) => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI must run the fan-out crash test on PostgreSQL: BATON_TEST_DATABASE_URL is unset"
-            );
-            eprintln!("BATON_TEST_DATABASE_URL unset: skipping the PostgreSQL fan-out crash test");
-        }
+    if let Some(url) = baton_test_support::needs::postgres_url() {
+        kill_nine_during_a_fan_out(Some(&url), "postgres");
     }
 }
 

@@ -14,6 +14,9 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use baton_test_support::layered::{
+    LAYERS, WIDTH, name as layered_name, workflow as layered_workflow,
+};
 use baton_test_support::{Run, run};
 use serde_json::Value;
 
@@ -254,38 +257,6 @@ fn ten_thousand_deep_nesting() {
             &["invalid YAML: ", "depth"],
         );
     }
-}
-
-const LAYERS: usize = 100;
-const WIDTH: usize = 100;
-
-/// The name of stage `index` of `layer`, zero-padded so that name order and
-/// numeric order agree.
-fn layered_name(layer: usize, index: usize) -> String {
-    format!("s{layer:03}-{index:03}")
-}
-
-/// 100 layers of 100 stages, each depending on two stages of the previous
-/// layer, written last layer first and each layer scrambled, so a correct
-/// plan cannot come from file order.
-fn layered_workflow() -> String {
-    let mut text = String::with_capacity(LAYERS * WIDTH * 160);
-    text.push_str(HEADER);
-    for layer in (0..LAYERS).rev() {
-        for slot in 0..WIDTH {
-            // 37 is coprime with 100, so this visits every index once.
-            let index = slot * 37 % WIDTH;
-            let name = layered_name(layer, index);
-            if layer == 0 {
-                text.push_str(&stage(&name, &[]));
-            } else {
-                let first = layered_name(layer - 1, index);
-                let second = layered_name(layer - 1, (index + 1) % WIDTH);
-                text.push_str(&stage(&name, &[&first, &second]));
-            }
-        }
-    }
-    text
 }
 
 #[test]

@@ -31,6 +31,7 @@ mod honest_hints;
 mod hooks;
 mod hostile;
 mod init;
+mod legacy_store;
 mod logs;
 mod progress;
 mod project;

@@ -14,8 +14,8 @@
 //! exactly `max_attempts` claims, each claim's run leaving one line.
 //!
 //! SQLite always (2 000 jobs, 4 workers); PostgreSQL when
-//! `BATON_TEST_DATABASE_URL` is set (5 000 jobs, 8 workers; required under
-//! `CI=true`). `BATON_QUEUE_JOBS` overrides the job count (scripts/soak).
+//! `BATON_TEST_DATABASE_URL` is set (5 000 jobs, 8 workers; see
+//! `baton_test_support::needs`). `BATON_QUEUE_JOBS` overrides the job count (scripts/soak).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -481,14 +481,7 @@ fn queue_survives_kills_and_pauses_on_sqlite() {
 
 #[test]
 fn queue_survives_kills_and_pauses_on_postgres() {
-    match std::env::var("BATON_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => queue_suite(Some(url), "postgres", 5000, 8, 0x5eed_0302),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI must run the queue suite on PostgreSQL: BATON_TEST_DATABASE_URL is unset"
-            );
-            eprintln!("BATON_TEST_DATABASE_URL unset: skipping the PostgreSQL queue suite");
-        }
+    if let Some(url) = baton_test_support::needs::postgres_url() {
+        queue_suite(Some(url), "postgres", 5000, 8, 0x5eed_0302);
     }
 }

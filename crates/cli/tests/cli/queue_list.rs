@@ -1,7 +1,7 @@
 //! `baton queue list`: `--status` and `--limit` select the jobs, and a
 //! listing longer than the pages it is read in comes out whole, in order
 //! and, as a table, aligned. SQLite always; PostgreSQL when
-//! `BATON_TEST_DATABASE_URL` is set (required under `CI=true`).
+//! `BATON_TEST_DATABASE_URL` is set (see `baton_test_support::needs`).
 
 use serde_json::Value;
 
@@ -107,14 +107,7 @@ fn queue_list_filters_by_status_and_limit_on_sqlite() {
 
 #[test]
 fn queue_list_filters_by_status_and_limit_on_postgres() {
-    match std::env::var("BATON_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => list_filters_by_status_and_limit(Some(url), "postgres"),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI must run the queue listing test on PostgreSQL: BATON_TEST_DATABASE_URL is unset"
-            );
-            eprintln!("BATON_TEST_DATABASE_URL unset: skipping the PostgreSQL queue listing test");
-        }
+    if let Some(url) = baton_test_support::needs::postgres_url() {
+        list_filters_by_status_and_limit(Some(url), "postgres");
     }
 }

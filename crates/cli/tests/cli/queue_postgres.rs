@@ -16,8 +16,8 @@
 //!
 //! The cluster is made with the binaries of `BATON_TEST_PG_BIN` (run as
 //! `BATON_TEST_PG_USER` when set: PostgreSQL refuses root), which
-//! `scripts/lib/postgres.sh` exports; without them the tests skip, except
-//! under `CI=true`, where they fail.
+//! `scripts/lib/postgres.sh` exports; without them the tests fail, unless
+//! `BATON_TEST_SKIP` lists `postgres`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::process::CommandExt;
@@ -65,12 +65,11 @@ impl Cluster {
     /// outside CI.
     fn start(test: &str, listen: &[String], trust: Option<&str>) -> Option<Cluster> {
         let Some(bin) = std::env::var_os("BATON_TEST_PG_BIN").filter(|bin| !bin.is_empty()) else {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI must run {test}: BATON_TEST_PG_BIN is unset (scripts/lib/postgres.sh exports it)"
-            );
-            eprintln!(
-                "BATON_TEST_PG_BIN unset: skipping {test} (it needs PostgreSQL's binaries for a cluster of its own; ./scripts/test sets it)"
+            baton_test_support::needs::missing(
+                baton_test_support::needs::Need::Postgres,
+                &format!(
+                    "PostgreSQL's binaries for a cluster of its own ({test}; BATON_TEST_PG_BIN)"
+                ),
             );
             return None;
         };

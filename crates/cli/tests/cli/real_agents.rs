@@ -11,8 +11,8 @@
 //! error, a model that hangs ends at the idle limit, and a 200 KB prompt
 //! arrives whole.
 //!
-//! Without the CLIs these tests say SKIPPED on stderr; under `CI=true` they
-//! fail instead.
+//! Without the CLIs these tests fail, unless `BATON_TEST_SKIP` lists
+//! `agent-clis` (then they say SKIPPED on stderr).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -428,7 +428,7 @@ fn kill_minus_nine_then_resume_finishes_without_rerunning_recorded_stages() {
         "{witness:?}"
     );
     // The orphaned `sleep` of the killed driver did not survive the resume.
-    let leftovers = baton_executor_free_scan(&id);
+    let leftovers = baton_test_support::procs::processes_of_run(&id);
     assert_eq!(leftovers, 0);
 }
 
@@ -443,28 +443,6 @@ fn stage_status(project: &Project, stage: &str) -> Option<String> {
         .find(|row| row["stage"] == stage)?["status"]
         .as_str()
         .map(str::to_owned)
-}
-
-/// Processes still carrying the run's marker.
-fn baton_executor_free_scan(run_id: &str) -> usize {
-    let needle = format!("BATON_RUN_ID={run_id}");
-    std::fs::read_dir("/proc")
-        .expect("/proc")
-        .flatten()
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_str()
-                .is_some_and(|name| name.parse::<u32>().is_ok())
-        })
-        .filter(|entry| {
-            std::fs::read(entry.path().join("environ")).is_ok_and(|environ| {
-                environ
-                    .split(|byte| *byte == 0)
-                    .any(|variable| variable == needle.as_bytes())
-            })
-        })
-        .count()
 }
 
 #[test]
@@ -613,7 +591,7 @@ fn an_agent_that_hangs_is_killed_by_its_timeout_and_one_that_writes_nothing_fail
     // The agent got its instructions in a dispatch file first.
     assert!(workspace.join("dispatch/001-hangs.json").is_file());
     assert_eq!(
-        baton_executor_free_scan(&run_id(&run)),
+        baton_test_support::procs::processes_of_run(&run_id(&run)),
         0,
         "no agent process survives"
     );

@@ -1,7 +1,8 @@
 //! `kind: sub-workflow`: child runs three levels deep with params passed
 //! down, `kill -9` of the driver while the deepest child runs followed by
-//! `baton resume`, a cycle between two files refused at compile time, and a
-//! child's failure failing the parent stage. Inline scripts only.
+//! `baton resume`, a cycle between two files refused at compile time, a
+//! child's failure failing the parent stage, and the parent's progress
+//! showing its children's stages. Inline scripts only.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -227,6 +228,113 @@ fn three_levels_run_to_the_end_and_pass_params_down() {
     assert_eq!(parent_of(&mid), top.as_str());
 }
 
+/// The progress lines of a drive (stderr off a terminal), their
+/// timestamps cut and their durations replaced by `N`.
+fn progress_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|line| Some(line.strip_prefix('[')?.split_once("s] ")?.1))
+        .map(|line| match (line.find(" ("), line.find(" ms)")) {
+            (Some(open), Some(close)) if open < close => {
+                format!("{} (N ms){}", &line[..open], &line[close + 4..])
+            }
+            _ => line.to_owned(),
+        })
+        .collect()
+}
+
+#[test]
+fn the_parents_progress_shows_every_childs_stages_indented_under_its_stage() {
+    let project = project();
+    three_levels(&project, "true");
+    let run = project.baton(&["run", "top.yaml"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        progress_lines(&run.stderr),
+        [
+            "start   first",
+            "ok      first (N ms)",
+            "start   mid",
+            "  start   mid/prepare",
+            "  ok      mid/prepare (N ms)",
+            "  start   mid/leaf",
+            "    start   mid/leaf/write",
+            "    ok      mid/leaf/write (N ms)",
+            "  ok      mid/leaf (N ms)",
+            "ok      mid (N ms)",
+            "start   after",
+            "ok      after (N ms)",
+        ],
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn the_child_of_each_fan_out_item_shows_under_its_item_failures_included() {
+    let project = project();
+    project.write(
+        "top.yaml",
+        &format!(
+            "{}{}{}",
+            header("top", "    x: 1\n"),
+            stage(
+                "src",
+                "printf '{\"items\": [{\"id\": \"a\"}, {\"id\": \"b\"}]}' > outputs/src.json",
+                "    writes_to: [src.json]\n"
+            ),
+            sub(
+                "fan",
+                "flows/child.yaml",
+                "    depends_on: [src]\n    reads_from: [src]\n    fan_out: {source: src, field: items, key: id}\n"
+            ),
+        ),
+    );
+    project.write(
+        "flows/child.yaml",
+        &format!(
+            "{}{}{}",
+            header("child", "    x: 1\n"),
+            stage("one", "true", ""),
+            stage("two", "exit 4", "    depends_on: [one]\n"),
+        ),
+    );
+    let run = project.baton(&["run", "top.yaml"]);
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    let lines = progress_lines(&run.stderr);
+    // The items' children run at once: each item's lines, in order.
+    for item in ["a", "b"] {
+        let name = format!("fan[{item}]");
+        let of_item: Vec<&str> = lines
+            .iter()
+            .map(String::as_str)
+            .filter(|line| {
+                line.trim_start()
+                    .get(8..)
+                    .is_some_and(|rest| rest.starts_with(&name))
+            })
+            .collect();
+        assert_eq!(of_item.len(), 6, "{of_item:#?}\n{}", run.stderr);
+        assert_eq!(
+            of_item[..5],
+            [
+                format!("start   {name}"),
+                format!("  start   {name}/one"),
+                format!("  ok      {name}/one (N ms)"),
+                format!("  start   {name}/two"),
+                format!("  FAILED  {name}/two (N ms) — exited with code 4"),
+            ],
+            "{}",
+            run.stderr
+        );
+        assert!(
+            of_item[5].starts_with(&format!("FAILED  {name} (N ms) — sub-workflow run ")),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
 #[test]
 fn kill_minus_nine_in_the_deepest_child_then_resume_finishes_everything_once() {
     let project = project();
@@ -265,30 +373,8 @@ fn kill_minus_nine_in_the_deepest_child_then_resume_finishes_everything_once() {
         let status = project.json(&["status", run, "--json"]);
         assert_eq!(status["status"], "success", "{run}: {status}");
         // The killed driver's processes did not survive the resume.
-        assert_eq!(processes_of(run), 0, "{run}");
+        assert_eq!(baton_test_support::procs::processes_of_run(run), 0, "{run}");
     }
-}
-
-/// Processes still carrying a run's marker.
-fn processes_of(run_id: &str) -> usize {
-    let needle = format!("BATON_RUN_ID={run_id}");
-    std::fs::read_dir("/proc")
-        .expect("/proc")
-        .flatten()
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_str()
-                .is_some_and(|name| name.parse::<u32>().is_ok())
-        })
-        .filter(|entry| {
-            std::fs::read(entry.path().join("environ")).is_ok_and(|environ| {
-                environ
-                    .split(|byte| *byte == 0)
-                    .any(|variable| variable == needle.as_bytes())
-            })
-        })
-        .count()
 }
 
 #[test]
@@ -450,7 +536,7 @@ fn cancelling_the_parent_cancels_the_child() {
         project.json(&["status", &child, "--json"])["status"],
         "cancelled"
     );
-    assert_eq!(processes_of(&child), 0);
+    assert_eq!(baton_test_support::procs::processes_of_run(&child), 0);
     assert_eq!(count(&project.witness(), &top, "after"), 0);
 }
 
@@ -541,6 +627,10 @@ fn kills_at_random_moments_at_every_level_then_resume_end_like_an_undisturbed_ru
             let recorded = i64::try_from(attempts(&project, run, stage)).expect("a count");
             assert_eq!(recorded, succeeded, "{context}");
         }
-        assert_eq!(processes_of(run), 0, "seed {seed_shown}: {run}");
+        assert_eq!(
+            baton_test_support::procs::processes_of_run(run),
+            0,
+            "seed {seed_shown}: {run}"
+        );
     }
 }

@@ -558,6 +558,22 @@ impl<'a> Driver<'a> {
         match report {
             Report::Started { unit: Some(_), .. } => {}
             Report::Note { note } => (self.progress)(Progress::Note(note)),
+            Report::SubRun { index, unit, event } => {
+                // Shown as it comes: the child committed it already.
+                let slot = match unit {
+                    Some(key) => Slot::Unit(index, key),
+                    None => Slot::Stage(index),
+                };
+                let stage = self
+                    .running
+                    .get(&slot)
+                    .and_then(|running| running.label.clone())
+                    .unwrap_or_else(|| self.plan.stages[index].name().to_owned());
+                (self.progress)(Progress::SubRun {
+                    stage,
+                    event: Box::new(event),
+                });
+            }
             Report::Retry(retry) => {
                 (self.progress)(Progress::Note(retry.note()));
                 // Recorded, so `baton status` says why the stage waits; it

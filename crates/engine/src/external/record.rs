@@ -111,7 +111,12 @@ pub(super) async fn run_script(
         tokio::select! {
             report = reports.recv() => match report {
                 Some(Report::Finished(finished)) => break *finished,
-                Some(Report::Started { .. } | Report::Note { .. } | Report::Retry(_)) => {}
+                Some(
+                    Report::Started { .. }
+                    | Report::Note { .. }
+                    | Report::Retry(_)
+                    | Report::SubRun { .. },
+                ) => {}
                 None => break stage::Finished {
                     index,
                     unit: None,

@@ -208,6 +208,7 @@ fn spec(job: &JobRow, payload: &ScriptPayload, options: &WorkerOptions) -> Proce
             format!("{}/{}/{}", options.owner, job.id, job.lease_epoch),
         )),
         contain: None,
+        tracking: baton_executor::Tracking::default(),
     }
 }
 

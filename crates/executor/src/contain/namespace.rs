@@ -6,16 +6,11 @@
 //! upon which the kernel kills whatever else the agent left running.
 //!
 //! Both are short, single-threaded programs that start one child each and
-//! wait for it: `std::process::Command` is all they need.
-#![expect(
-    clippy::disallowed_methods,
-    reason = "the helper's processes start their one child with std"
-)]
+//! wait for it, in the helper's own process group (see `spawn.rs`).
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, open};
@@ -109,7 +104,7 @@ fn outer(options: &Options) -> Result<i32, String> {
         .map_err(|error| format!("cannot block signals: {error}"))?;
     // The working directory is looked up again, through the new mounts.
     let cwd = std::env::current_dir().map_err(|error| format!("no working directory: {error}"))?;
-    let init = Command::new("/proc/self/exe")
+    let init = crate::spawn::command_in_own_group("/proc/self/exe")
         .args([SUBCOMMAND, "init", "--"])
         .args(&options.command)
         .current_dir(cwd)
@@ -244,7 +239,7 @@ fn init(command: Vec<OsString>) -> Result<i32, String> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| "no command to run".to_owned())?;
-    let agent = Command::new(program)
+    let agent = crate::spawn::command_in_own_group(program)
         .args(args)
         .spawn()
         .map_err(|error| format!("cannot start {}: {error}", program.to_string_lossy()))?;

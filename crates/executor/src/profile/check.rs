@@ -3,9 +3,8 @@
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -147,17 +146,12 @@ fn version(program: &std::path::Path, timeout: Duration) -> Result<Option<String
     let stderr_writer = writer
         .try_clone()
         .map_err(|error| format!("cannot create a pipe: {error}"))?;
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the executor is the crate that starts processes"
-    )]
-    let mut command = Command::new(program);
+    let mut command = crate::spawn::command(program);
     command
         .arg("--version")
         .stdin(Stdio::null())
         .stdout(writer)
-        .stderr(stderr_writer)
-        .process_group(0);
+        .stderr(stderr_writer);
     let mut child = command
         .spawn()
         .map_err(|error| format!("cannot start `{}`: {error}", program.display()))?;

@@ -40,6 +40,7 @@ pub(crate) fn sh(script: &str, dir: &Path) -> ProcessSpec {
         kill_grace: Duration::from_millis(300),
         marker: None,
         contain: None,
+        tracking: baton_executor::Tracking::default(),
     }
 }
 
@@ -53,45 +54,12 @@ pub(crate) async fn run_to_end(spec: ProcessSpec) -> (Outcome, Started) {
     (outcome, started.expect("on_started was called"))
 }
 
-/// Live processes (zombies excluded) whose environment has `name=value`,
-/// read straight from /proc.
-pub(crate) fn processes_with_env(name: &str, value: &str) -> Vec<u32> {
-    let needle = format!("{name}={value}").into_bytes();
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let state = stat
-            .rsplit(')')
-            .next()
-            .and_then(|rest| rest.split_whitespace().next());
-        if state == Some("Z") {
-            continue;
-        }
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        if environ.split(|b| *b == 0).any(|entry| entry == needle) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
 /// Waits up to `bound` for no process to carry `name=value`; returns the
 /// survivors (empty on success).
 pub(crate) fn survivors_after(name: &str, value: &str, bound: Duration) -> Vec<u32> {
     let deadline = std::time::Instant::now() + bound;
     loop {
-        let pids = processes_with_env(name, value);
+        let pids = baton_test_support::procs::processes_with_env(name, value);
         if pids.is_empty() || std::time::Instant::now() >= deadline {
             return pids;
         }
@@ -101,7 +69,7 @@ pub(crate) fn survivors_after(name: &str, value: &str, bound: Duration) -> Vec<u
 
 /// SIGKILLs every process with `name=value` (test cleanup).
 pub(crate) fn kill_all_with_env(name: &str, value: &str) {
-    for pid in processes_with_env(name, value) {
+    for pid in baton_test_support::procs::processes_with_env(name, value) {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid as i32),
             nix::sys::signal::Signal::SIGKILL,

@@ -3,7 +3,8 @@
 //! whether the work may close (`ready`, `needs validation`, `needs review`,
 //! `blocked`), with everything that blocks closure, each with what to do.
 
-use super::{FindingStatus, Refusal, RefusalKind, State, refuse};
+use super::refusal::{Refusal, RefusalKind, refuse};
+use super::state::{FindingStatus, State};
 
 /// Where the last transition leaves the work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +57,15 @@ impl ClosureWord {
 }
 
 impl State {
+    /// `Ok` when the work may be released or closed, else the refusal of
+    /// the first thing that blocks it (see [`State::closure_blockers`]).
+    pub fn ready_to_close(&self) -> Result<(), Refusal> {
+        match self.closure_blockers().into_iter().next() {
+            Some((_, refusal)) => Err(refusal),
+            None => Ok(()),
+        }
+    }
+
     /// The last transition in a word; `broke_a_rule` says whether the last
     /// event was observed breaking one.
     pub fn transition_word(&self, broke_a_rule: bool) -> TransitionWord {

@@ -6,7 +6,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use super::{Stage, State, Visibility, legal, next_stages};
+use super::stages::{Stage, legal, next_stages};
+use super::state::{State, Visibility};
 
 /// The sentence refusing an event that moves to `to` from `state`.
 pub(super) fn missing(state: &State, to: Stage) -> String {

@@ -9,12 +9,10 @@
 //! not an independent review, a re-review by the owner resolves nothing, a
 //! repair of a finding that is not open changes nothing.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use super::{
-    Action, Event, FindingStatus, Identity, Refusal, Stage, State, TRANSITIONS, Validation,
-    Visibility, apply, record_edit, set_finding, target, validate,
-};
+use super::events::{Action, Event, target};
+use super::refusal::Refusal;
+use super::rules::{apply, record_edit, set_finding, validate};
+use super::state::{FindingStatus, State};
 
 /// An observed event's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,86 +100,5 @@ pub fn observe(state: &State, event: &Event) -> Observed {
         state: next,
         actions,
         violation: Some(refusal),
-    }
-}
-
-/// The stages that may follow `stage`.
-pub fn next_stages(stage: Stage) -> &'static [Stage] {
-    TRANSITIONS
-        .iter()
-        .find(|(from, _)| *from == stage)
-        .map_or(&[], |(_, next)| next)
-}
-
-/// Read access for reports (`baton state`).
-impl State {
-    /// The owner of the work.
-    pub fn owner(&self) -> &Identity {
-        &self.owner
-    }
-
-    /// How many events have been folded.
-    pub fn seq(&self) -> u64 {
-        self.seq
-    }
-
-    /// Whether the request was clarified.
-    pub fn clarified(&self) -> bool {
-        self.clarified
-    }
-
-    /// The files inspected.
-    pub fn inspected(&self) -> &BTreeSet<String> {
-        &self.inspected
-    }
-
-    /// The plan's validation intent.
-    pub fn validation_intent(&self) -> Option<&str> {
-        self.validation_intent.as_deref()
-    }
-
-    /// Each edited path and the position of its last edit.
-    pub fn last_edits(&self) -> &BTreeMap<String, u64> {
-        &self.last_edit
-    }
-
-    /// Every validation, in order.
-    pub fn validations(&self) -> &[Validation] {
-        &self.validations
-    }
-
-    /// Whether someone independent of the owner has reviewed.
-    pub fn independently_reviewed(&self) -> bool {
-        self.independent_review
-    }
-
-    /// Whether the plan claims validation (the freshness rule applies).
-    pub fn validation_claimed(&self) -> bool {
-        self.validation_claimed
-    }
-
-    /// What the ledger's writer can see.
-    pub fn visibility(&self) -> Visibility {
-        self.visibility
-    }
-
-    /// The commands that failed the same way twice: a third failing run is
-    /// blocked until new evidence is recorded.
-    pub fn blocked_commands(&self) -> Vec<(String, i32)> {
-        self.command_failures
-            .iter()
-            .filter(|(_, count)| **count >= 2)
-            .map(|(key, _)| key.clone())
-            .collect()
-    }
-
-    /// The paths that failed the same way twice and are blocked until new
-    /// evidence is recorded, with the command and exit code.
-    pub fn blocked_paths(&self) -> Vec<(String, String, i32)> {
-        self.failures
-            .iter()
-            .filter(|(_, count)| **count >= 2)
-            .map(|(key, _)| key.clone())
-            .collect()
     }
 }

@@ -6,11 +6,10 @@
 //! jobs it finishes and starts: this is what lets a SQLite file, whose
 //! synchronous commits run at a few thousand a second, pass that many jobs.
 
-use sqlx::Row;
-
-use super::{JOB_COLUMNS, JobRow, job_row};
-use crate::backend::{Inner, in_transaction, on_writer, query_error};
-use crate::{Error, Result, Store};
+use super::{JOB_COLUMNS, JobRow};
+use crate::columns::Arg;
+use crate::tx::Tx;
+use crate::{Result, Store};
 
 /// Deferrals allowed before a job is dead: the reference lets a job defer
 /// forever, which hides a job that can never run.
@@ -95,6 +94,53 @@ pub enum Settled {
 /// Most ids in one heartbeat statement.
 const IDS_PER_STATEMENT: usize = 500;
 
+/// The fenced update each outcome makes: `$1` the job, `$2` the epoch it
+/// was claimed at, then the outcome's own values.
+const SUCCEEDED: &str = "UPDATE jobs SET status = 'succeeded', result = $3, error = NULL, \
+     finished_at = {now}, lease_until = 0 \
+     WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status";
+const FAILED: &str = "UPDATE jobs SET \
+     status = CASE WHEN attempts >= max_attempts THEN 'error' ELSE 'failed' END, \
+     result = $3, error = $4, not_before = {now} + $5, lease_until = 0, \
+     finished_at = CASE WHEN attempts >= max_attempts THEN {now} ELSE NULL END \
+     WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status";
+const TERMINAL: &str = "UPDATE jobs SET status = 'error', result = $3, error = $4, \
+     finished_at = {now}, lease_until = 0 \
+     WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status";
+const DEFERRED: &str = "UPDATE jobs SET \
+     status = CASE WHEN deferrals >= $5 THEN 'error' ELSE 'available' END, \
+     attempts = attempts - 1, deferrals = deferrals + 1, error = $3, not_before = {now} + $4, \
+     lease_until = 0, finished_at = CASE WHEN deferrals >= $5 THEN {now} ELSE NULL END \
+     WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status";
+const RELEASED: &str = "UPDATE jobs SET status = 'available', attempts = attempts - 1, \
+     error = $3, not_before = {now}, lease_until = 0 \
+     WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status";
+
+/// An outcome's statement and the values it binds after the job and epoch.
+fn outcome_sql(outcome: &JobOutcome) -> (&'static str, Vec<Arg<'_>>) {
+    match outcome {
+        JobOutcome::Succeeded { result } => (SUCCEEDED, vec![result.into()]),
+        JobOutcome::Failed {
+            error,
+            result,
+            retry_in_ms,
+        } => (
+            FAILED,
+            vec![result.into(), error.into(), (*retry_in_ms).max(0).into()],
+        ),
+        JobOutcome::Terminal { error, result } => (TERMINAL, vec![result.into(), error.into()]),
+        JobOutcome::Deferred { error, retry_in_ms } => (
+            DEFERRED,
+            vec![
+                error.into(),
+                (*retry_in_ms).max(0).into(),
+                MAX_DEFERRALS.into(),
+            ],
+        ),
+        JobOutcome::Released { reason } => (RELEASED, vec![reason.into()]),
+    }
+}
+
 impl Store {
     /// Records `completions` and then, when `claim` is given, claims up to
     /// `claim.limit` jobs, all in one transaction. Returns what became of
@@ -112,116 +158,59 @@ impl Store {
         completions: &[Completion],
         claim: Option<&ClaimRequest>,
     ) -> Result<(Vec<Settled>, Vec<JobRow>)> {
-        let succeeded = self.queue_sql(
-            "UPDATE jobs SET status = 'succeeded', result = $3, error = NULL, finished_at = {now}, lease_until = 0 \
-             WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status",
-        );
-        let failed = self.queue_sql(
-            "UPDATE jobs SET status = CASE WHEN attempts >= max_attempts THEN 'error' ELSE 'failed' END, \
-             result = $3, error = $4, not_before = {now} + $5, lease_until = 0, \
-             finished_at = CASE WHEN attempts >= max_attempts THEN {now} ELSE NULL END \
-             WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status",
-        );
-        let terminal = self.queue_sql(
-            "UPDATE jobs SET status = 'error', result = $3, error = $4, finished_at = {now}, lease_until = 0 \
-             WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status",
-        );
-        let deferred = self.queue_sql(
-            "UPDATE jobs SET status = CASE WHEN deferrals >= $5 THEN 'error' ELSE 'available' END, \
-             attempts = attempts - 1, deferrals = deferrals + 1, error = $3, not_before = {now} + $4, lease_until = 0, \
-             finished_at = CASE WHEN deferrals >= $5 THEN {now} ELSE NULL END \
-             WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status",
-        );
-        let released = self.queue_sql(
-            "UPDATE jobs SET status = 'available', attempts = attempts - 1, error = $3, not_before = {now}, lease_until = 0 \
-             WHERE id = $1 AND lease_epoch = $2 AND status = 'running' RETURNING status",
-        );
-        let claim_sql = self.queue_sql(&format!(
-            "UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_owner = $1, \
-             lease_epoch = lease_epoch + 1, lease_until = {{now}} + $2, started_at = {{now}} \
-             WHERE id IN (SELECT id FROM jobs WHERE queue = $3 AND status IN ('available', 'failed') \
-             AND not_before <= {{now}} ORDER BY priority, not_before, id LIMIT $4 {{skip_locked}}) \
-             RETURNING {JOB_COLUMNS}"
-        ));
-        in_transaction!(self, |tx| {
-            let mut settled = Vec::with_capacity(completions.len());
-            let mut stale = 0_i64;
-            for completion in completions {
-                let query = match &completion.outcome {
-                    JobOutcome::Succeeded { result } => {
-                        sqlx::query(sqlx::AssertSqlSafe(succeeded.clone()))
-                            .bind(completion.id)
-                            .bind(completion.epoch)
-                            .bind(result.as_str())
-                    }
-                    JobOutcome::Failed {
-                        error,
-                        result,
-                        retry_in_ms,
-                    } => sqlx::query(sqlx::AssertSqlSafe(failed.clone()))
-                        .bind(completion.id)
-                        .bind(completion.epoch)
-                        .bind(result.as_deref())
-                        .bind(error.as_str())
-                        .bind((*retry_in_ms).max(0)),
-                    JobOutcome::Terminal { error, result } => {
-                        sqlx::query(sqlx::AssertSqlSafe(terminal.clone()))
-                            .bind(completion.id)
-                            .bind(completion.epoch)
-                            .bind(result.as_deref())
-                            .bind(error.as_str())
-                    }
-                    JobOutcome::Deferred { error, retry_in_ms } => {
-                        sqlx::query(sqlx::AssertSqlSafe(deferred.clone()))
-                            .bind(completion.id)
-                            .bind(completion.epoch)
-                            .bind(error.as_str())
-                            .bind((*retry_in_ms).max(0))
-                            .bind(MAX_DEFERRALS)
-                    }
-                    JobOutcome::Released { reason } => {
-                        sqlx::query(sqlx::AssertSqlSafe(released.clone()))
-                            .bind(completion.id)
-                            .bind(completion.epoch)
-                            .bind(reason.as_str())
-                    }
-                };
-                let row = query
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(query_error("record a job's outcome"))?;
-                settled.push(match row {
-                    Some(row) => Settled::Accepted(
-                        row.try_get(0).map_err(query_error("read a job's status"))?,
-                    ),
-                    None => {
-                        stale += 1;
-                        Settled::Stale
-                    }
-                });
-            }
-            if stale > 0 {
-                add_counter(&mut tx, "stale_completions", stale).await?;
-            }
-            let mut claimed = Vec::new();
-            if let Some(claim) = claim.filter(|claim| claim.limit > 0) {
-                let rows = sqlx::query(sqlx::AssertSqlSafe(claim_sql))
-                    .bind(&claim.owner)
-                    .bind(claim.lease_ms)
-                    .bind(&claim.queue)
-                    .bind(claim.limit)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(query_error("claim jobs"))?;
-                claimed = rows
-                    .iter()
-                    .map(|row| Ok(job_row!(row)))
-                    .collect::<Result<Vec<_>, sqlx::Error>>()
-                    .map_err(query_error("read claimed jobs"))?;
-                claimed.sort_by_key(|job| (job.priority, job.not_before, job.id));
-            }
-            Ok::<_, Error>((settled, claimed))
-        })
+        let mut tx = self.begin().await?;
+        let settled = self.record_outcomes(&mut tx, completions).await?;
+        let mut claimed = Vec::new();
+        if let Some(claim) = claim.filter(|claim| claim.limit > 0) {
+            let sql = self.queue_sql(&format!(
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_owner = $1, \
+                 lease_epoch = lease_epoch + 1, lease_until = {{now}} + $2, started_at = {{now}} \
+                 WHERE id IN (SELECT id FROM jobs WHERE queue = $3 AND status IN ('available', 'failed') \
+                 AND not_before <= {{now}} ORDER BY priority, not_before, id LIMIT $4 {{skip_locked}}) \
+                 RETURNING {JOB_COLUMNS}"
+            ));
+            let args = [
+                (&claim.owner).into(),
+                claim.lease_ms.into(),
+                (&claim.queue).into(),
+                claim.limit.into(),
+            ];
+            claimed = tx.fetch_all(sql, &args, "claim jobs").await?;
+            claimed.sort_by_key(|job: &JobRow| (job.priority, job.not_before, job.id));
+        }
+        tx.commit().await?;
+        Ok((settled, claimed))
+    }
+
+    /// Records each completion whose epoch is still its job's, in the
+    /// caller's transaction, and counts the stale ones.
+    async fn record_outcomes(
+        &self,
+        tx: &mut Tx,
+        completions: &[Completion],
+    ) -> Result<Vec<Settled>> {
+        let mut settled = Vec::with_capacity(completions.len());
+        let mut stale = 0_i64;
+        for completion in completions {
+            let (sql, values) = outcome_sql(&completion.outcome);
+            let mut args = vec![completion.id.into(), completion.epoch.into()];
+            args.extend(values);
+            let sql = self.queue_sql(sql);
+            let status = tx
+                .fetch_optional(sql, &args, "record a job's outcome")
+                .await?;
+            settled.push(match status {
+                Some(status) => Settled::Accepted(status),
+                None => {
+                    stale += 1;
+                    Settled::Stale
+                }
+            });
+        }
+        if stale > 0 {
+            add_counter(tx, "stale_completions", stale).await?;
+        }
+        Ok(settled)
     }
 
     /// Claims up to `claim.limit` jobs (see [`Store::settle`]).
@@ -267,23 +256,13 @@ impl Store {
                 "UPDATE jobs SET lease_until = {{now}} + $1 \
                  WHERE lease_owner = $2 AND status = 'running' AND id IN ({ids}) RETURNING id, lease_epoch"
             ));
+            let mut args = vec![lease_ms.into(), owner.into()];
+            args.extend(chunk.iter().map(|(id, _)| Arg::from(*id)));
             // One statement, no explicit transaction: a renewal is a single
             // round trip, so a busy database delays it least.
-            let rows = on_writer!(self, |pool| {
-                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(lease_ms)
-                    .bind(owner);
-                for (id, _) in chunk {
-                    query = query.bind(*id);
-                }
-                crate::failpoint::write_point!(query.fetch_all(pool).await)
-                    .map_err(query_error("renew job leases"))?
-                    .iter()
-                    .map(|row| Ok((row.try_get::<i64, _>(0)?, row.try_get::<i64, _>(1)?)))
-                    .collect::<Result<Vec<_>, sqlx::Error>>()
-                    .map_err(query_error("read renewed leases"))?
-            });
-            still.extend(rows);
+            let renewed: Vec<(i64, i64)> =
+                self.write_returning(sql, &args, "renew job leases").await?;
+            still.extend(renewed);
         }
         Ok(held
             .iter()
@@ -308,45 +287,21 @@ impl Store {
              not_before = {now}, lease_until = 0 \
              WHERE status = 'running' AND lease_until < {now} RETURNING id",
         );
-        in_transaction!(self, |tx| {
-            let ids = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(query_error("reap expired leases"))?
-                .iter()
-                .map(|row| row.try_get::<i64, _>(0))
-                .collect::<Result<Vec<_>, sqlx::Error>>()
-                .map_err(query_error("read reaped jobs"))?;
-            if !ids.is_empty() {
-                add_counter(
-                    &mut tx,
-                    "lease_expiries",
-                    i64::try_from(ids.len()).unwrap_or(i64::MAX),
-                )
-                .await?;
-            }
-            Ok::<_, Error>(ids)
-        })
+        let mut tx = self.begin().await?;
+        let ids: Vec<i64> = tx.fetch_all(sql, &[], "reap expired leases").await?;
+        if !ids.is_empty() {
+            let reaped = i64::try_from(ids.len()).unwrap_or(i64::MAX);
+            add_counter(&mut tx, "lease_expiries", reaped).await?;
+        }
+        tx.commit().await?;
+        Ok(ids)
     }
 }
 
 /// Adds `by` to the counter `name`, in the caller's transaction.
-async fn add_counter<'c, DB>(tx: &mut sqlx::Transaction<'c, DB>, name: &str, by: i64) -> Result<()>
-where
-    DB: sqlx::Database,
-    for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
-    for<'e> &'e mut <DB as sqlx::Database>::Connection: sqlx::Executor<'e, Database = DB>,
-{
-    sqlx::query::<DB>(
-        "INSERT INTO queue_counters (name, value) VALUES ($1, $2) \
-         ON CONFLICT (name) DO UPDATE SET value = queue_counters.value + excluded.value",
-    )
-    .bind(name)
-    .bind(by)
-    .execute(&mut **tx)
-    .await
-    .map_err(query_error("count"))?;
+async fn add_counter(tx: &mut Tx, name: &str, by: i64) -> Result<()> {
+    let sql = "INSERT INTO queue_counters (name, value) VALUES ($1, $2) \
+               ON CONFLICT (name) DO UPDATE SET value = queue_counters.value + excluded.value";
+    tx.execute(sql, &[name.into(), by.into()], "count").await?;
     Ok(())
 }

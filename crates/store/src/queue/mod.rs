@@ -19,9 +19,9 @@
 
 mod lease;
 
-use sqlx::Row;
+use sqlx::AssertSqlSafe;
 
-use crate::backend::{Inner, in_transaction, on_pool, query_error};
+use crate::columns::{Columns, FromColumns};
 use crate::{Error, Result, Store};
 
 pub use lease::{ClaimRequest, Completion, JobOutcome, MAX_DEFERRALS, Settled};
@@ -142,49 +142,43 @@ pub struct QueueCounters {
 /// Columns of [`JobRow`], in one place.
 pub(crate) const JOB_COLUMNS: &str = "id, queue, kind, payload, priority, status, attempts, max_attempts, deferrals, not_before, lease_owner, lease_epoch, lease_until, result, error, idempotency_key, created_at, started_at, finished_at";
 
-/// A [`JobRow`] from a row selected with [`JOB_COLUMNS`].
-macro_rules! job_row {
-    ($row:expr) => {
-        JobRow {
-            id: $row.try_get("id")?,
-            queue: $row.try_get("queue")?,
-            kind: $row.try_get("kind")?,
-            payload: $row.try_get("payload")?,
-            priority: $row.try_get("priority")?,
-            status: $row.try_get("status")?,
-            attempts: $row.try_get("attempts")?,
-            max_attempts: $row.try_get("max_attempts")?,
-            deferrals: $row.try_get("deferrals")?,
-            not_before: $row.try_get("not_before")?,
-            lease_owner: $row.try_get("lease_owner")?,
-            lease_epoch: $row.try_get("lease_epoch")?,
-            lease_until: $row.try_get("lease_until")?,
-            result: $row.try_get("result")?,
-            error: $row.try_get("error")?,
-            idempotency_key: $row.try_get("idempotency_key")?,
-            created_at: $row.try_get("created_at")?,
-            started_at: $row.try_get("started_at")?,
-            finished_at: $row.try_get("finished_at")?,
-        }
-    };
+impl FromColumns for JobRow {
+    fn from_columns(row: &impl Columns) -> sqlx::Result<Self> {
+        Ok(JobRow {
+            id: row.get("id")?,
+            queue: row.get("queue")?,
+            kind: row.get("kind")?,
+            payload: row.get("payload")?,
+            priority: row.get("priority")?,
+            status: row.get("status")?,
+            attempts: row.get("attempts")?,
+            max_attempts: row.get("max_attempts")?,
+            deferrals: row.get("deferrals")?,
+            not_before: row.get("not_before")?,
+            lease_owner: row.get("lease_owner")?,
+            lease_epoch: row.get("lease_epoch")?,
+            lease_until: row.get("lease_until")?,
+            result: row.get("result")?,
+            error: row.get("error")?,
+            idempotency_key: row.get("idempotency_key")?,
+            created_at: row.get("created_at")?,
+            started_at: row.get("started_at")?,
+            finished_at: row.get("finished_at")?,
+        })
+    }
 }
-pub(crate) use job_row;
 
 impl Store {
     /// `text` with `{now}` replaced by the database's clock in milliseconds
     /// and `{skip_locked}` by PostgreSQL's row-lock clause (nothing on
     /// SQLite, whose `BEGIN IMMEDIATE` already serialises writers).
-    pub(crate) fn queue_sql(&self, text: &str) -> String {
-        let (now, skip_locked) = match self.inner {
-            Inner::Sqlite { .. } => ("CAST(unixepoch('subsec') * 1000 AS BIGINT)", ""),
-            Inner::Postgres(_) => (
-                "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
-                "FOR UPDATE SKIP LOCKED",
-            ),
-        };
+    pub(crate) fn queue_sql(&self, text: &str) -> AssertSqlSafe<String> {
+        let dialect = self.dialect();
         // Only these fixed fragments are spliced in; every value is bound.
-        text.replace("{now}", now)
-            .replace("{skip_locked}", skip_locked)
+        AssertSqlSafe(
+            text.replace("{now}", dialect.now)
+                .replace("{skip_locked}", dialect.skip_locked),
+        )
     }
 
     /// The database's clock, in milliseconds since the epoch.
@@ -194,13 +188,8 @@ impl Store {
     /// The read fails.
     pub async fn queue_now(&self) -> Result<i64> {
         let sql = self.queue_sql("SELECT {now}");
-        on_pool!(self, |pool| {
-            sqlx::query(sqlx::AssertSqlSafe(sql))
-                .fetch_one(pool)
-                .await
-                .and_then(|row| row.try_get(0))
-                .map_err(query_error("read the database clock"))
-        })
+        let now = self.fetch_optional(sql, &[], "read the database clock");
+        Ok(now.await?.unwrap_or_default())
     }
 
     /// Enqueues `jobs` in one transaction. A job whose idempotency key is
@@ -216,40 +205,36 @@ impl Store {
              VALUES ($1, $2, $3, $4, 'available', $5, {now} + $6, $7, {now}) \
              ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
         );
-        in_transaction!(self, |tx| {
-            let mut out = Vec::with_capacity(jobs.len());
-            for job in jobs {
-                let inserted = sqlx::query(sqlx::AssertSqlSafe(insert.clone()))
-                    .bind(&job.queue)
-                    .bind(&job.kind)
-                    .bind(&job.payload)
-                    .bind(job.priority)
-                    .bind(job.max_attempts.max(1))
-                    .bind(job.delay_ms.max(0))
-                    .bind(job.idempotency_key.as_deref())
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(query_error("enqueue a job"))?;
-                let entry = match inserted {
-                    Some(row) => Enqueued {
-                        id: row.try_get(0).map_err(query_error("read a job id"))?,
-                        created: true,
-                    },
-                    None => {
-                        // Only a key conflict skips an insert.
-                        let id = sqlx::query("SELECT id FROM jobs WHERE idempotency_key = $1")
-                            .bind(job.idempotency_key.as_deref())
-                            .fetch_one(&mut *tx)
-                            .await
-                            .and_then(|row| row.try_get(0))
-                            .map_err(query_error("find the job with that key"))?;
-                        Enqueued { id, created: false }
-                    }
-                };
-                out.push(entry);
-            }
-            Ok::<_, Error>(out)
-        })
+        let mut tx = self.begin().await?;
+        let mut out = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let args = [
+                (&job.queue).into(),
+                (&job.kind).into(),
+                (&job.payload).into(),
+                job.priority.into(),
+                job.max_attempts.max(1).into(),
+                job.delay_ms.max(0).into(),
+                (&job.idempotency_key).into(),
+            ];
+            let inserted =
+                tx.fetch_optional(AssertSqlSafe(insert.0.as_str()), &args, "enqueue a job");
+            let entry = match inserted.await? {
+                Some(id) => Enqueued { id, created: true },
+                None => {
+                    // Only a key conflict skips an insert.
+                    let find = "SELECT id FROM jobs WHERE idempotency_key = $1";
+                    let key = [(&job.idempotency_key).into()];
+                    let id = tx
+                        .fetch_one(find, &key, "find the job with that key")
+                        .await?;
+                    Enqueued { id, created: false }
+                }
+            };
+            out.push(entry);
+        }
+        tx.commit().await?;
+        Ok(out)
     }
 
     /// One job.
@@ -259,15 +244,10 @@ impl Store {
     /// [`Error::NoSuchJob`], or the read fails.
     pub async fn job(&self, id: i64) -> Result<JobRow> {
         let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1");
-        on_pool!(self, |pool| {
-            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(id)
-                .fetch_optional(pool)
-                .await
-                .map_err(query_error("read the job"))?
-                .ok_or(Error::NoSuchJob(id))?;
-            (|| Ok(job_row!(row)))().map_err(query_error("read the job"))
-        })
+        let job = self
+            .fetch_optional(AssertSqlSafe(sql), &[id.into()], "read the job")
+            .await?;
+        job.ok_or(Error::NoSuchJob(id))
     }
 
     /// The job enqueued with `key`, if any.
@@ -277,16 +257,8 @@ impl Store {
     /// The read fails.
     pub async fn job_by_key(&self, key: &str) -> Result<Option<JobRow>> {
         let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE idempotency_key = $1");
-        on_pool!(self, |pool| {
-            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(key)
-                .fetch_optional(pool)
-                .await
-                .map_err(query_error("read the job"))?;
-            row.map(|row| Ok(job_row!(row)))
-                .transpose()
-                .map_err(query_error("read the job"))
-        })
+        self.fetch_optional(AssertSqlSafe(sql), &[key.into()], "read the job")
+            .await
     }
 
     /// Jobs matching `filter`, oldest first.
@@ -300,20 +272,13 @@ impl Store {
              WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR queue = $2) AND id > $4 \
              ORDER BY id LIMIT $3"
         );
-        on_pool!(self, |pool| {
-            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(filter.status.as_deref())
-                .bind(filter.queue.as_deref())
-                .bind(filter.limit.unwrap_or(i64::MAX).max(0))
-                .bind(filter.after.unwrap_or(i64::MIN))
-                .fetch_all(pool)
-                .await
-                .map_err(query_error("list jobs"))?;
-            rows.iter()
-                .map(|row| Ok(job_row!(row)))
-                .collect::<Result<Vec<_>, sqlx::Error>>()
-                .map_err(query_error("read jobs"))
-        })
+        let args = [
+            (&filter.status).into(),
+            (&filter.queue).into(),
+            filter.limit.unwrap_or(i64::MAX).max(0).into(),
+            filter.after.unwrap_or(i64::MIN).into(),
+        ];
+        self.fetch_all(AssertSqlSafe(sql), &args, "list jobs").await
     }
 
     /// Puts a dead or failed job back in the queue now, with its attempts
@@ -325,18 +290,9 @@ impl Store {
     pub async fn retry_job(&self, id: i64) -> Result<bool> {
         let sql = self.queue_sql(
             "UPDATE jobs SET status = 'available', attempts = 0, deferrals = 0, not_before = {now}, \
-             finished_at = NULL WHERE id = $1 AND status IN ('error', 'failed') RETURNING id",
+             finished_at = NULL WHERE id = $1 AND status IN ('error', 'failed')",
         );
-        let changed = on_pool!(self, |pool| {
-            crate::failpoint::write_point!(
-                sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(id)
-                    .fetch_optional(pool)
-                    .await
-            )
-            .map_err(query_error("retry the job"))?
-            .is_some()
-        });
+        let changed = self.write(sql, &[id.into()], "retry the job").await? > 0;
         if !changed {
             // Tell "no such job" from "not dead".
             self.job(id).await?;
@@ -355,16 +311,7 @@ impl Store {
             "UPDATE jobs SET status = 'available', attempts = 0, deferrals = 0, not_before = {now}, \
              finished_at = NULL WHERE status = 'error' AND ($1 IS NULL OR queue = $1)",
         );
-        on_pool!(self, |pool| {
-            Ok(crate::failpoint::write_point!(
-                sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(queue)
-                    .execute(pool)
-                    .await
-            )
-            .map_err(query_error("requeue dead jobs"))?
-            .rows_affected())
-        })
+        self.write(sql, &[queue.into()], "requeue dead jobs").await
     }
 
     /// Deletes succeeded and dead jobs that finished more than
@@ -377,16 +324,8 @@ impl Store {
         let sql = self.queue_sql(
             "DELETE FROM jobs WHERE status IN ('succeeded', 'error') AND finished_at < {now} - $1",
         );
-        on_pool!(self, |pool| {
-            Ok(crate::failpoint::write_point!(
-                sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(older_than_ms.max(0))
-                    .execute(pool)
-                    .await
-            )
-            .map_err(query_error("purge jobs"))?
-            .rows_affected())
-        })
+        let args = [older_than_ms.max(0).into()];
+        self.write(sql, &args, "purge jobs").await
     }
 
     /// The queue's counters.
@@ -395,22 +334,16 @@ impl Store {
     ///
     /// The read fails.
     pub async fn queue_counters(&self) -> Result<QueueCounters> {
-        on_pool!(self, |pool| {
-            let rows = sqlx::query("SELECT name, value FROM queue_counters")
-                .fetch_all(pool)
-                .await
-                .map_err(query_error("read the queue counters"))?;
-            let mut counters = QueueCounters::default();
-            for row in &rows {
-                let name: String = row.try_get(0).map_err(query_error("read a counter"))?;
-                let value: i64 = row.try_get(1).map_err(query_error("read a counter"))?;
-                match name.as_str() {
-                    "stale_completions" => counters.stale_completions = value,
-                    "lease_expiries" => counters.lease_expiries = value,
-                    _ => {}
-                }
+        let sql = "SELECT name, value FROM queue_counters";
+        let rows: Vec<(String, i64)> = self.fetch_all(sql, &[], "read the queue counters").await?;
+        let mut counters = QueueCounters::default();
+        for (name, value) in rows {
+            match name.as_str() {
+                "stale_completions" => counters.stale_completions = value,
+                "lease_expiries" => counters.lease_expiries = value,
+                _ => {}
             }
-            Ok(counters)
-        })
+        }
+        Ok(counters)
     }
 }

@@ -137,8 +137,8 @@ impl Fresh {
 
 /// Runs `test` on a fresh database of `backend`, then removes the database.
 ///
-/// Without `BATON_TEST_DATABASE_URL` the PostgreSQL half is skipped, except
-/// under `CI=true`, where it fails: CI must never skip it.
+/// Without `BATON_TEST_DATABASE_URL` the PostgreSQL half fails, unless
+/// `BATON_TEST_SKIP` lists `postgres`.
 pub(crate) async fn run<F, Fut>(backend: Backend, test: F)
 where
     F: FnOnce(Fresh) -> Fut,
@@ -214,19 +214,10 @@ fn finish(outcome: Result<(), Box<dyn std::any::Any + Send>>) {
     }
 }
 
-/// `BATON_TEST_DATABASE_URL`, or `None` to skip (outside CI only).
+/// `BATON_TEST_DATABASE_URL`, or `None` when it is unset and
+/// `BATON_TEST_SKIP` lists `postgres`.
 fn postgres_url() -> Option<String> {
-    match std::env::var(DATABASE_URL_VAR) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "{DATABASE_URL_VAR} is not set: CI must run the PostgreSQL conformance tests, not skip them \
-                 (./scripts/test starts a server and sets it)"
-            );
-            None
-        }
-    }
+    baton_test_support::needs::postgres_url()
 }
 
 /// A database name no other test (or earlier run) uses.

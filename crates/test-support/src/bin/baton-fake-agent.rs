@@ -91,6 +91,8 @@
 
 #[path = "baton-fake-agent/items.rs"]
 mod items;
+#[path = "baton-fake-agent/output.rs"]
+mod output;
 #[path = "baton-fake-agent/validation.rs"]
 mod validation;
 
@@ -99,6 +101,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use output::{json_string, write_file};
 
 /// Options of the real CLIs that take a value; their value is skipped so it
 /// is not taken for the prompt.
@@ -511,25 +515,6 @@ fn split_path(rest: &str) -> Result<(&str, &str), String> {
         .map_or((rest, ""), |(path, content)| (path, content.trim_start())))
 }
 
-fn write_file(path: &Path, content: &str) -> Result<(), String> {
-    // Agents start in the project directory; a test names a file of the
-    // run's workspace as `$BATON_WORKSPACE/…`.
-    let expanded = match (
-        path.strip_prefix("$BATON_WORKSPACE"),
-        std::env::var_os("BATON_WORKSPACE"),
-    ) {
-        (Ok(rest), Some(workspace)) => Some(Path::new(&workspace).join(rest)),
-        _ => None,
-    };
-    let path = expanded.as_deref().unwrap_or(path);
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
-    }
-    std::fs::write(path, content)
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))
-}
-
 /// The paths listed under `## Files to write`.
 fn listed_files(prompt: &str) -> Vec<String> {
     let mut lines = prompt
@@ -725,24 +710,6 @@ fn print_json(shape: &str, session_id: &str) -> Result<(), String> {
         print_line(&mut stdout, &line);
     }
     Ok(())
-}
-
-fn json_string(text: &str) -> String {
-    let mut json = String::with_capacity(text.len() + 2);
-    json.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => json.push_str("\\\""),
-            '\\' => json.push_str("\\\\"),
-            '\n' => json.push_str("\\n"),
-            '\r' => json.push_str("\\r"),
-            '\t' => json.push_str("\\t"),
-            c if u32::from(c) < 0x20 => json.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => json.push(c),
-        }
-    }
-    json.push('"');
-    json
 }
 
 fn now_millis() -> u128 {

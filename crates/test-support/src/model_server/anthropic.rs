@@ -2,10 +2,10 @@
 
 use serde_json::{Value, json};
 
+use super::answer::{Answer, CACHED_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS, new_id};
 use super::conversation::{Conversation, Tool};
 use super::http::Sse;
 use super::script::{self, Reply};
-use super::{Answer, CACHED_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS, new_id};
 
 /// The conversation in a Messages request.
 pub(super) fn conversation(body: &Value) -> Conversation {

@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 
+use super::answer::{Answer, CACHED_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS, new_id, unix_time};
 use super::conversation::{Conversation, Tool};
 use super::http::Sse;
 use super::script::{self, Reply};
-use super::{Answer, CACHED_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS, new_id, unix_time};
 
 /// The conversation in a Chat Completions request.
 pub(super) fn conversation(body: &Value) -> Conversation {

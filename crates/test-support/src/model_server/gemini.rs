@@ -3,10 +3,10 @@
 
 use serde_json::{Map, Value, json};
 
+use super::answer::{Answer, CACHED_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS};
 use super::conversation::{Conversation, Tool};
 use super::http::Sse;
 use super::script::{self, Reply};
-use super::{Answer, CACHED_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS};
 
 /// The conversation in a `generateContent` request.
 pub(super) fn conversation(body: &Value) -> Conversation {

@@ -2,11 +2,11 @@
 
 use serde_json::{Value, json};
 
+use super::answer::{Answer, CACHED_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS, new_id, unix_time};
 use super::conversation::{Conversation, Tool};
 use super::http::Sse;
 use super::script::{self, Reply};
 use super::tools::Input;
-use super::{Answer, CACHED_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS, new_id, unix_time};
 
 /// The conversation in a Responses request.
 pub(super) fn conversation(body: &Value) -> Conversation {

@@ -9,9 +9,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::answer::Answer;
 use super::conversation::Conversation;
 use super::http::{self, HttpRequest};
-use super::{Answer, Mode, Request, Shared, anthropic, chat, gemini, responses};
+use super::shared::{Mode, Request, Shared};
+use super::{anthropic, chat, gemini, responses};
 
 /// Accepts connections until the server is dropped. The connection
 /// threads are detached: a hanging one never holds up the test.

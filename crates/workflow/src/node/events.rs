@@ -24,7 +24,9 @@ use std::collections::HashSet;
 
 use granit_parser::{Event, Parser, ScalarStyle, Span as ParserSpan};
 
-use super::{MAX_DEPTH, MAX_EVENTS, Node, Span, Value};
+use super::limits::{MAX_DEPTH, MAX_EVENTS};
+use super::tree::{Node, Value};
+use crate::span::Span;
 
 /// A tenth below the full parse's budgets (`super::parse`), so a document
 /// near one is left to it and fails or passes there. Events bound nodes

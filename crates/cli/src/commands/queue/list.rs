@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use baton_store::{JobFilter, JobRow, Store};
 use serde_json::Value;
 
-use super::job_json;
+use super::job::job_json;
 use crate::args::Format;
 use crate::args::queue::QueueListArgs;
 use crate::{exit_code, output};

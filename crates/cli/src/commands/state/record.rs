@@ -4,10 +4,11 @@
 use baton_engine::governance::{self, Entry, Recording, Who};
 use serde_json::json;
 
-use super::super::run::open_store;
-use super::{failure, person, run_exists, scope};
+use super::scope::{person, run_exists, scope};
 use crate::args::Format;
 use crate::args::state::{RecordArgs, RecordEvent, ReviewerArgs};
+use crate::commands::errors::governance_error;
+use crate::commands::runtime::open_store;
 use crate::{exit_code, output};
 
 fn reviewer(args: &ReviewerArgs) -> Who {
@@ -137,6 +138,6 @@ pub(super) async fn record(args: &RecordArgs) -> u8 {
             );
             exit_code::REFUSED
         }
-        Err(error) => failure(&error),
+        Err(error) => governance_error(&error),
     }
 }

@@ -22,8 +22,8 @@ use baton_lifecycle::phase::Phase;
 use baton_lifecycle::verdict::{self, Kind};
 use baton_store::Store;
 
-use super::Failure;
-use crate::commands::state::failure;
+use super::failure::Failure;
+use crate::commands::errors::governance_error;
 use crate::tasks::TASKS_DIR;
 
 /// Records run `run_id` of task `name` (folder `dir`) in the task's ledger.
@@ -64,7 +64,7 @@ pub(super) async fn record_run(
         if !present {
             governance::observe(store, &scope, &entry, &identity, now)
                 .await
-                .map_err(|error| Failure::Code(failure(&error)))?;
+                .map_err(|error| Failure::Code(governance_error(&error)))?;
         }
     }
     Ok(())
@@ -74,9 +74,9 @@ async fn read(store: &Store, scope: &Scope) -> Result<Vec<Recorded>, Failure> {
     let rows = store
         .ledger_events(scope.kind.as_str(), &scope.key)
         .await
-        .map_err(|error| Failure::Code(failure(&error.into())))?;
+        .map_err(|error| Failure::Code(governance_error(&error.into())))?;
     governance::decode(&rows)
-        .map_err(|why| Failure::Code(failure(&governance::Error::Corrupt(why))))
+        .map_err(|why| Failure::Code(governance_error(&governance::Error::Corrupt(why))))
 }
 
 /// The identity that owns the task's work: the implementer's profile (and

@@ -6,9 +6,10 @@ use std::path::Path;
 use baton_lifecycle::phase::TABLE;
 use baton_store::Store;
 
-use super::Failure;
+use super::failure::Failure;
 use crate::args::Format;
-use crate::commands::run::{Drive, drive_options, drive_with_progress, engine_error};
+use crate::commands::errors::engine_error;
+use crate::commands::run::{Drive, drive_options, drive_with_progress};
 use crate::tasks::workflow;
 use crate::{exit_code, output};
 

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::json_string;
+use super::output::json_string;
 
 /// The field and key each fan-out source file needs, by path.
 pub(crate) fn sources(prompt: &str) -> HashMap<String, (String, String)> {

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::output::{json_string, write_file};
+
 /// `findings <spec>`: writes findings to every listed file.
 ///
 /// `pass` (one PASS), `minor` (one minor FAIL), `critical` (one critical
@@ -37,7 +39,7 @@ pub(crate) fn findings(spec: &str, files: &[String]) -> Result<(), String> {
             "invalid" => "this is not JSON\n".to_owned(),
             "no-status" => format!(
                 "[{{\"id\":\"F1\",\"severity\":\"minor\",\"claim\":{}}}]\n",
-                super::json_string(&name)
+                json_string(&name)
             ),
             _ => {
                 return Err(format!(
@@ -45,13 +47,13 @@ pub(crate) fn findings(spec: &str, files: &[String]) -> Result<(), String> {
                 ));
             }
         };
-        super::write_file(Path::new(file), &text)?;
+        write_file(Path::new(file), &text)?;
     }
     Ok(())
 }
 
 fn finding(status: &str, severity: &str, name: &str) -> String {
-    let claim = super::json_string(&format!("{name} is right"));
+    let claim = json_string(&format!("{name} is right"));
     format!(
         "[{{\"id\":\"F1\",\"status\":\"{status}\",\"claim\":{claim},\"expected\":\"right\",\"actual\":\"{}\",\"severity\":\"{severity}\",\"category\":\"accuracy\",\"source\":\"baton-fake-agent\",\"fix\":\"correct it\"}}]\n",
         if status == "PASS" { "right" } else { "wrong" }
@@ -83,7 +85,7 @@ pub(crate) fn challenges(count: &str, files: &[String]) -> Result<(), String> {
         })
         .collect();
     for file in files {
-        super::write_file(Path::new(file), &format!("[{}]\n", items.join(",")))?;
+        write_file(Path::new(file), &format!("[{}]\n", items.join(",")))?;
     }
     Ok(())
 }
@@ -111,12 +113,12 @@ pub(crate) fn correct(prompt: &str, files: &[String]) -> Result<(), String> {
         .map(|id| {
             format!(
                 "{{\"finding_id\":{},\"change\":\"fixed by baton-fake-agent\"}}",
-                super::json_string(id)
+                json_string(id)
             )
         })
         .collect();
     for file in files {
-        super::write_file(Path::new(file), &format!("[{}]\n", entries.join(",")))?;
+        write_file(Path::new(file), &format!("[{}]\n", entries.join(",")))?;
     }
     Ok(())
 }

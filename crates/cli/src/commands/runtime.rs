@@ -1,0 +1,43 @@
+//! The runtime a command waits on and the store it opens. Each command
+//! that needs them builds a tokio runtime of its own; the read-only
+//! commands that need neither never do.
+
+use std::future::Future;
+
+use baton_store::Store;
+
+use super::errors::chain;
+use crate::{exit_code, output, settings};
+
+/// Runs a future on a runtime of one thread.
+///
+/// A drive's work is waiting: for processes, for the store, for timers.
+/// What it computes between waits is short, and on one thread an attempt's
+/// report reaches the loop without a cross-thread wake-up (about a tenth
+/// of a 1 000-stage run's time went to those with two workers). Work that
+/// may block for long (a sub-workflow's drive, a worktree lock) goes to the
+/// blocking pool, and sqlx's SQLite connection has a thread of its own.
+pub(crate) fn block_on<T>(future: impl Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
+        .block_on(future)
+}
+
+/// Opens the store, or prints why not.
+pub(crate) async fn open_store() -> Result<Store, u8> {
+    let location = settings::store_location(&super::project_dir()).map_err(|why| {
+        output::stderr_line(&format!("error: {why}"));
+        exit_code::STORE_UNAVAILABLE
+    })?;
+    crate::project::keep_state_out_of_git(location.is_in_project()).map_err(|why| {
+        output::stderr_line(&format!("error: {why}"));
+        exit_code::STORE_UNAVAILABLE
+    })?;
+    location.open().await.map_err(|error| {
+        output::stderr_line(&format!("error: {}", chain(&error)));
+        output::stderr_line("hint: check that the database file is writable, or that BATON_DATABASE_URL points at a running PostgreSQL");
+        exit_code::STORE_UNAVAILABLE
+    })
+}
