@@ -5,20 +5,24 @@
 //! status for every stage and the same recorded output hashes.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use baton_engine::create::sha256_hex;
 use baton_test_support::compat_dir;
-use serde_json::Value;
 
 use crate::driver::{copy_tree, drive, fake_agent};
 use crate::project::Project;
 
-/// Every stage's status and its recorded outputs' (path, sha256), by name.
+/// Every stage's status and its outputs' (path, sha256), by name.
 type Recorded = BTreeMap<String, (String, Vec<(String, String)>)>;
 
+/// What the run recorded. Each output's recorded hash is checked against
+/// the file in the run's workspace; the hash compared is of the file with
+/// that workspace's path taken out, as the stand-in agent writes the path
+/// it was given (absolute, so different for any two runs) into its files.
 fn recorded(project: &Project, run_id: &str) -> Recorded {
     let location = project.path().join(".baton/baton.db");
-    tokio::runtime::Builder::new_current_thread()
+    let (workspace, stages, artifacts) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime")
@@ -26,21 +30,34 @@ fn recorded(project: &Project, run_id: &str) -> Recorded {
             let store = baton_store::Store::open(&location.to_string_lossy())
                 .await
                 .expect("store");
+            let run = store.run(run_id).await.expect("run");
             let stages = store.stages(run_id).await.expect("stages");
             let artifacts = store.artifacts(run_id).await.expect("artifacts");
-            stages
+            (PathBuf::from(run.workspace), stages, artifacts)
+        });
+    let workspace_path = workspace.to_string_lossy().into_owned();
+    let portable = |path: &str, sha256: &str| {
+        let bytes = std::fs::read(workspace.join(path))
+            .unwrap_or_else(|error| panic!("{run_id}: recorded output {path}: {error}"));
+        assert_eq!(sha256_hex(&bytes), sha256, "{run_id}: {path} as recorded");
+        let text = String::from_utf8_lossy(&bytes).replace(&workspace_path, "<workspace>");
+        sha256_hex(text.as_bytes())
+    };
+    stages
+        .iter()
+        .map(|stage| {
+            let mut outputs: Vec<(String, String)> = artifacts
                 .iter()
-                .map(|stage| {
-                    let mut outputs: Vec<(String, String)> = artifacts
-                        .iter()
-                        .filter(|artifact| artifact.index == stage.index)
-                        .map(|artifact| (artifact.path.clone(), artifact.sha256.clone()))
-                        .collect();
-                    outputs.sort();
-                    (stage.name.clone(), (stage.status.clone(), outputs))
+                .filter(|artifact| artifact.index == stage.index)
+                .map(|artifact| {
+                    let hash = portable(&artifact.path, &artifact.sha256);
+                    (artifact.path.clone(), hash)
                 })
-                .collect()
+                .collect();
+            outputs.sort();
+            (stage.name.clone(), (stage.status.clone(), outputs))
         })
+        .collect()
 }
 
 /// The runnable workflows of the corpus copied into `project`.
@@ -105,7 +122,8 @@ fn the_protocol_and_baton_run_record_the_same_stage_statuses_and_output_hashes()
     let Some(corpus) = compat_dir() else { return };
     // Two projects with the same files: the protocol's has no baton.toml
     // (baton spawns no agents for it), the other runs the stand-in agent
-    // for every role.
+    // for every role — validators included, so self-review is allowed
+    // (the orchestrator of the protocol is not checked for it either).
     let external = Project::new();
     let builtin = Project::new();
     let files = workflows(&external, &corpus);
@@ -113,7 +131,7 @@ fn the_protocol_and_baton_run_record_the_same_stage_statuses_and_output_hashes()
     builtin.write(
         "baton.toml",
         &format!(
-            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\n",
+            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\n\n[governance]\nself_review = \"allow\"\n",
             fake_agent().display()
         ),
     );
