@@ -17,7 +17,7 @@ use std::time::Duration;
 use baton_store::{Error as StoreError, Lease, Store};
 
 use crate::create::LEASE_TTL_MS;
-use crate::stage::Limits;
+use crate::stage::{Limits, as_i64};
 use crate::{Error, Result, clock, owner, reconcile};
 
 /// How `drive` behaves.
@@ -244,8 +244,4 @@ async fn acquire(store: &Store, run_id: &str, options: &DriveOptions) -> Result<
             Err(other) => return Err(other.into()),
         }
     }
-}
-
-fn as_i64(index: usize) -> i64 {
-    i64::try_from(index).unwrap_or(i64::MAX)
 }

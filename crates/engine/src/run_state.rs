@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use baton_store::StageRow;
+use baton_store::{StageRow, Transition};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use indexmap::IndexMap;
@@ -74,6 +74,33 @@ impl Action {
             | Action::Fail { index, .. } => Some(*index),
             Action::End(_) => None,
         }
+    }
+
+    /// What the store records for it (an end is recorded by its driver).
+    pub(crate) fn transition(&self, at: i64) -> Option<Transition> {
+        let index = crate::stage::as_i64(self.stage()?);
+        Some(match self {
+            Action::Start { attempt, .. } => Transition::AttemptStarted {
+                index,
+                attempt: *attempt,
+                at,
+            },
+            Action::Skip { note, .. } => Transition::StageSkipped {
+                index,
+                at,
+                note: note.clone(),
+            },
+            Action::Fail { attempt, error, .. } => Transition::AttemptFinished {
+                index,
+                attempt: *attempt,
+                status: "failed".to_owned(),
+                at,
+                exit_code: None,
+                error: Some(error.clone()),
+                artifacts: Vec::new(),
+            },
+            Action::End(_) => return None,
+        })
     }
 }
 

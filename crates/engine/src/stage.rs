@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use baton_executor::{KillReason, Outcome, ProcessSpec, Started, Stdin};
+use baton_store::Transition;
 use std::sync::Arc;
 
 use baton_executor::endpoint::ChatRequest;
@@ -179,6 +180,66 @@ impl Finished {
             resumed: None,
         }
     }
+
+    /// The end of a stage's attempt that ran no process of its own (a
+    /// composite stage's, once its units have all finished).
+    pub(crate) fn ended(
+        index: usize,
+        attempt: i64,
+        (success, error): (bool, Option<String>),
+        artifacts: Vec<(String, String, i64)>,
+    ) -> Self {
+        Finished {
+            index,
+            unit: None,
+            attempt,
+            success,
+            exit_code: None,
+            error,
+            artifacts,
+            cancelled: false,
+            usage: None,
+            resumed: None,
+        }
+    }
+
+    /// `success` or `failed`, as recorded and shown.
+    pub(crate) fn status(&self) -> &'static str {
+        if self.success { "success" } else { "failed" }
+    }
+
+    /// The result as the store records it, whichever driver ran it: the
+    /// end of the stage's attempt, or of its unit.
+    pub(crate) fn transition(&self, at: i64) -> Transition {
+        let (index, status) = (as_i64(self.index), self.status().to_owned());
+        let (exit_code, error, artifacts) =
+            (self.exit_code, self.error.clone(), self.artifacts.clone());
+        match &self.unit {
+            Some(key) => Transition::UnitFinished {
+                index,
+                key: key.clone(),
+                status,
+                at,
+                exit_code,
+                error,
+                artifacts,
+            },
+            None => Transition::AttemptFinished {
+                index,
+                attempt: self.attempt,
+                status,
+                at,
+                exit_code,
+                error,
+                artifacts,
+            },
+        }
+    }
+}
+
+/// A stage's index as the store keeps it.
+pub(crate) fn as_i64(index: usize) -> i64 {
+    i64::try_from(index).unwrap_or(i64::MAX)
 }
 
 /// How an attempt runs.
@@ -1100,9 +1161,14 @@ pub(crate) fn environment(stage: &PlanStage, attempt: &Attempt) -> Vec<(String, 
 
 /// Writes `{}` into every `writes_to` file of a stage skipped by `when`, so
 /// readers find a file (the reference's sentinel).
-pub(crate) fn write_skip_sentinels(stage: &PlanStage, workspace: &Path) -> std::io::Result<()> {
+pub(crate) fn write_skip_sentinels(stage: &PlanStage, workspace: &Path) -> crate::Result<()> {
     for declared in &stage.spec.writes_to {
-        workspace::write_atomic(&workspace.join(output_path(&declared.value)), b"{}\n")?;
+        workspace::write_atomic(&workspace.join(output_path(&declared.value)), b"{}\n").map_err(
+            |source| crate::Error::Workspace {
+                path: workspace.to_path_buf(),
+                source,
+            },
+        )?;
     }
     Ok(())
 }

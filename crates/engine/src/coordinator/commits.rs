@@ -351,7 +351,7 @@ fn announce(sink: &Sink<'_>, envelopes: &EnvelopeWriter, shown: &mut Vec<Shown>)
         };
         (sink.progress)(Progress::Finished {
             stage: label.to_owned(),
-            status: if result.success { "success" } else { "failed" }.to_owned(),
+            status: result.status().to_owned(),
             duration_ms: finished_at - started_at,
             error: result.error,
         });

@@ -363,48 +363,21 @@ impl<'a> Driver<'a> {
             duration_ms: 0,
             error,
         };
+        self.commits.pending.extend(action.transition(now));
         match action {
             Action::End(_) => {}
-            Action::Fail {
-                index,
-                attempt,
-                error,
-            } => {
-                self.commits.pending.push(Transition::AttemptFinished {
-                    index: as_i64(index),
-                    attempt,
-                    status: "failed".to_owned(),
-                    at: now,
-                    exit_code: None,
-                    error: Some(error.clone()),
-                    artifacts: Vec::new(),
-                });
+            Action::Fail { index, error, .. } => {
                 let name = self.plan.stages[index].name();
                 (self.progress)(finished(name, "failed", Some(error)));
             }
-            Action::Skip { index, note } => {
+            Action::Skip { index, .. } => {
                 let stage = &self.plan.stages[index];
-                stage::write_skip_sentinels(stage, &self.workspace).map_err(|source| {
-                    Error::Workspace {
-                        path: self.workspace.clone(),
-                        source,
-                    }
-                })?;
-                self.commits.pending.push(Transition::StageSkipped {
-                    index: as_i64(index),
-                    at: now,
-                    note,
-                });
+                stage::write_skip_sentinels(stage, &self.workspace)?;
                 (self.progress)(finished(stage.name(), "skipped", None));
                 let times = (Some(now), Some(now));
                 (self.commits.envelopes).stage(stage, index, "skipped", times, Vec::new());
             }
-            Action::Start { index, attempt } => {
-                self.commits.pending.push(Transition::AttemptStarted {
-                    index: as_i64(index),
-                    attempt,
-                    at: now,
-                });
+            Action::Start { index, .. } => {
                 let stage = &self.plan.stages[index];
                 if !work::is_composite(stage) {
                     launches.push(Launch {
@@ -458,33 +431,15 @@ impl<'a> Driver<'a> {
             };
             let composite = self.composites.remove(&index).expect("idle composite");
             let artifacts = work::outputs(&self.workspace, &composite.units);
-            self.run.apply(Event::Finished {
+            let ended = Event::Finished {
                 index,
                 success,
                 error: error.clone(),
-            });
-            let attempt = self.run.attempt(index);
-            self.commits.pending.push(Transition::AttemptFinished {
-                index: as_i64(index),
-                attempt,
-                status: if success { "success" } else { "failed" }.to_owned(),
-                at: now,
-                exit_code: None,
-                error: error.clone(),
-                artifacts: artifacts.clone(),
-            });
-            let finished = Finished {
-                index,
-                unit: None,
-                attempt,
-                success,
-                exit_code: None,
-                error,
-                artifacts,
-                cancelled: false,
-                usage: None,
-                resumed: None,
             };
+            self.run.apply(ended);
+            let attempt = self.run.attempt(index);
+            let finished = Finished::ended(index, attempt, (success, error), artifacts);
+            self.commits.pending.push(finished.transition(now));
             let shown = Announced::arrived(finished, (composite.started_at, now), None);
             self.commits.shown.push(shown);
         }
@@ -598,7 +553,6 @@ impl<'a> Driver<'a> {
 
     /// An attempt's result: recorded, and the machine told for a stage's.
     fn finished(&mut self, result: Finished, now: i64) {
-        let status = if result.success { "success" } else { "failed" };
         // A continued session is recorded even when the agent's output
         // reported no usage.
         let nothing = baton_executor::profile::Usage::default();
@@ -617,19 +571,11 @@ impl<'a> Driver<'a> {
                     result.resumed.as_deref(),
                 )));
         }
+        self.commits.pending.push(result.transition(now));
         if result.unit.is_some() {
             self.unit_finished(result, now);
             return;
         }
-        self.commits.pending.push(Transition::AttemptFinished {
-            index: as_i64(result.index),
-            attempt: result.attempt,
-            status: status.to_owned(),
-            at: now,
-            exit_code: result.exit_code,
-            error: result.error.clone(),
-            artifacts: result.artifacts.clone(),
-        });
         self.run.apply(Event::Finished {
             index: result.index,
             success: result.success,
@@ -649,24 +595,14 @@ impl<'a> Driver<'a> {
         let Some(key) = result.unit.clone() else {
             return;
         };
-        let status = if result.success { "success" } else { "failed" };
         let slot = self.running.remove(&Slot::Unit(result.index, key.clone()));
         let started_at = slot.as_ref().map_or(now, |slot| slot.started_at);
         self.commits.urgent |= !cheap(&self.plan.stages[result.index], started_at, now);
-        self.commits.pending.push(Transition::UnitFinished {
-            index: as_i64(result.index),
-            key: key.clone(),
-            status: status.to_owned(),
-            at: now,
-            exit_code: result.exit_code,
-            error: result.error.clone(),
-            artifacts: result.artifacts.clone(),
-        });
         if let Some(composite) = self.composites.get_mut(&result.index) {
             composite.running = composite.running.saturating_sub(1);
             if let Some(position) = composite.position(&key) {
                 let unit = &mut composite.units[position];
-                unit.status = status.to_owned();
+                result.status().clone_into(&mut unit.status);
                 unit.finished_at = Some(now);
                 unit.exit_code = result.exit_code;
                 unit.error.clone_from(&result.error);

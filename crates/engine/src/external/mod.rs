@@ -35,7 +35,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use baton_store::{Lease, RunRow, Store, Transition, UnitRow};
+use baton_store::{Lease, RunRow, Store, UnitRow};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Executor, FanOutMode};
@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::create::{self, RunOptions};
 use crate::schedule::State;
-use crate::stage::{self, Fingerprint, Snapshot};
+use crate::stage::{self, Fingerprint, Snapshot, as_i64};
 use crate::worktree::{Place, Worktree};
 use crate::{Error, Result, clock, work, workspace};
 
@@ -213,10 +213,6 @@ fn unsupported(stage: &PlanStage) -> Option<&'static str> {
 
 fn is_script(stage: &PlanStage) -> bool {
     stage.spec.executor == Executor::Inline && stage.spec.script.is_some()
-}
-
-fn as_i64(index: usize) -> i64 {
-    i64::try_from(index).unwrap_or(i64::MAX)
 }
 
 /// `dispatch/NNN-name.before.json`: the outputs' fingerprints when `next`

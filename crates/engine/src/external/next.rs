@@ -10,9 +10,7 @@ use baton_workflow::plan::PlanStage;
 use super::handing::{
     Script, hand_out, unit_is_script, units_by_stage, worktree_for, write_before,
 };
-use super::record::{
-    Envelope, run_script, settle, stage_finished, standing, status_text, write_envelopes,
-};
+use super::record::{Envelope, run_script, settle, standing, write_envelopes};
 use super::{Opened, Ready, Standing, as_i64, ended, is_script, open, take, unsupported};
 use crate::run_state::{Action, Event, RunState};
 use crate::{Error, Result, clock, gate, stage, work};
@@ -268,20 +266,20 @@ impl Pass {
             return;
         };
         let index = context.stage.index;
-        self.envelopes.push(Envelope {
-            stage: context.stage.clone(),
-            index,
-            status: status_text(success),
-            started_at: row.started_at,
-            error: error.clone(),
-        });
         let artifacts = if success {
             work::outputs(context.workspace, own)
         } else {
             Vec::new()
         };
-        let finished = stage_finished(index, row.attempts, success, error, artifacts);
-        self.transitions.push(finished);
+        let finished = stage::Finished::ended(index, row.attempts, (success, error), artifacts);
+        self.envelopes.push(Envelope {
+            stage: context.stage.clone(),
+            index,
+            status: finished.status(),
+            started_at: row.started_at,
+            error: finished.error.clone(),
+        });
+        self.transitions.push(finished.transition(self.now));
     }
 }
 
@@ -293,15 +291,15 @@ async fn run_one(
     opened: &Opened,
     script: Script,
 ) -> Result<(String, String)> {
-    let (index, attempt, unit) = (script.index, script.attempt, script.unit.clone());
-    let name = match &unit {
+    let index = script.index;
+    let name = match &script.unit {
         Some(_) => script.stage.name().to_owned(),
         None => opened.plan.stages[index].name().to_owned(),
     };
     let ran = script.stage.clone();
     let started_at = Some(clock::now_ms());
     let finished = run_script(store, lease, opened, script).await?;
-    let status = status_text(finished.success);
+    let status = finished.status();
     let envelope = Envelope {
         stage: ran,
         index,
@@ -309,26 +307,7 @@ async fn run_one(
         started_at,
         error: finished.error.clone(),
     };
-    let transition = match unit {
-        Some(key) => Transition::UnitFinished {
-            index: as_i64(index),
-            key,
-            status: status.to_owned(),
-            at: clock::now_ms(),
-            exit_code: finished.exit_code,
-            error: finished.error,
-            artifacts: finished.artifacts,
-        },
-        None => Transition::AttemptFinished {
-            index: as_i64(index),
-            attempt,
-            status: status.to_owned(),
-            at: clock::now_ms(),
-            exit_code: finished.exit_code,
-            error: finished.error,
-            artifacts: finished.artifacts,
-        },
-    };
+    let transition = finished.transition(clock::now_ms());
     store.apply(lease, &[transition]).await?;
     write_envelopes(&opened.workspace, vec![envelope]);
     Ok((name, status.to_owned()))
@@ -402,38 +381,14 @@ impl Pass {
             started_at: Some(now),
             error: None,
         };
+        self.transitions.extend(action.transition(now));
         match action {
             Action::End(_) => return Ok(false),
-            Action::Skip { index, note } => {
-                stage::write_skip_sentinels(&opened.plan.stages[index], workspace).map_err(
-                    |source| Error::Workspace {
-                        path: workspace.clone(),
-                        source,
-                    },
-                )?;
+            Action::Skip { index, .. } => {
+                stage::write_skip_sentinels(&opened.plan.stages[index], workspace)?;
                 self.envelopes.push(envelope(index, "skipped"));
-                self.transitions.push(Transition::StageSkipped {
-                    index: as_i64(index),
-                    at: now,
-                    note,
-                });
             }
-            Action::Fail {
-                index,
-                attempt,
-                error,
-            } => {
-                self.envelopes.push(envelope(index, "failed"));
-                self.transitions.push(Transition::AttemptFinished {
-                    index: as_i64(index),
-                    attempt,
-                    status: "failed".to_owned(),
-                    at: now,
-                    exit_code: None,
-                    error: Some(error),
-                    artifacts: Vec::new(),
-                });
-            }
+            Action::Fail { index, .. } => self.envelopes.push(envelope(index, "failed")),
             Action::Start { index, attempt } => {
                 let stage = &opened.plan.stages[index];
                 if work::is_composite(stage) {
@@ -454,11 +409,6 @@ impl Pass {
                     // is recorded so a recorded start always has its snapshot.
                     write_before(stage, workspace)?;
                 }
-                self.transitions.push(Transition::AttemptStarted {
-                    index: as_i64(index),
-                    attempt,
-                    at: now,
-                });
             }
         }
         Ok(true)

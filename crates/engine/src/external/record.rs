@@ -9,7 +9,7 @@ use baton_workflow::plan::PlanStage;
 use tokio::sync::{mpsc, watch};
 
 use super::handing::Script;
-use super::{Opened, Ready, Standing, as_i64};
+use super::{Opened, Ready, Standing};
 use crate::run_state::RunState;
 use crate::stage::{self, Attempt, Report};
 use crate::{Result, clock, gate};
@@ -40,28 +40,6 @@ pub(super) fn write_envelopes(workspace: &Path, envelopes: Vec<Envelope>) {
             (envelope.started_at, Some(now)),
             envelope.error.into_iter().collect(),
         );
-    }
-}
-
-pub(super) fn status_text(success: bool) -> &'static str {
-    if success { "success" } else { "failed" }
-}
-
-pub(super) fn stage_finished(
-    index: usize,
-    attempt: i64,
-    success: bool,
-    error: Option<String>,
-    artifacts: Vec<(String, String, i64)>,
-) -> Transition {
-    Transition::AttemptFinished {
-        index: as_i64(index),
-        attempt,
-        status: if success { "success" } else { "failed" }.to_owned(),
-        at: clock::now_ms(),
-        exit_code: None,
-        error,
-        artifacts,
     }
 }
 
