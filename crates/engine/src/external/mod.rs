@@ -35,7 +35,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use baton_store::{Lease, RunRow, Store, UnitRow};
+use baton_store::{Lease, RunRow, StageRow, Store, UnitRow};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Executor, FanOutMode};
@@ -43,6 +43,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use crate::create::{self, RunOptions};
+use crate::run_state::RunState;
 use crate::schedule::State;
 use crate::stage::{self, Fingerprint, Snapshot, as_i64};
 use crate::worktree::{Place, Worktree};
@@ -167,6 +168,17 @@ async fn open(store: &Store, run_id: &str) -> Result<Opened> {
         plan: Arc::new(plan),
         workspace,
     })
+}
+
+impl Opened {
+    /// Its stage rows and state machine as the store holds them now.
+    async fn state(&self, store: &Store) -> Result<(Vec<StageRow>, RunState)> {
+        let (plan, run_id) = (&self.plan, &self.run.run_id);
+        let rows = store.stages(run_id).await?;
+        let gates = crate::gate::Gates::load(store, run_id, plan, &self.workspace).await?;
+        let run = RunState::new(Arc::clone(plan), self.params.clone(), &rows, gates);
+        Ok((rows, run))
+    }
 }
 
 /// How long a protocol call waits for another one to release the run.

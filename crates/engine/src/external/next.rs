@@ -1,8 +1,6 @@
 //! `next`: records what became ready as started, runs ready inline scripts
 //! itself, and lists every stage and unit handed out.
 
-use std::sync::Arc;
-
 use baton_store::{Lease, StageRow, Store, Transition, UnitRow};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
@@ -12,8 +10,8 @@ use super::handing::{
 };
 use super::record::{Envelope, run_script, settle, standing, write_envelopes};
 use super::{Opened, Ready, Standing, as_i64, ended, is_script, open, take, unsupported};
-use crate::run_state::{Action, Event, RunState};
-use crate::{Error, Result, clock, gate, stage, work};
+use crate::run_state::{Action, Event};
+use crate::{Error, Result, clock, stage, work};
 
 /// Lists the stages ready for the orchestrator, recording each as started.
 /// Stages handed out before and not completed are listed again. Inline
@@ -46,12 +44,10 @@ pub(super) async fn next_owned(
     let mut scripts = Vec::new();
     kill_left_scripts(store, opened).await?;
     loop {
-        let rows = store.stages(run_id).await?;
-        let gates = gate::Gates::load(store, run_id, plan, &opened.workspace).await?;
-        if gates.rejected().is_some() {
+        let (rows, mut run) = opened.state(store).await?;
+        if run.stopping() {
             return settle(store, lease, opened, Vec::new(), scripts).await;
         }
-        let mut run = RunState::new(Arc::clone(plan), opened.params.clone(), &rows, gates);
         let units = units_by_stage(store, run_id).await?;
         let mut pass = Pass {
             now: clock::now_ms(),

@@ -1,14 +1,12 @@
 //! What `baton resume` shows for an externally driven run, changing nothing.
 
-use std::sync::Arc;
-
 use baton_store::{Store, UnitRow};
 
 use super::handing::units_by_stage;
 use super::record::standing;
 use super::{Ready, Standing, dispatch_path, open};
-use crate::run_state::{Action, Event, RunState};
-use crate::{Result, clock, gate, work};
+use crate::run_state::{Action, Event};
+use crate::{Result, clock, work};
 
 /// What `next` would list now, without recording anything: the stages
 /// handed out and not completed, and the stages ready to be handed out.
@@ -18,8 +16,7 @@ use crate::{Result, clock, gate, work};
 /// No such run, a run not driven externally, the store failing.
 pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
     let opened = open(store, run_id).await?;
-    let rows = store.stages(run_id).await?;
-    let gates = gate::Gates::load(store, run_id, &opened.plan, &opened.workspace).await?;
+    let (rows, mut run) = opened.state(store).await?;
     let mut names: Vec<usize> = opened
         .plan
         .stages
@@ -27,14 +24,7 @@ pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
         .filter(|stage| rows[stage.index].status == "running")
         .map(|stage| stage.index)
         .collect();
-    // What `next` would begin (start, skip or fail), on a copy that records
-    // nothing.
-    let mut run = RunState::new(
-        Arc::clone(&opened.plan),
-        opened.params.clone(),
-        &rows,
-        gates,
-    );
+    // What `next` would begin (start, skip or fail); nothing is recorded.
     names.extend(
         run.apply(Event::Poll { free: usize::MAX })
             .iter()

@@ -10,7 +10,6 @@ use tokio::sync::{mpsc, watch};
 
 use super::handing::Script;
 use super::{Opened, Ready, Standing};
-use crate::run_state::RunState;
 use crate::stage::{self, Attempt, Report};
 use crate::{Result, clock, gate};
 
@@ -126,11 +125,8 @@ pub(super) async fn settle(
     ready: Vec<Ready>,
     scripts: Vec<(String, String)>,
 ) -> Result<Standing> {
-    let plan = &opened.plan;
     let run_id = &opened.run.run_id;
-    let rows = store.stages(run_id).await?;
-    let gates = gate::Gates::load(store, run_id, plan, &opened.workspace).await?;
-    let mut run = RunState::new(Arc::clone(plan), opened.params.clone(), &rows, gates);
+    let (_, mut run) = opened.state(store).await?;
     let (status, error) = run
         .end()
         .map_or(("running", None), |end| (end.status(), end.error()));
