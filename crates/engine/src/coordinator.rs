@@ -17,7 +17,9 @@ use std::time::Duration;
 use baton_store::{Error as StoreError, Lease, Store};
 
 use crate::create::LEASE_TTL_MS;
-use crate::stage::{Limits, as_i64};
+use crate::progress::Progress;
+use crate::schedule::as_i64;
+use crate::stage::Limits;
 use crate::{Error, Result, clock, owner, reconcile};
 
 /// How `drive` behaves.
@@ -70,39 +72,6 @@ impl Default for DriveOptions {
             local_worker: None,
         }
     }
-}
-
-/// Something worth showing while a run goes on.
-#[derive(Debug, Clone)]
-pub enum Progress {
-    /// A stage attempt started.
-    Started {
-        /// Stage name.
-        stage: String,
-        /// Attempt number.
-        attempt: i64,
-    },
-    /// A stage ended.
-    Finished {
-        /// Stage name.
-        stage: String,
-        /// `success`, `failed` or `skipped`.
-        status: String,
-        /// Duration in ms.
-        duration_ms: i64,
-        /// Why it failed.
-        error: Option<String>,
-    },
-    /// Something the engine did on its own (reconciliation, stale outputs).
-    Note(String),
-    /// An event of the child run a sub-workflow stage drives.
-    SubRun {
-        /// The stage whose child it is (for a fan-out item, the item's
-        /// label, as its own lines name it).
-        stage: String,
-        /// The child's event: itself a `SubRun` for a grandchild's.
-        event: Box<Progress>,
-    },
 }
 
 /// How a drive ended.

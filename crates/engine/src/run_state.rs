@@ -78,7 +78,7 @@ impl Action {
 
     /// What the store records for it (an end is recorded by its driver).
     pub(crate) fn transition(&self, at: i64) -> Option<Transition> {
-        let index = crate::stage::as_i64(self.stage()?);
+        let index = schedule::as_i64(self.stage()?);
         Some(match self {
             Action::Start { attempt, .. } => Transition::AttemptStarted {
                 index,

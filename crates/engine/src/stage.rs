@@ -24,6 +24,7 @@ use crate::checks;
 use crate::create::sha256_hex;
 use crate::reconcile::RUN_MARKER;
 use crate::retries::Retry;
+use crate::schedule::as_i64;
 use crate::usage::Meter;
 use crate::workspace::{self, output_path};
 
@@ -141,7 +142,7 @@ pub(crate) enum Report {
     SubRun {
         index: usize,
         unit: Option<String>,
-        event: crate::coordinator::Progress,
+        event: crate::progress::Progress,
     },
 }
 
@@ -237,11 +238,6 @@ impl Finished {
     }
 }
 
-/// A stage's index as the store keeps it.
-pub(crate) fn as_i64(index: usize) -> i64 {
-    i64::try_from(index).unwrap_or(i64::MAX)
-}
-
 /// How an attempt runs.
 enum Launch {
     /// A process, and how to read its usage afterwards (agents only).
@@ -266,11 +262,6 @@ pub(crate) async fn run(
     cancel: watch::Receiver<bool>,
     reports: mpsc::UnboundedSender<Report>,
 ) {
-    if stage.spec.sub_workflow.is_some() {
-        let finished = crate::subrun::run(&stage, &attempt, cancel, &reports).await;
-        let _ = reports.send(Report::Finished(Box::new(redacted(finished))));
-        return;
-    }
     if stage.spec.executor == Executor::WorkerQueue {
         let finished = crate::queued::run(&stage, &attempt, cancel).await;
         let _ = reports.send(Report::Finished(Box::new(redacted(finished))));
@@ -345,7 +336,7 @@ pub(crate) async fn launch(
 /// The attempt's error without secrets: it is recorded and shown (a
 /// process's output is redacted as it is logged; an endpoint's reply or a
 /// message built from a value is not).
-fn redacted(mut finished: Finished) -> Finished {
+pub(crate) fn redacted(mut finished: Finished) -> Finished {
     if let Some(error) = &finished.error
         && let std::borrow::Cow::Owned(clean) =
             baton_executor::redact::Redactor::global().redact(error)

@@ -14,9 +14,10 @@ use tokio::sync::{mpsc, watch};
 
 use super::commits::{Announced, Commits, Shown, Sink, cheap};
 use super::launch::{Launch, Running, Slot, Spawner, starts_early, take_units};
-use super::{CANCEL_POLL, DriveOptions, Outcome, Progress, as_i64};
+use super::{CANCEL_POLL, DriveOptions, Outcome, as_i64};
 use crate::envelopes::EnvelopeWriter;
 use crate::governance::RunLedger;
+use crate::progress::Progress;
 use crate::run_state::{Action, End, Event, RunState};
 use crate::stage::{self, Finished, Report};
 use crate::start::Start;

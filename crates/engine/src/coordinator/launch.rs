@@ -12,6 +12,7 @@ use baton_workflow::schema::{Executor, FanOutMode, Isolation};
 use tokio::sync::{mpsc, watch};
 
 use super::DriveOptions;
+use crate::progress::Progress;
 use crate::stage::{self, Attempt, Finished, Report};
 use crate::work::{self, running::Composite};
 use crate::{clock, create::RunOptions};
@@ -174,7 +175,7 @@ impl Spawner {
         launch: Launch,
         stage_attempt: i64,
         running: &mut HashMap<Slot, Running>,
-    ) -> Option<super::Progress> {
+    ) -> Option<Progress> {
         let (stage_to_run, unit, label, attempt_number, extras) = match launch.unit {
             None => (
                 self.plan.stages[launch.index].clone(),
@@ -216,7 +217,7 @@ impl Spawner {
         let attempt = self.attempt(launch.index, attempt_number, unit.clone(), extras);
         // A composite stage's main unit is the stage's own work: the
         // stage's lines already say it started.
-        let started = (unit.as_deref() != Some(work::MAIN)).then(|| super::Progress::Started {
+        let started = (unit.as_deref() != Some(work::MAIN)).then(|| Progress::Started {
             stage: label
                 .clone()
                 .unwrap_or_else(|| self.plan.stages[launch.index].name().to_owned()),
@@ -232,7 +233,7 @@ impl Spawner {
         // some 15 KB, which spawning would otherwise copy more than once.
         tokio::spawn(crate::subrun::OPTIONS.scope(
             Arc::clone(&self.options),
-            Box::pin(stage::run(
+            Box::pin(run(
                 stage_to_run,
                 attempt,
                 cancel_receiver,
@@ -281,6 +282,21 @@ impl Spawner {
             accept_merge: self.options.accept_merge,
         }
     }
+}
+
+/// Runs an attempt: a sub-workflow stage's drives its child run (only the
+/// coordinator drives those), any other's runs as [`stage::run`] runs it.
+async fn run(
+    stage: PlanStage,
+    attempt: Attempt,
+    cancel: watch::Receiver<bool>,
+    reports: mpsc::UnboundedSender<Report>,
+) {
+    if stage.spec.sub_workflow.is_none() {
+        return stage::run(stage, attempt, cancel, reports).await;
+    }
+    let finished = crate::subrun::run(&stage, &attempt, cancel, &reports).await;
+    let _ = reports.send(Report::Finished(Box::new(stage::redacted(finished))));
 }
 
 #[cfg(test)]

@@ -45,7 +45,8 @@ use serde::{Deserialize, Serialize};
 use crate::create::{self, RunOptions};
 use crate::run_state::RunState;
 use crate::schedule::State;
-use crate::stage::{self, Fingerprint, Snapshot, as_i64};
+use crate::schedule::as_i64;
+use crate::stage::{self, Fingerprint, Snapshot};
 use crate::worktree::{Place, Worktree};
 use crate::{Error, Result, clock, work, workspace};
 
