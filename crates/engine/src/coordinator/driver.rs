@@ -84,15 +84,6 @@ enum Stepped {
     Ended(End),
 }
 
-/// What the loop woke up for.
-enum Woke {
-    Reports(Vec<Report>),
-    /// A commit came due, or the one in flight landed (`true`).
-    Commit(bool),
-    Renew,
-    CancelPoll,
-}
-
 impl<'a> Driver<'a> {
     /// Takes the run up: its plan, what a crash left repaired, its state
     /// as recorded, and the run marked running (committed at once only
@@ -204,51 +195,34 @@ impl<'a> Driver<'a> {
             // Nothing can start: record the results that arrived before
             // waiting, so a result is never held back while others run.
             self.commits.when_due(&sink!(self), self.lease).await?;
-            let woke = tokio::select! {
+            tokio::select! {
                 report = self.reports.recv() => {
-                    let mut batch: Vec<Report> = report.into_iter().collect();
-                    while let Ok(report) = self.reports.try_recv() {
-                        batch.push(report);
+                    let now = clock::now_ms();
+                    let waiting = std::iter::from_fn(|| self.reports.try_recv().ok());
+                    let batch: Vec<Report> = report.into_iter().chain(waiting).collect();
+                    for report in batch {
+                        self.receive(report, now);
                     }
-                    Woke::Reports(batch)
                 }
-                landed = self.commits.wake() => Woke::Commit(landed?),
-                _ = self.renew.tick() => Woke::Renew,
-                _ = self.cancel_poll.tick(), if !self.run.cancelled() => Woke::CancelPoll,
-            };
-            self.woke(woke).await?;
-        }
-    }
-
-    async fn woke(&mut self, woke: Woke) -> Result<()> {
-        match woke {
-            Woke::Reports(batch) => {
-                let now = clock::now_ms();
-                for report in batch {
-                    self.receive(report, now);
+                landed = self.commits.wake() => {
+                    if landed? {
+                        self.commits.landed(&sink!(self));
+                    }
                 }
-            }
-            Woke::Commit(landed) => {
-                if landed {
-                    self.commits.landed(&sink!(self));
+                _ = self.renew.tick() => {
+                    let now = clock::now_ms();
+                    let wants_cancel = self.store.renew(self.lease, now, self.ttl).await?;
+                    if wants_cancel && !self.run.cancelled() {
+                        self.cancel();
+                    }
                 }
-            }
-            Woke::Renew => {
-                let wants_cancel = self
-                    .store
-                    .renew(self.lease, clock::now_ms(), self.ttl)
-                    .await?;
-                if wants_cancel && !self.run.cancelled() {
-                    self.cancel();
-                }
-            }
-            Woke::CancelPoll => {
-                if self.store.cancel_requested(&self.lease.run_id).await? {
-                    self.cancel();
+                _ = self.cancel_poll.tick(), if !self.run.cancelled() => {
+                    if self.store.cancel_requested(&self.lease.run_id).await? {
+                        self.cancel();
+                    }
                 }
             }
         }
-        Ok(())
     }
 
     /// Stops every running attempt; nothing more starts.
