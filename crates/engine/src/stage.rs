@@ -238,6 +238,13 @@ impl Finished {
     }
 }
 
+/// An output as the store records it: (path, sha256, bytes), whichever
+/// driver records it.
+pub(crate) fn artifact(path: String, bytes: &[u8]) -> (String, String, i64) {
+    let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
+    (path, sha256_hex(bytes), size)
+}
+
 /// How an attempt runs.
 enum Launch {
     /// A process, and how to read its usage afterwards (agents only).
@@ -706,11 +713,7 @@ pub(crate) fn verify(
                     .unwrap_or(&file)
                     .to_string_lossy()
                     .into_owned();
-                artifacts.push((
-                    name,
-                    sha256_hex(&bytes),
-                    i64::try_from(bytes.len()).unwrap_or(i64::MAX),
-                ));
+                artifacts.push(artifact(name, &bytes));
             }
             continue;
         }
@@ -725,11 +728,7 @@ pub(crate) fn verify(
                 }
                 let bytes = std::fs::read(&path)
                     .map_err(|error| format!("cannot read output {relative}: {error}"))?;
-                artifacts.push((
-                    relative,
-                    sha256_hex(&bytes),
-                    i64::try_from(bytes.len()).unwrap_or(i64::MAX),
-                ));
+                artifacts.push(artifact(relative, &bytes));
             }
         }
     }

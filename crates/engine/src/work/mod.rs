@@ -173,8 +173,7 @@ pub(crate) fn hashed(
         .into_iter()
         .filter_map(|path| {
             let bytes = std::fs::read(workspace.join(&path)).ok()?;
-            let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
-            Some((path, crate::create::sha256_hex(&bytes), size))
+            Some(crate::stage::artifact(path, &bytes))
         })
         .collect()
 }
