@@ -25,7 +25,6 @@ use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use indexmap::IndexMap;
 
-use crate::gate::{Gates, rejection_error};
 use crate::schedule::{self, Next, State, States};
 
 /// Something that happened to the run.
@@ -336,6 +335,40 @@ impl RunState {
             }
         }
     }
+}
+
+/// The gates' decisions as a driver read them (`Gates::load`, in `gate`):
+/// which are approved for their current attempt and artifact, and the
+/// first rejected one. Kept here, with the rejection's error, so the
+/// machine names nothing that reads the store.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Gates {
+    /// The approved gates, by index.
+    pub(crate) approved: Vec<usize>,
+    /// The first rejected gate: (index, comment, who).
+    pub(crate) rejected: Option<(usize, String, String)>,
+}
+
+impl Gates {
+    /// Whether gate `index` is approved for its current attempt and artifact.
+    pub(crate) fn approved(&self, index: usize) -> bool {
+        self.approved.contains(&index)
+    }
+
+    /// The first rejected gate: (index, comment, who).
+    pub(crate) fn rejected(&self) -> Option<(usize, String, String)> {
+        self.rejected.clone()
+    }
+}
+
+/// The run's error after a rejection.
+pub(crate) fn rejection_error(stage: &str, by: &str, comment: &str) -> String {
+    let comment = if comment.is_empty() {
+        "(no comment)"
+    } else {
+        comment
+    };
+    format!("gate '{stage}' rejected by {by}: {comment}")
 }
 
 /// What a stage's `when` decides.
