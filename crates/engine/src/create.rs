@@ -8,7 +8,8 @@ use baton_store::{Lease, NewRun, Store};
 use baton_workflow::{Loaded, Plan};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use sha2::{Digest, Sha256};
+
+pub use crate::digest::sha256_hex;
 
 use crate::clock;
 use crate::loader::FsLoader;
@@ -78,16 +79,6 @@ pub struct Created {
     /// Its first lease, taken along with the run by [`create_run`] for the
     /// built-in driver, which drives it next; `None` for an external driver.
     pub lease: Option<Lease>,
-}
-
-/// Hex SHA-256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for byte in digest {
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
 }
 
 /// The digests of every file a loaded workflow was read from.

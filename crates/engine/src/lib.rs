@@ -17,6 +17,7 @@ pub mod clock;
 mod control;
 mod coordinator;
 pub mod create;
+mod digest;
 mod endpoint;
 mod envelopes;
 pub mod external;

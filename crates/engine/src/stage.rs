@@ -21,7 +21,7 @@ use baton_workflow::schema::Executor;
 use tokio::sync::{mpsc, watch};
 
 use crate::checks;
-use crate::create::sha256_hex;
+use crate::digest::artifact;
 use crate::reconcile::RUN_MARKER;
 use crate::retries::Retry;
 use crate::schedule::as_i64;
@@ -236,13 +236,6 @@ impl Finished {
             },
         }
     }
-}
-
-/// An output as the store records it: (path, sha256, bytes), whichever
-/// driver records it.
-pub(crate) fn artifact(path: String, bytes: &[u8]) -> (String, String, i64) {
-    let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
-    (path, sha256_hex(bytes), size)
 }
 
 /// How an attempt runs.

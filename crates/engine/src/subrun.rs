@@ -37,7 +37,8 @@ use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
 use crate::coordinator::{DriveOptions, Outcome};
-use crate::create::{self, sha256_hex};
+use crate::create;
+use crate::digest::sha256_hex;
 use crate::loader::FsLoader;
 use crate::progress::Progress;
 use crate::stage::{self, Attempt, Finished, Report};

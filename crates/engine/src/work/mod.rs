@@ -173,7 +173,7 @@ pub(crate) fn hashed(
         .into_iter()
         .filter_map(|path| {
             let bytes = std::fs::read(workspace.join(&path)).ok()?;
-            Some(crate::stage::artifact(path, &bytes))
+            Some(crate::digest::artifact(path, &bytes))
         })
         .collect()
 }
