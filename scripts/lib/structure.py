@@ -6,6 +6,8 @@
 Rules (test code — `#[cfg(test)]` items and `tests/` — is exempt):
   * no function longer than 150 lines in the engine, executor and store crates;
   * `unsafe` code in at most one module of the whole workspace;
+  * environment variables read only by the CLI's `settings.rs` and the
+    executor's `environment.rs` (test support is exempt);
   * no import cycle among the modules (files and inline `mod`s) of one crate:
     module A naming anything in B, and B, directly or through others, naming A.
     A `pub use` re-export is a name, not a dependency: a path through it
@@ -20,6 +22,8 @@ import re
 import sys
 
 LONG_FN_CRATES = ("engine", "executor", "store")
+ENV_READS = ("var", "var_os", "vars", "vars_os")
+ENV_READERS = ("crates/cli/src/settings.rs", "crates/executor/src/environment.rs")
 MAX_FN_LINES = 150
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
@@ -348,6 +352,15 @@ def long_functions(file, toks):
     return found
 
 
+def env_reads(file, toks):
+    """Lines of `file` that read environment variables (`env::var` …)."""
+    return [
+        toks[i][2]
+        for i in range(len(toks) - 2)
+        if toks[i][1] == "env" and toks[i + 1][0] == "path_sep" and toks[i + 2][1] in ENV_READS
+    ]
+
+
 def crate_roots():
     crates_dir = os.path.join(ROOT, "crates")
     for crate in sorted(os.listdir(crates_dir)):
@@ -374,6 +387,10 @@ def main():
                 file_toks = without_test_items(list(tokens(handle.read())))
             for found in long_functions(file, file_toks):
                 all_fns.append((found, crate))
+            rel = os.path.relpath(file, ROOT)
+            if crate != "test-support" and rel not in ENV_READERS:
+                for line in env_reads(file, file_toks):
+                    problems.append(f"{rel}:{line}: reads the environment (only {' and '.join(ENV_READERS)} do)")
         for module in modules.values():
             if module.unsafe_lines:
                 unsafe_modules[(crate, tuple(module.path))] = (module.file, module.unsafe_lines)

@@ -39,8 +39,8 @@ pub fn main() -> ExitCode {
     }
     // Crash tests make baton abort at a named point (see the engine's
     // `failpoint` module).
-    if let Some(point) = std::env::var_os("BATON_FAILPOINT").filter(|point| !point.is_empty())
-        && let Err(error) = baton_engine::failpoint::arm(&point.to_string_lossy())
+    if let Some(point) = settings::failpoint()
+        && let Err(error) = baton_engine::failpoint::arm(&point)
     {
         output::stderr_line(&format!("baton: BATON_FAILPOINT: {error}"));
         return ExitCode::from(exit_code::USAGE);

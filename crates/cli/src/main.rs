@@ -7,11 +7,10 @@ fn main() -> std::process::ExitCode {
 
 /// glibc gives each thread that allocates an arena of its own, and keeps
 /// freed memory at the top of a heap once large blocks have come and gone
-/// (its trim threshold rises up to 32 MB). A run's threads (the runtime's,
-/// each SQLite connection's, the envelope writer's) then hold on to more
-/// memory than the run uses: a 10 000-stage run peaked at 98 MB resident
-/// with the defaults and at 72 MB with two arenas and a fixed 128 KiB trim
-/// threshold, in the same time.
+/// (its trim threshold keeps rising). A run's threads (the runtime's, each
+/// SQLite connection's, the envelope writer's) then hold on to more memory
+/// than the run uses; two arenas and a fixed trim threshold keep a large
+/// run's peak lower at the same speed (figures in bench/README.md).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(
     unsafe_code,

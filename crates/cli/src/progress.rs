@@ -49,7 +49,7 @@ impl Reporter {
     /// The live display when stderr is a capable terminal and the output is
     /// not JSON; plain lines otherwise.
     pub(crate) fn new(format: Format) -> Reporter {
-        let dumb = std::env::var_os("TERM").is_some_and(|term| term == "dumb");
+        let dumb = crate::settings::terminal_is_dumb();
         if format != Format::Json && !dumb && std::io::stderr().is_terminal() {
             Reporter::Live(Box::new(Live::new(ProgressDrawTarget::stderr())))
         } else {

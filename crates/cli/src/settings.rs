@@ -10,6 +10,33 @@ pub(crate) const DATABASE_URL: &str = "BATON_DATABASE_URL";
 /// the current directory (`--project` wins over it).
 const PROJECT: &str = "BATON_PROJECT";
 
+/// Whether `TERM` says the terminal draws nothing but plain lines.
+pub(crate) fn terminal_is_dumb() -> bool {
+    std::env::var_os("TERM").is_some_and(|term| term == "dumb")
+}
+
+/// `BATON_FAILPOINT`: the named point crash tests make baton abort at (see
+/// the engine's `failpoint` module), if set and not empty.
+pub(crate) fn failpoint() -> Option<String> {
+    std::env::var_os("BATON_FAILPOINT")
+        .filter(|point| !point.is_empty())
+        .map(|point| point.to_string_lossy().into_owned())
+}
+
+/// The `PATH` baton was started with, where agent CLIs are looked for.
+pub(crate) fn path() -> Option<std::ffi::OsString> {
+    std::env::var_os("PATH")
+}
+
+/// A duration in milliseconds a variable overrides (the worker's timings;
+/// suites shorten them), if it is set to a whole number.
+pub(crate) fn millis(name: &str) -> Option<std::time::Duration> {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .map(std::time::Duration::from_millis)
+}
+
 /// The project directory `BATON_PROJECT` names, if set and not empty.
 pub(crate) fn project_from_env() -> Option<PathBuf> {
     std::env::var_os(PROJECT)

@@ -9,10 +9,9 @@
 //! queued envelope is written before the drive returns.
 //!
 //! Why two: the results of a run's last commit, all of a short run's, are
-//! written after it, while nothing else runs. At about 30 us a file, the
-//! envelopes of a 100-stage run that ends within one commit took about
-//! 3 ms there, as long as the rest of the run's end; two threads halve it
-//! on a 2-core machine. While stages run, they share the cores with them.
+//! written after it, while nothing else runs, and for a short run that is
+//! as long as the rest of the run's end; two threads halve it on two
+//! cores. While stages run, they share the cores with them.
 //!
 //! The envelopes of a drive's last commit are written while that commit
 //! runs, to files with no name yet ([`EnvelopeWriter::prepare`]), and named

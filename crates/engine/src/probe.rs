@@ -308,7 +308,6 @@ async fn launch(meter: &Meter, dir: &Path, options: &Options) -> Result<ProcessS
             format!("{}/{}", std::process::id(), dir.display()),
         )),
         contain,
-        tracking: baton_executor::Tracking::default(),
     })
 }
 

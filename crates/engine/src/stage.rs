@@ -884,7 +884,6 @@ fn command(
         // a resume uses to find everything a crashed driver left.
         marker: Some(("BATON_IDEMPOTENCY_KEY".to_owned(), idempotency_key(attempt))),
         contain: None,
-        tracking: baton_executor::Tracking::default(),
     };
     match spec
         .script

@@ -35,8 +35,7 @@ mod namespace;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-/// The hidden subcommand of the `baton` binary that runs the helper.
-pub const SUBCOMMAND: &str = "__contain";
+pub use namespace::SUBCOMMAND;
 
 /// How one agent process is contained.
 #[derive(Debug, Clone, Default)]
@@ -112,7 +111,11 @@ pub const HELPER_FAILED: u8 = 125;
 /// Whether this machine lets `helper` contain a process (it runs `helper
 /// __contain check`), or why not.
 pub fn check(helper: &Path) -> Result<(), String> {
-    let output = crate::spawn::command(helper)
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a short check that runs to its end, with no output to supervise"
+    )]
+    let output = std::process::Command::new(helper)
         .args([SUBCOMMAND, "check"])
         .stdin(std::process::Stdio::null())
         .output()

@@ -247,9 +247,7 @@ async fn exchange(
     api_key_env: Option<&str>,
 ) -> Result<(reqwest::StatusCode, String), reqwest::Error> {
     let mut builder = reqwest::Client::new().post(url).json(body);
-    let key = api_key_env
-        .and_then(|name| std::env::var(name).ok())
-        .filter(|key| !key.is_empty());
+    let key = api_key_env.and_then(crate::environment::text);
     if let Some(key) = key {
         builder = builder.bearer_auth(key);
     }

@@ -27,19 +27,7 @@ pub enum Error {
     Spawn {
         /// The program as given.
         program: String,
-        /// What the start (`posix_spawn`, `exec` included) reported.
-        #[source]
-        source: io::Error,
-    },
-
-    /// The process's descendants cannot be tracked: its cgroup could not be
-    /// made or it could not be moved there, or the kernel refused baton as
-    /// their subreaper. Nothing was left running.
-    #[error("cannot track the processes `{program}` starts")]
-    Descendants {
-        /// The program as given.
-        program: String,
-        /// The underlying error.
+        /// What the start (`clone`, then `exec` in the child) reported.
         #[source]
         source: io::Error,
     },

@@ -4,10 +4,10 @@
 //! zombie (see the zombie rule in `process.rs`), so it waits for the exit
 //! with `waitid(WEXITED | WNOWAIT)` rather than by reaping. What wakes it
 //! up is the leader's pidfd, which becomes readable when the leader exits:
-//! one descriptor in the runtime's epoll set, woken for this child only,
-//! made by `pidfd_open` (the child is unreaped, so its pid is still its
-//! own). Where that is missing (Linux before 5.3, or a seccomp filter that
-//! refuses it), `SIGCHLD` wakes it instead; that signal goes to every
+//! one descriptor in the runtime's epoll set, woken for this child only.
+//! The start hands one over (`CLONE_PIDFD`); without it `pidfd_open` makes
+//! one. Where both are missing (Linux before 5.3, or a seccomp filter that
+//! refuses them), `SIGCHLD` wakes it instead; that signal goes to every
 //! supervisor of the process, each of which then asks about its own child.
 
 use std::os::fd::{AsFd, OwnedFd};
@@ -35,16 +35,23 @@ enum Wake {
 }
 
 impl ExitWatch {
-    /// Watches `pid`, a child of this process that has not been reaped.
+    /// Watches `pid`, a child of this process that has not been reaped,
+    /// through `pidfd` when the start made one, else one opened here.
     ///
     /// # Errors
     ///
     /// Neither a pidfd nor a `SIGCHLD` listener could be set up.
-    pub(crate) fn new(pid: u32) -> std::io::Result<ExitWatch> {
-        let wake = match open_pidfd(pid).and_then(watch_pidfd) {
+    pub(crate) fn new(pid: u32, pidfd: Option<OwnedFd>) -> std::io::Result<ExitWatch> {
+        let fd = match pidfd {
+            Some(fd) => Some(fd),
+            None => open_pidfd(pid),
+        };
+        let wake = match fd.and_then(watch_pidfd) {
             Some(fd) => Wake::Pidfd(fd),
             // Registered after the child started, which cannot lose its
             // exit: `exited` asks `waitid` before every wait.
+            // SIGCHLD needs no `signal_handlers_changed`: every child
+            // starts with it at its default anyway (see `vfork.rs`).
             None => Wake::Signal(signal(SignalKind::child())?),
         };
         Ok(ExitWatch { pid, wake })
@@ -89,16 +96,6 @@ impl ExitWatch {
     }
 }
 
-/// Blocks until `pid`, a child of this process, has exited, leaving it
-/// unreaped (or until it turns out to be gone already).
-pub(crate) fn wait_blocking(pid: u32) {
-    let Ok(pid) = i32::try_from(pid) else {
-        return;
-    };
-    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
-    while waitid(Id::Pid(Pid::from_raw(pid)), flags) == Err(nix::errno::Errno::EINTR) {}
-}
-
 #[expect(
     deprecated,
     reason = "the safe constructor is deprecated for descriptors that may be closed behind the \
@@ -130,7 +127,7 @@ mod tests {
             .spawn()
             .expect("sleep runs");
         let pid = child.id();
-        let mut watch = ExitWatch::new(pid).expect("a watch");
+        let mut watch = ExitWatch::new(pid, None).expect("a watch");
         if signal_only {
             watch.wake = Wake::Signal(signal(SignalKind::child()).expect("a listener"));
         }

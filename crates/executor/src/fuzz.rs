@@ -15,7 +15,7 @@
 //! that inline a value, which keeps the check cheap; the proptest in
 //! `tests/executor/shell.rs` runs bash on values in every context.
 
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use crate::shell::{self, Substituted};
 
@@ -136,8 +136,11 @@ fn check_inlined_values_are_text(script: &str) {
 
 /// Whether `bash -n` (read the script, run nothing) accepts the script.
 fn parses(script: &str) -> bool {
-    // bash only parses the script (-n); nothing in it runs.
-    let status = crate::spawn::command("bash")
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "bash only parses the script (-n); nothing in it runs"
+    )]
+    let status = Command::new("bash")
         .args(["--norc", "--noprofile", "-n", "-c", script])
         .env_clear()
         .stdin(Stdio::null())

@@ -2,14 +2,14 @@
 //! that nothing an agent put in a repository's configuration runs with
 //! baton's privileges.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the executor is where processes start; git runs here"
+)]
+
 use std::path::Path;
 
 use tokio::process::Command;
-
-/// `git`, as a command for the runtime.
-fn git() -> Command {
-    Command::from(crate::spawn::command("git"))
-}
 
 /// Flags that keep git from running repository-controlled programs.
 const HARDENED: [&str; 4] = [
@@ -22,7 +22,7 @@ const HARDENED: [&str; 4] = [
 /// The top level of the work tree containing `directory`, or `None` when it
 /// is not in one (or git is unavailable).
 pub async fn top_level(directory: &Path) -> Option<std::path::PathBuf> {
-    let output = git()
+    let output = Command::new("git")
         .args(HARDENED)
         .arg("-C")
         .arg(directory)
@@ -56,7 +56,7 @@ pub async fn user(directory: &Path) -> Option<String> {
 /// (relative to its top level), or `None` when it is not a git work tree or
 /// git is unavailable.
 pub async fn changed_paths(repository: &Path) -> Option<Vec<String>> {
-    let output = git()
+    let output = Command::new("git")
         .args(HARDENED)
         .arg("-C")
         .arg(repository)
@@ -126,7 +126,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let output = git()
+    let output = Command::new("git")
         .args(HARDENED)
         .arg("-C")
         .arg(directory)

@@ -274,7 +274,7 @@ async fn open_log(path: &std::path::Path) -> std::io::Result<tokio::fs::File> {
         .write(true)
         .create(true)
         .truncate(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .await
 }

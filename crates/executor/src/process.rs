@@ -8,8 +8,7 @@
 //! 2. starts the child (`spawn.rs`) in a new process group with
 //!    stdin from `/dev/null` unless bytes are given (a child waiting for a
 //!    TTY or stdin must see end-of-file, not hang), and with an explicit
-//!    environment, and tracks its descendants through the kernel: in a
-//!    cgroup of its own, or as their subreaper (`descendants.rs`);
+//!    environment;
 //! 3. reports pid, process group and start time through `on_started`
 //!    *before* waiting, so the engine can persist them and a restarted baton
 //!    can kill the group ([`kill_group_if_alive`](crate::kill_group_if_alive));
@@ -17,9 +16,10 @@
 //!    `output.rs`) while watching for exit, the wall and idle timeouts,
 //!    cancellation and the output hard cap;
 //! 5. on any of those, sends SIGTERM to the group, SIGKILL after the grace
-//!    period, and once the leader has exited SIGKILLs the group and
-//!    whatever else the tracking holds, so no background descendant
-//!    outlives its stage;
+//!    period, and SIGKILLs the group once the leader has exited, so no
+//!    background descendant outlives its stage; only when no pid was handed
+//!    out since the leader started, except to other stages' leaders, is
+//!    there provably nothing left to kill (`group::alone_since_start`);
 //! 6. waits for the pipe readers for at most [`PIPE_DRAIN_TIMEOUT`]: a
 //!    descendant that escaped the group can hold the pipes open forever,
 //!    and the timeout must bound the whole run.
@@ -33,14 +33,14 @@
 //! that reused the number.
 //!
 //! **Cancellation.** Dropping the future returned by [`run`] SIGKILLs the
-//! group and the cgroup, and a thread of the blocking pool waits for the
-//! leader's end, kills what it left and reaps it.
+//! group (and sweeps the marker), and a thread of the blocking pool reaps
+//! the leader.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::fd::AsFd;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child as Leader, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -51,19 +51,18 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::descendants::{Tracker, Tracking};
 use crate::error::{Error, Result};
-use crate::exit_watch::{self, ExitWatch};
-use crate::group::signal_group;
+use crate::exit_watch::ExitWatch;
+use crate::group::{self, signal_group};
 use crate::output::{self, Activity, StreamStats, Tail};
 use crate::program::find_program_for_start;
-use crate::spawn;
+use crate::spawn::{self, Leader, Spawned};
 use crate::spawn_clock::SpawnClock;
 
 /// How long [`run`] waits for stdout and stderr to reach end-of-file after
-/// the process group is dead. Only a descendant that escaped the tracking
-/// (without a cgroup: one that left the group and carries no marker) can
-/// keep a pipe open that long; its output is then abandoned.
+/// the process group is dead. Only a descendant that left the group (and
+/// carries no marker) can keep a pipe open that long; its output is then
+/// abandoned.
 pub const PIPE_DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How much of the end of stderr [`Outcome::stderr_tail`] keeps.
@@ -120,17 +119,13 @@ pub struct ProcessSpec {
     /// Time between SIGTERM and SIGKILL to the group.
     pub kill_grace: Duration,
     /// A `(name, value)` environment variable set on the child (after all
-    /// others) and inherited by its descendants. Without a cgroup,
-    /// descendants that left the process group are found by it and killed
-    /// at the end of the run; after a crash, a scan of `/proc` finds them
-    /// by it ([`kill_marked_processes`](crate::group::kill_marked_processes)).
-    /// The value should be unique per attempt.
+    /// others) and inherited by its descendants. When set, descendants that
+    /// left the process group are found in `/proc` by it and killed at the
+    /// end of the run. The value should be unique per attempt.
     pub marker: Option<(String, String)>,
     /// Run the program through this helper, contained (read-only agents;
     /// see [`crate::contain`]).
     pub contain: Option<Contained>,
-    /// How the process's descendants are found, to be killed when it ends.
-    pub tracking: Tracking,
 }
 
 /// The helper that contains a process, and how.
@@ -235,57 +230,44 @@ pub async fn run(
     let program_path = resolve(&spec)?;
     let stdout_log = spec.stdout_log.clone();
     let stderr_log = spec.stderr_log.clone();
-    let tracker = Tracker::before_start(spec.tracking).map_err(|source| Error::Descendants {
+    // Read before the leader exists, for the escapee sweep (see
+    // `group::sweep_marked`).
+    let forks_before = group::forks_before_start();
+    let origin = Instant::now();
+    let clock = SpawnClock::before_spawn();
+    let spawned = start(&spec, &program_path).map_err(|source| Error::Spawn {
         program: spec.program.clone(),
         source,
     })?;
-    let origin = Instant::now();
-    let clock = SpawnClock::before_spawn();
-    let mut child = match start(&spec, &program_path) {
-        Ok(child) => child,
-        Err(source) => {
-            tracker.discard();
-            return Err(Error::Spawn {
-                program: spec.program.clone(),
-                source,
-            });
-        }
-    };
     let clocked_start = clock.start_time();
-    let pid = child.id();
-    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-    // From here on the guard owns the leader: it kills the group and
-    // everything tracked, and reaps the leader, if this function returns
-    // early or is dropped.
+    let pid = spawned.leader.id();
+    group::register_live(pid, origin);
+    // From here on the guard owns the leader: it kills the group and reaps
+    // the leader if this function returns early or is dropped.
     let mut guard = GroupGuard {
         pgid: pid,
-        leader: Some(child),
-        tracker: Some(tracker),
+        leader: Some(spawned.leader),
         marker: spec.marker.clone(),
+        since: 0,
     };
-    if let Some(tracker) = &guard.tracker {
-        tracker.adopt(pid).map_err(|source| Error::Descendants {
-            program: spec.program.clone(),
-            source,
-        })?;
-    }
     let spawn_error = |source| Error::Spawn {
         program: spec.program.clone(),
         source,
     };
-    let stdin = stdin
-        .map(ChildStdin::from_std)
+    let stdin = spawned
+        .stdin
+        .map(|fd| ChildStdin::from_std(std::process::ChildStdin::from(fd)))
         .transpose()
         .map_err(spawn_error)?;
-    let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
-        unreachable!("`start` pipes stdout and stderr");
-    };
-    let stdout = ChildStdout::from_std(stdout).map_err(spawn_error)?;
-    let stderr = ChildStderr::from_std(stderr).map_err(spawn_error)?;
-    let mut exit = ExitWatch::new(pid).map_err(spawn_error)?;
+    let stdout = ChildStdout::from_std(std::process::ChildStdout::from(spawned.stdout))
+        .map_err(spawn_error)?;
+    let stderr = ChildStderr::from_std(std::process::ChildStderr::from(spawned.stderr))
+        .map_err(spawn_error)?;
+    let mut exit = ExitWatch::new(pid, spawned.pidfd).map_err(spawn_error)?;
     let start_time = clocked_start
-        .or_else(|| crate::group::process_start_time(pid))
+        .or_else(|| group::process_start_time(pid))
         .ok_or(Error::StartTime { pid })?;
+    guard.since = start_time;
     on_started(&Started {
         pid,
         pgid: pid,
@@ -309,28 +291,19 @@ pub async fn run(
     let stderr_stats = Arc::new(StreamStats::default());
     let stderr_tail = Arc::new(Mutex::new(Tail::new(STDERR_TAIL_BYTES)));
     let redactor = crate::redact::Redactor::for_variables(&spec.env);
-    let mut stdout_reader = AbortOnDrop(tokio::spawn(output::drain(
-        stdout,
-        output::Log::new(
-            stdout_log,
-            spec.log_cap_bytes,
-            Arc::clone(&stdout_stats),
-            None,
-        ),
-        Arc::clone(&activity),
-        crate::redact::Lines::new(Arc::clone(&redactor)),
-    )));
-    let mut stderr_reader = AbortOnDrop(tokio::spawn(output::drain(
-        stderr,
-        output::Log::new(
-            stderr_log,
-            spec.log_cap_bytes,
-            Arc::clone(&stderr_stats),
-            Some(Arc::clone(&stderr_tail)),
-        ),
-        Arc::clone(&activity),
-        crate::redact::Lines::new(redactor),
-    )));
+    let drain = |pipe, path, stats: &Arc<StreamStats>, tail| {
+        let log = output::Log::new(path, spec.log_cap_bytes, Arc::clone(stats), tail);
+        let lines = crate::redact::Lines::new(Arc::clone(&redactor));
+        AbortOnDrop(tokio::spawn(output::drain(
+            pipe,
+            log,
+            Arc::clone(&activity),
+            lines,
+        )))
+    };
+    let mut stdout_reader = drain(Box::new(stdout) as Pipe, stdout_log, &stdout_stats, None);
+    let tail = Some(Arc::clone(&stderr_tail));
+    let mut stderr_reader = drain(Box::new(stderr) as Pipe, stderr_log, &stderr_stats, tail);
 
     let killed = supervise(&spec, origin, &activity, &mut cancel, &mut exit).await;
     if killed.is_some() {
@@ -339,10 +312,14 @@ pub async fn run(
     let elapsed = origin.elapsed();
 
     // The leader is a zombie now. Kill whatever is left of its group while
-    // the group id is still reserved, then whatever else it started.
-    signal_group(pid, Signal::SIGKILL);
-    if let Some(tracker) = guard.tracker.take() {
-        tracker.finish(pid, spec.marker.as_ref()).await;
+    // the group id is still reserved, then the escapees carrying the marker;
+    // neither exists when no process but other stages' leaders started
+    // since this one.
+    if !group::alone_since_start(pid, forks_before, origin) {
+        signal_group(pid, Signal::SIGKILL);
+        if let Some((name, value)) = &spec.marker {
+            group::sweep_marked(name, value, start_time, pid, forks_before, origin);
+        }
     }
     let leader = guard
         .leader
@@ -454,7 +431,7 @@ fn resolve(spec: &ProcessSpec) -> Result<PathBuf> {
         .rev()
         .find(|(name, _)| name == "PATH")
         .map(|(_, value)| OsString::from(value))
-        .or_else(|| std::env::var_os("PATH"));
+        .or_else(|| crate::environment::var("PATH"));
     find_program_for_start(&spec.program, child_path.as_deref(), &spec.cwd).ok_or_else(|| {
         Error::ProgramNotFound {
             program: spec.program.clone(),
@@ -469,19 +446,38 @@ fn passed_through(names: &[String]) -> Vec<(OsString, OsString)> {
     for name in names {
         match name.strip_suffix('*') {
             Some(prefix) => passed.extend(
-                std::env::vars_os()
+                crate::environment::all()
                     .filter(|(key, _)| key.as_encoded_bytes().starts_with(prefix.as_bytes())),
             ),
-            None => passed.extend(std::env::var_os(name).map(|value| (name.into(), value))),
+            None => passed.extend(crate::environment::var(name).map(|value| (name.into(), value))),
         }
     }
     passed
 }
 
 /// Starts the leader: `spec`'s program at `program_path`, with its
-/// arguments, directory, environment and stdin, and stdout and stderr
-/// piped to baton.
-fn start(spec: &ProcessSpec, program_path: &Path) -> std::io::Result<Leader> {
+/// arguments, directory, environment and stdin (see `spawn.rs`).
+fn start(spec: &ProcessSpec, program_path: &Path) -> std::io::Result<Spawned> {
+    // Read from baton's environment now, as std's `Command` would.
+    let passed = passed_through(&spec.env_passthrough);
+    let overrides = passed
+        .iter()
+        .map(|(name, value)| (name.as_os_str(), value.as_os_str()))
+        .chain(
+            spec.env
+                .iter()
+                .chain(spec.marker.iter())
+                .map(|(name, value)| (OsStr::new(name), OsStr::new(value))),
+        )
+        .collect();
+    let dev_null = match spec.stdin {
+        Stdin::Null => Some(dev_null()?),
+        Stdin::Bytes(_) => None,
+    };
+    let stdin = match &dev_null {
+        Some(file) => spawn::ChildStdin::From(file.as_fd()),
+        None => spawn::ChildStdin::Piped,
+    };
     // Contained, the helper starts and is supervised in the program's place
     // (it ends when the program does, with its exit code).
     let wrapped = spec.contain.as_ref().map(|contained| {
@@ -495,67 +491,62 @@ fn start(spec: &ProcessSpec, program_path: &Path) -> std::io::Result<Leader> {
         Some((path, helper, args)) => (*path, helper.as_str(), args.as_slice()),
         None => (program_path, spec.program.as_str(), spec.args.as_slice()),
     };
-    let mut command = spawn::command(program_path);
-    command.arg0(argv0).args(args).current_dir(&spec.cwd);
-    if spec.clear_env {
-        command.env_clear();
-    }
-    // Read from baton's environment now, as an inherited one would be.
-    command.envs(passed_through(&spec.env_passthrough));
-    command.envs(
-        spec.env
-            .iter()
-            .chain(spec.marker.iter())
-            .map(|(name, value)| (name, value)),
-    );
-    command
-        .stdin(match spec.stdin {
-            Stdin::Null => Stdio::null(),
-            Stdin::Bytes(_) => Stdio::piped(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    spawn::spawn(&spawn::Request {
+        program: program_path,
+        argv: std::iter::once(OsStr::new(argv0))
+            .chain(args.iter().map(OsStr::new))
+            .collect(),
+        cwd: &spec.cwd,
+        clear_env: spec.clear_env,
+        overrides,
+        stdin,
+    })
 }
 
-/// Kills the group and what the tracker holds if [`run`] returns early or
-/// is dropped before the leader is reaped, then reaps it.
+/// `/dev/null` for a child's stdin, opened once: opening the device anew
+/// for every child is a path walk that cost about as much as the rest of
+/// the stdin setup.
+fn dev_null() -> std::io::Result<&'static std::fs::File> {
+    static DEV_NULL: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+    if let Some(file) = DEV_NULL.get() {
+        return Ok(file);
+    }
+    let file = std::fs::File::open("/dev/null")?;
+    Ok(DEV_NULL.get_or_init(|| file))
+}
+
+/// Kills the group if [`run`] returns early or is dropped before the leader
+/// is reaped, then reaps it; keeps the group in the live set (see
+/// [`group::register_live`]) until then.
 struct GroupGuard {
     pgid: u32,
     /// The leader, until [`run`] reaps it.
     leader: Option<Leader>,
-    /// Until [`run`] has killed what the leader left.
-    tracker: Option<Tracker>,
     marker: Option<(String, String)>,
+    since: u64,
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        let Some(mut leader) = self.leader.take() else {
-            return;
-        };
-        // The leader is running or a zombie: its group id is reserved.
-        signal_group(self.pgid, Signal::SIGKILL);
-        let tracker = self.tracker.take();
-        if let Some(tracker) = &tracker {
-            tracker.kill_now();
+        if let Some(mut leader) = self.leader.take() {
+            // The leader is running or a zombie: its group id is reserved.
+            signal_group(self.pgid, Signal::SIGKILL);
+            if let Some((name, value)) = &self.marker {
+                group::sweep_marked(name, value, self.since, self.pgid, None, Instant::now());
+            }
+            // SIGKILLed, it is gone in a moment; a thread of the blocking
+            // pool waits for that. Without a runtime (baton is exiting),
+            // init reaps it once baton is gone.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                drop(runtime.spawn_blocking(move || leader.wait()));
+            }
         }
-        // SIGKILLed, it is gone in a moment; a thread of the blocking pool
-        // waits for that, kills what it left while its group id is still
-        // reserved, and reaps it. Without a runtime (baton is exiting),
-        // init reaps it once baton is gone.
-        let (pgid, marker) = (self.pgid, self.marker.take());
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            drop(runtime.spawn_blocking(move || {
-                exit_watch::wait_blocking(pgid);
-                if let Some(tracker) = tracker {
-                    tracker.finish_blocking(pgid, marker.as_ref());
-                }
-                leader.wait()
-            }));
-        }
+        group::unregister_live(self.pgid);
     }
 }
+
+/// A child's stdout or stderr, as read.
+type Pipe = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
 
 /// A task that is aborted when its handle is dropped, so a dropped [`run`]
 /// leaves no reader behind.

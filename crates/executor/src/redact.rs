@@ -77,12 +77,13 @@ pub struct Redactor {
 impl Redactor {
     /// The values of baton's own secret variables (read once).
     pub fn global() -> Arc<Redactor> {
-        static GLOBAL: LazyLock<Arc<Redactor>> =
-            LazyLock::new(|| {
-                Arc::new(Redactor::default().with(std::env::vars_os().filter_map(
-                    |(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)),
-                )))
-            });
+        static GLOBAL: LazyLock<Arc<Redactor>> = LazyLock::new(|| {
+            Arc::new(
+                Redactor::default().with(crate::environment::all().filter_map(|(name, value)| {
+                    Some((name.into_string().ok()?, value.into_string().ok()?))
+                })),
+            )
+        });
         Arc::clone(&GLOBAL)
     }
 

@@ -33,6 +33,8 @@
 //! context). Placeholders in comments are left alone. A value whose quoted
 //! heredoc line would end the heredoc early is not substituted, and after a
 //! heredoc word that is not plain ([`heredoc`]) no value is placed at all.
+//! In a quoted heredoc inside backticks, a value with a backtick or a
+//! backslash is refused: bash reads backticks before the heredoc.
 //! Unknown names, `${VAR}` and `{{ … }}` are copied byte for byte.
 
 use std::collections::{HashMap, VecDeque};
@@ -719,7 +721,19 @@ impl Lexer<'_> {
             && heredoc.quoted
         {
             // Bash reads a quoted heredoc's body as text: the value goes in
-            // as it is, unless a line of it would end the heredoc.
+            // as it is, unless a line of it would end the heredoc. Inside
+            // backticks, bash first reads the whole substitution up to the
+            // next unescaped backtick and takes out the backslashes before
+            // `\`, `` ` `` and `$`: a value holding either would end or change
+            // the command around it.
+            if self.stack.contains(&Context::Backtick) && value.contains(['`', '\\']) {
+                self.error.get_or_insert_with(|| {
+                    format!(
+                        "`{{{name}}}` is in a quoted heredoc inside backticks, where a backtick or backslash in its value would end or change the command; write the substitution as $( … ) instead of backticks"
+                    )
+                });
+                return None;
+            }
             let ends_early = value.split('\n').any(|line| {
                 let line = if heredoc.strip_tabs {
                     line.trim_start_matches('\t')
@@ -963,6 +977,18 @@ mod tests {
                 .script,
             "cat <<'EOF'\n{x}\nEOF\n"
         );
+    }
+
+    #[test]
+    fn a_quoted_heredoc_in_backticks_takes_no_backtick_or_backslash() {
+        let script = "x=`cat <<'EOF'\n{v}\nEOF\n`";
+        for value in ["a`touch pwned`b", "a\\`b"] {
+            let error = substitute(script, |name| (name == "v").then_some(value)).expect_err(value);
+            assert!(error.contains("$( … ) instead of backticks"), "{error}");
+        }
+        let text = substitute(script, |name| (name == "v").then_some("a'b \"c\" $(d)"))
+            .expect("substitutes");
+        assert_eq!(text.script, "x=`cat <<'EOF'\na'b \"c\" $(d)\nEOF\n`");
     }
 
     #[test]

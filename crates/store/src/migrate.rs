@@ -253,8 +253,7 @@ pub(crate) async fn postgres(pool: &PgPool) -> Result<()> {
     // Back in the pool before the next acquire: dropped, a connection goes
     // back by a task of its own (after a ping), which on baton's one-thread
     // runtime runs at the next wait, so the store's first query would open
-    // a second connection, a new server backend (about 3 ms, and several
-    // of the server's CPU).
+    // a second connection, a new server backend.
     connection.return_to_pool().await;
     Ok(())
 }

@@ -1,10 +1,9 @@
 //! Building only the subcommand that was asked for.
 //!
 //! clap's derive builds every subcommand's arguments before it reads the
-//! first word of the command line: for baton's two dozen commands that was
-//! about 0.4 ms of CPU and 95 page faults of a 2 ms `baton --version`, on
-//! every start, which a `baton run` of a hundred quick stages pays on its
-//! critical path. Wrapping
+//! first word of the command line: for baton's two dozen commands that is a
+//! noticeable part of a short command's start, paid on every start (and
+//! by a run's quick stages on its critical path). Wrapping
 //! a subcommand's arguments in [`Deferred`] hands clap a function to build
 //! them with instead ([`clap::Command::defer`]), called only when that
 //! subcommand is parsed or its help shown; names, about texts and examples

@@ -28,13 +28,6 @@ const POLL_MS: &str = "BATON_WORKER_POLL_MS";
 const GRACE_MS: &str = "BATON_WORKER_GRACE_MS";
 const BACKOFF_MS: &str = "BATON_WORKER_BACKOFF_MS";
 
-fn env_ms(name: &str) -> Option<Duration> {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.trim().parse::<u64>().ok())
-        .map(Duration::from_millis)
-}
-
 /// A worker's options: shipped defaults, then the timing overrides from
 /// the environment. Used by `baton worker` and by the local worker of
 /// `baton run`.
@@ -50,15 +43,15 @@ pub(crate) fn worker_options(queue: &str, concurrency: usize, once: bool) -> Wor
     options.queue = queue.to_owned();
     options.concurrency = concurrency.max(1);
     options.once = once;
-    if let Some(lease) = env_ms(LEASE_MS) {
+    if let Some(lease) = crate::settings::millis(LEASE_MS) {
         options.lease = lease;
         options.heartbeat = lease / 3;
     }
-    options.heartbeat = env_ms(HEARTBEAT_MS).unwrap_or(options.heartbeat);
-    options.sweep = env_ms(SWEEP_MS).unwrap_or(options.sweep);
-    options.poll = env_ms(POLL_MS).unwrap_or(options.poll);
-    options.grace = env_ms(GRACE_MS).unwrap_or(options.grace);
-    options.backoff_base = env_ms(BACKOFF_MS).unwrap_or(options.backoff_base);
+    options.heartbeat = crate::settings::millis(HEARTBEAT_MS).unwrap_or(options.heartbeat);
+    options.sweep = crate::settings::millis(SWEEP_MS).unwrap_or(options.sweep);
+    options.poll = crate::settings::millis(POLL_MS).unwrap_or(options.poll);
+    options.grace = crate::settings::millis(GRACE_MS).unwrap_or(options.grace);
+    options.backoff_base = crate::settings::millis(BACKOFF_MS).unwrap_or(options.backoff_base);
     options
 }
 
@@ -81,6 +74,8 @@ pub(crate) fn worker(args: &WorkerArgs) -> u8 {
             use tokio::signal::unix::{SignalKind, signal};
             let mut term = signal(SignalKind::terminate()).ok();
             let mut interrupt = signal(SignalKind::interrupt()).ok();
+            // A job's process starts knowing which handlers to reset.
+            baton_executor::signal_handlers_changed();
             if term.is_none() && interrupt.is_none() {
                 return;
             }

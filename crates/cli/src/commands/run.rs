@@ -64,7 +64,7 @@ pub(crate) fn refuse_unready(
     let problems = baton_engine::readiness::problems(
         plan,
         agents,
-        std::env::var_os("PATH").as_deref(),
+        crate::settings::path().as_deref(),
         &super::project_dir(),
     );
     if problems.is_empty() {

@@ -13,8 +13,8 @@ use crate::{exit_code, output, settings};
 ///
 /// A drive's work is waiting: for processes, for the store, for timers.
 /// What it computes between waits is short, and on one thread an attempt's
-/// report reaches the loop without a cross-thread wake-up (about a tenth
-/// of a 1 000-stage run's time went to those with two workers). Work that
+/// report reaches the loop without a cross-thread wake-up, which with two
+/// workers took a noticeable share of a run of short stages. Work that
 /// may block for long (a sub-workflow's drive, a worktree lock) goes to the
 /// blocking pool, and sqlx's SQLite connection has a thread of its own.
 pub(crate) fn block_on<T>(future: impl Future<Output = T>) -> T {

@@ -431,14 +431,16 @@ fn wait_gates_continues_when_another_process_approves() {
     let mut child = project.spawn(&["run", "wf.yaml", "--wait-gates", "--json"]);
     // The gate is listed as awaiting from the run's creation on; the run
     // itself shows `awaiting_human` once the waiting drive has committed
-    // reaching it (until its first commit a new run shows `pending`).
+    // reaching it (until its first commit a new run shows `pending`, and
+    // `running` while the stage before the gate's decision runs).
     let deadline = Instant::now() + Duration::from_secs(60);
     let id = loop {
         let list = project.json(&["gate", "list", "--json"]);
         if let Some(gate) = list.as_array().and_then(|gates| gates.first()) {
             assert_eq!(gate["status"], "awaiting", "{gate}");
             assert!(
-                ["pending", "awaiting_human"].contains(&gate["run_status"].as_str().unwrap_or("")),
+                ["pending", "running", "awaiting_human"]
+                    .contains(&gate["run_status"].as_str().unwrap_or("")),
                 "{gate}"
             );
             if gate["run_status"] == "awaiting_human" {

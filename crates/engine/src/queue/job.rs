@@ -208,7 +208,6 @@ fn spec(job: &JobRow, payload: &ScriptPayload, options: &WorkerOptions) -> Proce
             format!("{}/{}/{}", options.owner, job.id, job.lease_epoch),
         )),
         contain: None,
-        tracking: baton_executor::Tracking::default(),
     }
 }
 

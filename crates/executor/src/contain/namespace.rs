@@ -6,11 +6,16 @@
 //! upon which the kernel kills whatever else the agent left running.
 //!
 //! Both are short, single-threaded programs that start one child each and
-//! wait for it, in the helper's own process group (see `spawn.rs`).
+//! wait for it: `std::process::Command` is all they need.
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the helper's processes start their one child with std"
+)]
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, open};
@@ -21,7 +26,8 @@ use nix::sys::stat::Mode;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Gid, Pid, Uid};
 
-use super::SUBCOMMAND;
+/// The hidden subcommand of the `baton` binary that runs the helper.
+pub const SUBCOMMAND: &str = "__contain";
 
 /// What `__contain run` was asked.
 #[derive(Default)]
@@ -104,7 +110,7 @@ fn outer(options: &Options) -> Result<i32, String> {
         .map_err(|error| format!("cannot block signals: {error}"))?;
     // The working directory is looked up again, through the new mounts.
     let cwd = std::env::current_dir().map_err(|error| format!("no working directory: {error}"))?;
-    let init = crate::spawn::command_in_own_group("/proc/self/exe")
+    let init = Command::new("/proc/self/exe")
         .args([SUBCOMMAND, "init", "--"])
         .args(&options.command)
         .current_dir(cwd)
@@ -239,7 +245,7 @@ fn init(command: Vec<OsString>) -> Result<i32, String> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| "no command to run".to_owned())?;
-    let agent = crate::spawn::command_in_own_group(program)
+    let agent = Command::new(program)
         .args(args)
         .spawn()
         .map_err(|error| format!("cannot start {}: {error}", program.to_string_lossy()))?;

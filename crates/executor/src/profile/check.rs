@@ -3,8 +3,9 @@
 
 use std::ffi::OsString;
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -44,7 +45,7 @@ pub struct CheckResult {
 
 /// Checks `profile` against baton's own environment (see [`check_with`]).
 pub fn check(profile: &Profile) -> CheckResult {
-    check_with(profile, |name| std::env::var_os(name), VERSION_TIMEOUT)
+    check_with(profile, crate::environment::var, VERSION_TIMEOUT)
 }
 
 /// Checks `profile`: finds its program on the `PATH` that `env` returns,
@@ -146,12 +147,17 @@ fn version(program: &std::path::Path, timeout: Duration) -> Result<Option<String
     let stderr_writer = writer
         .try_clone()
         .map_err(|error| format!("cannot create a pipe: {error}"))?;
-    let mut command = crate::spawn::command(program);
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the executor is the crate that starts processes"
+    )]
+    let mut command = Command::new(program);
     command
         .arg("--version")
         .stdin(Stdio::null())
         .stdout(writer)
-        .stderr(stderr_writer);
+        .stderr(stderr_writer)
+        .process_group(0);
     let mut child = command
         .spawn()
         .map_err(|error| format!("cannot start `{}`: {error}", program.display()))?;

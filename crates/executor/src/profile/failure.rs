@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::usage::matches;
+use super::usage::{last_object, matches};
 
 /// Words of a failure that may pass: a rate limit, an overloaded or
 /// failing server. Matched against what the agent reported, never
@@ -92,26 +92,6 @@ fn events(output: &toml::Table, stdout: &str) -> Vec<Value> {
         Some("json") => last_object(stdout).into_iter().collect(),
         _ => Vec::new(),
     }
-}
-
-/// The last JSON object in `text`: the whole text, or what follows the last
-/// line that starts one (CLIs print banners and warnings before it, and
-/// some print it over several lines).
-pub(super) fn last_object(text: &str) -> Option<Value> {
-    if let Ok(whole) = serde_json::from_str(text.trim()) {
-        return Some(whole);
-    }
-    let mut starts: Vec<usize> = text
-        .match_indices('\n')
-        .map(|(at, _)| at + 1)
-        .chain(std::iter::once(0))
-        .filter(|&at| text[at..].starts_with('{'))
-        .collect();
-    starts.sort_unstable();
-    starts
-        .iter()
-        .rev()
-        .find_map(|&at| serde_json::from_str(text[at..].trim()).ok())
 }
 
 /// The final event's text when its `is_error` flag is true.

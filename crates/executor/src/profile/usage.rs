@@ -138,7 +138,7 @@ pub fn parse_usage(output: Option<&toml::Table>, stdout: &str) -> Option<Usage> 
             structured(output, &events, &mut usage);
         }
         Some("json") => {
-            let whole = super::failure::last_object(stdout)?;
+            let whole = last_object(stdout)?;
             structured(output, &[whole], &mut usage);
         }
         _ => return None,
@@ -346,6 +346,26 @@ fn number(text: &str) -> Option<f64> {
     };
     let value: f64 = digits.replace(',', "").parse().ok()?;
     value.is_finite().then_some(value * scale)
+}
+
+/// The last JSON object in `text`: the whole text, or what follows the last
+/// line that starts one (CLIs print banners and warnings before it, and
+/// some print it over several lines).
+pub(super) fn last_object(text: &str) -> Option<Value> {
+    if let Ok(whole) = serde_json::from_str(text.trim()) {
+        return Some(whole);
+    }
+    let mut starts: Vec<usize> = text
+        .match_indices('\n')
+        .map(|(at, _)| at + 1)
+        .chain(std::iter::once(0))
+        .filter(|&at| text[at..].starts_with('{'))
+        .collect();
+    starts.sort_unstable();
+    starts
+        .iter()
+        .rev()
+        .find_map(|&at| serde_json::from_str(text[at..].trim()).ok())
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@
     reason = "tests report measured figures (kill latencies, peak memory) on stderr"
 )]
 
-mod descendants;
 mod fuzz_corpus;
 mod process;
 mod profile;

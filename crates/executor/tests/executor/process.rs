@@ -259,12 +259,10 @@ async fn a_background_grandchild_holding_stdout_does_not_delay_the_end() {
 async fn a_setsid_grandchild_holding_stdout_is_abandoned_within_the_bound() {
     let dir = tempdir();
     let witness = unique("setsid");
-    let mut spec = with_witness(
+    let spec = with_witness(
         sh("setsid sleep 30 & sleep 0.2; echo done", dir.path()),
         &witness,
     );
-    // Only without a cgroup can a process escape its attempt at all.
-    spec.tracking = baton_executor::Tracking::Subreaper;
     let begin = Instant::now();
     let (outcome, _) = run_to_end(spec).await;
     let took = begin.elapsed();
@@ -431,13 +429,13 @@ async fn dropping_the_future_kills_the_group() {
 }
 
 #[tokio::test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a process started apart from baton, as another program's"
+)]
 async fn kill_group_if_alive_checks_the_start_time() {
     let dir = tempdir();
     let witness = unique("rekill");
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "a group started outside `run`, as a crashed baton leaves one"
-    )]
     let mut child = tokio::process::Command::new("sh")
         .args(["-c", "sleep 1000 & sleep 1000"])
         .env(WITNESS_VAR, &witness)

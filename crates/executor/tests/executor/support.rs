@@ -40,7 +40,6 @@ pub(crate) fn sh(script: &str, dir: &Path) -> ProcessSpec {
         kill_grace: Duration::from_millis(300),
         marker: None,
         contain: None,
-        tracking: baton_executor::Tracking::default(),
     }
 }
 

@@ -3,10 +3,10 @@
 //!
 //! serde-saphyr hands every value to a visitor through serde's layers: a
 //! `Spanned` wrapper per node, each key recorded for its duplicate check,
-//! every plain scalar tried as a boolean, an integer and a float. `baton
-//! parse` of a 1 000-stage workflow (100 KB) took 25 ms that way and takes
-//! 16 ms with this builder; the parser's events alone take 5 ms. A run
-//! cannot be recorded before its workflow is compiled.
+//! every plain scalar tried as a boolean, an integer and a float; building
+//! the tree from the events directly takes a large part of that off every
+//! `baton run` (bench/README.md), which cannot record a run before its
+//! workflow is compiled.
 //!
 //! This builder takes the plain subset real workflows are written in: block
 //! and flow collections, quoted and block scalars, plain scalars that are
