@@ -8,12 +8,18 @@ use baton_store::{Lease, NewRun, Store};
 use baton_workflow::{Loaded, Plan};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use sha2::{Digest, Sha256};
+
+pub use crate::digest::sha256_hex;
 
 use crate::clock;
 use crate::loader::FsLoader;
 use crate::workspace;
 use crate::{Error, Result};
+
+/// How long a drive's lease lasts by default, in ms ([`crate::DriveOptions`]'s
+/// `lease_ttl`): also the first lease's, which [`create_run`] takes along
+/// with the run.
+pub(crate) const LEASE_TTL_MS: i64 = 30_000;
 
 /// What `baton run` asks for.
 #[derive(Debug, Clone)]
@@ -73,16 +79,6 @@ pub struct Created {
     /// Its first lease, taken along with the run by [`create_run`] for the
     /// built-in driver, which drives it next; `None` for an external driver.
     pub lease: Option<Lease>,
-}
-
-/// Hex SHA-256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for byte in digest {
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
 }
 
 /// The digests of every file a loaded workflow was read from.
@@ -306,11 +302,7 @@ pub async fn record_run(store: &Store, prepared: Prepared) -> Result<Created> {
     let lease = match run_options.driver {
         crate::external::DriverMode::Builtin => Some(
             store
-                .create_leased_run(
-                    &new_run,
-                    &crate::owner::me(),
-                    crate::coordinator::LEASE_TTL_MS,
-                )
+                .create_leased_run(&new_run, &crate::owner::me(), LEASE_TTL_MS)
                 .await?,
         ),
         crate::external::DriverMode::External => {

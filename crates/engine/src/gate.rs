@@ -23,6 +23,7 @@ use baton_workflow::Plan;
 pub use edit::{Edited, edit};
 pub use list::{GateEdit, ListKind};
 
+pub(crate) use crate::run_state::{Gates, rejection_error};
 use crate::{clock, owner, workspace};
 
 /// Gate errors, worded for the person who acted.
@@ -439,16 +440,6 @@ fn past_tense(decision: &str) -> &'static str {
     }
 }
 
-/// The run's error after a rejection.
-pub(crate) fn rejection_error(stage: &str, by: &str, comment: &str) -> String {
-    let comment = if comment.is_empty() {
-        "(no comment)"
-    } else {
-        comment
-    };
-    format!("gate '{stage}' rejected by {by}: {comment}")
-}
-
 /// Marks the run rejected if nobody drives it; a driver (or the next
 /// resume) does it otherwise, from the recorded decision.
 async fn end_rejected(store: &Store, run_id: &str, error: &str) -> Result<()> {
@@ -471,14 +462,6 @@ async fn end_rejected(store: &Store, run_id: &str, error: &str) -> Result<()> {
     store.release(&lease).await?;
     applied?;
     Ok(())
-}
-
-/// The gates of a run as the coordinator sees them: which are approved
-/// for their current attempt and artifact, and the first rejected one.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Gates {
-    approved: Vec<usize>,
-    rejected: Option<(usize, String, String)>,
 }
 
 impl Gates {
@@ -530,16 +513,6 @@ impl Gates {
             }
         }
         Ok(gates)
-    }
-
-    /// Whether gate `index` is approved for its current attempt and artifact.
-    pub(crate) fn approved(&self, index: usize) -> bool {
-        self.approved.contains(&index)
-    }
-
-    /// The first rejected gate: (index, comment, who).
-    pub(crate) fn rejected(&self) -> Option<(usize, String, String)> {
-        self.rejected.clone()
     }
 }
 

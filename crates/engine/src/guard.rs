@@ -12,7 +12,7 @@ use baton_executor::contain::{Containment, Overlay};
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Access, Executor};
 
-use crate::create::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::stage::Attempt;
 
 /// Whether the stage runs an agent (not a script of its own).

@@ -17,6 +17,7 @@ pub mod clock;
 mod control;
 mod coordinator;
 pub mod create;
+mod digest;
 mod endpoint;
 mod envelopes;
 pub mod external;
@@ -29,12 +30,14 @@ mod guard;
 pub mod loader;
 mod owner;
 pub mod probe;
+mod progress;
 pub mod prompt;
 pub mod queue;
 mod queued;
 pub mod readiness;
 mod reconcile;
 pub mod retries;
+mod run_state;
 pub mod schedule;
 mod session;
 mod stage;
@@ -50,10 +53,11 @@ mod worktree;
 use std::path::PathBuf;
 
 pub use control::{cancel, driver_gone, invalidate};
-pub use coordinator::{DriveOptions, Outcome, Progress, drive, drive_created};
+pub use coordinator::{DriveOptions, Outcome, drive, drive_created};
 pub use create::{
     Created, Prepared, RunRequest, create_run, create_run_as, prepare_run, record_run,
 };
+pub use progress::Progress;
 pub use stage::Limits;
 pub use subrun::{child_run_id, child_workspace};
 pub use work::{unit_stage_name, validation::CORRECTIONS_SPENT};

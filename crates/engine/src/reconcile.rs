@@ -116,7 +116,7 @@ pub(crate) async fn outputs_changed(store: &Store, run: &baton_store::RunRow) ->
 pub(crate) async fn ended(
     store: &Store,
     run: &baton_store::RunRow,
-    options: &crate::DriveOptions,
+    accept_changes: bool,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<()> {
     let stages = store.stages(&run.run_id).await?;
@@ -125,7 +125,7 @@ pub(crate) async fn ended(
     if lacking.is_empty() {
         return Ok(());
     }
-    let start = match crate::start::Start::recorded(store, &run.run_id, options).await {
+    let start = match crate::start::Start::recorded(store, &run.run_id, accept_changes).await {
         Ok(start) => start,
         Err(error) => {
             progress(Progress::Note(format!(

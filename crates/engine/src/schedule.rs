@@ -276,6 +276,11 @@ pub fn next(
     }
 }
 
+/// A stage's index as the store keeps it.
+pub(crate) fn as_i64(index: usize) -> i64 {
+    i64::try_from(index).unwrap_or(i64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

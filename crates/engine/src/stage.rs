@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use baton_executor::{KillReason, Outcome, ProcessSpec, Started, Stdin};
+use baton_store::Transition;
 use std::sync::Arc;
 
 use baton_executor::endpoint::ChatRequest;
@@ -20,9 +21,10 @@ use baton_workflow::schema::Executor;
 use tokio::sync::{mpsc, watch};
 
 use crate::checks;
-use crate::create::sha256_hex;
+use crate::digest::artifact;
 use crate::reconcile::RUN_MARKER;
 use crate::retries::Retry;
+use crate::schedule::as_i64;
 use crate::usage::Meter;
 use crate::workspace::{self, output_path};
 
@@ -140,7 +142,7 @@ pub(crate) enum Report {
     SubRun {
         index: usize,
         unit: Option<String>,
-        event: crate::coordinator::Progress,
+        event: crate::progress::Progress,
     },
 }
 
@@ -179,6 +181,61 @@ impl Finished {
             resumed: None,
         }
     }
+
+    /// The end of a stage's attempt that ran no process of its own (a
+    /// composite stage's, once its units have all finished).
+    pub(crate) fn ended(
+        index: usize,
+        attempt: i64,
+        (success, error): (bool, Option<String>),
+        artifacts: Vec<(String, String, i64)>,
+    ) -> Self {
+        Finished {
+            index,
+            unit: None,
+            attempt,
+            success,
+            exit_code: None,
+            error,
+            artifacts,
+            cancelled: false,
+            usage: None,
+            resumed: None,
+        }
+    }
+
+    /// `success` or `failed`, as recorded and shown.
+    pub(crate) fn status(&self) -> &'static str {
+        if self.success { "success" } else { "failed" }
+    }
+
+    /// The result as the store records it, whichever driver ran it: the
+    /// end of the stage's attempt, or of its unit.
+    pub(crate) fn transition(&self, at: i64) -> Transition {
+        let (index, status) = (as_i64(self.index), self.status().to_owned());
+        let (exit_code, error, artifacts) =
+            (self.exit_code, self.error.clone(), self.artifacts.clone());
+        match &self.unit {
+            Some(key) => Transition::UnitFinished {
+                index,
+                key: key.clone(),
+                status,
+                at,
+                exit_code,
+                error,
+                artifacts,
+            },
+            None => Transition::AttemptFinished {
+                index,
+                attempt: self.attempt,
+                status,
+                at,
+                exit_code,
+                error,
+                artifacts,
+            },
+        }
+    }
 }
 
 /// How an attempt runs.
@@ -205,11 +262,6 @@ pub(crate) async fn run(
     cancel: watch::Receiver<bool>,
     reports: mpsc::UnboundedSender<Report>,
 ) {
-    if stage.spec.sub_workflow.is_some() {
-        let finished = crate::subrun::run(&stage, &attempt, cancel, &reports).await;
-        let _ = reports.send(Report::Finished(Box::new(redacted(finished))));
-        return;
-    }
     if stage.spec.executor == Executor::WorkerQueue {
         let finished = crate::queued::run(&stage, &attempt, cancel).await;
         let _ = reports.send(Report::Finished(Box::new(redacted(finished))));
@@ -284,7 +336,7 @@ pub(crate) async fn launch(
 /// The attempt's error without secrets: it is recorded and shown (a
 /// process's output is redacted as it is logged; an endpoint's reply or a
 /// message built from a value is not).
-fn redacted(mut finished: Finished) -> Finished {
+pub(crate) fn redacted(mut finished: Finished) -> Finished {
     if let Some(error) = &finished.error
         && let std::borrow::Cow::Owned(clean) =
             baton_executor::redact::Redactor::global().redact(error)
@@ -654,11 +706,7 @@ pub(crate) fn verify(
                     .unwrap_or(&file)
                     .to_string_lossy()
                     .into_owned();
-                artifacts.push((
-                    name,
-                    sha256_hex(&bytes),
-                    i64::try_from(bytes.len()).unwrap_or(i64::MAX),
-                ));
+                artifacts.push(artifact(name, &bytes));
             }
             continue;
         }
@@ -673,11 +721,7 @@ pub(crate) fn verify(
                 }
                 let bytes = std::fs::read(&path)
                     .map_err(|error| format!("cannot read output {relative}: {error}"))?;
-                artifacts.push((
-                    relative,
-                    sha256_hex(&bytes),
-                    i64::try_from(bytes.len()).unwrap_or(i64::MAX),
-                ));
+                artifacts.push(artifact(relative, &bytes));
             }
         }
     }
@@ -1097,29 +1141,16 @@ pub(crate) fn environment(stage: &PlanStage, attempt: &Attempt) -> Vec<(String, 
     env
 }
 
-/// The note a stage skipped by its `when` gets: the condition as written
-/// and, when it names parameters, as evaluated (`when "{size}" == "large"
-/// ("small" == "large")`).
-pub(crate) fn skip_note<'p>(stage: &PlanStage, lookup: impl Fn(&str) -> Option<&'p str>) -> String {
-    let written = stage
-        .spec
-        .when
-        .as_ref()
-        .map(|when| when.value.trim())
-        .unwrap_or_default();
-    let evaluated = baton_workflow::template::render(written, lookup);
-    if evaluated == written {
-        format!("skipped: when {written}")
-    } else {
-        format!("skipped: when {written} ({evaluated})")
-    }
-}
-
 /// Writes `{}` into every `writes_to` file of a stage skipped by `when`, so
 /// readers find a file (the reference's sentinel).
-pub(crate) fn write_skip_sentinels(stage: &PlanStage, workspace: &Path) -> std::io::Result<()> {
+pub(crate) fn write_skip_sentinels(stage: &PlanStage, workspace: &Path) -> crate::Result<()> {
     for declared in &stage.spec.writes_to {
-        workspace::write_atomic(&workspace.join(output_path(&declared.value)), b"{}\n")?;
+        workspace::write_atomic(&workspace.join(output_path(&declared.value)), b"{}\n").map_err(
+            |source| crate::Error::Workspace {
+                path: workspace.to_path_buf(),
+                source,
+            },
+        )?;
     }
     Ok(())
 }

@@ -8,8 +8,8 @@ use baton_store::{StageRow, Store};
 use baton_workflow::Plan;
 use indexmap::IndexMap;
 
+use crate::Result;
 use crate::create::{self, Created, RunOptions};
-use crate::{DriveOptions, Result};
 
 pub(crate) struct Start {
     /// The workflow file as given.
@@ -38,12 +38,12 @@ impl Start {
     }
 
     /// A recorded run: its plan is compiled again from the workflow, which
-    /// must not have changed (unless `options.accept_changes`), and its
+    /// must not have changed (unless `accept_changes`), and its
     /// workspace is written again if it is not whole.
     pub(crate) async fn recorded(
         store: &Store,
         run_id: &str,
-        options: &DriveOptions,
+        accept_changes: bool,
     ) -> Result<Start> {
         let run = store.run(run_id).await?;
         let run_options: RunOptions = serde_json::from_str(&run.options).unwrap_or(RunOptions {
@@ -53,7 +53,7 @@ impl Start {
         });
         let params: IndexMap<String, String> =
             serde_json::from_str(&run.params).unwrap_or_default();
-        let plan = create::recompile(&run, &run_options, &params, options.accept_changes)?;
+        let plan = create::recompile(&run, &run_options, &params, accept_changes)?;
         let workspace_dir = PathBuf::from(&run.workspace);
         create::ensure_workspace(
             &workspace_dir,

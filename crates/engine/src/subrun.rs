@@ -36,9 +36,11 @@ use baton_workflow::plan::PlanStage;
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
-use crate::coordinator::{DriveOptions, Outcome, Progress};
-use crate::create::{self, sha256_hex};
+use crate::coordinator::{DriveOptions, Outcome};
+use crate::create;
+use crate::digest::sha256_hex;
 use crate::loader::FsLoader;
+use crate::progress::Progress;
 use crate::stage::{self, Attempt, Finished, Report};
 use crate::{Error, Result, clock};
 

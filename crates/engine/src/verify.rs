@@ -12,7 +12,7 @@ use baton_store::{ArtifactRow, StageRow, Store};
 use serde::Serialize;
 
 use crate::Result;
-use crate::create::sha256_hex;
+use crate::digest::sha256_hex;
 
 /// A recorded output as it is now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

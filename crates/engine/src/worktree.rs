@@ -18,7 +18,8 @@ use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Access, Executor, Isolation};
 use serde::{Deserialize, Serialize};
 
-use crate::create::{RunOptions, sha256_hex};
+use crate::create::RunOptions;
+use crate::digest::sha256_hex;
 use crate::stage::Attempt;
 use crate::workspace::{self, output_path};
 

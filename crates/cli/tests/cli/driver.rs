@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::project::{HEADER, Project};
 
-fn fake_agent() -> PathBuf {
+pub(crate) fn fake_agent() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent")
 }
 
@@ -58,8 +58,8 @@ fn create(project: &Project, file: &str) -> (String, PathBuf) {
 }
 
 /// What a harness saw while driving a run to its end.
-struct Driven {
-    status: String,
+pub(crate) struct Driven {
+    pub(crate) status: String,
     gates: Vec<String>,
     handed: Vec<String>,
 }
@@ -67,7 +67,11 @@ struct Driven {
 /// Loops `next` → agents → `complete` until the run ends, approving every
 /// gate it stops at; `directive` picks the stand-in's behaviour by the
 /// role named in each dispatch file and the name handed out.
-fn drive(project: &Project, id: &str, directive: &dyn Fn(&str, &str) -> Option<String>) -> Driven {
+pub(crate) fn drive(
+    project: &Project,
+    id: &str,
+    directive: &dyn Fn(&str, &str) -> Option<String>,
+) -> Driven {
     let mut driven = Driven {
         status: String::new(),
         gates: Vec::new(),
@@ -138,7 +142,7 @@ fn drive(project: &Project, id: &str, directive: &dyn Fn(&str, &str) -> Option<S
     panic!("run {id} did not end in 100 rounds");
 }
 
-fn copy_tree(from: &Path, to: &Path) {
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("readable") {
         let entry = entry.expect("entry");

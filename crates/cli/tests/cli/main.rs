@@ -17,6 +17,7 @@ mod diagnostics;
 mod discovery;
 mod driver;
 mod driver_gone;
+mod driver_parity;
 mod examples;
 mod failpoint_sweep;
 mod fan_out;

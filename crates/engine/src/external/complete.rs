@@ -299,56 +299,31 @@ pub(super) async fn finish(
         // Checked again under the lease: of two racing completions one is
         // recorded, the other refused.
         let target = handed_out(store, opened, name).await?;
-        let status = status_text(success);
-        let envelope = Envelope {
-            stage: target.stage(&opened.plan).clone(),
-            index: 0,
-            status,
-            started_at: None,
-            error: error.clone(),
-        };
-        let (transition, envelope) = match target {
+        let stage = target.stage(&opened.plan).clone();
+        let (index, unit, attempt, started_at) = match target {
             Target::Stage {
                 index,
                 attempt,
                 started_at,
-            } => (
-                Transition::AttemptFinished {
-                    index: as_i64(index),
-                    attempt,
-                    status: status.to_owned(),
-                    at: clock::now_ms(),
-                    exit_code: None,
-                    error,
-                    artifacts,
-                },
-                Envelope {
-                    index,
-                    started_at,
-                    ..envelope
-                },
-            ),
+            } => (index, None, attempt, started_at),
             Target::Unit {
                 index,
                 key,
                 started_at,
                 ..
-            } => (
-                Transition::UnitFinished {
-                    index: as_i64(index),
-                    key,
-                    status: status.to_owned(),
-                    at: clock::now_ms(),
-                    exit_code: None,
-                    error,
-                    artifacts,
-                },
-                Envelope {
-                    index,
-                    started_at,
-                    ..envelope
-                },
-            ),
+            } => (index, Some(key), 0, started_at),
+        };
+        let finished = stage::Finished {
+            unit,
+            ..stage::Finished::ended(index, attempt, (success, error), artifacts)
+        };
+        let transition = finished.transition(clock::now_ms());
+        let envelope = Envelope {
+            stage,
+            index,
+            status: finished.status(),
+            started_at,
+            error: finished.error,
         };
         store.apply(&lease, &[transition]).await?;
         write_envelopes(&opened.workspace, vec![envelope]);

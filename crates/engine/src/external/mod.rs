@@ -35,19 +35,20 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use baton_store::{Lease, RunRow, Store, Transition, UnitRow};
+use baton_store::{Lease, RunRow, StageRow, Store, UnitRow};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Executor, FanOutMode};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use tokio::sync::{mpsc, watch};
 
 use crate::create::{self, RunOptions};
-use crate::schedule::{self, Next, State, States};
-use crate::stage::{self, Attempt, Fingerprint, Report, Snapshot};
+use crate::run_state::RunState;
+use crate::schedule::State;
+use crate::schedule::as_i64;
+use crate::stage::{self, Fingerprint, Snapshot};
 use crate::worktree::{Place, Worktree};
-use crate::{Error, Result, clock, gate, work, workspace};
+use crate::{Error, Result, clock, work, workspace};
 
 pub use complete::{complete, fail, finish_merges};
 use handing::*;
@@ -170,6 +171,17 @@ async fn open(store: &Store, run_id: &str) -> Result<Opened> {
     })
 }
 
+impl Opened {
+    /// Its stage rows and state machine as the store holds them now.
+    async fn state(&self, store: &Store) -> Result<(Vec<StageRow>, RunState)> {
+        let (plan, run_id) = (&self.plan, &self.run.run_id);
+        let rows = store.stages(run_id).await?;
+        let gates = crate::gate::Gates::load(store, run_id, plan, &self.workspace).await?;
+        let run = RunState::new(Arc::clone(plan), self.params.clone(), &rows, gates);
+        Ok((rows, run))
+    }
+}
+
 /// How long a protocol call waits for another one to release the run.
 const TAKE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -214,10 +226,6 @@ fn unsupported(stage: &PlanStage) -> Option<&'static str> {
 
 fn is_script(stage: &PlanStage) -> bool {
     stage.spec.executor == Executor::Inline && stage.spec.script.is_some()
-}
-
-fn as_i64(index: usize) -> i64 {
-    i64::try_from(index).unwrap_or(i64::MAX)
 }
 
 /// `dispatch/NNN-name.before.json`: the outputs' fingerprints when `next`

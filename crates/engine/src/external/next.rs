@@ -1,7 +1,17 @@
 //! `next`: records what became ready as started, runs ready inline scripts
 //! itself, and lists every stage and unit handed out.
 
-use super::*;
+use baton_store::{Lease, StageRow, Store, Transition, UnitRow};
+use baton_workflow::Plan;
+use baton_workflow::plan::PlanStage;
+
+use super::handing::{
+    Script, hand_out, unit_is_script, units_by_stage, worktree_for, write_before,
+};
+use super::record::{Envelope, run_script, settle, standing, write_envelopes};
+use super::{Opened, Ready, Standing, as_i64, ended, is_script, open, take, unsupported};
+use crate::run_state::{Action, Event};
+use crate::{Error, Result, clock, stage, work};
 
 /// Lists the stages ready for the orchestrator, recording each as started.
 /// Stages handed out before and not completed are listed again. Inline
@@ -24,25 +34,80 @@ pub async fn next(store: &Store, run_id: &str) -> Result<Standing> {
     result
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "one pass of the protocol's scheduling reads best in one piece"
-)]
 pub(super) async fn next_owned(
     store: &Store,
     lease: &mut Lease,
     opened: &Opened,
 ) -> Result<Standing> {
     let plan = &opened.plan;
-    let workspace = &opened.workspace;
     let run_id = &opened.run.run_id;
     let mut scripts = Vec::new();
-    // A script recorded as running was left by a `next` that died while it
-    // ran (calls hold the lease one at a time). Its processes, marked with
-    // the run's id, must not keep writing while it runs again.
+    kill_left_scripts(store, opened).await?;
+    loop {
+        let (rows, mut run) = opened.state(store).await?;
+        if run.stopping() {
+            return settle(store, lease, opened, Vec::new(), scripts).await;
+        }
+        let units = units_by_stage(store, run_id).await?;
+        let mut pass = Pass {
+            now: clock::now_ms(),
+            ..Pass::default()
+        };
+        for stage in plan
+            .stages
+            .iter()
+            .filter(|stage| rows[stage.index].status == "running")
+        {
+            let own = units
+                .get(&stage.index)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            pass.in_progress(opened, stage, &rows[stage.index], own, run.halting())?;
+        }
+        // Stages that may start: the run's state machine decides, as it
+        // does for the coordinator.
+        let actions = if pass.progressed {
+            // Look again once this step's changes are recorded.
+            Vec::new()
+        } else {
+            run.apply(Event::Poll { free: usize::MAX })
+        };
+        refuse_unsupported(plan, &actions)?;
+        for action in actions {
+            pass.progressed |= pass.begin(action, opened)?;
+        }
+        if !pass.transitions.is_empty() {
+            pass.transitions.push(Transition::RunStatus {
+                status: "running".to_owned(),
+                at: pass.now,
+                error: None,
+            });
+            store.apply(lease, &pass.transitions).await?;
+        }
+        write_envelopes(&opened.workspace, pass.envelopes);
+        pass.progressed |= !pass.to_run.is_empty();
+        for script in pass.to_run {
+            scripts.push(run_one(store, lease, opened, script).await?);
+        }
+        if pass.progressed {
+            continue;
+        }
+        // Settled: every stage and unit handed out and not completed is
+        // listed.
+        let handed = listed(store, opened, &rows, pass.now).await?;
+        return settle(store, lease, opened, handed, scripts).await;
+    }
+}
+
+/// A script recorded as running was left by a `next` that died while it
+/// ran (calls hold the lease one at a time). Its processes, marked with the
+/// run's id, must not keep writing while it runs again.
+async fn kill_left_scripts(store: &Store, opened: &Opened) -> Result<()> {
+    let run_id = &opened.run.run_id;
     let rows = store.stages(run_id).await?;
     let now = clock::now_ms();
-    let left_stage = plan
+    let left_stage = opened
+        .plan
         .stages
         .iter()
         .any(|stage| rows[stage.index].status == "running" && is_script(stage));
@@ -54,346 +119,294 @@ pub(super) async fn next_owned(
     if left_stage || left_unit {
         crate::reconcile::kill_leftovers(run_id);
     }
-    loop {
-        let rows = store.stages(run_id).await?;
-        let mut states = States::new(plan, rows.iter().map(|row| State::from_status(&row.status)));
-        let gates = gate::Gates::load(store, run_id, plan, workspace).await?;
-        if gates.rejected().is_some() {
-            return settle(store, lease, opened, Vec::new(), scripts).await;
-        }
-        let halting = states.required_failure().is_some();
-        let units = units_by_stage(store, run_id).await?;
-        let now = clock::now_ms();
-        let mut transitions = Vec::new();
-        let mut to_run: Vec<Script> = Vec::new();
-        let mut envelopes: Vec<Envelope> = Vec::new();
-        // Whether something changed that may make more work ready.
-        let mut progressed = false;
+    Ok(())
+}
 
-        // Stages in progress.
-        for stage in plan
-            .stages
+/// One pass of `next`: what it records, the scripts it runs, the
+/// envelopes it writes, and whether anything changed that may make more
+/// work ready.
+#[derive(Default)]
+struct Pass {
+    now: i64,
+    transitions: Vec<Transition>,
+    to_run: Vec<Script>,
+    envelopes: Vec<Envelope>,
+    progressed: bool,
+}
+
+impl Pass {
+    /// A stage recorded as running: a script left by a dead `next` runs
+    /// again; a composite stage starts its waiting units or takes its next
+    /// step once they have all finished.
+    fn in_progress(
+        &mut self,
+        opened: &Opened,
+        stage: &PlanStage,
+        row: &StageRow,
+        own: &[UnitRow],
+        halting: bool,
+    ) -> Result<()> {
+        let index = stage.index;
+        let now = self.now;
+        if !work::is_composite(stage) {
+            if is_script(stage) {
+                // Only a `next` that died while the script ran leaves it
+                // running (calls hold the lease one at a time): it runs again.
+                self.transitions.push(Transition::AttemptInterrupted {
+                    index: as_i64(index),
+                    attempt: row.attempts,
+                    at: now,
+                });
+                self.progressed = true;
+            }
+            return Ok(());
+        }
+        let out = own
             .iter()
-            .filter(|stage| rows[stage.index].status == "running")
-        {
-            let index = stage.index;
-            if !work::is_composite(stage) {
-                if is_script(stage) {
-                    // Only a `next` that died while the script ran leaves
-                    // it running (calls hold the lease one at a time): it
-                    // runs again.
-                    transitions.push(Transition::AttemptInterrupted {
-                        index: as_i64(index),
-                        attempt: rows[index].attempts,
-                        at: now,
-                    });
-                    progressed = true;
-                }
-                continue;
+            .filter(|unit| unit.status == "running" && !unit_is_script(opened, unit, now))
+            .count();
+        // `--max-parallel` is the orchestrator's business, but a fan-out's
+        // own `max_parallel` is part of the workflow: no more of its
+        // children are out at once.
+        let cap = stage
+            .spec
+            .fan_out
+            .as_ref()
+            .and_then(|fan_out| fan_out.max_parallel)
+            .map_or(usize::MAX, |cap| usize::try_from(cap).unwrap_or(usize::MAX));
+        let waiting: Vec<&UnitRow> = own
+            .iter()
+            .filter(|unit| {
+                unit.status == "pending"
+                    || (unit.status == "running" && unit_is_script(opened, unit, now))
+            })
+            .take(cap.saturating_sub(out))
+            .collect();
+        let held_back = own.iter().any(|unit| unit.status == "pending") && waiting.is_empty();
+        if halting {
+            // As the coordinator does: no new units once the run halts; a
+            // stage with none out goes back to pending, its finished units
+            // kept.
+            if out == 0 {
+                self.transitions.push(Transition::AttemptInterrupted {
+                    index: as_i64(index),
+                    attempt: row.attempts,
+                    at: now,
+                });
+                self.progressed = true;
             }
-            let own = units.get(&index).map(Vec::as_slice).unwrap_or_default();
-            let out = own
-                .iter()
-                .filter(|unit| unit.status == "running" && !unit_is_script(opened, unit, now))
-                .count();
-            let handed = out > 0;
-            // `--max-parallel` is the orchestrator's business, but a
-            // fan-out's own `max_parallel` is part of the workflow: no more
-            // of its children are out at once.
-            let cap = stage
-                .spec
-                .fan_out
-                .as_ref()
-                .and_then(|fan_out| fan_out.max_parallel)
-                .map_or(usize::MAX, |cap| usize::try_from(cap).unwrap_or(usize::MAX));
-            let waiting: Vec<&UnitRow> = own
-                .iter()
-                .filter(|unit| {
-                    unit.status == "pending"
-                        || (unit.status == "running" && unit_is_script(opened, unit, now))
-                })
-                .take(cap.saturating_sub(out))
-                .collect();
-            let held_back = own.iter().any(|unit| unit.status == "pending") && waiting.is_empty();
-            if halting {
-                // As the coordinator does: no new units once the run halts;
-                // a stage with none out goes back to pending, its finished
-                // units kept.
-                if !handed {
-                    transitions.push(Transition::AttemptInterrupted {
-                        index: as_i64(index),
-                        attempt: rows[index].attempts,
-                        at: now,
-                    });
-                    progressed = true;
-                }
-                continue;
-            }
-            let context = work::Context {
-                plan,
-                stage,
-                workspace,
-                now,
-            };
-            if !waiting.is_empty() {
-                for unit in waiting {
-                    transitions.push(Transition::UnitStarted {
+            return Ok(());
+        }
+        let context = work::Context {
+            plan: &opened.plan,
+            stage,
+            workspace: &opened.workspace,
+            now,
+        };
+        if !waiting.is_empty() {
+            return self.start_units(&context, &waiting);
+        }
+        if out == 0 && !held_back {
+            self.step(&context, row, own);
+        }
+        Ok(())
+    }
+
+    /// Records the starts of a composite stage's waiting units: scripts
+    /// run in this pass, the rest are handed out.
+    fn start_units(&mut self, context: &work::Context<'_>, waiting: &[&UnitRow]) -> Result<()> {
+        let index = context.stage.index;
+        for unit in waiting {
+            self.transitions.push(Transition::UnitStarted {
+                index: as_i64(index),
+                key: unit.key.clone(),
+                at: self.now,
+            });
+            match work::materialize(context, unit) {
+                Err(error) => {
+                    self.transitions.push(Transition::UnitFinished {
                         index: as_i64(index),
                         key: unit.key.clone(),
-                        at: now,
+                        status: "failed".to_owned(),
+                        at: self.now,
+                        exit_code: None,
+                        error: Some(error),
+                        artifacts: Vec::new(),
                     });
-                    match work::materialize(&context, unit) {
-                        Err(error) => {
-                            transitions.push(Transition::UnitFinished {
-                                index: as_i64(index),
-                                key: unit.key.clone(),
-                                status: "failed".to_owned(),
-                                at: now,
-                                exit_code: None,
-                                error: Some(error),
-                                artifacts: Vec::new(),
-                            });
-                            progressed = true;
-                        }
-                        Ok(materialized) if is_script(&materialized.stage) => {
-                            to_run.push(Script {
-                                index,
-                                attempt: unit.attempts + 1,
-                                stage: materialized.stage,
-                                unit: Some(unit.key.clone()),
-                                values: materialized.values,
-                                env: materialized.env,
-                                defer_checks: materialized.defer_checks,
-                            });
-                        }
-                        Ok(materialized) => write_before(&materialized.stage, workspace)?,
-                    }
+                    self.progressed = true;
                 }
-                continue;
-            }
-            if handed || held_back {
-                continue;
-            }
-            // Every unit has finished: the stage's program takes its next
-            // step, exactly as in the coordinator.
-            progressed = true;
-            match work::step(&context, own) {
-                work::Step::Next { units, record } => {
-                    transitions.extend(record);
-                    if units.is_empty() {
-                        transitions.push(stage_finished(
-                            index,
-                            rows[index].attempts,
-                            false,
-                            Some("internal error: the stage planned no further work".to_owned()),
-                            Vec::new(),
-                        ));
-                    } else {
-                        transitions.push(Transition::UnitsPlanned {
-                            index: as_i64(index),
-                            units,
-                            at: now,
-                        });
-                    }
-                }
-                work::Step::Done { record } => {
-                    transitions.extend(record);
-                    envelopes.push(Envelope {
-                        stage: stage.clone(),
+                Ok(materialized) if is_script(&materialized.stage) => {
+                    self.to_run.push(Script {
                         index,
-                        status: "success",
-                        started_at: rows[index].started_at,
-                        error: None,
+                        attempt: unit.attempts + 1,
+                        stage: materialized.stage,
+                        unit: Some(unit.key.clone()),
+                        values: materialized.values,
+                        env: materialized.env,
+                        defer_checks: materialized.defer_checks,
                     });
-                    let artifacts = hash_outputs(workspace, own);
-                    transitions.push(stage_finished(
-                        index,
-                        rows[index].attempts,
-                        true,
-                        None,
-                        artifacts,
-                    ));
                 }
-                work::Step::Fail { error, record } => {
-                    transitions.extend(record);
-                    envelopes.push(Envelope {
-                        stage: stage.clone(),
-                        index,
-                        status: "failed",
-                        started_at: rows[index].started_at,
-                        error: Some(error.clone()),
-                    });
-                    transitions.push(stage_finished(
-                        index,
-                        rows[index].attempts,
-                        false,
-                        Some(error),
-                        Vec::new(),
-                    ));
-                }
+                Ok(materialized) => write_before(&materialized.stage, context.workspace)?,
             }
         }
+        Ok(())
+    }
 
-        // Stages that may start.
-        let ready = if progressed {
-            // Look again once this step's changes are recorded.
-            Vec::new()
-        } else {
-            match schedule::next(plan, &mut states, |index| gates.approved(index), usize::MAX) {
-                Next::Start(ready) => ready,
-                _ => Vec::new(),
-            }
+    /// Every unit has finished: the stage's program takes its next step,
+    /// exactly as in the coordinator.
+    fn step(&mut self, context: &work::Context<'_>, row: &StageRow, own: &[UnitRow]) {
+        self.progressed = true;
+        let work::Advanced::Ended(success, error) =
+            work::advance(context, own, &mut self.transitions)
+        else {
+            return;
         };
-        if let Some(stage) = ready
-            .iter()
-            .map(|&index| &plan.stages[index])
-            .find(|stage| unsupported(stage).is_some())
-        {
-            return Err(Error::Refused(format!(
-                "stage '{}' is {}, which the driver protocol does not drive yet; run this workflow with `baton run` instead",
-                stage.name(),
-                unsupported(stage).unwrap_or_default()
-            )));
-        }
-        for &index in &ready {
-            let stage = &plan.stages[index];
-            let attempt = rows[index].attempts + 1;
-            progressed = true;
-            if let Some(decided) = decide_when(stage, attempt, &opened.params, workspace, now)? {
-                let status = match &decided {
-                    Transition::StageSkipped { .. } => "skipped",
-                    _ => "failed",
-                };
-                envelopes.push(Envelope {
-                    stage: stage.clone(),
-                    index,
-                    status,
-                    started_at: Some(now),
-                    error: None,
-                });
-                transitions.push(decided);
-                continue;
-            }
-            if work::is_composite(stage) {
-                // Its units are planned on the next pass.
-            } else if is_script(stage) {
-                to_run.push(Script {
-                    index,
-                    attempt,
-                    stage: stage.clone(),
-                    unit: None,
-                    values: Vec::new(),
-                    env: Vec::new(),
-                    defer_checks: false,
-                });
-            } else {
-                // The outputs as they are now, kept on disk for `complete`,
-                // which runs in another process; written before the start
-                // is recorded so a recorded start always has its snapshot.
-                write_before(stage, workspace)?;
-            }
-            transitions.push(Transition::AttemptStarted {
-                index: as_i64(index),
-                attempt,
-                at: now,
-            });
-        }
-        if !transitions.is_empty() {
-            transitions.push(Transition::RunStatus {
-                status: "running".to_owned(),
-                at: now,
-                error: None,
-            });
-            store.apply(lease, &transitions).await?;
-        }
-        write_envelopes(workspace, envelopes);
-        for script in to_run {
-            progressed = true;
-            let (index, attempt, unit) = (script.index, script.attempt, script.unit.clone());
-            let name = match &unit {
-                Some(_) => script.stage.name().to_owned(),
-                None => plan.stages[index].name().to_owned(),
-            };
-            let ran = script.stage.clone();
-            let started_at = Some(clock::now_ms());
-            let finished = run_script(store, lease, opened, script).await?;
-            let status = status_text(finished.success);
-            let envelope = Envelope {
-                stage: ran,
-                index,
-                status,
-                started_at,
-                error: finished.error.clone(),
-            };
-            scripts.push((name, status.to_owned()));
-            let transition = match unit {
-                Some(key) => Transition::UnitFinished {
-                    index: as_i64(index),
-                    key,
-                    status: status.to_owned(),
-                    at: clock::now_ms(),
-                    exit_code: finished.exit_code,
-                    error: finished.error,
-                    artifacts: finished.artifacts,
-                },
-                None => Transition::AttemptFinished {
-                    index: as_i64(index),
-                    attempt,
-                    status: status.to_owned(),
-                    at: clock::now_ms(),
-                    exit_code: finished.exit_code,
-                    error: finished.error,
-                    artifacts: finished.artifacts,
-                },
-            };
-            store.apply(lease, &[transition]).await?;
-            write_envelopes(workspace, vec![envelope]);
-        }
-        if progressed {
+        let index = context.stage.index;
+        let artifacts = if success {
+            work::outputs(context.workspace, own)
+        } else {
+            Vec::new()
+        };
+        let finished = stage::Finished::ended(index, row.attempts, (success, error), artifacts);
+        self.envelopes.push(Envelope {
+            stage: context.stage.clone(),
+            index,
+            status: finished.status(),
+            started_at: row.started_at,
+            error: finished.error.clone(),
+        });
+        self.transitions.push(finished.transition(self.now));
+    }
+}
+
+/// Runs a script `next` runs itself and records its result; returns
+/// (name, status) for the standing.
+async fn run_one(
+    store: &Store,
+    lease: &mut Lease,
+    opened: &Opened,
+    script: Script,
+) -> Result<(String, String)> {
+    let index = script.index;
+    let name = match &script.unit {
+        Some(_) => script.stage.name().to_owned(),
+        None => opened.plan.stages[index].name().to_owned(),
+    };
+    let ran = script.stage.clone();
+    let started_at = Some(clock::now_ms());
+    let finished = run_script(store, lease, opened, script).await?;
+    let status = finished.status();
+    let envelope = Envelope {
+        stage: ran,
+        index,
+        status,
+        started_at,
+        error: finished.error.clone(),
+    };
+    let transition = finished.transition(clock::now_ms());
+    store.apply(lease, &[transition]).await?;
+    write_envelopes(&opened.workspace, vec![envelope]);
+    Ok((name, status.to_owned()))
+}
+
+/// Every stage and unit handed out and not completed, handed out (again).
+async fn listed(store: &Store, opened: &Opened, rows: &[StageRow], now: i64) -> Result<Vec<Ready>> {
+    let (plan, workspace) = (&opened.plan, &opened.workspace);
+    let units = units_by_stage(store, &opened.run.run_id).await?;
+    let mut handed = Vec::new();
+    for stage in plan
+        .stages
+        .iter()
+        .filter(|stage| rows[stage.index].status == "running")
+    {
+        if !work::is_composite(stage) {
+            let worktree = worktree_for(store, opened, stage.index, stage, &[]).await?;
+            handed.push(hand_out(plan, stage, workspace, worktree.as_ref())?);
             continue;
         }
-        // Settled: every stage and unit handed out and not completed is
-        // listed.
-        let units = units_by_stage(store, run_id).await?;
-        let mut handed = Vec::new();
-        for stage in plan
-            .stages
-            .iter()
-            .filter(|stage| rows[stage.index].status == "running")
+        let context = work::Context {
+            plan,
+            stage,
+            workspace,
+            now,
+        };
+        for unit in units
+            .get(&stage.index)
+            .into_iter()
+            .flatten()
+            .filter(|unit| unit.status == "running")
         {
-            if !work::is_composite(stage) {
-                let worktree = worktree_for(store, opened, stage.index, stage, &[]).await?;
-                handed.push(hand_out(plan, stage, workspace, worktree.as_ref())?);
-                continue;
+            if let Ok(materialized) = work::materialize(&context, unit) {
+                let (index, env) = (stage.index, &materialized.env);
+                let worktree = worktree_for(store, opened, index, &materialized.stage, env).await?;
+                let mut ready = hand_out(plan, &materialized.stage, workspace, worktree.as_ref())?;
+                ready.stage.clone_from(&unit.label);
+                handed.push(ready);
             }
-            let context = work::Context {
-                plan,
-                stage,
-                workspace,
-                now,
-            };
-            for unit in units
-                .get(&stage.index)
-                .into_iter()
-                .flatten()
-                .filter(|unit| unit.status == "running")
-            {
-                if let Ok(materialized) = work::materialize(&context, unit) {
-                    let worktree = worktree_for(
-                        store,
-                        opened,
-                        stage.index,
-                        &materialized.stage,
-                        &materialized.env,
-                    )
-                    .await?;
-                    let mut ready =
-                        hand_out(plan, &materialized.stage, workspace, worktree.as_ref())?;
-                    ready.stage.clone_from(&unit.label);
-                    handed.push(ready);
+        }
+    }
+    Ok(handed)
+}
+
+/// Refuses the stages among `actions` that the protocol cannot drive.
+fn refuse_unsupported(plan: &Plan, actions: &[Action]) -> Result<()> {
+    let refused = actions.iter().filter_map(Action::stage).find_map(|index| {
+        let stage = &plan.stages[index];
+        Some((stage, unsupported(stage)?))
+    });
+    match refused {
+        Some((stage, what)) => Err(Error::Refused(format!(
+            "stage '{}' is {what}, which the driver protocol does not drive yet; run this workflow with `baton run` instead",
+            stage.name(),
+        ))),
+        None => Ok(()),
+    }
+}
+
+impl Pass {
+    /// Carries out what the run's state machine decided for a ready stage:
+    /// records a skip or a failed `when`, or starts it (a script to run here,
+    /// a composite stage whose units the next pass plans, or a stage to hand
+    /// out). Returns whether it changed anything.
+    fn begin(&mut self, action: Action, opened: &Opened) -> Result<bool> {
+        let (workspace, now) = (&opened.workspace, self.now);
+        let envelope = |index: usize, status| Envelope {
+            stage: opened.plan.stages[index].clone(),
+            index,
+            status,
+            started_at: Some(now),
+            error: None,
+        };
+        self.transitions.extend(action.transition(now));
+        match action {
+            Action::End(_) => return Ok(false),
+            Action::Skip { index, .. } => {
+                stage::write_skip_sentinels(&opened.plan.stages[index], workspace)?;
+                self.envelopes.push(envelope(index, "skipped"));
+            }
+            Action::Fail { index, .. } => self.envelopes.push(envelope(index, "failed")),
+            Action::Start { index, attempt } => {
+                let stage = &opened.plan.stages[index];
+                if work::is_composite(stage) {
+                    // Its units are planned on the next pass.
+                } else if is_script(stage) {
+                    self.to_run.push(Script {
+                        index,
+                        attempt,
+                        stage: stage.clone(),
+                        unit: None,
+                        values: Vec::new(),
+                        env: Vec::new(),
+                        defer_checks: false,
+                    });
+                } else {
+                    // The outputs as they are now, kept on disk for `complete`,
+                    // which runs in another process; written before the start
+                    // is recorded so a recorded start always has its snapshot.
+                    write_before(stage, workspace)?;
                 }
             }
         }
-        return settle(store, lease, opened, handed, scripts).await;
+        Ok(true)
     }
 }

@@ -1,6 +1,12 @@
 //! What `baton resume` shows for an externally driven run, changing nothing.
 
-use super::*;
+use baton_store::{Store, UnitRow};
+
+use super::handing::units_by_stage;
+use super::record::standing;
+use super::{Ready, Standing, dispatch_path, open};
+use crate::run_state::{Action, Event};
+use crate::{Result, clock, work};
 
 /// What `next` would list now, without recording anything: the stages
 /// handed out and not completed, and the stages ready to be handed out.
@@ -10,12 +16,7 @@ use super::*;
 /// No such run, a run not driven externally, the store failing.
 pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
     let opened = open(store, run_id).await?;
-    let rows = store.stages(run_id).await?;
-    let mut states = States::new(
-        &opened.plan,
-        rows.iter().map(|row| State::from_status(&row.status)),
-    );
-    let gates = gate::Gates::load(store, run_id, &opened.plan, &opened.workspace).await?;
+    let (rows, mut run) = opened.state(store).await?;
     let mut names: Vec<usize> = opened
         .plan
         .stages
@@ -23,14 +24,12 @@ pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
         .filter(|stage| rows[stage.index].status == "running")
         .map(|stage| stage.index)
         .collect();
-    if let Next::Start(ready) = schedule::next(
-        &opened.plan,
-        &mut states,
-        |index| gates.approved(index),
-        usize::MAX,
-    ) {
-        names.extend(ready);
-    }
+    // What `next` would begin (start, skip or fail); nothing is recorded.
+    names.extend(
+        run.apply(Event::Poll { free: usize::MAX })
+            .iter()
+            .filter_map(Action::stage),
+    );
     let units = units_by_stage(store, run_id).await?;
     let mut ready = Vec::new();
     for index in names {

@@ -1,7 +1,17 @@
 //! Recording results as a run baton drives would: envelopes, stage ends,
 //! scripts run during `next`, the run's settled status.
 
-use super::*;
+use std::path::Path;
+use std::sync::Arc;
+
+use baton_store::{Lease, Store, Transition};
+use baton_workflow::plan::PlanStage;
+use tokio::sync::{mpsc, watch};
+
+use super::handing::Script;
+use super::{Opened, Ready, Standing};
+use crate::stage::{self, Attempt, Report};
+use crate::{Result, clock, gate};
 
 /// A stage's (or unit's) result envelope, `stages/NNN-name.json`, as the
 /// coordinator writes it, so the workspace looks the same however the run
@@ -30,93 +40,6 @@ pub(super) fn write_envelopes(workspace: &Path, envelopes: Vec<Envelope>) {
             envelope.error.into_iter().collect(),
         );
     }
-}
-
-pub(super) fn status_text(success: bool) -> &'static str {
-    if success { "success" } else { "failed" }
-}
-
-pub(super) fn stage_finished(
-    index: usize,
-    attempt: i64,
-    success: bool,
-    error: Option<String>,
-    artifacts: Vec<(String, String, i64)>,
-) -> Transition {
-    Transition::AttemptFinished {
-        index: as_i64(index),
-        attempt,
-        status: if success { "success" } else { "failed" }.to_owned(),
-        at: clock::now_ms(),
-        exit_code: None,
-        error,
-        artifacts,
-    }
-}
-
-/// (path, sha256, bytes) of the outputs a composite stage's units recorded,
-/// as they are now (a later unit may have changed an earlier one's), as the
-/// coordinator records them.
-pub(super) fn hash_outputs(workspace: &Path, units: &[UnitRow]) -> Vec<(String, String, i64)> {
-    let mut paths: Vec<String> = units
-        .iter()
-        .filter_map(|unit| serde_json::from_str::<Vec<(String, String, i64)>>(&unit.artifacts).ok())
-        .flatten()
-        .map(|(path, _, _)| path)
-        .collect();
-    paths.sort();
-    paths.dedup();
-    paths
-        .into_iter()
-        .filter_map(|path| {
-            let bytes = std::fs::read(workspace.join(&path)).ok()?;
-            let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
-            Some((path, create::sha256_hex(&bytes), size))
-        })
-        .collect()
-}
-
-/// A `when` that is false skips the stage, one naming an unknown parameter
-/// fails it; `None` when the stage runs.
-pub(super) fn decide_when(
-    stage: &PlanStage,
-    attempt: i64,
-    params: &IndexMap<String, String>,
-    workspace: &Path,
-    now: i64,
-) -> Result<Option<Transition>> {
-    let Some(when) = &stage.when else {
-        return Ok(None);
-    };
-    if let Some(unknown) = when
-        .placeholders()
-        .into_iter()
-        .find(|name| !params.contains_key(*name))
-    {
-        return Ok(Some(Transition::AttemptFinished {
-            index: as_i64(stage.index),
-            attempt,
-            status: "failed".to_owned(),
-            at: now,
-            exit_code: None,
-            error: Some(format!(
-                "'when' refers to '{{{unknown}}}', which has no value; pass --params {unknown}=…"
-            )),
-            artifacts: Vec::new(),
-        }));
-    }
-    if when.evaluate(|name| params.get(name).map(String::as_str)) {
-        return Ok(None);
-    }
-    stage::write_skip_sentinels(stage, workspace).map_err(|source| Error::Workspace {
-        path: workspace.to_path_buf(),
-        source,
-    })?;
-    Ok(Some(Transition::StageSkipped {
-        index: as_i64(stage.index),
-        at: now,
-        note: stage::skip_note(stage, |name| params.get(name).map(String::as_str)),
-    }))
 }
 
 /// Runs an inline script through the executor, renewing the lease while
@@ -202,35 +125,11 @@ pub(super) async fn settle(
     ready: Vec<Ready>,
     scripts: Vec<(String, String)>,
 ) -> Result<Standing> {
-    let plan = &opened.plan;
     let run_id = &opened.run.run_id;
-    let rows = store.stages(run_id).await?;
-    let mut states = States::new(plan, rows.iter().map(|row| State::from_status(&row.status)));
-    let gates = gate::Gates::load(store, run_id, plan, &opened.workspace).await?;
-    let (status, error) = if let Some((index, comment, by)) = gates.rejected() {
-        (
-            "rejected",
-            Some(gate::rejection_error(
-                plan.stages[index].name(),
-                &by,
-                &comment,
-            )),
-        )
-    } else {
-        match schedule::next(plan, &mut states, |index| gates.approved(index), usize::MAX) {
-            Next::Succeeded => ("success", None),
-            Next::Failed(index) => (
-                "failed",
-                Some(format!(
-                    "required stage '{}' failed: {}",
-                    plan.stages[index].name(),
-                    rows[index].error.clone().unwrap_or_default()
-                )),
-            ),
-            Next::AwaitingGate(_) => ("awaiting_human", None),
-            Next::Start(_) | Next::Wait => ("running", None),
-        }
-    };
+    let (_, mut run) = opened.state(store).await?;
+    let (status, error) = run
+        .end()
+        .map_or(("running", None), |end| (end.status(), end.error()));
     let current = store.run(run_id).await?;
     if current.status != status {
         store

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::create::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::workspace::output_path;
 
 /// Most files hashed under one declared directory.

@@ -20,7 +20,7 @@ use baton_store::{ArtifactEdit, Store};
 use super::list::{self, GateEdit, ListKind};
 use super::{Error, Result, find_stage};
 use crate::clock;
-use crate::create::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::workspace::output_path;
 
 /// What an edit did.

@@ -16,7 +16,7 @@ use baton_workflow::plan::PlanStage;
 use serde_json::Value;
 
 use super::{Context, ITEM, Materialized, Step};
-use crate::create::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::workspace::output_path;
 
 /// The most items one fan-out may have.

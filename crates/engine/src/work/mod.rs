@@ -108,6 +108,76 @@ pub(crate) fn step(context: &Context<'_>, units: &[UnitRow]) -> Step {
     }
 }
 
+/// Where a composite stage whose units have all finished stands after its
+/// next step.
+pub(crate) enum Advanced {
+    /// More units: recorded as planned, to run.
+    Planned(Vec<NewUnit>),
+    /// The stage ended: (success, error).
+    Ended(bool, Option<String>),
+}
+
+/// Takes the next step of a stage whose units (`units`) have all finished,
+/// adding what it records to `pending`; the same for both drivers.
+pub(crate) fn advance(
+    context: &Context<'_>,
+    units: &[UnitRow],
+    pending: &mut Vec<Transition>,
+) -> Advanced {
+    match step(context, units) {
+        Step::Next { units, record } => {
+            pending.extend(record);
+            if units.is_empty() {
+                let error = "internal error: the stage planned no further work".to_owned();
+                return Advanced::Ended(false, Some(error));
+            }
+            pending.push(Transition::UnitsPlanned {
+                index: i64::try_from(context.stage.index).unwrap_or(i64::MAX),
+                units: units.clone(),
+                at: context.now,
+            });
+            Advanced::Planned(units)
+        }
+        Step::Done { record } => {
+            pending.extend(record);
+            Advanced::Ended(true, None)
+        }
+        Step::Fail { error, record } => {
+            pending.extend(record);
+            Advanced::Ended(false, Some(error))
+        }
+    }
+}
+
+/// (path, sha256, bytes) of the outputs a composite stage's units recorded,
+/// as the files are now (a later unit may have changed an earlier one's):
+/// what the stage's attempt records, whichever driver runs it.
+pub(crate) fn outputs(workspace: &Path, units: &[UnitRow]) -> Vec<(String, String, i64)> {
+    let mut paths: Vec<String> = units
+        .iter()
+        .filter_map(|unit| serde_json::from_str::<Vec<(String, String, i64)>>(&unit.artifacts).ok())
+        .flatten()
+        .map(|(path, _, _)| path)
+        .collect();
+    paths.sort();
+    paths.dedup();
+    hashed(workspace, paths)
+}
+
+/// (path, sha256, bytes) of the workspace-relative `paths` that can be read.
+pub(crate) fn hashed(
+    workspace: &Path,
+    paths: impl IntoIterator<Item = String>,
+) -> Vec<(String, String, i64)> {
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let bytes = std::fs::read(workspace.join(&path)).ok()?;
+            Some(crate::digest::artifact(path, &bytes))
+        })
+        .collect()
+}
+
 /// What runs for one unit.
 #[derive(Debug, Clone)]
 pub(crate) struct Materialized {

@@ -93,20 +93,4 @@ impl Composite {
     pub(crate) fn position(&self, key: &str) -> Option<usize> {
         self.positions.get(key).copied()
     }
-
-    /// Workspace-relative paths of every output the units recorded.
-    pub(crate) fn artifact_paths(&self) -> Vec<String> {
-        let mut paths: Vec<String> = self
-            .units
-            .iter()
-            .filter_map(|unit| {
-                serde_json::from_str::<Vec<(String, String, i64)>>(&unit.artifacts).ok()
-            })
-            .flatten()
-            .map(|(path, _, _)| path)
-            .collect();
-        paths.sort();
-        paths.dedup();
-        paths
-    }
 }

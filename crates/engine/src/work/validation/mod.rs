@@ -544,17 +544,10 @@ fn rehash_other_sources(context: &Context<'_>) -> Vec<Transition> {
         .map(|stage| Transition::ArtifactsRecorded {
             index: i64::try_from(stage.index).unwrap_or(i64::MAX),
             at: context.now,
-            artifacts: units::files(stage, context.workspace, &[])
-                .into_iter()
-                .filter_map(|file| {
-                    let bytes = std::fs::read(context.workspace.join(&file)).ok()?;
-                    Some((
-                        file,
-                        crate::create::sha256_hex(&bytes),
-                        i64::try_from(bytes.len()).unwrap_or(i64::MAX),
-                    ))
-                })
-                .collect(),
+            artifacts: super::hashed(
+                context.workspace,
+                units::files(stage, context.workspace, &[]),
+            ),
         })
         .collect()
 }

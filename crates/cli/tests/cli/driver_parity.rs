@@ -1,0 +1,175 @@
+//! Both drivers run a workflow the same way: every corpus workflow the
+//! driver protocol drives, run once through `baton next` / `complete` (the
+//! harness of `driver.rs` as the orchestrator) and once by `baton run`
+//! with the stand-in agent as every role's profile, ends with the same
+//! status for every stage and the same recorded output hashes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use baton_engine::create::sha256_hex;
+use baton_test_support::compat_dir;
+
+use crate::driver::{copy_tree, drive, fake_agent};
+use crate::project::Project;
+
+/// Every stage's status and its outputs' (path, sha256), by name.
+type Recorded = BTreeMap<String, (String, Vec<(String, String)>)>;
+
+/// What the run recorded. Each output's recorded hash is checked against
+/// the file in the run's workspace; the hash compared is of the file with
+/// that workspace's path taken out, as the stand-in agent writes the path
+/// it was given (absolute, so different for any two runs) into its files.
+fn recorded(project: &Project, run_id: &str) -> Recorded {
+    let location = project.path().join(".baton/baton.db");
+    let (workspace, stages, artifacts) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(async {
+            let store = baton_store::Store::open(&location.to_string_lossy())
+                .await
+                .expect("store");
+            let run = store.run(run_id).await.expect("run");
+            let stages = store.stages(run_id).await.expect("stages");
+            let artifacts = store.artifacts(run_id).await.expect("artifacts");
+            (PathBuf::from(run.workspace), stages, artifacts)
+        });
+    let workspace_path = workspace.to_string_lossy().into_owned();
+    let portable = |path: &str, sha256: &str| {
+        let bytes = std::fs::read(workspace.join(path))
+            .unwrap_or_else(|error| panic!("{run_id}: recorded output {path}: {error}"));
+        assert_eq!(sha256_hex(&bytes), sha256, "{run_id}: {path} as recorded");
+        let text = String::from_utf8_lossy(&bytes).replace(&workspace_path, "<workspace>");
+        sha256_hex(text.as_bytes())
+    };
+    stages
+        .iter()
+        .map(|stage| {
+            let mut outputs: Vec<(String, String)> = artifacts
+                .iter()
+                .filter(|artifact| artifact.index == stage.index)
+                .map(|artifact| {
+                    let hash = portable(&artifact.path, &artifact.sha256);
+                    (artifact.path.clone(), hash)
+                })
+                .collect();
+            outputs.sort();
+            (stage.name.clone(), (stage.status.clone(), outputs))
+        })
+        .collect()
+}
+
+/// The runnable workflows of the corpus copied into `project`.
+fn workflows(project: &Project, corpus: &Path) -> Vec<String> {
+    copy_tree(&corpus.join("workflows"), &project.path().join("workflows"));
+    let mut files = Vec::new();
+    let mut stack = vec![project.path().join("workflows")];
+    while let Some(directory) = stack.pop() {
+        for entry in std::fs::read_dir(&directory).expect("readable").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path
+                .extension()
+                .is_some_and(|extension| extension == "yaml")
+            {
+                let text = std::fs::read_to_string(&path).expect("readable");
+                if !text.lines().any(|line| line.starts_with("fragment:")) {
+                    let relative = path.strip_prefix(project.path()).expect("inside");
+                    files.push(relative.to_string_lossy().into_owned());
+                }
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Runs `file` with `baton run`, approving every gate it stops at and
+/// resuming; returns the run's id and status.
+fn run_builtin(project: &Project, args: &[&str]) -> (String, String) {
+    let outcome = project.json(args);
+    let id = outcome["run_id"].as_str().expect("run id").to_owned();
+    let mut status = outcome["status"].as_str().expect("status").to_owned();
+    for _ in 0..20 {
+        if status != "awaiting_human" {
+            return (id, status);
+        }
+        let gate = outcome_gate(project, &id);
+        let approve = project.baton(&["gate", "approve", &id, &gate]);
+        assert_eq!(approve.code, 0, "{}", approve.stderr);
+        let resumed = project.json(&["resume", &id, "--json"]);
+        status = resumed["status"].as_str().expect("status").to_owned();
+    }
+    panic!("run {id} still waits at a gate after 20 approvals");
+}
+
+fn outcome_gate(project: &Project, id: &str) -> String {
+    let gates = project.json(&["gate", "list", id, "--json"]);
+    gates
+        .as_array()
+        .expect("gates")
+        .iter()
+        .find(|gate| gate["status"] == "awaiting")
+        .and_then(|gate| gate["stage"].as_str())
+        .expect("an awaiting gate")
+        .to_owned()
+}
+
+#[test]
+fn the_protocol_and_baton_run_record_the_same_stage_statuses_and_output_hashes() {
+    let Some(corpus) = compat_dir() else { return };
+    // Two projects with the same files: the protocol's has no baton.toml
+    // (baton spawns no agents for it), the other runs the stand-in agent
+    // for every role — validators included, so self-review is allowed
+    // (the orchestrator of the protocol is not checked for it either).
+    let external = Project::new();
+    let builtin = Project::new();
+    let files = workflows(&external, &corpus);
+    assert_eq!(workflows(&builtin, &corpus), files);
+    builtin.write(
+        "baton.toml",
+        &format!(
+            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\n\n[governance]\nself_review = \"allow\"\n",
+            fake_agent().display()
+        ),
+    );
+    let mut compared = Vec::new();
+    let mut refused = Vec::new();
+    for file in &files {
+        let mut args = vec!["run", file.as_str(), "--json"];
+        if file.ends_with("review-and-fix.yaml") {
+            // Its `when` conditions read `{pr_size}`.
+            args.extend(["--params", "pr_size=small"]);
+        }
+        let mut external_args = args.clone();
+        external_args.extend(["--driver", "external"]);
+        let created = external.json(&external_args);
+        let external_id = created["run_id"].as_str().expect("id").to_owned();
+        let driven = drive(&external, &external_id, &|_, _| None);
+        if driven.status == "unsupported" {
+            refused.push(file.clone());
+            continue;
+        }
+        let (builtin_id, status) = run_builtin(&builtin, &args);
+        assert_eq!(
+            (driven.status.as_str(), status.as_str()),
+            ("success", "success"),
+            "{file}"
+        );
+        assert_eq!(
+            recorded(&external, &external_id),
+            recorded(&builtin, &builtin_id),
+            "{file}: the protocol (left) and `baton run` (right) differ"
+        );
+        compared.push(file.clone());
+    }
+    // The protocol does not drive queue stages and sub-workflows yet: the
+    // workflows with one are refused by `next` and compared nowhere.
+    assert!(
+        compared.len() >= 15,
+        "compared: {compared:?}, refused: {refused:?}"
+    );
+    eprintln!("compared {compared:?}; refused by the protocol: {refused:?}");
+}

@@ -1,0 +1,417 @@
+//! A run as a pure state machine, shared by both drivers: the coordinator
+//! ([`crate::drive`]) and the driver protocol (`baton next`).
+//!
+//! [`RunState`] is built from the plan and the stage rows (and gate
+//! decisions) the store holds; a driver feeds it [`Event`]s — a look for
+//! work, a stage's end, an interrupted attempt, gate decisions read, a
+//! cancel request — and carries out the [`Action`]s it answers with:
+//! start an attempt, skip a stage, fail a stage whose `when` cannot be
+//! evaluated, end the run. It owns readiness (through [`States`]), `when`,
+//! attempt numbers (a stage set back to pending runs again under the next
+//! number), cancel and the decision how the run ends. It does no I/O, reads
+//! no clock and knows nothing of the store, so it is tested step by step
+//! without any (`run_state/tests.rs`).
+//!
+//! What stays with each driver is how it carries the actions out: records
+//! them, writes skip sentinels and envelopes, spawns attempts (or hands
+//! them to an orchestrator), and the units inside composite stages
+//! (`work`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use baton_store::{StageRow, Transition};
+use baton_workflow::Plan;
+use baton_workflow::plan::PlanStage;
+use indexmap::IndexMap;
+
+use crate::schedule::{self, Next, State, States};
+
+/// Something that happened to the run.
+#[derive(Debug, Clone)]
+pub(crate) enum Event {
+    /// The driver looks for what may start, with `free` slots.
+    Poll { free: usize },
+    /// A stage's attempt ended.
+    Finished {
+        index: usize,
+        success: bool,
+        error: Option<String>,
+    },
+    /// A stage's attempt stopped unfinished (a halted composite stage, a
+    /// script its driver died running): the stage is pending again.
+    Interrupted { index: usize },
+    /// The gates' decisions as read now.
+    GatesRead(Gates),
+    /// A cancel was requested: nothing more starts.
+    CancelRequested,
+}
+
+/// What the driver is to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Start attempt `attempt` of stage `index`.
+    Start { index: usize, attempt: i64 },
+    /// Skip the stage: its `when` is false (`note` says why).
+    Skip { index: usize, note: String },
+    /// Fail attempt `attempt` of the stage without running it.
+    Fail {
+        index: usize,
+        attempt: i64,
+        error: String,
+    },
+    /// The run ends (or waits at a gate) as `End` says.
+    End(End),
+}
+
+impl Action {
+    /// The stage it begins (starts, skips or fails), if any.
+    pub(crate) fn stage(&self) -> Option<usize> {
+        match self {
+            Action::Start { index, .. }
+            | Action::Skip { index, .. }
+            | Action::Fail { index, .. } => Some(*index),
+            Action::End(_) => None,
+        }
+    }
+
+    /// What the store records for it (an end is recorded by its driver).
+    pub(crate) fn transition(&self, at: i64) -> Option<Transition> {
+        let index = schedule::as_i64(self.stage()?);
+        Some(match self {
+            Action::Start { attempt, .. } => Transition::AttemptStarted {
+                index,
+                attempt: *attempt,
+                at,
+            },
+            Action::Skip { note, .. } => Transition::StageSkipped {
+                index,
+                at,
+                note: note.clone(),
+            },
+            Action::Fail { attempt, error, .. } => Transition::AttemptFinished {
+                index,
+                attempt: *attempt,
+                status: "failed".to_owned(),
+                at,
+                exit_code: None,
+                error: Some(error.clone()),
+                artifacts: Vec::new(),
+            },
+            Action::End(_) => return None,
+        })
+    }
+}
+
+/// How a run ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum End {
+    /// Every stage is done and no required one failed.
+    Succeeded,
+    /// A required stage failed; `error` is the run's.
+    Failed { index: usize, error: String },
+    /// The run waits for a decision on this gate.
+    AwaitingGate { index: usize },
+    /// A gate was rejected; `error` is the run's.
+    Rejected { index: usize, error: String },
+    /// A cancel was requested and nothing runs any more.
+    Cancelled,
+}
+
+impl End {
+    /// The run's status.
+    pub(crate) fn status(&self) -> &'static str {
+        match self {
+            End::Succeeded => "success",
+            End::Failed { .. } => "failed",
+            End::AwaitingGate { .. } => "awaiting_human",
+            End::Rejected { .. } => "rejected",
+            End::Cancelled => "cancelled",
+        }
+    }
+
+    /// The run's error.
+    pub(crate) fn error(&self) -> Option<String> {
+        match self {
+            End::Failed { error, .. } | End::Rejected { error, .. } => Some(error.clone()),
+            End::Cancelled => Some("cancelled".to_owned()),
+            End::Succeeded | End::AwaitingGate { .. } => None,
+        }
+    }
+
+    /// The gate it waits at or was rejected at.
+    pub(crate) fn gate(&self) -> Option<usize> {
+        match self {
+            End::AwaitingGate { index } | End::Rejected { index, .. } => Some(*index),
+            _ => None,
+        }
+    }
+}
+
+/// A run's scheduling state.
+#[derive(Debug, Clone)]
+pub(crate) struct RunState {
+    plan: Arc<Plan>,
+    params: IndexMap<String, String>,
+    states: States,
+    /// Attempts started so far, by stage.
+    attempts: Vec<i64>,
+    /// Why stages failed, by stage.
+    errors: HashMap<usize, String>,
+    gates: Gates,
+    cancelled: bool,
+}
+
+impl RunState {
+    /// The run as `rows` (one per stage, in index order) and `gates` record it.
+    pub(crate) fn new(
+        plan: Arc<Plan>,
+        params: IndexMap<String, String>,
+        rows: &[StageRow],
+        gates: Gates,
+    ) -> RunState {
+        let states = States::new(
+            &plan,
+            rows.iter().map(|row| State::from_status(&row.status)),
+        );
+        RunState {
+            attempts: rows.iter().map(|row| row.attempts).collect(),
+            errors: rows
+                .iter()
+                .enumerate()
+                .filter_map(|(index, row)| Some((index, row.error.clone()?)))
+                .collect(),
+            plan,
+            params,
+            states,
+            gates,
+            cancelled: false,
+        }
+    }
+
+    /// Takes in `event`; returns what to do.
+    pub(crate) fn apply(&mut self, event: Event) -> Vec<Action> {
+        match event {
+            Event::Poll { free } => self.poll(free),
+            Event::Finished {
+                index,
+                success,
+                error,
+            } => {
+                self.states.set(
+                    index,
+                    if success {
+                        State::Success
+                    } else {
+                        State::Failed
+                    },
+                );
+                match error {
+                    Some(error) => self.errors.insert(index, error),
+                    None => self.errors.remove(&index),
+                };
+                Vec::new()
+            }
+            Event::Interrupted { index } => {
+                self.states.set(index, State::Pending);
+                Vec::new()
+            }
+            Event::GatesRead(gates) => {
+                self.gates = gates;
+                Vec::new()
+            }
+            Event::CancelRequested => {
+                self.cancelled = true;
+                Vec::new()
+            }
+        }
+    }
+
+    /// Whether nothing new may start: a cancel was requested or a
+    /// required stage failed. Running composite stages stop starting units.
+    pub(crate) fn halting(&self) -> bool {
+        self.cancelled || self.states.required_failure().is_some()
+    }
+
+    /// Whether the run stops, starting nothing more: a cancel was
+    /// requested or a gate rejected.
+    pub(crate) fn stopping(&self) -> bool {
+        self.cancelled || self.gates.rejected.is_some()
+    }
+
+    /// Whether a cancel was requested.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancelled
+    }
+
+    /// The attempt stage `index` is at (its latest started).
+    pub(crate) fn attempt(&self, index: usize) -> i64 {
+        self.attempts[index]
+    }
+
+    /// How the run ends as it stands, starting nothing; `None` while it goes
+    /// on (stages run or may start).
+    pub(crate) fn end(&mut self) -> Option<End> {
+        if let Some(end) = self.stopped() {
+            return end;
+        }
+        let next = schedule::next(
+            &self.plan,
+            &mut self.states,
+            |index| self.gates.approved(index),
+            usize::MAX,
+        );
+        self.ended(next)
+    }
+
+    /// The end a cancel or a rejection decides: `Some(None)` while the
+    /// cancelled run still has stages running.
+    fn stopped(&self) -> Option<Option<End>> {
+        if self.cancelled {
+            return Some((self.states.running() == 0).then_some(End::Cancelled));
+        }
+        let (index, comment, by) = self.gates.rejected()?;
+        let error = rejection_error(self.plan.stages[index].name(), &by, &comment);
+        Some(Some(End::Rejected { index, error }))
+    }
+
+    fn poll(&mut self, free: usize) -> Vec<Action> {
+        if let Some(end) = self.stopped() {
+            return end.map(Action::End).into_iter().collect();
+        }
+        let next = schedule::next(
+            &self.plan,
+            &mut self.states,
+            |index| self.gates.approved(index),
+            free,
+        );
+        match next {
+            Next::Start(ready) => ready.into_iter().map(|index| self.start(index)).collect(),
+            other => self.ended(other).map(Action::End).into_iter().collect(),
+        }
+    }
+
+    fn ended(&self, next: Next) -> Option<End> {
+        match next {
+            Next::Start(_) | Next::Wait => None,
+            Next::Succeeded => Some(End::Succeeded),
+            Next::Failed(index) => Some(End::Failed {
+                index,
+                error: format!(
+                    "required stage '{}' failed: {}",
+                    self.plan.stages[index].name(),
+                    self.errors.get(&index).map_or("", String::as_str)
+                ),
+            }),
+            Next::AwaitingGate(index) => Some(End::AwaitingGate { index }),
+        }
+    }
+
+    /// A ready stage: decided by its `when`, else started.
+    fn start(&mut self, index: usize) -> Action {
+        let stage = &self.plan.stages[index];
+        match decide_when(stage, &self.params) {
+            When::Run => {
+                self.attempts[index] += 1;
+                self.states.set(index, State::Running);
+                Action::Start {
+                    index,
+                    attempt: self.attempts[index],
+                }
+            }
+            When::Skip(note) => {
+                self.states.set(index, State::Skipped);
+                Action::Skip { index, note }
+            }
+            When::Unknown(error) => {
+                self.attempts[index] += 1;
+                self.errors.insert(index, error.clone());
+                self.states.set(index, State::Failed);
+                Action::Fail {
+                    index,
+                    attempt: self.attempts[index],
+                    error,
+                }
+            }
+        }
+    }
+}
+
+/// The gates' decisions as a driver read them (`Gates::load`, in `gate`):
+/// which are approved for their current attempt and artifact, and the
+/// first rejected one. Kept here, with the rejection's error, so the
+/// machine names nothing that reads the store.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Gates {
+    /// The approved gates, by index.
+    pub(crate) approved: Vec<usize>,
+    /// The first rejected gate: (index, comment, who).
+    pub(crate) rejected: Option<(usize, String, String)>,
+}
+
+impl Gates {
+    /// Whether gate `index` is approved for its current attempt and artifact.
+    pub(crate) fn approved(&self, index: usize) -> bool {
+        self.approved.contains(&index)
+    }
+
+    /// The first rejected gate: (index, comment, who).
+    pub(crate) fn rejected(&self) -> Option<(usize, String, String)> {
+        self.rejected.clone()
+    }
+}
+
+/// The run's error after a rejection.
+pub(crate) fn rejection_error(stage: &str, by: &str, comment: &str) -> String {
+    let comment = if comment.is_empty() {
+        "(no comment)"
+    } else {
+        comment
+    };
+    format!("gate '{stage}' rejected by {by}: {comment}")
+}
+
+/// What a stage's `when` decides.
+enum When {
+    Run,
+    /// False: skipped, with the note that says why.
+    Skip(String),
+    /// It names a parameter without a value: the error.
+    Unknown(String),
+}
+
+fn decide_when(stage: &PlanStage, params: &IndexMap<String, String>) -> When {
+    let Some(when) = &stage.when else {
+        return When::Run;
+    };
+    let lookup = |name: &str| params.get(name).map(String::as_str);
+    if let Some(unknown) = when
+        .placeholders()
+        .into_iter()
+        .find(|name| !params.contains_key(*name))
+    {
+        return When::Unknown(format!(
+            "'when' refers to '{{{unknown}}}', which has no value; pass --params {unknown}=…"
+        ));
+    }
+    if when.evaluate(lookup) {
+        return When::Run;
+    }
+    // The note: the condition as written and, when it names parameters, as
+    // evaluated.
+    let written = stage
+        .spec
+        .when
+        .as_ref()
+        .map(|when| when.value.trim())
+        .unwrap_or_default();
+    let evaluated = baton_workflow::template::render(written, lookup);
+    When::Skip(if evaluated == written {
+        format!("skipped: when {written}")
+    } else {
+        format!("skipped: when {written} ({evaluated})")
+    })
+}
+
+#[cfg(test)]
+mod tests;
