@@ -13,7 +13,9 @@ use tokio::sync::{mpsc, watch};
 
 use super::DriveOptions;
 use crate::progress::Progress;
+use crate::schedule::as_i64;
 use crate::stage::{self, Attempt, Finished, Report};
+use crate::subrun::{self, DriveChild};
 use crate::work::{self, running::Composite};
 use crate::{clock, create::RunOptions};
 
@@ -123,7 +125,7 @@ pub(super) fn take_units(
             unit.attempts += 1;
             unit.started_at = Some(now);
             pending.push(Transition::UnitStarted {
-                index: super::as_i64(index),
+                index: as_i64(index),
                 key: unit.key.clone(),
                 at: now,
             });
@@ -165,6 +167,8 @@ pub(super) struct Spawner {
     /// may adopt the queue job that attempt left (`queued.rs`); no other
     /// attempt does, so a failure or a rerun runs a new job.
     pub(super) interrupted: HashSet<(usize, Option<String>)>,
+    /// How a sub-workflow attempt drives its child run.
+    pub(super) drive_child: DriveChild,
 }
 
 impl Spawner {
@@ -231,13 +235,14 @@ impl Spawner {
         // The options ride along so that a sub-workflow attempt drives its
         // child run as this run is driven. Boxed: the attempt's future is
         // some 15 KB, which spawning would otherwise copy more than once.
-        tokio::spawn(crate::subrun::OPTIONS.scope(
+        tokio::spawn(subrun::OPTIONS.scope(
             Arc::clone(&self.options),
             Box::pin(run(
                 stage_to_run,
                 attempt,
                 cancel_receiver,
                 self.reports.clone(),
+                self.drive_child,
             )),
         ));
         running.insert(
@@ -291,11 +296,12 @@ async fn run(
     attempt: Attempt,
     cancel: watch::Receiver<bool>,
     reports: mpsc::UnboundedSender<Report>,
+    drive_child: DriveChild,
 ) {
     if stage.spec.sub_workflow.is_none() {
         return stage::run(stage, attempt, cancel, reports).await;
     }
-    let finished = crate::subrun::run(&stage, &attempt, cancel, &reports).await;
+    let finished = subrun::run(&stage, &attempt, cancel, &reports, drive_child).await;
     let _ = reports.send(Report::Finished(Box::new(stage::redacted(finished))));
 }
 
