@@ -38,12 +38,13 @@ use baton_workflow::plan::PlanStage;
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
+use crate::attempt::{Attempt, Finished, Report};
 use crate::coordinator::{DriveOptions, Outcome};
 use crate::create;
 use crate::digest::sha256_hex;
 use crate::loader::FsLoader;
+use crate::outputs::{Snapshot, verify};
 use crate::progress::Progress;
-use crate::stage::{self, Attempt, Finished, Report};
 use crate::{Error, Result, clock};
 
 tokio::task_local! {
@@ -142,10 +143,10 @@ pub(crate) async fn run(
             // only the parent stage's declared files are checked, and an
             // empty snapshot counts them all as fresh, because a resumed
             // parent finds a child that finished before the crash.
-            match stage::verify(
+            match verify(
                 stage,
                 &attempt.workspace,
-                &stage::Snapshot::new(),
+                &Snapshot::new(),
                 attempt.defer_checks,
             ) {
                 Ok(artifacts) => {

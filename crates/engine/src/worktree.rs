@@ -18,9 +18,9 @@ use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Access, Executor, Isolation};
 use serde::{Deserialize, Serialize};
 
-use crate::create::RunOptions;
+use crate::attempt::Attempt;
 use crate::digest::sha256_hex;
-use crate::stage::Attempt;
+use crate::run_options::RunOptions;
 use crate::workspace::{self, output_path};
 
 mod accept;

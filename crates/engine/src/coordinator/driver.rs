@@ -16,12 +16,13 @@ use tokio::sync::{mpsc, watch};
 use super::commits::{Announced, Commits, Shown, Sink, cheap};
 use super::launch::{Launch, Running, Slot, Spawner, starts_early, take_units};
 use super::{DriveOptions, Outcome};
+use crate::attempt::{Finished, Report, Slots};
 use crate::envelopes::EnvelopeWriter;
 use crate::governance::RunLedger;
+use crate::outputs::write_skip_sentinels;
 use crate::progress::Progress;
 use crate::run_state::{Action, End, Event, RunState};
 use crate::schedule::as_i64;
-use crate::stage::{self, Finished, Report};
 use crate::start::Start;
 use crate::subrun::DriveChild;
 use crate::work::{self, running::Composite};
@@ -162,7 +163,7 @@ impl<'a> Driver<'a> {
             params: params.into_iter().collect(),
             options: Arc::new(options.clone()),
             plan: Arc::clone(&plan),
-            slots: Arc::new(stage::Slots::new(options.agents.as_deref())),
+            slots: Arc::new(Slots::new(options.agents.as_deref())),
             store: store.clone(),
             reports: report_sender,
             interrupted,
@@ -357,7 +358,7 @@ impl<'a> Driver<'a> {
             }
             Action::Skip { index, .. } => {
                 let stage = &self.plan.stages[index];
-                stage::write_skip_sentinels(stage, &self.workspace)?;
+                write_skip_sentinels(stage, &self.workspace)?;
                 (self.progress)(finished(stage.name(), "skipped", None));
                 let times = (Some(now), Some(now));
                 (self.commits.envelopes).stage(stage, index, "skipped", times, Vec::new());

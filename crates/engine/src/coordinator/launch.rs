@@ -12,12 +12,14 @@ use baton_workflow::schema::{Executor, FanOutMode, Isolation};
 use tokio::sync::{mpsc, watch};
 
 use super::DriveOptions;
+use crate::attempt::{Attempt, Continuation, Finished, Params, Report, Slots, redacted};
+use crate::clock;
 use crate::progress::Progress;
+use crate::run_options::RunOptions;
 use crate::schedule::as_i64;
-use crate::stage::{self, Attempt, Finished, Report};
+use crate::stage;
 use crate::subrun::{self, DriveChild};
 use crate::work::{self, running::Composite};
-use crate::{clock, create::RunOptions};
 
 /// What occupies a slot: a stage's own process, or a unit of a composite stage.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -149,7 +151,7 @@ type Extras = (
     Vec<(String, String)>,
     Vec<(String, String)>,
     bool,
-    Option<crate::session::Continuation>,
+    Option<Continuation>,
 );
 
 /// What every attempt of a drive shares.
@@ -157,10 +159,10 @@ pub(super) struct Spawner {
     pub(super) run_id: String,
     pub(super) workspace: PathBuf,
     pub(super) run_options: RunOptions,
-    pub(super) params: stage::Params,
+    pub(super) params: Params,
     pub(super) options: Arc<DriveOptions>,
     pub(super) plan: Arc<Plan>,
-    pub(super) slots: Arc<stage::Slots>,
+    pub(super) slots: Arc<Slots>,
     pub(super) store: Store,
     pub(super) reports: mpsc::UnboundedSender<Report>,
     /// Stages and units whose attempt a crash cut short: their next attempt
@@ -302,7 +304,7 @@ async fn run(
         return stage::run(stage, attempt, cancel, reports).await;
     }
     let finished = subrun::run(&stage, &attempt, cancel, &reports, drive_child).await;
-    let _ = reports.send(Report::Finished(Box::new(stage::redacted(finished))));
+    let _ = reports.send(Report::Finished(Box::new(redacted(finished))));
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use crate::attempt::Limits;
 use crate::create::LEASE_TTL_MS;
-use crate::stage::Limits;
 
 /// How `drive` behaves.
 #[derive(Debug, Clone)]

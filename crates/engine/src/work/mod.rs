@@ -191,7 +191,7 @@ pub(crate) struct Materialized {
     /// Its `validates_output` checks are judged by the stage's program.
     pub(crate) defer_checks: bool,
     /// The agent session it may continue instead of starting a new one.
-    pub(crate) continues: Option<crate::session::Continuation>,
+    pub(crate) continues: Option<crate::attempt::Continuation>,
 }
 
 /// The stage to run for one unit: the stage itself for `main`, a child

@@ -10,7 +10,7 @@ use super::prompts::{self, Round, Subject};
 use super::{
     CHALLENGER, CHECK_CORRECTION, CORRECTION, EVIDENCE, Sources, Spec, VALIDATOR, findings, sources,
 };
-use crate::session::Continuation;
+use crate::attempt::Continuation;
 use crate::work::{Context, Materialized};
 
 /// The role of a correction when the producing stage has no agent of its

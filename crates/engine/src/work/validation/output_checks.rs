@@ -13,7 +13,7 @@ use baton_store::UnitRow;
 
 use super::findings::Finding;
 use super::{CHECK_CORRECTION, Spec, apply_corrections, is_validation_unit, new_unit, spec_of};
-use crate::stage::{describe_check, failed_checks};
+use crate::outputs::{describe_check, failed_checks};
 use crate::work::{Context, Step};
 
 /// The key of the correction unit.
