@@ -10,8 +10,8 @@ use baton_workflow::plan::PlanStage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::super::ITEM;
 use crate::outputs::{self, MAX_DIRECTORY_FILES};
+use crate::work::context::ITEM;
 use crate::workspace::output_path;
 
 /// The most units one validation wave may have.
