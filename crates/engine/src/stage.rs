@@ -1,5 +1,6 @@
-//! One attempt of one stage: build the command, run it through the executor,
-//! and verify the result. The attempt only reports; the coordinator records.
+//! One attempt of one stage: build the command ([`command`]), run it through
+//! the executor, and verify the result ([`crate::outputs`]). The attempt
+//! only reports ([`crate::attempt`]); the coordinator records.
 //!
 //! A stage succeeds only if its process exits 0, every `writes_to` file
 //! exists and was written during this attempt, and every `validates_output`

@@ -24,9 +24,8 @@ pub(super) fn find_stage(run: &RunRow, stages: &[StageRow], name: &str) -> Resul
     Ok(gate_stage(&recorded_plan(run), stage))
 }
 
-/// The plan recorded with `run`, parsed; read once for all of its stages
-/// (parsing it once per stage made `baton status` of a 1 000-stage run take
-/// a second).
+/// The plan recorded with `run`, parsed; read once for all of its stages,
+/// since a large run's plan is slow to parse once per stage.
 pub(super) fn recorded_plan(run: &RunRow) -> serde_json::Value {
     serde_json::from_str(&run.plan).unwrap_or_default()
 }
