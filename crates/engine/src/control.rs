@@ -7,7 +7,8 @@ use baton_store::{Error as StoreError, Lease, Store, Transition};
 
 use indexmap::IndexMap;
 
-use crate::create::{self, RunOptions};
+use crate::create;
+use crate::run_options::{DriverMode, RunOptions, is_external};
 use crate::{Error, Result, clock, owner, reconcile};
 
 /// A short lease for a one-off change.
@@ -124,7 +125,7 @@ fn unchanged_workflow(run: &baton_store::RunRow, accept_changes: bool) -> Result
             run.run_id
         ))
     })?;
-    if accept_changes && options.driver == crate::external::DriverMode::External {
+    if accept_changes && options.driver == DriverMode::External {
         return Err(Error::Refused(format!(
             "run {} is driven externally, and `baton next` hands out the workflow as the run recorded it: --accept-changes cannot apply; start a new run with the changed workflow",
             run.run_id
@@ -235,7 +236,7 @@ async fn wait_for_driver(store: &Store, run_id: &str, driver: &str) -> Result<St
 /// No such run, or the store fails.
 pub async fn driver_gone(store: &Store, run_id: &str) -> Result<bool> {
     let run = store.run(run_id).await?;
-    if !matches!(run.status.as_str(), "running" | "pending") || crate::external::is_external(&run) {
+    if !matches!(run.status.as_str(), "running" | "pending") || is_external(&run) {
         return Ok(false);
     }
     Ok(match store.lease_holder(run_id, clock::now_ms()).await? {

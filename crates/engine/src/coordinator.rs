@@ -11,81 +11,21 @@
 mod commits;
 mod driver;
 mod launch;
+mod options;
+mod outcome;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use baton_store::{Error as StoreError, Lease, Store};
 
 use crate::create::LEASE_TTL_MS;
 use crate::progress::Progress;
-use crate::schedule::as_i64;
-use crate::stage::Limits;
 use crate::{Error, Result, clock, owner, reconcile};
 
-/// How `drive` behaves.
-#[derive(Debug, Clone)]
-pub struct DriveOptions {
-    /// Lease duration; renewed every third of it.
-    pub lease_ttl: Duration,
-    /// Run even though the workflow or a fragment changed since the run started.
-    pub accept_changes: bool,
-    /// Finish each isolated stage whose branch failed to merge by merging
-    /// the branch as it is now (resolved by hand), without its agent.
-    pub accept_merge: bool,
-    /// Wait for a lease held on another host to expire, instead of failing.
-    pub wait_for_lease: bool,
-    /// Override the run's recorded `--max-parallel`.
-    pub max_parallel: Option<usize>,
-    /// Limits for every stage process.
-    pub limits: Limits,
-    /// Agent profiles and roles from `baton.toml`; `None` when there is none.
-    pub agents: Option<std::sync::Arc<baton_executor::profile::Config>>,
-    /// The program that contains read-only agents (the `baton` binary, see
-    /// [`baton_executor::contain`]); `None` where the machine cannot, and a
-    /// read-only agent's repository is compared before and after instead.
-    pub contain_helper: Option<std::path::PathBuf>,
-    /// At a human gate, keep the run (and its lease) and wait for a
-    /// decision instead of stopping `awaiting_human`.
-    pub wait_gates: bool,
-    /// A worker for the run's queue jobs, started in this process when the
-    /// workflow has `worker_queue` stages or fan-outs; `None` leaves them to
-    /// `baton worker` processes.
-    pub local_worker: Option<crate::queue::WorkerOptions>,
-}
-
-/// How often a driver looks for a cancel request (a cheap read), besides
-/// when it renews its lease.
-const CANCEL_POLL: Duration = Duration::from_millis(250);
-
-impl Default for DriveOptions {
-    fn default() -> Self {
-        DriveOptions {
-            lease_ttl: Duration::from_millis(LEASE_TTL_MS.unsigned_abs()),
-            accept_changes: false,
-            accept_merge: false,
-            wait_for_lease: true,
-            max_parallel: None,
-            limits: Limits::default(),
-            agents: None,
-            contain_helper: None,
-            wait_gates: false,
-            local_worker: None,
-        }
-    }
-}
-
-/// How a drive ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    /// The run.
-    pub run_id: String,
-    /// `success`, `failed`, `awaiting_human`, `rejected` or `cancelled`.
-    pub status: String,
-    /// The gate waited on, if any.
-    pub gate: Option<String>,
-    /// Why the run failed.
-    pub error: Option<String>,
-}
+pub use options::DriveOptions;
+pub use outcome::Outcome;
 
 /// Drives a run until it succeeds, fails, waits at a gate or is cancelled.
 ///
@@ -176,12 +116,25 @@ async fn drive_with_lease(
     options: &DriveOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Outcome> {
-    let result = driver::drive_owned(store, &mut lease, created, options, progress).await;
+    let result =
+        driver::drive_owned(store, &mut lease, created, options, progress, drive_child).await;
     if matches!(&result, Err(error) if !matches!(error, Error::Store(StoreError::LostLease { .. })))
     {
         let _ = store.release(&lease).await;
     }
     result
+}
+
+/// [`drive`] as a sub-workflow attempt calls it to drive its child run: the
+/// attempt runs below the coordinator, so it is handed this instead of
+/// calling back up.
+fn drive_child<'a>(
+    store: &'a Store,
+    run_id: &'a str,
+    options: &'a DriveOptions,
+    progress: &'a (dyn Fn(Progress) + Sync),
+) -> Pin<Box<dyn Future<Output = Result<Outcome>> + 'a>> {
+    Box::pin(drive(store, run_id, options, progress))
 }
 
 async fn acquire(store: &Store, run_id: &str, options: &DriveOptions) -> Result<Lease> {

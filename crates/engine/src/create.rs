@@ -13,6 +13,8 @@ pub use crate::digest::sha256_hex;
 
 use crate::clock;
 use crate::loader::FsLoader;
+use crate::run_options::DriverMode;
+pub use crate::run_options::RunOptions;
 use crate::workspace;
 use crate::{Error, Result};
 
@@ -35,23 +37,6 @@ pub struct RunRequest {
     /// The project: where the store, workspaces and worktrees are, and
     /// what relative workflow paths start from.
     pub project_dir: PathBuf,
-}
-
-/// Options recorded with the run, so `resume` acts as the first process did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunOptions {
-    /// The project: where the store, workspaces and worktrees are, and
-    /// what relative workflow paths start from.
-    pub project_dir: PathBuf,
-    /// Concurrency bound.
-    pub max_parallel: usize,
-    /// Who executes the stages; recorded here (rather than in a column of
-    /// its own) so that older runs read as built-in without a migration.
-    #[serde(
-        default,
-        skip_serializing_if = "crate::external::DriverMode::is_builtin"
-    )]
-    pub driver: crate::external::DriverMode,
 }
 
 /// A workflow file and the digest it had when the run started.
@@ -168,11 +153,11 @@ pub(crate) fn recompile(
 ///
 /// An invalid workflow, a store error, or a workspace that cannot be created.
 pub async fn create_run(store: &Store, request: &RunRequest) -> Result<Created> {
-    create_run_as(store, request, crate::external::DriverMode::Builtin).await
+    create_run_as(store, request, DriverMode::Builtin).await
 }
 
 /// [`create_run`] for a run executed by `driver`: with
-/// [`DriverMode::External`](crate::external::DriverMode) an external
+/// [`DriverMode::External`] an external
 /// orchestrator drives it through `next` / `complete` / `fail`.
 ///
 /// # Errors
@@ -181,7 +166,7 @@ pub async fn create_run(store: &Store, request: &RunRequest) -> Result<Created> 
 pub async fn create_run_as(
     store: &Store,
     request: &RunRequest,
-    driver: crate::external::DriverMode,
+    driver: DriverMode,
 ) -> Result<Created> {
     record_run(store, prepare_run(request, driver)?).await
 }
@@ -220,7 +205,7 @@ impl Prepared {
 /// # Errors
 ///
 /// [`Error::Invalid`] with the diagnostics of an invalid workflow.
-pub fn prepare_run(request: &RunRequest, driver: crate::external::DriverMode) -> Result<Prepared> {
+pub fn prepare_run(request: &RunRequest, driver: DriverMode) -> Result<Prepared> {
     let options = baton_workflow::compile::Options {
         work_dir: Some(
             request
@@ -300,12 +285,12 @@ pub async fn record_run(store: &Store, prepared: Prepared) -> Result<Created> {
         .await
         .to_string();
     let lease = match run_options.driver {
-        crate::external::DriverMode::Builtin => Some(
+        DriverMode::Builtin => Some(
             store
                 .create_leased_run(&new_run, &crate::owner::me(), LEASE_TTL_MS)
                 .await?,
         ),
-        crate::external::DriverMode::External => {
+        DriverMode::External => {
             store.create_run(&new_run).await?;
             None
         }

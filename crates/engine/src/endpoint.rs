@@ -6,7 +6,8 @@ use baton_executor::endpoint::{ChatRequest, EndpointError};
 use baton_workflow::plan::PlanStage;
 use tokio::sync::watch;
 
-use crate::stage::{Attempt, Finished, snapshot, verify};
+use crate::attempt::{Attempt, Finished};
+use crate::outputs::{snapshot, verify};
 use crate::usage::Meter;
 
 /// Runs one attempt against the endpoint.

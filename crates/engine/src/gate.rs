@@ -13,107 +13,22 @@
 
 mod artifact;
 pub(crate) mod edit;
+mod error;
 pub mod list;
+mod stage;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use baton_store::{GateDecided, GateDecisionRow, NewGateDecision, RunRow, StageRow, Store};
+use baton_store::{GateDecided, GateDecisionRow, NewGateDecision, RunRow, Store};
 use baton_workflow::Plan;
 
 pub use edit::{Edited, edit};
+pub use error::{Error, Result};
 pub use list::{GateEdit, ListKind};
 
 pub(crate) use crate::run_state::{Gates, rejection_error};
 use crate::{clock, owner, workspace};
-
-/// Gate errors, worded for the person who acted.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] baton_store::Error),
-    /// The run has no stage of that name.
-    #[error("run {run_id} has no stage named '{stage}'")]
-    NoSuchStage {
-        /// The run.
-        run_id: String,
-        /// The name asked for.
-        stage: String,
-    },
-    /// The stage is not a human gate.
-    #[error("stage '{stage}' is not a human gate (it has no `human_gate: true`)")]
-    NotAGate {
-        /// The stage.
-        stage: String,
-    },
-    /// The gate's stage has not succeeded, so there is nothing to decide on.
-    #[error("gate '{stage}' has not succeeded yet (its stage is {status}); decide once it has run")]
-    NotReady {
-        /// The stage.
-        stage: String,
-        /// Its status.
-        status: String,
-    },
-    /// Someone decided on this attempt and artifact already.
-    #[error("gate '{stage}' was already {decision} by {by} at {at}")]
-    AlreadyDecided {
-        /// The stage.
-        stage: String,
-        /// `approved` or `rejected`.
-        decision: String,
-        /// Who.
-        by: String,
-        /// When (UTC).
-        at: String,
-    },
-    /// The run ended at this or another gate.
-    #[error("run {run_id} is {status}; its gates can no longer be decided")]
-    RunEnded {
-        /// The run.
-        run_id: String,
-        /// Its status.
-        status: String,
-    },
-    /// None of the gate's outputs is a list that can be edited.
-    #[error(
-        "gate '{stage}' has no editable output: none of {outputs} is a JSON list or a markdown list"
-    )]
-    NotEditable {
-        /// The stage.
-        stage: String,
-        /// Its outputs, for the message.
-        outputs: String,
-    },
-    /// The edit does not fit the list.
-    #[error("cannot edit {path}")]
-    Edit {
-        /// The output.
-        path: String,
-        /// Why.
-        #[source]
-        source: list::EditError,
-    },
-    /// The output changed between reading and writing it.
-    #[error(
-        "{path} changed meanwhile (another edit, or a rerun of the stage); nothing was written, retry"
-    )]
-    Changed {
-        /// The output.
-        path: String,
-    },
-    /// A file could not be read or written.
-    #[error("cannot write {}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// `Result` with [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+use stage::{GateStage, find_stage, gate_stage, recorded_plan};
 
 /// A decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,47 +113,6 @@ pub struct GateView {
     pub status: GateStatus,
     /// Its outputs, in `writes_to` order (a directory's files expanded).
     pub outputs: Vec<Output>,
-}
-
-/// A gate stage of a run, from the plan recorded with it.
-#[derive(Debug, Clone)]
-struct GateStage {
-    stage: StageRow,
-    writes_to: Vec<String>,
-    human_gate: bool,
-}
-
-/// The stage `name` of the run with what its recorded plan says about it.
-fn find_stage(run: &RunRow, stages: &[StageRow], name: &str) -> Result<GateStage> {
-    let stage = stages
-        .iter()
-        .find(|stage| stage.name == name)
-        .ok_or_else(|| Error::NoSuchStage {
-            run_id: run.run_id.clone(),
-            stage: name.to_owned(),
-        })?;
-    Ok(gate_stage(&recorded_plan(run), stage))
-}
-
-/// The plan recorded with `run`, parsed; read once for all of its stages
-/// (parsing it once per stage made `baton status` of a 1 000-stage run take
-/// a second).
-fn recorded_plan(run: &RunRow) -> serde_json::Value {
-    serde_json::from_str(&run.plan).unwrap_or_default()
-}
-
-fn gate_stage(plan: &serde_json::Value, stage: &StageRow) -> GateStage {
-    let detail = &plan["stage_details"][stage.name.as_str()];
-    GateStage {
-        stage: stage.clone(),
-        writes_to: detail["writes_to"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|path| path.as_str().map(str::to_owned))
-            .collect(),
-        human_gate: detail["human_gate"].as_bool().unwrap_or(false),
-    }
 }
 
 /// Where a gate stands given its decisions and its artifact hash now.
@@ -555,6 +429,8 @@ pub(crate) async fn wait(
 
 #[cfg(test)]
 mod tests {
+    use baton_store::StageRow;
+
     use super::*;
 
     fn gate(attempts: i64) -> GateStage {

@@ -12,8 +12,8 @@ use baton_executor::contain::{Containment, Overlay};
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Access, Executor};
 
+use crate::attempt::Attempt;
 use crate::digest::sha256_hex;
-use crate::stage::Attempt;
 
 /// Whether the stage runs an agent (not a script of its own).
 fn is_agent(stage: &PlanStage) -> bool {

@@ -12,6 +12,7 @@
 
 #![forbid(unsafe_code)]
 
+mod attempt;
 pub mod checks;
 pub mod clock;
 mod control;
@@ -28,6 +29,7 @@ pub mod gate;
 pub mod governance;
 mod guard;
 pub mod loader;
+mod outputs;
 mod owner;
 pub mod probe;
 mod progress;
@@ -37,6 +39,7 @@ mod queued;
 pub mod readiness;
 mod reconcile;
 pub mod retries;
+mod run_options;
 mod run_state;
 pub mod schedule;
 mod session;
@@ -52,13 +55,13 @@ mod worktree;
 
 use std::path::PathBuf;
 
+pub use attempt::Limits;
 pub use control::{cancel, driver_gone, invalidate};
 pub use coordinator::{DriveOptions, Outcome, drive, drive_created};
 pub use create::{
     Created, Prepared, RunRequest, create_run, create_run_as, prepare_run, record_run,
 };
 pub use progress::Progress;
-pub use stage::Limits;
 pub use subrun::{child_run_id, child_workspace};
 pub use work::{unit_stage_name, validation::CORRECTIONS_SPENT};
 pub use worktree::{

@@ -25,9 +25,11 @@ use baton_store::queue::status;
 use baton_workflow::plan::PlanStage;
 use tokio::sync::watch;
 
+use crate::attempt::{
+    Attempt, Finished, RUN_MARKER, environment, idempotency_key, substitute_script,
+};
+use crate::outputs::{Snapshot, snapshot, verify};
 use crate::queue::{self, ScriptJob, ScriptPayload, kind};
-use crate::reconcile::RUN_MARKER;
-use crate::stage::{self, Attempt, Finished};
 
 /// How often the attempt looks at its job.
 const POLL: Duration = Duration::from_millis(100);
@@ -45,14 +47,14 @@ pub(crate) async fn run(
         );
         return finished;
     };
-    let substituted = match stage::substitute_script(&script.value, attempt) {
+    let substituted = match substitute_script(&script.value, attempt) {
         Ok(substituted) => substituted,
         Err(error) => {
             finished.error = Some(error);
             return finished;
         }
     };
-    let before = stage::snapshot(stage, &attempt.workspace);
+    let before = snapshot(stage, &attempt.workspace);
     let (id, adopted) = match job_for(stage, attempt, substituted).await {
         Ok(found) => found,
         Err(error) => {
@@ -93,12 +95,8 @@ pub(crate) async fn run(
     }
     // An adopted job may have written its outputs before this attempt
     // began: what it wrote counts.
-    let before = if adopted {
-        stage::Snapshot::new()
-    } else {
-        before
-    };
-    match stage::verify(stage, &attempt.workspace, &before, attempt.defer_checks) {
+    let before = if adopted { Snapshot::new() } else { before };
+    match verify(stage, &attempt.workspace, &before, attempt.defer_checks) {
         Ok(artifacts) => {
             finished.success = true;
             finished.artifacts = artifacts;
@@ -129,7 +127,7 @@ async fn job_for(
     }
     // The run marker is left out: a resume kills what carries it, and a
     // job belongs to the worker that runs it, not to this driver.
-    let env: BTreeMap<String, String> = stage::environment(stage, attempt)
+    let env: BTreeMap<String, String> = environment(stage, attempt)
         .into_iter()
         .filter(|(name, _)| name != RUN_MARKER)
         .chain(substituted.env)
@@ -160,7 +158,7 @@ async fn job_for(
 fn key_for(attempt: &Attempt, number: i64) -> String {
     let mut numbered = attempt.clone();
     numbered.attempt = number;
-    stage::idempotency_key(&numbered)
+    idempotency_key(&numbered)
 }
 
 fn result_field(job: &JobRow, field: &str) -> Option<serde_json::Value> {

@@ -9,10 +9,8 @@ use std::path::Path;
 use baton_store::{ArtifactRow, Lease, StageRow, Store, Transition, UnitRow};
 use baton_workflow::Plan;
 
+use crate::attempt::RUN_MARKER;
 use crate::{Progress, Result};
-
-/// The environment variable that marks every process baton starts for a run.
-pub(crate) const RUN_MARKER: &str = "BATON_RUN_ID";
 
 /// Kills every process on this host whose environment carries
 /// `BATON_RUN_ID=<run_id>`: the children of a previous driver of this run,

@@ -19,22 +19,8 @@ use std::path::{Path, PathBuf};
 
 use baton_executor::profile::Kind;
 use baton_workflow::plan::PlanStage;
-use baton_workflow::schema::Access;
-use tokio::sync::{mpsc, watch};
 
-use crate::stage::{Attempt, Finished, Report};
-
-/// A session an attempt may continue, as its unit's program planned it.
-#[derive(Debug, Clone)]
-pub(crate) struct Continuation {
-    /// The stdout log of the attempt that ran the session, where its id is.
-    pub(crate) log: PathBuf,
-    /// The access that attempt had.
-    pub(crate) access: Access,
-    /// What to ask in the session: only what is new (`{workspace}` is the
-    /// run's workspace).
-    pub(crate) task: String,
-}
+use crate::attempt::{Attempt, Finished};
 
 /// A session this attempt continues.
 #[derive(Debug)]
@@ -44,9 +30,9 @@ pub(crate) struct Resume {
     /// The prompt to send in it.
     pub(crate) prompt: String,
     /// The stage as the session ran: its access.
-    stage: PlanStage,
+    pub(crate) stage: PlanStage,
     /// The profile's name, for messages.
-    profile: String,
+    pub(crate) profile: String,
     /// The CLI's words for a session it does not have.
     not_found: Vec<String>,
 }
@@ -78,64 +64,8 @@ pub(crate) fn resume(stage: &PlanStage, attempt: &Attempt) -> Option<Resume> {
     })
 }
 
-/// Runs the attempt in the session `resume` names; if the CLI does not
-/// have it, once more in a fresh session with the full prompt.
-pub(crate) async fn run(
-    stage: &PlanStage,
-    attempt: &Attempt,
-    resume: Resume,
-    cancel: watch::Receiver<bool>,
-    reports: &mpsc::UnboundedSender<Report>,
-) -> Finished {
-    let label = crate::stage::unit_label(stage, attempt);
-    note(
-        reports,
-        format!(
-            "{label}: continues the agent's session {} ({}), sending only the findings",
-            resume.session, resume.profile
-        ),
-    );
-    let mut continued = crate::stage::launch(
-        &resume.stage,
-        attempt,
-        Some(&resume),
-        cancel.clone(),
-        reports,
-        None,
-    )
-    .await;
-    let stdout = stage_log(stage, attempt, "stdout");
-    let stderr = stage_log(stage, attempt, "stderr");
-    let Some(words) = not_found(&resume, &continued, &stderr) else {
-        continued.resumed = Some(resume.session);
-        return continued;
-    };
-    set_aside(&[stdout, stderr]);
-    note(
-        reports,
-        format!(
-            "{label}: {} has no session {} (\"{words}\"); a fresh session starts with the full prompt",
-            resume.profile, resume.session
-        ),
-    );
-    let mut fresh = crate::stage::launch(stage, attempt, None, cancel, reports, None).await;
-    // The failed try's tokens count too, as a retry's do.
-    if let Some(spent) = continued.usage {
-        let mut usage = spent;
-        if let Some(later) = &fresh.usage {
-            usage.add(later);
-        }
-        fresh.usage = Some(usage);
-    }
-    fresh
-}
-
-fn note(reports: &mpsc::UnboundedSender<Report>, note: String) {
-    let _ = reports.send(Report::Note { note });
-}
-
 /// The log of this attempt's process (`N.stdout`, `N.stderr`).
-fn stage_log(stage: &PlanStage, attempt: &Attempt, stream: &str) -> PathBuf {
+pub(crate) fn stage_log(stage: &PlanStage, attempt: &Attempt, stream: &str) -> PathBuf {
     attempt
         .workspace
         .join("logs")
@@ -149,7 +79,11 @@ const MAX_STDERR_BYTES: u64 = 1024 * 1024;
 /// Which of the CLI's not-found words its stderr holds, when the resumed
 /// process failed on its own (a cancel or one of baton's limits is not the
 /// CLI's answer).
-fn not_found<'a>(resume: &'a Resume, finished: &Finished, stderr: &Path) -> Option<&'a str> {
+pub(crate) fn not_found<'a>(
+    resume: &'a Resume,
+    finished: &Finished,
+    stderr: &Path,
+) -> Option<&'a str> {
     let failed = !finished.success
         && !finished.cancelled
         && finished.exit_code.is_some_and(|code| code != 0);
@@ -177,7 +111,7 @@ fn read_head(path: &Path, limit: u64) -> Option<String> {
 
 /// Moves the failed resume's logs aside (`N.stdout` → `N.resumed.stdout`),
 /// so the fresh session writes its own and nothing is lost.
-fn set_aside(logs: &[PathBuf]) {
+pub(crate) fn set_aside(logs: &[PathBuf]) {
     for log in logs {
         let (Some(stem), Some(extension)) = (log.file_stem(), log.extension()) else {
             continue;

@@ -9,7 +9,8 @@ use baton_workflow::Plan;
 use indexmap::IndexMap;
 
 use crate::Result;
-use crate::create::{self, Created, RunOptions};
+use crate::create::{self, Created};
+use crate::run_options::{DriverMode, RunOptions};
 
 pub(crate) struct Start {
     /// The workflow file as given.
@@ -49,7 +50,7 @@ impl Start {
         let run_options: RunOptions = serde_json::from_str(&run.options).unwrap_or(RunOptions {
             project_dir: PathBuf::from("."),
             max_parallel: 4,
-            driver: crate::external::DriverMode::Builtin,
+            driver: DriverMode::Builtin,
         });
         let params: IndexMap<String, String> =
             serde_json::from_str(&run.params).unwrap_or_default();

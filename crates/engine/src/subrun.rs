@@ -28,7 +28,9 @@
 //! the attempt, which shows them under the stage (`Progress::SubRun`); a
 //! grandchild's arrive the same way, one level at a time.
 
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use baton_store::{NewRun, Store};
@@ -36,12 +38,13 @@ use baton_workflow::plan::PlanStage;
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
+use crate::attempt::{Attempt, Finished, Report};
 use crate::coordinator::{DriveOptions, Outcome};
 use crate::create;
 use crate::digest::sha256_hex;
 use crate::loader::FsLoader;
+use crate::outputs::{Snapshot, verify};
 use crate::progress::Progress;
-use crate::stage::{self, Attempt, Finished, Report};
 use crate::{Error, Result, clock};
 
 tokio::task_local! {
@@ -50,6 +53,16 @@ tokio::task_local! {
     /// sub-workflow attempt drives its child exactly as its parent is driven.
     pub(crate) static OPTIONS: Arc<DriveOptions>;
 }
+
+/// How a sub-workflow attempt drives its child run: the coordinator's
+/// `drive`, handed down with the attempt, since the coordinator is what runs
+/// the attempt.
+pub(crate) type DriveChild = for<'a> fn(
+    &'a Store,
+    &'a str,
+    &'a DriveOptions,
+    &'a (dyn Fn(Progress) + Sync),
+) -> Pin<Box<dyn Future<Output = Result<Outcome>> + 'a>>;
 
 /// The id of the child run a sub-workflow stage of `parent_run` creates:
 /// `<parent>-<stage>`, with every character outside `[a-z0-9-]` replaced
@@ -87,6 +100,7 @@ pub(crate) async fn run(
     attempt: &Attempt,
     mut cancel: watch::Receiver<bool>,
     reports: &mpsc::UnboundedSender<Report>,
+    drive: DriveChild,
 ) -> Finished {
     let mut finished = Finished::unsettled(attempt);
     let options = OPTIONS
@@ -105,7 +119,7 @@ pub(crate) async fn run(
         index: attempt.index,
         unit: attempt.unit.clone(),
     };
-    let mut driving = drive_child(store.clone(), child.clone(), options, forward);
+    let mut driving = drive_child(store.clone(), child.clone(), options, forward, drive);
     let outcome = tokio::select! {
         outcome = &mut driving => Some(outcome),
         _ = cancel.wait_for(|cancelled| *cancelled) => None,
@@ -129,10 +143,10 @@ pub(crate) async fn run(
             // only the parent stage's declared files are checked, and an
             // empty snapshot counts them all as fresh, because a resumed
             // parent finds a child that finished before the crash.
-            match stage::verify(
+            match verify(
                 stage,
                 &attempt.workspace,
-                &stage::Snapshot::new(),
+                &Snapshot::new(),
                 attempt.defer_checks,
             ) {
                 Ok(artifacts) => {
@@ -162,13 +176,12 @@ fn drive_child(
     child: String,
     options: DriveOptions,
     forward: Forward,
+    drive: DriveChild,
 ) -> tokio::task::JoinHandle<Result<Outcome>> {
     let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         let progress = |event: Progress| forward.send(event);
-        handle.block_on(crate::coordinator::drive(
-            &store, &child, &options, &progress,
-        ))
+        handle.block_on(drive(&store, &child, &options, &progress))
     })
 }
 

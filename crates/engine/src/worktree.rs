@@ -18,16 +18,18 @@ use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Access, Executor, Isolation};
 use serde::{Deserialize, Serialize};
 
-use crate::create::RunOptions;
+use crate::attempt::Attempt;
 use crate::digest::sha256_hex;
-use crate::stage::Attempt;
+use crate::run_options::RunOptions;
 use crate::workspace::{self, output_path};
 
 mod accept;
 mod admin;
+mod git_calls;
 mod inputs;
 mod lock;
 mod merge;
+mod place;
 
 pub(crate) use accept::accept;
 pub use accept::failed_merges;
@@ -35,6 +37,9 @@ pub use admin::{
     AdminError, Pruned, WorktreeEntry, list_worktrees, prune_worktrees, worktrees_kept,
 };
 pub use merge::CONFLICT as MERGE_CONFLICT;
+pub(crate) use place::Place;
+
+use git_calls::{git_error, remove_index_lock};
 
 /// Where a project's worktrees live: `<project>/.baton/worktrees/<run>/`.
 fn worktrees_dir(project_dir: &Path) -> PathBuf {
@@ -142,49 +147,6 @@ fn ref_component(name: &str) -> String {
         text.push('_');
     }
     text
-}
-
-fn git_error(what: &str) -> impl Fn(git::GitError) -> String + '_ {
-    move |error| format!("{what}: {error}")
-}
-
-/// Which stage (or fan-out child) of which run is isolated, and where the
-/// run lives: what both the built-in executor and the driver protocol know.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Place<'a> {
-    /// The store, for the run's recorded git base.
-    pub(crate) store: &'a baton_store::Store,
-    /// The run.
-    pub(crate) run_id: &'a str,
-    /// The directory the run started in.
-    pub(crate) project_dir: &'a Path,
-    /// The run's workspace.
-    pub(crate) workspace: &'a Path,
-    /// The run's plan.
-    pub(crate) plan: &'a Plan,
-    /// The plan stage (a fan-out child's parent).
-    pub(crate) index: usize,
-    /// A fan-out child's file-name key (`BATON_ITEM_NAME`).
-    pub(crate) item: Option<&'a str>,
-}
-
-impl<'a> Place<'a> {
-    /// The place of an attempt of the built-in executor.
-    pub(crate) fn of(attempt: &'a Attempt) -> Place<'a> {
-        Place {
-            store: &attempt.store,
-            run_id: &attempt.run_id,
-            project_dir: &attempt.project_dir,
-            workspace: &attempt.workspace,
-            plan: &attempt.plan,
-            index: attempt.index,
-            item: attempt
-                .env
-                .iter()
-                .find(|(name, _)| name == "BATON_ITEM_NAME")
-                .map(|(_, value)| value.as_str()),
-        }
-    }
 }
 
 /// A worktree's names, before anything exists.
@@ -603,21 +565,6 @@ async fn reset(path: &Path) -> bool {
         }
     }
     true
-}
-
-/// Removes the index lock of one of this run's worktrees. Safe because
-/// only the run's driver uses them, and a driver starts only after the one
-/// before it (and every process it started) is gone: a lock there is a
-/// leftover of a killed git, which would otherwise block every retry.
-async fn remove_index_lock(worktree: &Path) {
-    if let Ok(git_dir) = git::run(
-        worktree,
-        ["rev-parse", "--path-format=absolute", "--git-dir"],
-    )
-    .await
-    {
-        let _ = std::fs::remove_file(PathBuf::from(git_dir).join("index.lock"));
-    }
 }
 
 /// A digest of the repository configuration an agent could use to make git

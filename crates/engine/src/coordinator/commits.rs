@@ -11,10 +11,10 @@ use baton_store::{Lease, Store, Transition};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 
+use crate::attempt::Finished;
 use crate::envelopes::{EnvelopeWriter, Ticket};
 use crate::governance::RunLedger;
 use crate::progress::Progress;
-use crate::stage::Finished;
 use crate::work::{self, running::Composite};
 use crate::{Error, Result, clock};
 

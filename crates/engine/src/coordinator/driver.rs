@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use baton_store::{Lease, Store, Transition, UnitRow};
 use baton_workflow::Plan;
@@ -14,13 +15,16 @@ use tokio::sync::{mpsc, watch};
 
 use super::commits::{Announced, Commits, Shown, Sink, cheap};
 use super::launch::{Launch, Running, Slot, Spawner, starts_early, take_units};
-use super::{CANCEL_POLL, DriveOptions, Outcome, as_i64};
+use super::{DriveOptions, Outcome};
+use crate::attempt::{Finished, Report, Slots};
 use crate::envelopes::EnvelopeWriter;
 use crate::governance::RunLedger;
+use crate::outputs::write_skip_sentinels;
 use crate::progress::Progress;
 use crate::run_state::{Action, End, Event, RunState};
-use crate::stage::{self, Finished, Report};
+use crate::schedule::as_i64;
 use crate::start::Start;
+use crate::subrun::DriveChild;
 use crate::work::{self, running::Composite};
 use crate::{Error, Result, clock, gate, reconcile, schedule};
 
@@ -37,6 +41,10 @@ macro_rules! sink {
     };
 }
 
+/// How often a driver looks for a cancel request (a cheap read), besides
+/// when it renews its lease.
+const CANCEL_POLL: Duration = Duration::from_millis(250);
+
 /// Drives the run under `lease` until it ends or waits at a gate.
 pub(super) async fn drive_owned(
     store: &Store,
@@ -44,8 +52,9 @@ pub(super) async fn drive_owned(
     created: Option<crate::Created>,
     options: &DriveOptions,
     progress: &(dyn Fn(Progress) + Sync),
+    drive_child: DriveChild,
 ) -> Result<Outcome> {
-    let mut driver = Driver::open(store, lease, created, options, progress).await?;
+    let mut driver = Driver::open(store, lease, created, options, progress, drive_child).await?;
     let end = driver.run().await?;
     driver.finish(&end).await
 }
@@ -94,6 +103,7 @@ impl<'a> Driver<'a> {
         created: Option<crate::Created>,
         options: &'a DriveOptions,
         progress: &'a (dyn Fn(Progress) + Sync),
+        drive_child: DriveChild,
     ) -> Result<Driver<'a>> {
         let run_id = lease.run_id.clone();
         let start = match created {
@@ -153,11 +163,12 @@ impl<'a> Driver<'a> {
             params: params.into_iter().collect(),
             options: Arc::new(options.clone()),
             plan: Arc::clone(&plan),
-            slots: Arc::new(stage::Slots::new(options.agents.as_deref())),
+            slots: Arc::new(Slots::new(options.agents.as_deref())),
             store: store.clone(),
             reports: report_sender,
             interrupted,
             run_options,
+            drive_child,
         };
         Ok(Driver {
             max_parallel: options
@@ -347,7 +358,7 @@ impl<'a> Driver<'a> {
             }
             Action::Skip { index, .. } => {
                 let stage = &self.plan.stages[index];
-                stage::write_skip_sentinels(stage, &self.workspace)?;
+                write_skip_sentinels(stage, &self.workspace)?;
                 (self.progress)(finished(stage.name(), "skipped", None));
                 let times = (Some(now), Some(now));
                 (self.commits.envelopes).stage(stage, index, "skipped", times, Vec::new());

@@ -12,10 +12,14 @@ use baton_workflow::schema::{Executor, FanOutMode, Isolation};
 use tokio::sync::{mpsc, watch};
 
 use super::DriveOptions;
+use crate::attempt::{Attempt, Continuation, Finished, Params, Report, Slots, redacted};
+use crate::clock;
 use crate::progress::Progress;
-use crate::stage::{self, Attempt, Finished, Report};
+use crate::run_options::RunOptions;
+use crate::schedule::as_i64;
+use crate::stage;
+use crate::subrun::{self, DriveChild};
 use crate::work::{self, running::Composite};
-use crate::{clock, create::RunOptions};
 
 /// What occupies a slot: a stage's own process, or a unit of a composite stage.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -123,7 +127,7 @@ pub(super) fn take_units(
             unit.attempts += 1;
             unit.started_at = Some(now);
             pending.push(Transition::UnitStarted {
-                index: super::as_i64(index),
+                index: as_i64(index),
                 key: unit.key.clone(),
                 at: now,
             });
@@ -147,7 +151,7 @@ type Extras = (
     Vec<(String, String)>,
     Vec<(String, String)>,
     bool,
-    Option<crate::session::Continuation>,
+    Option<Continuation>,
 );
 
 /// What every attempt of a drive shares.
@@ -155,16 +159,18 @@ pub(super) struct Spawner {
     pub(super) run_id: String,
     pub(super) workspace: PathBuf,
     pub(super) run_options: RunOptions,
-    pub(super) params: stage::Params,
+    pub(super) params: Params,
     pub(super) options: Arc<DriveOptions>,
     pub(super) plan: Arc<Plan>,
-    pub(super) slots: Arc<stage::Slots>,
+    pub(super) slots: Arc<Slots>,
     pub(super) store: Store,
     pub(super) reports: mpsc::UnboundedSender<Report>,
     /// Stages and units whose attempt a crash cut short: their next attempt
     /// may adopt the queue job that attempt left (`queued.rs`); no other
     /// attempt does, so a failure or a rerun runs a new job.
     pub(super) interrupted: HashSet<(usize, Option<String>)>,
+    /// How a sub-workflow attempt drives its child run.
+    pub(super) drive_child: DriveChild,
 }
 
 impl Spawner {
@@ -231,13 +237,14 @@ impl Spawner {
         // The options ride along so that a sub-workflow attempt drives its
         // child run as this run is driven. Boxed: the attempt's future is
         // some 15 KB, which spawning would otherwise copy more than once.
-        tokio::spawn(crate::subrun::OPTIONS.scope(
+        tokio::spawn(subrun::OPTIONS.scope(
             Arc::clone(&self.options),
             Box::pin(run(
                 stage_to_run,
                 attempt,
                 cancel_receiver,
                 self.reports.clone(),
+                self.drive_child,
             )),
         ));
         running.insert(
@@ -291,12 +298,13 @@ async fn run(
     attempt: Attempt,
     cancel: watch::Receiver<bool>,
     reports: mpsc::UnboundedSender<Report>,
+    drive_child: DriveChild,
 ) {
     if stage.spec.sub_workflow.is_none() {
         return stage::run(stage, attempt, cancel, reports).await;
     }
-    let finished = crate::subrun::run(&stage, &attempt, cancel, &reports).await;
-    let _ = reports.send(Report::Finished(Box::new(stage::redacted(finished))));
+    let finished = subrun::run(&stage, &attempt, cancel, &reports, drive_child).await;
+    let _ = reports.send(Report::Finished(Box::new(redacted(finished))));
 }
 
 #[cfg(test)]

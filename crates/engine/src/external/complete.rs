@@ -1,7 +1,11 @@
 //! `complete` and `fail`: what the orchestrator reports back, refused unless
 //! `next` handed it out, verified as the built-in executor verifies.
 
+use super::handing::{place, unit_is_script};
+use super::record::{Envelope, settle, write_envelopes};
 use super::*;
+use crate::attempt::Finished;
+use crate::outputs::verify;
 
 /// What `complete` or `fail` acts on: a stage handed out, or a unit of
 /// a composite stage handed out.
@@ -185,8 +189,7 @@ pub async fn complete(store: &Store, run_id: &str, name: &str) -> Result<Complet
         Some(worktree) => worktree.copy_back(stage, &opened.workspace),
         None => Ok(()),
     };
-    let verified =
-        copied.and_then(|()| stage::verify(stage, &opened.workspace, &before, defer_checks));
+    let verified = copied.and_then(|()| verify(stage, &opened.workspace, &before, defer_checks));
     // A merge begun is marked until its result is recorded, so that a
     // `baton resume` after a crash in between finishes it.
     let marker = merging_path(&opened.workspace, stage);
@@ -313,9 +316,9 @@ pub(super) async fn finish(
                 ..
             } => (index, Some(key), 0, started_at),
         };
-        let finished = stage::Finished {
+        let finished = Finished {
             unit,
-            ..stage::Finished::ended(index, attempt, (success, error), artifacts)
+            ..Finished::ended(index, attempt, (success, error), artifacts)
         };
         let transition = finished.transition(clock::now_ms());
         let envelope = Envelope {

@@ -2,6 +2,7 @@
 //! isolated stage, its worktree; and what `next` needs to find the work.
 
 use super::*;
+use crate::outputs::snapshot;
 
 /// Renders the stage's prompt (for an isolated stage, the prompt of its
 /// worktree) and writes its dispatch and prompt files.
@@ -129,8 +130,7 @@ pub(super) fn unit_is_script(opened: &Opened, unit: &UnitRow, now: i64) -> bool 
 
 /// Writes the fingerprints of `stage`'s declared outputs for `complete`.
 pub(super) fn write_before(stage: &PlanStage, workspace: &Path) -> Result<()> {
-    let before: Vec<(PathBuf, Fingerprint)> =
-        stage::snapshot(stage, workspace).into_iter().collect();
+    let before: Vec<(PathBuf, Fingerprint)> = snapshot(stage, workspace).into_iter().collect();
     workspace::write_json(
         &before_path(workspace, stage),
         &serde_json::to_value(before).expect("plain data"),

@@ -40,41 +40,21 @@ use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Executor, FanOutMode};
 use indexmap::IndexMap;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::create::{self, RunOptions};
+use crate::create;
+use crate::outputs::{Fingerprint, Snapshot};
+use crate::run_options::RunOptions;
+pub use crate::run_options::{DriverMode, is_external};
 use crate::run_state::RunState;
 use crate::schedule::State;
 use crate::schedule::as_i64;
-use crate::stage::{self, Fingerprint, Snapshot};
 use crate::worktree::{Place, Worktree};
 use crate::{Error, Result, clock, work, workspace};
 
 pub use complete::{complete, fail, finish_merges};
-use handing::*;
 pub use next::next;
 pub use preview::preview;
-use record::*;
-
-/// Who executes a run's stages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DriverMode {
-    /// baton's coordinator spawns every stage ([`crate::drive`]).
-    #[default]
-    Builtin,
-    /// An external orchestrator asks for work with `next` and reports it
-    /// with `complete` / `fail`; baton spawns no agents.
-    External,
-}
-
-impl DriverMode {
-    /// Whether this is the default (kept out of the recorded options).
-    #[must_use]
-    pub fn is_builtin(&self) -> bool {
-        *self == DriverMode::Builtin
-    }
-}
 
 /// One stage handed to the external orchestrator.
 #[derive(Debug, Clone, Serialize)]
@@ -120,13 +100,6 @@ pub struct Completion {
     pub error: Option<String>,
     /// Where the run stands afterwards.
     pub run: Standing,
-}
-
-/// Whether a recorded run is driven externally.
-#[must_use]
-pub fn is_external(run: &RunRow) -> bool {
-    serde_json::from_str::<RunOptions>(&run.options)
-        .is_ok_and(|options| options.driver == DriverMode::External)
 }
 
 /// A run opened for a protocol call: its plan and workspace.

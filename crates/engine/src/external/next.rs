@@ -10,8 +10,10 @@ use super::handing::{
 };
 use super::record::{Envelope, run_script, settle, standing, write_envelopes};
 use super::{Opened, Ready, Standing, as_i64, ended, is_script, open, take, unsupported};
+use crate::attempt::Finished;
+use crate::outputs::write_skip_sentinels;
 use crate::run_state::{Action, Event};
-use crate::{Error, Result, clock, stage, work};
+use crate::{Error, Result, clock, work};
 
 /// Lists the stages ready for the orchestrator, recording each as started.
 /// Stages handed out before and not completed are listed again. Inline
@@ -267,7 +269,7 @@ impl Pass {
         } else {
             Vec::new()
         };
-        let finished = stage::Finished::ended(index, row.attempts, (success, error), artifacts);
+        let finished = Finished::ended(index, row.attempts, (success, error), artifacts);
         self.envelopes.push(Envelope {
             stage: context.stage.clone(),
             index,
@@ -381,7 +383,7 @@ impl Pass {
         match action {
             Action::End(_) => return Ok(false),
             Action::Skip { index, .. } => {
-                stage::write_skip_sentinels(&opened.plan.stages[index], workspace)?;
+                write_skip_sentinels(&opened.plan.stages[index], workspace)?;
                 self.envelopes.push(envelope(index, "skipped"));
             }
             Action::Fail { index, .. } => self.envelopes.push(envelope(index, "failed")),

@@ -10,7 +10,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::handing::Script;
 use super::{Opened, Ready, Standing};
-use crate::stage::{self, Attempt, Report};
+use crate::attempt::{Attempt, Finished, Limits, Params, Report};
+use crate::stage;
 use crate::{Result, clock, gate};
 
 /// A stage's (or unit's) result envelope, `stages/NNN-name.json`, as the
@@ -49,9 +50,9 @@ pub(super) async fn run_script(
     lease: &mut Lease,
     opened: &Opened,
     script: Script,
-) -> Result<stage::Finished> {
+) -> Result<Finished> {
     let index = script.index;
-    let mut params: stage::Params = opened
+    let mut params: Params = opened
         .params
         .iter()
         .map(|(key, value)| (key.clone(), value.clone()))
@@ -64,7 +65,7 @@ pub(super) async fn run_script(
         workspace: opened.workspace.clone(),
         project_dir: opened.options.project_dir.clone(),
         params,
-        limits: stage::Limits::default(),
+        limits: Limits::default(),
         plan: Arc::clone(&opened.plan),
         agents: None,
         contain_helper: None,
@@ -94,7 +95,7 @@ pub(super) async fn run_script(
                     | Report::Retry(_)
                     | Report::SubRun { .. },
                 ) => {}
-                None => break stage::Finished {
+                None => break Finished {
                     index,
                     unit: None,
                     attempt: 0,

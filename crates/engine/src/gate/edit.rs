@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 
 use baton_store::{ArtifactEdit, Store};
 
+use super::error::{Error, Result};
 use super::list::{self, GateEdit, ListKind};
-use super::{Error, Result, find_stage};
+use super::stage::find_stage;
 use crate::clock;
 use crate::digest::sha256_hex;
 use crate::workspace::output_path;

@@ -9,7 +9,7 @@ use baton_store::{JobOutcome, JobRow};
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::worker::WorkerOptions;
+use super::options::WorkerOptions;
 use super::{ScriptPayload, backoff, kind};
 
 /// How much of stdout and stderr a result keeps, and of stderr a failure

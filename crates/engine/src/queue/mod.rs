@@ -12,6 +12,7 @@
 //! and waits with [`wait_for`].
 
 mod job;
+mod options;
 pub mod worker;
 
 use std::collections::BTreeMap;
@@ -21,7 +22,8 @@ use baton_store::queue::status;
 use baton_store::{Enqueued, JobRow, NewJob, Store};
 use serde::{Deserialize, Serialize};
 
-pub use worker::{WorkerOptions, WorkerReport, work};
+pub use options::WorkerOptions;
+pub use worker::{WorkerReport, work};
 
 /// The queue used when none is named.
 pub const DEFAULT_QUEUE: &str = "default";

@@ -15,7 +15,7 @@ use baton_store::{NewUnit, UnitRow};
 use baton_workflow::plan::PlanStage;
 use serde_json::Value;
 
-use super::{Context, ITEM, Materialized, Step};
+use super::context::{Context, ITEM, Materialized, Step, unit_stage_name};
 use crate::digest::sha256_hex;
 use crate::workspace::output_path;
 
@@ -271,7 +271,7 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
         // `fan_out.isolation` gives each child a worktree of its own.
         spec.agent.isolation = fan_out.isolation;
     }
-    spec.name.value = super::unit_stage_name(parent.name(), unit);
+    spec.name.value = unit_stage_name(parent.name(), unit);
     spec.fan_out = None;
     spec.validation = None;
     spec.human_gate = false;

@@ -9,7 +9,8 @@ use std::path::Path;
 use baton_workflow::plan::PlanStage;
 
 use super::{CONFIG_RECORD, MERGE_FAILED, Names, Place, Worktree, config_digest};
-use crate::stage::{Attempt, Finished, Snapshot, verify};
+use crate::attempt::{Attempt, Finished};
+use crate::outputs::{Snapshot, verify};
 
 /// The attempt `--accept-merge` makes of a stage whose last attempt failed
 /// at its merge; `None` for any other stage, which runs as usual.
@@ -82,7 +83,7 @@ async fn accepted(stage: &PlanStage, run_id: &str, names: Names) -> Result<(), S
 /// to accept), or the run or its worktree directory cannot be read.
 pub async fn failed_merges(store: &baton_store::Store, run_id: &str) -> crate::Result<Vec<String>> {
     let run = store.run(run_id).await?;
-    let project_dir = serde_json::from_str::<crate::create::RunOptions>(&run.options)
+    let project_dir = serde_json::from_str::<crate::run_options::RunOptions>(&run.options)
         .map(|options| options.project_dir)
         .map_err(|_| crate::Error::Refused(format!("run {run_id} has unreadable options")))?;
     let root = super::worktrees_dir(&project_dir).join(super::ref_component(run_id));

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use baton_workflow::plan::PlanStage;
 
-use super::Place;
+use super::place::Place;
 use crate::workspace::{self, output_path};
 
 /// Recreates `inputs/` with every declared output and result file of the

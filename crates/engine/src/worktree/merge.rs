@@ -5,7 +5,8 @@ use std::path::Path;
 
 use baton_executor::git;
 
-use super::{git_error, lock, remove_index_lock};
+use super::git_calls::{git_error, remove_index_lock};
+use super::lock;
 
 /// How a conflict's error starts: the run's closing hint and `--accept-merge`
 /// look for it.

@@ -6,12 +6,12 @@ use baton_store::UnitRow;
 use baton_workflow::node::Span;
 use baton_workflow::schema::{Access, Executor, Isolation, Kind, Spanned};
 
+use super::findings;
 use super::prompts::{self, Round, Subject};
-use super::{
-    CHALLENGER, CHECK_CORRECTION, CORRECTION, EVIDENCE, Sources, Spec, VALIDATOR, findings, sources,
-};
-use crate::session::Continuation;
-use crate::work::{Context, Materialized};
+use super::sources::{Sources, sources};
+use super::unit::{CHALLENGER, CHECK_CORRECTION, CORRECTION, EVIDENCE, Spec, VALIDATOR};
+use crate::attempt::Continuation;
+use crate::work::context::{Context, Materialized, unit_stage_name};
 
 /// The role of a correction when the producing stage has no agent of its
 /// own (an inline script).
@@ -161,7 +161,7 @@ fn build(
     let correcting = unit.kind == CORRECTION || unit.kind == CHECK_CORRECTION;
     let mut stage = context.stage.clone();
     let spec = std::sync::Arc::make_mut(&mut stage.spec);
-    let name = super::super::unit_stage_name(context.stage.name(), unit);
+    let name = unit_stage_name(context.stage.name(), unit);
     let spanned = |value: String| Spanned::new(value, Span::default());
     spec.name = spanned(name);
     spec.kind = if correcting {

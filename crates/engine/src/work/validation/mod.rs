@@ -15,97 +15,31 @@
 //! [`step`] reads only the finished units (their kind, cycle, status and
 //! spec) and the files they wrote, so a resume continues the same cycle.
 
+mod corrections;
 mod findings;
 mod materialize;
 mod output_checks;
 mod prompts;
 mod session;
+mod sources;
 mod summary;
+mod unit;
 mod units;
 
 #[cfg(test)]
 mod tests;
 
-use baton_store::{FindingRow, NewUnit, Transition, UnitRow};
-use baton_workflow::plan::PlanStage;
-use baton_workflow::schema::{Kind, Strategy, Validation};
-use serde::{Deserialize, Serialize};
+use baton_store::{FindingRow, Transition, UnitRow};
+use baton_workflow::schema::{Strategy, Validation};
 
+use self::corrections::apply_corrections;
 use self::findings::Finding;
 pub(crate) use self::materialize::materialize;
 pub(crate) use self::output_checks::step as checks_step;
-use self::units::Target;
-use super::{Context, Step};
-
-/// A unit that judges the output and writes findings.
-pub(crate) const VALIDATOR: &str = "validator";
-/// An adversarial unit that writes challenges.
-pub(crate) const CHALLENGER: &str = "challenger";
-/// An adversarial unit that rules on challenges and writes findings.
-pub(crate) const EVIDENCE: &str = "evidence";
-/// A unit that fixes critical findings.
-pub(crate) const CORRECTION: &str = "correction";
-/// The one unit that fixes failed `validates_output` checks.
-pub(crate) const CHECK_CORRECTION: &str = "check-correction";
-
-/// What a validation unit works on, stored as its spec.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Spec {
-    /// Its number within the wave (from 1; 1 for a single validator).
-    n: usize,
-    /// The one file it writes (workspace-relative).
-    output: String,
-    /// The unit of output it judges (per-unit strategies).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    target: Option<Target>,
-    /// The subject's files (whole-output validators and corrections).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    files: Vec<String>,
-    /// An evidence gatherer's challenges file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    challenges: Option<String>,
-    /// A correction's critical findings.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    findings: Vec<Finding>,
-    /// A correction's: the stdout log (workspace-relative) of the attempt
-    /// whose agent session it continues (`session.rs`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    continues: Option<String>,
-}
-
-/// The stages whose outputs are validated, and the one whose role corrects.
-struct Sources<'a> {
-    stages: Vec<&'a PlanStage>,
-    producer: &'a PlanStage,
-}
-
-/// A `kind: validate` stage validates the stages it depends on (the first
-/// one produced the work, so its role corrects); any other stage validates
-/// its own outputs. Human-gated dependencies are left out: their output was
-/// approved as it is, and a correction would make the approval stale. A
-/// validate stage with no other dependency validates its own outputs.
-fn sources<'a>(context: &Context<'a>) -> Sources<'a> {
-    let stage = context.stage;
-    if stage.spec.kind == Kind::Validate {
-        let upstream: Vec<&PlanStage> = stage
-            .spec
-            .depends_on
-            .iter()
-            .filter_map(|name| context.plan.stage(&name.value))
-            .filter(|upstream| !upstream.spec.human_gate)
-            .collect();
-        if let Some(&producer) = upstream.first() {
-            return Sources {
-                stages: upstream,
-                producer,
-            };
-        }
-    }
-    Sources {
-        stages: vec![stage],
-        producer: stage,
-    }
-}
+use self::sources::sources;
+pub(crate) use self::unit::{CHALLENGER, CHECK_CORRECTION, CORRECTION, EVIDENCE, VALIDATOR};
+use self::unit::{Spec, failed, invalid, is_validation_unit, new_unit, spec_of, stage_index};
+use super::context::{Context, Step, hashed};
 
 /// The subject's files, as (stage, workspace-relative file).
 fn subject_files(context: &Context<'_>, units: &[UnitRow]) -> Vec<(String, String)> {
@@ -123,13 +57,6 @@ fn subject_files(context: &Context<'_>, units: &[UnitRow]) -> Vec<(String, Strin
                 .map(|file| (stage.name().to_owned(), file))
         })
         .collect()
-}
-
-fn is_validation_unit(unit: &UnitRow) -> bool {
-    matches!(
-        unit.kind.as_str(),
-        VALIDATOR | CHALLENGER | EVIDENCE | CORRECTION
-    )
 }
 
 /// The next step once the primary work and every validation unit so far
@@ -201,73 +128,6 @@ pub(crate) fn step(context: &Context<'_>, units: &[UnitRow]) -> Step {
     )
 }
 
-/// Who a unit is, in messages.
-fn role_word(kind: &str) -> &'static str {
-    match kind {
-        CHALLENGER => "challenger",
-        EVIDENCE => "evidence gatherer",
-        CORRECTION | CHECK_CORRECTION => "correction",
-        _ => "validator",
-    }
-}
-
-/// The stage fails because a unit failed; a resume runs the unit again.
-fn failed(unit: &UnitRow) -> Step {
-    Step::Fail {
-        error: format!(
-            "{} {} failed: {}",
-            role_word(&unit.kind),
-            unit.label,
-            unit.error.as_deref().unwrap_or("failed")
-        ),
-        record: Vec::new(),
-    }
-}
-
-/// The stage fails because units that exited well wrote something
-/// unusable (the first is named, the others counted). They are recorded
-/// as failed too, so that a resume runs them again rather than failing on
-/// the same files.
-fn invalid(context: &Context<'_>, bad: &[(&UnitRow, String)], what: &str) -> Step {
-    let (first, error) = &bad[0];
-    let mut message = format!("{} {} {what}: {error}", role_word(&first.kind), first.label);
-    if bad.len() > 1 {
-        message.push_str(&format!(
-            " (and {} more: {})",
-            bad.len() - 1,
-            bad[1..]
-                .iter()
-                .take(9)
-                .map(|(unit, _)| unit.label.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    Step::Fail {
-        error: message,
-        record: bad
-            .iter()
-            .map(|(unit, error)| Transition::UnitFinished {
-                index: stage_index(context),
-                key: unit.key.clone(),
-                status: "failed".to_owned(),
-                at: context.now,
-                exit_code: unit.exit_code,
-                error: Some(format!("{what}: {error}")),
-                artifacts: Vec::new(),
-            })
-            .collect(),
-    }
-}
-
-fn stage_index(context: &Context<'_>) -> i64 {
-    i64::try_from(context.stage.index).unwrap_or(i64::MAX)
-}
-
-fn spec_of(unit: &UnitRow) -> Spec {
-    serde_json::from_str(&unit.spec).unwrap_or_default()
-}
-
 /// The ordinal after every unit of the stage.
 fn next_ordinal(units: &[UnitRow]) -> i64 {
     units.iter().map(|unit| unit.ordinal + 1).max().unwrap_or(0)
@@ -281,24 +141,6 @@ fn findings_path(stage: &str, cycle: i64, name: &str) -> String {
 /// The merged findings of the latest cycle (the reference's path).
 fn merged_path(stage: &str) -> String {
     format!("validation/{stage}-findings.json")
-}
-
-fn new_unit(
-    context: &Context<'_>,
-    kind: &str,
-    cycle: i64,
-    key: String,
-    ordinal: i64,
-    spec: &Spec,
-) -> NewUnit {
-    NewUnit {
-        label: format!("{}[{key}]", context.stage.name()),
-        key,
-        ordinal,
-        kind: kind.to_owned(),
-        cycle,
-        spec: serde_json::to_string(spec).expect("plain data"),
-    }
 }
 
 /// The first wave of a cycle: validators, or challengers for `adversarial`.
@@ -544,34 +386,10 @@ fn rehash_other_sources(context: &Context<'_>) -> Vec<Transition> {
         .map(|stage| Transition::ArtifactsRecorded {
             index: i64::try_from(stage.index).unwrap_or(i64::MAX),
             at: context.now,
-            artifacts: super::hashed(
+            artifacts: hashed(
                 context.workspace,
                 units::files(stage, context.workspace, &[]),
             ),
         })
         .collect()
-}
-
-/// Merges every successful correction's log into
-/// `validation/corrections-applied.json`.
-fn apply_corrections(context: &Context<'_>, corrections: &[&UnitRow]) -> Result<(), Step> {
-    let stage = context.stage.name();
-    let mut entries = Vec::new();
-    for unit in corrections.iter().filter(|unit| unit.status == "success") {
-        let spec = spec_of(unit);
-        match findings::read_log(context.workspace, &spec.output, stage, unit.cycle) {
-            Ok(log) => entries.extend(log),
-            Err(error) => {
-                return Err(invalid(
-                    context,
-                    &[(*unit, error)],
-                    "wrote an invalid corrections log",
-                ));
-            }
-        }
-    }
-    findings::write_applied(context.workspace, stage, &entries).map_err(|error| Step::Fail {
-        error,
-        record: Vec::new(),
-    })
 }

@@ -11,10 +11,11 @@
 
 use baton_store::UnitRow;
 
+use super::corrections::apply_corrections;
 use super::findings::Finding;
-use super::{CHECK_CORRECTION, Spec, apply_corrections, is_validation_unit, new_unit, spec_of};
-use crate::stage::{describe_check, failed_checks};
-use crate::work::{Context, Step};
+use super::unit::{CHECK_CORRECTION, Spec, is_validation_unit, new_unit, spec_of};
+use crate::outputs::{describe_check, failed_checks};
+use crate::work::context::{Context, Step};
 
 /// The key of the correction unit.
 const KEY: &str = "c1:correct-outputs";

@@ -16,8 +16,9 @@ use baton_store::UnitRow;
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Executor, Isolation};
 
-use super::{CHECK_CORRECTION, CORRECTION, sources};
-use crate::work::{Context, MAIN, unit_stage_name};
+use super::sources::sources;
+use super::unit::{CHECK_CORRECTION, CORRECTION};
+use crate::work::context::{Context, MAIN, unit_stage_name};
 
 /// The log of the attempt whose session the correction of the stage's
 /// output checks continues: the stage's own work.

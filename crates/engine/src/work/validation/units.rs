@@ -10,8 +10,8 @@ use baton_workflow::plan::PlanStage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::super::ITEM;
-use crate::stage::MAX_DIRECTORY_FILES;
+use crate::outputs::{self, MAX_DIRECTORY_FILES};
+use crate::work::context::ITEM;
 use crate::workspace::output_path;
 
 /// The most units one validation wave may have.
@@ -77,7 +77,7 @@ fn recorded_paths(artifacts: &str) -> Vec<String> {
 /// workspace-relative paths.
 fn files_under(workspace: &Path, relative: &str) -> Vec<String> {
     let mut names: Vec<String> =
-        crate::stage::files_under(&workspace.join(relative), MAX_DIRECTORY_FILES)
+        outputs::files_under(&workspace.join(relative), MAX_DIRECTORY_FILES)
             .into_iter()
             .filter_map(|(path, _)| {
                 path.strip_prefix(workspace)
