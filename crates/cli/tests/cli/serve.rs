@@ -124,7 +124,7 @@ fn assert_secured(response: &Response) {
     assert!(csp.contains("default-src 'self'"), "{csp}");
     assert!(!csp.contains("unsafe-inline"), "{csp}");
     assert_eq!(response.header("x-content-type-options"), Some("nosniff"));
-    assert_eq!(response.header("referrer-policy"), Some("no-referrer"));
+    assert_eq!(response.header("referrer-policy"), Some("same-origin"));
     assert_eq!(response.header("x-frame-options"), Some("DENY"));
 }
 
