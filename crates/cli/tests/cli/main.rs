@@ -49,6 +49,7 @@ mod run_refs;
 mod runs_list;
 mod secrets;
 mod serve;
+mod serving;
 mod sqlite_log;
 mod state;
 mod state_runs;
