@@ -68,7 +68,8 @@ fn check(app: &App, method: &Method, headers: &HeaderMap) -> Result<(), ApiError
 }
 
 /// Headers every response carries: no script but this server's files, no
-/// framing, no guessing of content types, no referrer leaving the page.
+/// framing, no guessing of content types, no referrer leaving for another
+/// site.
 fn secure(headers: &mut HeaderMap) {
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -82,9 +83,13 @@ fn secure(headers: &mut HeaderMap) {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // Not `no-referrer`: under it a browser sends `Origin: null` with the
+    // page's own forms, which the `Origin` check above must refuse, so no
+    // one could log in or decide from a page. `same-origin` still keeps
+    // the referrer from every other site.
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
 }

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agent_clis;
+pub mod browser;
 pub mod http;
 pub mod layered;
 pub mod model_server;

@@ -1,6 +1,6 @@
 //! What some tests need from outside the repository — a PostgreSQL server,
-//! the compat corpus, the agent CLIs' help texts — and what happens when it
-//! is missing.
+//! the compat corpus, the agent CLIs' help texts, a browser — and what
+//! happens when it is missing.
 //!
 //! A missing need fails the test with a message that says how to provide
 //! it. It skips the test (saying so on stderr) only when `BATON_TEST_SKIP`
@@ -22,6 +22,9 @@ pub enum Need {
     AgentHelp,
     /// The pinned agent CLIs themselves: `BATON_TEST_AGENT_CLIS`.
     AgentClis,
+    /// Chromium and playwright-core: `BATON_TEST_CHROMIUM`,
+    /// `BATON_TEST_PLAYWRIGHT`.
+    Browser,
 }
 
 impl Need {
@@ -33,6 +36,7 @@ impl Need {
             Self::Corpus => "corpus",
             Self::AgentHelp => "agent-help",
             Self::AgentClis => "agent-clis",
+            Self::Browser => "browser",
         }
     }
 
@@ -49,6 +53,9 @@ impl Need {
             }
             Self::AgentClis => {
                 "run ./scripts/test, which installs them, or set BATON_TEST_AGENT_CLIS to a directory holding claude, codex, gemini and opencode"
+            }
+            Self::Browser => {
+                "run ./scripts/test, which installs them (scripts/lib/chromium.sh), or set BATON_TEST_CHROMIUM to a Chromium and BATON_TEST_PLAYWRIGHT to a node_modules directory holding playwright-core"
             }
         }
     }
@@ -128,5 +135,6 @@ fn need_name(need: Need) -> &'static str {
         Need::Corpus => "the compat corpus",
         Need::AgentHelp => "the agent CLIs' --help texts",
         Need::AgentClis => "the pinned agent CLIs",
+        Need::Browser => "Chromium and playwright-core",
     }
 }

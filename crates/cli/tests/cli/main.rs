@@ -5,6 +5,7 @@
 mod agent_retries;
 mod agent_tools;
 mod agents_probe;
+mod browser;
 mod cancel;
 mod check;
 mod compat;
@@ -49,6 +50,7 @@ mod run_refs;
 mod runs_list;
 mod secrets;
 mod serve;
+mod serving;
 mod sqlite_log;
 mod state;
 mod state_runs;

@@ -1,120 +1,14 @@
 //! `baton serve` as a person and a script meet it: a real server process
 //! on a free port of a scratch project, asked over plain HTTP.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::io::{BufRead, BufReader};
+use std::time::Duration;
 
 use baton_test_support::http::{Response, request};
 use serde_json::Value;
 
 use crate::baton;
-
-const HEADER: &str = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n";
-
-/// A gate `review` that logs a line, then `after`.
-fn gate_workflow() -> String {
-    format!(
-        "{HEADER}  - name: review
-    kind: execute
-    description: d
-    executor: inline
-    script: |
-      echo reviewed-here
-      printf '%s\\n' '{{\"items\": []}}' > outputs/plan.json
-    writes_to: [outputs/plan.json]
-    human_gate: true
-  - name: after
-    kind: execute
-    description: d
-    executor: inline
-    script: cp outputs/plan.json outputs/final.json
-    depends_on: [review]
-    writes_to: [outputs/final.json]
-"
-    )
-}
-
-/// A server of a project, stopped when dropped.
-struct Server {
-    child: Child,
-    address: String,
-}
-
-impl Server {
-    /// Starts `baton serve --bind 127.0.0.1:0` in `project` and reads the
-    /// port from the line it prints.
-    fn start(project: &Path) -> Server {
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "the server runs in the background while the test asks it"
-        )]
-        let mut child = Command::new(env!("CARGO_BIN_EXE_baton"))
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .current_dir(project)
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("baton serve starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("read the first line");
-        let Some(address) = line
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|rest| rest.strip_suffix('/'))
-        else {
-            let _ = child.kill();
-            let mut stderr = String::new();
-            let _ = child
-                .stderr
-                .take()
-                .expect("stderr")
-                .read_to_string(&mut stderr);
-            panic!("no URL in {line:?}; stderr: {stderr}");
-        };
-        let address = address.to_owned();
-        Server { child, address }
-    }
-
-    fn get(&self, path: &str) -> Response {
-        request(&self.address, "GET", path, &[], "")
-    }
-
-    fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
-        request(&self.address, "POST", path, headers, body)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn project(workflow: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("wf.yaml"), workflow).expect("write the workflow");
-    dir
-}
-
-fn cli_json(dir: &Path, args: &[&str]) -> Value {
-    let run = baton(dir, args);
-    assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
-    serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|error| panic!("{args:?}: {error}\n{}", run.stdout))
-}
-
-/// A token for `name`, made by `baton token create`.
-fn token(dir: &Path, name: &str) -> String {
-    let made = baton(dir, &["token", "create", "--name", name]);
-    assert_eq!(made.code, 0, "{}", made.stderr);
-    made.stdout.trim().to_owned()
-}
+use crate::serving::{HEADER, Server, cli_json, gate_workflow, project, spawn_run, token};
 
 /// The headers every answer carries, whatever its status.
 fn assert_secured(response: &Response) {
@@ -124,7 +18,7 @@ fn assert_secured(response: &Response) {
     assert!(csp.contains("default-src 'self'"), "{csp}");
     assert!(!csp.contains("unsafe-inline"), "{csp}");
     assert_eq!(response.header("x-content-type-options"), Some("nosniff"));
-    assert_eq!(response.header("referrer-policy"), Some("no-referrer"));
+    assert_eq!(response.header("referrer-policy"), Some("same-origin"));
     assert_eq!(response.header("x-frame-options"), Some("DENY"));
 }
 
@@ -239,31 +133,8 @@ fn a_gate_approved_through_the_api_lets_the_waiting_run_succeed() {
     let dir = project(&gate_workflow());
     let alice = token(dir.path(), "alice");
     let server = Server::start(dir.path());
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the run waits at its gate in the background"
-    )]
-    let waiting = Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["run", "wf.yaml", "--wait-gates", "--json"])
-        .current_dir(dir.path())
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("baton run starts");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let run = loop {
-        let runs = server.get("/api/runs").json();
-        if let Some(run) = runs
-            .as_array()
-            .and_then(|runs| runs.first())
-            .filter(|run| run["status"] == "awaiting_human")
-        {
-            break run["run_id"].as_str().expect("run_id").to_owned();
-        }
-        assert!(Instant::now() < deadline, "the run never reached its gate");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let waiting = spawn_run(dir.path());
+    let run = server.newest_run_once("awaiting_human");
 
     let origin = format!("http://{}", server.address);
     let bearer = format!("Bearer {alice}");
