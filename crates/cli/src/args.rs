@@ -580,6 +580,12 @@ pub(crate) enum GateCommand {
         after_help = "Example:\n  baton gate reject RUN review --comment \"the plan misses the database migration\""
     )]
     Reject(GateDecideArgs),
+    /// Push a gate back: its stage runs again with your comment in its prompt, then the gate waits for a decision on the new outputs.
+    #[command(
+        name = "push-back",
+        after_help = "A run waiting at the gate (`baton run --wait-gates`) runs the stage again at once; otherwise `baton resume RUN` does.\n\nExample:\n  baton gate push-back RUN review --comment \"split step 3 into a migration and a backfill\""
+    )]
+    PushBack(GateDecideArgs),
     /// Remove item N (from 1) of the gate's list.
     #[command(after_help = "Example:\n  baton gate drop RUN review 3")]
     Drop(GateDropArgs),

@@ -84,6 +84,9 @@ pub(crate) struct Attempt {
     /// A stage whose branch failed to merge is finished by merging the
     /// branch as it is now, without its agent (`--accept-merge`).
     pub(crate) accept_merge: bool,
+    /// The push-back at its gate this attempt answers: its comment goes
+    /// into the agent's prompt.
+    pub(crate) push_back: Option<baton_store::GateDecisionRow>,
 }
 
 /// A session an attempt may continue, as its unit's program planned it.
@@ -329,6 +332,11 @@ pub(crate) fn environment(stage: &PlanStage, attempt: &Attempt) -> Vec<(String, 
     ];
     if let Some(unit) = &attempt.unit {
         env.push(("BATON_UNIT".to_owned(), unit.clone()));
+    }
+    // A script answers a push-back at its gate by reading the comment.
+    if let Some(decision) = &attempt.push_back {
+        let comment = decision.comment.clone().unwrap_or_default();
+        env.push(("BATON_PUSH_BACK".to_owned(), comment));
     }
     env.extend(attempt.env.iter().cloned());
     env

@@ -19,7 +19,7 @@ mod stage;
 
 use std::path::Path;
 
-use baton_store::{GateDecided, GateDecisionRow, NewGateDecision, RunRow, Store};
+use baton_store::{GateDecided, GateDecisionRow, NewGateDecision, RunRow, Store, Transition};
 use baton_workflow::Plan;
 
 pub use edit::{Edited, edit};
@@ -37,17 +37,35 @@ pub enum Decision {
     Approve,
     /// End the run.
     Reject,
+    /// Run the gate's stage again with the decider's comment in its
+    /// prompt; the gate then waits for a decision on the new outputs.
+    PushBack,
 }
 
 impl Decision {
-    /// `approve` or `reject`, as stored.
+    /// `approve`, `reject` or `push_back`, as stored.
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Approve => "approve",
             Decision::Reject => "reject",
+            Decision::PushBack => PUSH_BACK,
+        }
+    }
+
+    /// The decision a word names, as the CLI, the API and the pages spell
+    /// it: `approve`, `reject` or `push-back`.
+    pub fn from_name(name: &str) -> Option<Decision> {
+        match name {
+            "approve" => Some(Decision::Approve),
+            "reject" => Some(Decision::Reject),
+            "push-back" | PUSH_BACK => Some(Decision::PushBack),
+            _ => None,
         }
     }
 }
+
+/// A push-back, as stored.
+const PUSH_BACK: &str = "push_back";
 
 /// Where a gate stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,17 +76,21 @@ pub enum GateState {
     Approved,
     /// Rejected.
     Rejected,
+    /// Pushed back: its stage runs again (at the next drive, or at once
+    /// when a driver waits at the gate).
+    PushedBack,
     /// Decided on an artifact or attempt that is no longer current: it needs a new decision.
     Stale,
 }
 
 impl GateState {
-    /// `awaiting`, `approved`, `rejected` or `stale`.
+    /// `awaiting`, `approved`, `rejected`, `pushed_back` or `stale`.
     pub fn as_str(self) -> &'static str {
         match self {
             GateState::Awaiting => "awaiting",
             GateState::Approved => "approved",
             GateState::Rejected => "rejected",
+            GateState::PushedBack => "pushed_back",
             GateState::Stale => "stale",
         }
     }
@@ -133,8 +155,18 @@ fn state_of(
         Some(decision) if decision.decision == "approve" => {
             (GateState::Approved, Some(decision.clone()))
         }
+        Some(decision) if decision.decision == PUSH_BACK => {
+            (GateState::PushedBack, Some(decision.clone()))
+        }
         Some(decision) => (GateState::Rejected, Some(decision.clone())),
         None => match mine.last() {
+            // The stage ran again because it was pushed back: its new
+            // outputs wait for their first decision.
+            Some(latest)
+                if latest.decision == PUSH_BACK && latest.attempt < gate.stage.attempts =>
+            {
+                (GateState::Awaiting, None)
+            }
             Some(latest) => (GateState::Stale, Some(GateDecisionRow::clone(latest))),
             None => (GateState::Awaiting, None),
         },
@@ -260,6 +292,13 @@ pub async fn decide(
             status: gate.stage.status.clone(),
         });
     }
+    if decision == Decision::PushBack
+        && comment.as_deref().is_none_or(|text| text.trim().is_empty())
+    {
+        return Err(Error::NoComment {
+            stage: stage.to_owned(),
+        });
+    }
     if matches!(run.status.as_str(), "rejected" | "cancelled") {
         // Whoever ended the run by rejecting this very artifact decided
         // first: say so, as to anyone else who lost that race.
@@ -290,9 +329,24 @@ pub async fn decide(
         GateDecided::Recorded(row) => row,
         GateDecided::AlreadyDecided(row) => return Err(already_decided(stage, row)),
     };
-    if decision == Decision::Reject {
-        let error = rejection_error(stage, &row.decided_by, row.comment.as_deref().unwrap_or(""));
-        end_rejected(store, run_id, &error).await?;
+    match decision {
+        Decision::Reject => {
+            let error =
+                rejection_error(stage, &row.decided_by, row.comment.as_deref().unwrap_or(""));
+            end_rejected(store, run_id, &error).await?;
+        }
+        // A driver waiting at the gate sets the stage back itself, and a
+        // resume does it from the recorded decision if this is cut short.
+        Decision::PushBack => {
+            let mut reset = push_back_transitions(gate.stage.index, &row).to_vec();
+            reset.push(Transition::RunStatus {
+                status: "pending".to_owned(),
+                at: clock::now_ms(),
+                error: None,
+            });
+            apply_if_undriven(store, run_id, &reset).await?;
+        }
+        Decision::Approve => {}
     }
     Ok(row)
 }
@@ -307,32 +361,49 @@ fn already_decided(stage: &str, row: GateDecisionRow) -> Error {
 }
 
 fn past_tense(decision: &str) -> &'static str {
-    if decision == "approve" {
-        "approved"
-    } else {
-        "rejected"
+    match decision {
+        "approve" => "approved",
+        PUSH_BACK => "pushed back",
+        _ => "rejected",
     }
+}
+
+/// What sets a pushed-back gate's stage back to pending, so that it runs
+/// again: recorded by whoever holds the run.
+pub(crate) fn push_back_transitions(index: i64, decision: &GateDecisionRow) -> [Transition; 2] {
+    [
+        Transition::StageReset {
+            index,
+            note: format!("pushed back at its gate by {}", decision.decided_by),
+        },
+        // The stage's work starts from scratch, validation cycles and all.
+        Transition::UnitsCleared { index },
+    ]
 }
 
 /// Marks the run rejected if nobody drives it; a driver (or the next
 /// resume) does it otherwise, from the recorded decision.
 async fn end_rejected(store: &Store, run_id: &str, error: &str) -> Result<()> {
-    let now = clock::now_ms();
-    let lease = match store.acquire(run_id, &owner::me(), now, 10_000, None).await {
+    let ended = Transition::RunStatus {
+        status: "rejected".to_owned(),
+        at: clock::now_ms(),
+        error: Some(error.to_owned()),
+    };
+    apply_if_undriven(store, run_id, &[ended]).await
+}
+
+/// Records `transitions` under a short lease of the run's own, unless a
+/// driver holds the run (it acts on the decision itself).
+async fn apply_if_undriven(store: &Store, run_id: &str, transitions: &[Transition]) -> Result<()> {
+    let lease = match store
+        .acquire(run_id, &owner::me(), clock::now_ms(), 10_000, None)
+        .await
+    {
         Ok(lease) => lease,
         Err(baton_store::Error::Held { .. }) => return Ok(()),
         Err(other) => return Err(other.into()),
     };
-    let applied = store
-        .apply(
-            &lease,
-            &[baton_store::Transition::RunStatus {
-                status: "rejected".to_owned(),
-                at: now,
-                error: Some(error.to_owned()),
-            }],
-        )
-        .await;
+    let applied = store.apply(&lease, transitions).await;
     store.release(&lease).await?;
     applied?;
     Ok(())
@@ -356,6 +427,18 @@ impl Gates {
         let stages = store.stages(run_id).await?;
         let decisions = store.gate_decisions(run_id).await?;
         let mut gates = Gates::default();
+        for decision in decisions.iter().filter(|row| row.decision == PUSH_BACK) {
+            let Ok(index) = usize::try_from(decision.index) else {
+                continue;
+            };
+            let later = gates
+                .push_backs
+                .get(&index)
+                .is_none_or(|kept| kept.attempt <= decision.attempt);
+            if later {
+                gates.push_backs.insert(index, decision.clone());
+            }
+        }
         for stage in plan.stages.iter().filter(|stage| stage.spec.human_gate) {
             let Some(row) = stages
                 .get(stage.index)
@@ -376,6 +459,7 @@ impl Gates {
             let sha256 = artifact::current_hash(workspace, &gate.writes_to);
             match state_of(&gate, &sha256, &decisions) {
                 (GateState::Approved, _) => gates.approved.push(stage.index),
+                (GateState::PushedBack, _) => gates.pushed_back.push(stage.index),
                 (GateState::Rejected, Some(decision)) if gates.rejected.is_none() => {
                     gates.rejected = Some((
                         stage.index,
@@ -395,8 +479,8 @@ pub(crate) const POLL: std::time::Duration = std::time::Duration::from_millis(30
 
 /// Waits at gate `index` for a decision, keeping the lease: looks at the
 /// store every [`POLL`] and renews the lease on `renew`'s ticks. Returns the
-/// gates once the gate is approved or any gate rejected, or `None` when a
-/// cancel was requested.
+/// gates once the gate is approved, any gate rejected or pushed back, or
+/// `None` when a cancel was requested.
 ///
 /// # Errors
 ///
@@ -419,7 +503,10 @@ pub(crate) async fn wait(
             }
             () = tokio::time::sleep(POLL) => {
                 let gates = Gates::load(store, &lease.run_id, plan, workspace).await?;
-                if gates.approved(index) || gates.rejected().is_some() {
+                if gates.approved(index)
+                    || gates.rejected().is_some()
+                    || !gates.pushed_back.is_empty()
+                {
                     return Ok(Some(gates));
                 }
             }
@@ -477,6 +564,24 @@ mod tests {
             decision(1, 1, "h1", "reject"),
         ];
         assert_eq!(state_of(&gate(1), "h1", &rejected).0, GateState::Rejected);
+    }
+
+    #[test]
+    fn a_push_back_holds_until_the_stage_runs_again() {
+        let pushed = [decision(1, 1, "h1", "push_back")];
+        assert_eq!(state_of(&gate(1), "h1", &pushed).0, GateState::PushedBack);
+        // Its rerun's outputs wait for their own first decision.
+        assert_eq!(
+            state_of(&gate(2), "h2", &pushed),
+            (GateState::Awaiting, None)
+        );
+        // Edited after the push-back, before the rerun: decide again.
+        assert_eq!(state_of(&gate(1), "h2", &pushed).0, GateState::Stale);
+        let mut gates = Gates::default();
+        gates.push_backs.insert(1, pushed[0].clone());
+        assert!(gates.push_back_for(1, 2).is_some());
+        assert!(gates.push_back_for(1, 1).is_none());
+        assert!(gates.push_back_for(1, 3).is_none());
     }
 
     #[test]

@@ -19,6 +19,21 @@ use crate::workspace::output_path;
 /// Upstream outputs up to this size are inlined into the prompt.
 pub const INLINE_LIMIT: u64 = 32 * 1024;
 
+/// What a push-back at the stage's gate adds to its next prompt.
+pub fn pushed_back(decision: &baton_store::GateDecisionRow) -> String {
+    let comment: String = decision
+        .comment
+        .as_deref()
+        .unwrap_or_default()
+        .lines()
+        .map(|line| format!("> {line}\n"))
+        .collect();
+    format!(
+        "\n## Pushed back at the gate\n\n{} reviewed this stage's previous outputs at its human gate and sent them back with this comment:\n\n{comment}\nRevise the outputs to answer it. The gate waits for a decision on the revised outputs.\n",
+        decision.decided_by
+    )
+}
+
 /// Renders the prompt for `stage`.
 pub fn render(plan: &Plan, stage: &PlanStage, workspace: &Path) -> String {
     let workspace_text = workspace.to_string_lossy();

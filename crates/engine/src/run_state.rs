@@ -43,6 +43,8 @@ pub(crate) enum Event {
     Interrupted { index: usize },
     /// The gates' decisions as read now.
     GatesRead(Gates),
+    /// A gate's stage was pushed back: it is pending again, to run anew.
+    PushedBack { index: usize },
     /// A cancel was requested: nothing more starts.
     CancelRequested,
 }
@@ -212,7 +214,7 @@ impl RunState {
                 };
                 Vec::new()
             }
-            Event::Interrupted { index } => {
+            Event::Interrupted { index } | Event::PushedBack { index } => {
                 self.states.set(index, State::Pending);
                 Vec::new()
             }
@@ -338,15 +340,21 @@ impl RunState {
 }
 
 /// The gates' decisions as a driver read them (`Gates::load`, in `gate`):
-/// which are approved for their current attempt and artifact, and the
-/// first rejected one. Kept here, with the rejection's error, so the
-/// machine names nothing that reads the store.
+/// which are approved for their current attempt and artifact, the first
+/// rejected one, and the pushed-back ones. Kept here, with the rejection's
+/// error, so the machine names nothing that reads the store.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Gates {
     /// The approved gates, by index.
     pub(crate) approved: Vec<usize>,
     /// The first rejected gate: (index, comment, who).
     pub(crate) rejected: Option<(usize, String, String)>,
+    /// Gates pushed back on their current attempt and artifact, whose
+    /// stage has yet to be set back to pending.
+    pub(crate) pushed_back: Vec<usize>,
+    /// The latest push-back of each gate, whatever its stage did since:
+    /// the attempt after the one pushed back gets its comment.
+    pub(crate) push_backs: HashMap<usize, baton_store::GateDecisionRow>,
 }
 
 impl Gates {
@@ -358,6 +366,18 @@ impl Gates {
     /// The first rejected gate: (index, comment, who).
     pub(crate) fn rejected(&self) -> Option<(usize, String, String)> {
         self.rejected.clone()
+    }
+
+    /// The push-back attempt `attempt` of gate `index` answers: the one
+    /// made on the attempt before.
+    pub(crate) fn push_back_for(
+        &self,
+        index: usize,
+        attempt: i64,
+    ) -> Option<&baton_store::GateDecisionRow> {
+        self.push_backs
+            .get(&index)
+            .filter(|decision| decision.attempt + 1 == attempt)
     }
 }
 

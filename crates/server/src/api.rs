@@ -74,24 +74,21 @@ pub(crate) async fn log(
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
-/// `POST /api/runs/{run}/gates/{stage}/{decision}`, `approve` or
-/// `reject`, with an optional `{"comment": "..."}`: the decision as `baton
-/// gate approve --format json` prints it, recorded before the answer.
+/// `POST /api/runs/{run}/gates/{stage}/{decision}`, `approve`, `reject`
+/// or `push-back`, with a `{"comment": "..."}` (optional but for a
+/// push-back): the decision as `baton gate approve --format json` prints
+/// it, recorded before the answer.
 pub(crate) async fn decide(
     State(app): State<Arc<App>>,
     axum::Extension(person): axum::Extension<Option<Person>>,
     Params((run, stage, decision)): Params<(String, String, String)>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let decision = match decision.as_str() {
-        "approve" => Decision::Approve,
-        "reject" => Decision::Reject,
-        other => {
-            return Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                format!("no decision '{other}': approve or reject"),
-            ));
-        }
+    let Some(decision) = Decision::from_name(&decision) else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no decision '{decision}': approve, reject or push-back"),
+        ));
     };
     let comment = if body.iter().all(u8::is_ascii_whitespace) {
         None
@@ -141,6 +138,7 @@ fn gate_error(error: &gate::Error) -> ApiError {
     let status = match error {
         gate::Error::Store(store) => return ApiError::store(store),
         gate::Error::NoSuchStage { .. } | gate::Error::NotAGate { .. } => StatusCode::NOT_FOUND,
+        gate::Error::NoComment { .. } => StatusCode::BAD_REQUEST,
         gate::Error::NotReady { .. }
         | gate::Error::AlreadyDecided { .. }
         | gate::Error::RunEnded { .. }

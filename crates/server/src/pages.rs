@@ -156,6 +156,7 @@ fn gates(status: &Status, person: Option<&Person>) -> String {
              you decide as {name}.</p>\
              <label>Comment <input name=\"comment\"></label> \
              <button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\
+             <button type=\"submit\" name=\"decision\" value=\"push-back\">Push back</button>\
              <button type=\"submit\" name=\"decision\" value=\"reject\">Reject</button></form>",
             run = escape(&encode(&status.run.run_id)),
             stage_link = escape(&encode(&gate.stage)),
@@ -224,15 +225,11 @@ pub(crate) async fn decide(
     Params((run, stage)): Params<(String, String)>,
     Form(form): Form<GateForm>,
 ) -> Response {
-    let decision = match form.decision.as_str() {
-        "approve" => Decision::Approve,
-        "reject" => Decision::Reject,
-        _ => {
-            return error_page(&ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "the decision is approve or reject",
-            ));
-        }
+    let Some(decision) = Decision::from_name(&form.decision) else {
+        return error_page(&ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "the decision is approve, reject or push-back",
+        ));
     };
     let comment = Some(form.comment.trim().to_owned()).filter(|comment| !comment.is_empty());
     match api::record(&app, person.as_ref(), &run, &stage, decision, comment).await {

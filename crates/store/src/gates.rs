@@ -110,17 +110,17 @@ impl FromColumns for GateDecisionRow {
 impl Store {
     /// Records a decision on a gate unless one exists for the same attempt
     /// and artifact hash, in which case that one is returned. A recorded
-    /// decision appends a `gate_approved` or `gate_rejected` event in the
-    /// same transaction.
+    /// decision appends a `gate_approved`, `gate_rejected` or
+    /// `gate_pushed_back` event in the same transaction.
     ///
     /// # Errors
     ///
     /// [`Error::NoSuchRun`], or the write fails.
     pub async fn decide_gate(&self, decision: &NewGateDecision) -> Result<GateDecided> {
-        let kind = if decision.decision == "approve" {
-            "gate_approved"
-        } else {
-            "gate_rejected"
+        let kind = match decision.decision.as_str() {
+            "approve" => "gate_approved",
+            "push_back" => "gate_pushed_back",
+            _ => "gate_rejected",
         };
         let detail = json!({
             "stage": decision.index,

@@ -21,6 +21,7 @@ pub(crate) fn run(command: &GateCommand) -> u8 {
         GateCommand::Show(args) => show(args),
         GateCommand::Approve(args) => decide(args, Decision::Approve),
         GateCommand::Reject(args) => decide(args, Decision::Reject),
+        GateCommand::PushBack(args) => decide(args, Decision::PushBack),
         GateCommand::Drop(args) => edit(&args.gate, GateEdit::Drop(args.n)),
         GateCommand::Edit(args) => match args.assignment.split_once('=') {
             Some((field, value)) if !field.is_empty() => edit(
@@ -227,7 +228,7 @@ fn show(args: &GateRef) -> u8 {
                 output::stdout(&view_text(&view));
                 let (run, stage) = (&run_id, &args.stage);
                 output::stderr_line(&format!(
-                    "decide: `baton gate approve {run} {stage}` or `baton gate reject {run} {stage} --comment …`\nedit: `baton gate drop|edit|add {run} {stage} …` (items numbered from 1)"
+                    "decide: `baton gate approve {run} {stage}`, `baton gate push-back {run} {stage} --comment …` or `baton gate reject {run} {stage} --comment …`\nedit: `baton gate drop|edit|add {run} {stage} …` (items numbered from 1)"
                 ));
             }
         }
@@ -265,10 +266,10 @@ fn decide(args: &GateDecideArgs, decision: Decision) -> u8 {
             output::stdout(&format!("{run} {stage} {}\n", row.decision));
         }
         // How the run goes on depends on who drives it.
-        let external = store
-            .run(run)
-            .await
-            .is_ok_and(|row| baton_engine::external::is_external(&row));
+        let row = store.run(run).await;
+        let external = row.as_ref().is_ok_and(baton_engine::external::is_external);
+        // A push-back nobody drives sets the run back to pending at once.
+        let driven = row.is_ok_and(|row| row.status != "pending");
         match decision {
             Decision::Approve if external => output::stderr_line(&format!(
                 "approved gate '{stage}' of run {run} as {by}; the run is driven externally: `baton next {run}` hands out the stages after the gate"
@@ -278,6 +279,15 @@ fn decide(args: &GateDecideArgs, decision: Decision) -> u8 {
             )),
             Decision::Reject => output::stderr_line(&format!(
                 "rejected gate '{stage}' of run {run} as {by}: the run ends with status rejected"
+            )),
+            Decision::PushBack if external => output::stderr_line(&format!(
+                "pushed back gate '{stage}' of run {run} as {by}; `baton next {run}` hands '{stage}' out again with your comment in its prompt"
+            )),
+            Decision::PushBack if driven => output::stderr_line(&format!(
+                "pushed back gate '{stage}' of run {run} as {by}; the run waiting at the gate runs '{stage}' again with your comment in its prompt"
+            )),
+            Decision::PushBack => output::stderr_line(&format!(
+                "pushed back gate '{stage}' of run {run} as {by}; `baton resume {run}` runs '{stage}' again with your comment in its prompt"
             )),
         }
         exit_code::SUCCESS

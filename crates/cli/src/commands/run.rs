@@ -44,7 +44,7 @@ fn finish(outcome: &Outcome, summary: Option<&Summary>, format: Format) -> u8 {
             let gate = outcome.gate.clone().unwrap_or_default();
             let run = &outcome.run_id;
             output::stderr_line(&format!(
-                "run {run} waits at human gate '{gate}':\n  baton gate show {run} {gate}      # review its outputs (drop/edit/add change them)\n  baton gate approve {run} {gate}   # or: baton gate reject {run} {gate} --comment …\n  baton resume {run}                # continue after the approval"
+                "run {run} waits at human gate '{gate}':\n  baton gate show {run} {gate}      # review its outputs (drop/edit/add change them)\n  baton gate approve {run} {gate}   # or: baton gate push-back (or reject) {run} {gate} --comment …\n  baton resume {run}                # continue after the approval"
             ));
             exit_code::SUCCESS
         }

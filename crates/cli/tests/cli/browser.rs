@@ -301,3 +301,53 @@ fn markup_in_names_keys_and_errors_is_shown_as_text_and_never_runs() {
     let missing = result["runsList"]["missing"].as_array().expect("missing");
     assert!(!missing.contains(&Value::from(PAYLOADS[0])), "{result}");
 }
+
+#[test]
+fn a_push_back_from_the_page_runs_the_agent_again_with_the_comment_in_its_prompt() {
+    let Some(browser) = browser() else { return };
+    let dir = project(&format!(
+        "{HEADER}  - name: review
+    kind: execute
+    description: |
+      Write the plan.
+      FAKE-AGENT: write-prompt $BATON_WORKSPACE/seen.md
+      FAKE-AGENT: write-listed
+    agent: {{role: planner}}
+    writes_to: [plan.md]
+    human_gate: true
+"
+    ));
+    let fake = Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent");
+    std::fs::write(
+        dir.path().join("baton.toml"),
+        format!(
+            "[agents.default]\nprofile = \"fake\"\n\n[profiles.fake]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\n",
+            fake.display()
+        ),
+    )
+    .expect("write baton.toml");
+    let alice = token(dir.path(), "alice");
+    let server = Server::start(dir.path());
+    let mut waiting = spawn_run(dir.path());
+    let run = server.newest_run_once("awaiting_human");
+
+    let result = Page::start(
+        &browser,
+        "push_back.mjs",
+        &server,
+        &[("BATON_RUN", &run), ("BATON_TOKEN", &alice)],
+    )
+    .finish();
+    assert_eq!(result["formsLeft"], 0, "{result}");
+    assert_run_succeeds(&mut waiting);
+
+    let status = cli_json(dir.path(), &["status", &run, "--format", "json"]);
+    assert_eq!(status["stages"][0]["attempts"], 2, "{status}");
+    assert_eq!(status["gates"][0]["comment"], "better", "{status}");
+    let workspace = status["workspace"].as_str().expect("workspace");
+    let prompt = std::fs::read_to_string(Path::new(workspace).join("seen.md")).expect("the prompt");
+    assert!(
+        prompt.contains("alice reviewed") && prompt.contains("> cover the error path too\n"),
+        "{prompt}"
+    );
+}

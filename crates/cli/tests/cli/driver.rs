@@ -530,3 +530,73 @@ fn a_script_left_running_by_a_killed_next_runs_again_alone() {
     let status = project.json(&["status", &id, "--json"]);
     assert_eq!(status["status"], "success", "{status}");
 }
+
+#[test]
+fn a_pushed_back_gate_is_handed_out_again_with_the_comment() {
+    let project = Project::new();
+    let agent_stage = |name: &str, extra: &str| {
+        format!(
+            "  - name: {name}\n    kind: execute\n    description: Write {name}.\n    agent: {{role: planner}}\n    writes_to: [{name}.md]\n{extra}"
+        )
+    };
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}{}{}",
+            agent_stage("draft", "    human_gate: true\n"),
+            agent_stage(
+                "after",
+                "    depends_on: [draft]\n    reads_from: [draft]\n"
+            )
+        ),
+    );
+    let (id, _) = create(&project, "wf.yaml");
+    let hand_out_draft = || {
+        let ready = project.json(&["next", &id, "--json"]);
+        let item = &ready[0];
+        assert_eq!(item["stage"], "draft", "{ready}");
+        let prompt = item["prompt"].as_str().expect("prompt").to_owned();
+        let dispatch: Value = serde_json::from_str(
+            &std::fs::read_to_string(item["dispatch_file"].as_str().expect("file"))
+                .expect("dispatch"),
+        )
+        .expect("dispatch JSON");
+        let workspace = PathBuf::from(dispatch["workspace_dir"].as_str().expect("workspace"));
+        assert_eq!(agent(&workspace, &prompt, None), 0);
+        let complete = project.baton(&["complete", &id, "draft"]);
+        assert_eq!(complete.code, 0, "{}", complete.stderr);
+        assert_eq!(
+            project.json(&["next", &id, "--json"]),
+            Value::Array(Vec::new())
+        );
+        prompt
+    };
+    assert!(!hand_out_draft().contains("Pushed back"));
+    let pushed = project.baton(&[
+        "gate",
+        "push-back",
+        &id,
+        "draft",
+        "--as",
+        "alice",
+        "--comment",
+        "name the tables",
+    ]);
+    assert_eq!(pushed.code, 0, "{}", pushed.stderr);
+    assert!(
+        pushed
+            .stderr
+            .contains(&format!("`baton next {id}` hands 'draft' out again")),
+        "{}",
+        pushed.stderr
+    );
+    let again = hand_out_draft();
+    assert!(
+        again.contains("## Pushed back at the gate") && again.contains("> name the tables\n"),
+        "{again}"
+    );
+    let driven = drive(&project, &id, &|_, _| None);
+    assert_eq!(driven.status, "success");
+    assert_eq!(driven.gates, ["draft"]);
+    assert_eq!(driven.handed, ["after"]);
+}

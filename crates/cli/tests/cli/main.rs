@@ -37,6 +37,7 @@ mod logs;
 mod progress;
 mod project;
 mod prune;
+mod push_back;
 mod queue;
 mod queue_list;
 mod queue_postgres;

@@ -2,7 +2,7 @@
 //! on a free port of a scratch project, asked over plain HTTP.
 
 use std::io::{BufRead, BufReader};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use baton_test_support::http::{Response, request};
 use serde_json::Value;
@@ -176,6 +176,65 @@ fn a_gate_approved_through_the_api_lets_the_waiting_run_succeed() {
             .as_str()
             .is_some_and(|error| error.contains("alice")),
         "{again:?}"
+    );
+}
+
+#[test]
+fn a_push_back_through_the_api_runs_the_gate_s_stage_again_for_the_waiting_run() {
+    let workflow = gate_workflow().replace(
+        "      echo reviewed-here\n",
+        "      echo \"reviewed-here attempt $BATON_ATTEMPT: ${BATON_PUSH_BACK:-first}\" >> \"$BATON_PROJECT_DIR/seen.txt\"\n",
+    );
+    let dir = project(&workflow);
+    let alice = token(dir.path(), "alice");
+    let server = Server::start(dir.path());
+    let waiting = spawn_run(dir.path());
+    let run = server.newest_run_once("awaiting_human");
+    let bearer = format!("Bearer {alice}");
+    let push_back = format!("/api/runs/{run}/gates/review/push-back");
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+
+    let bare = server.post(&push_back, &headers, "");
+    assert_eq!(bare.status, 400, "{bare:?}");
+    let pushed = server.post(&push_back, &headers, r#"{"comment": "add the index"}"#);
+    assert_eq!(pushed.status, 200, "{pushed:?}");
+    assert_eq!(pushed.json()["decision"], "push_back");
+    assert_eq!(pushed.json()["decided_by"], "alice");
+
+    // The waiting run runs the stage again, the comment in its environment,
+    // and waits at the gate for a decision on what it wrote this time.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = server.get(&format!("/api/runs/{run}")).json();
+        let gate = &status["gates"][0];
+        if status["stages"][0]["attempts"] == 2
+            && gate["status"] == "awaiting"
+            && status["status"] == "awaiting_human"
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the stage did not run again: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let seen = std::fs::read_to_string(dir.path().join("seen.txt")).expect("the script ran");
+    assert_eq!(
+        seen,
+        "reviewed-here attempt 1: first\nreviewed-here attempt 2: add the index\n"
+    );
+    let approve = format!("/api/runs/{run}/gates/review/approve");
+    assert_eq!(server.post(&approve, &headers, "").status, 200);
+    let output = waiting.wait_with_output().expect("the run ends");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
     );
 }
 

@@ -21,7 +21,7 @@ use crate::envelopes::EnvelopeWriter;
 use crate::governance::RunLedger;
 use crate::outputs::write_skip_sentinels;
 use crate::progress::Progress;
-use crate::run_state::{Action, End, Event, RunState};
+use crate::run_state::{Action, End, Event, Gates, RunState};
 use crate::schedule::as_i64;
 use crate::start::Start;
 use crate::subrun::DriveChild;
@@ -155,7 +155,7 @@ impl<'a> Driver<'a> {
         let gates = gate::Gates::load(store, &run_id, &plan, &workspace).await?;
         // One copy of the plan, shared with every attempt.
         let plan = Arc::new(plan);
-        let run = RunState::new(Arc::clone(&plan), params.clone(), &stages, gates);
+        let run = RunState::new(Arc::clone(&plan), params.clone(), &stages, gates.clone());
         let (report_sender, reports) = mpsc::unbounded_channel::<Report>();
         let spawner = Spawner {
             run_id,
@@ -169,8 +169,9 @@ impl<'a> Driver<'a> {
             interrupted,
             run_options,
             drive_child,
+            gates: Gates::default(),
         };
-        Ok(Driver {
+        let mut driver = Driver {
             max_parallel: options
                 .max_parallel
                 .unwrap_or(spawner.run_options.max_parallel)
@@ -192,7 +193,10 @@ impl<'a> Driver<'a> {
             running: HashMap::new(),
             spawner,
             reports,
-        })
+        };
+        // A push-back decided while no driver could act on it.
+        driver.push_back(gates);
+        Ok(driver)
     }
 
     /// Steps until the run ends (or waits at a gate without `wait_gates`).
@@ -485,6 +489,7 @@ impl<'a> Driver<'a> {
         .await?;
         match waited {
             Some(decided) => {
+                self.push_back(decided.clone());
                 self.run.apply(Event::GatesRead(decided));
                 self.commits.pending.push(running_status(clock::now_ms()));
             }
@@ -493,6 +498,27 @@ impl<'a> Driver<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Sets the stages of pushed-back gates back to pending (recorded with
+    /// the next commit, before their new attempt starts), and keeps the
+    /// decisions for the prompts of the attempts that answer them.
+    fn push_back(&mut self, gates: Gates) {
+        for &index in &gates.pushed_back {
+            let Some(decision) = gates.push_backs.get(&index) else {
+                continue;
+            };
+            self.commits
+                .pending
+                .extend(gate::push_back_transitions(as_i64(index), decision));
+            self.run.apply(Event::PushedBack { index });
+            (self.progress)(Progress::Note(format!(
+                "gate '{}' pushed back by {}: it runs again with the comment in its prompt",
+                self.plan.stages[index].name(),
+                decision.decided_by
+            )));
+        }
+        self.spawner.gates = gates;
     }
 
     fn receive(&mut self, report: Report, now: i64) {

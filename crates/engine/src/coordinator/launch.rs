@@ -16,6 +16,7 @@ use crate::attempt::{Attempt, Continuation, Finished, Params, Report, Slots, red
 use crate::clock;
 use crate::progress::Progress;
 use crate::run_options::RunOptions;
+use crate::run_state::Gates;
 use crate::schedule::as_i64;
 use crate::stage;
 use crate::subrun::{self, DriveChild};
@@ -171,6 +172,9 @@ pub(super) struct Spawner {
     pub(super) interrupted: HashSet<(usize, Option<String>)>,
     /// How a sub-workflow attempt drives its child run.
     pub(super) drive_child: DriveChild,
+    /// The gates' decisions as last read: a stage's attempt after a
+    /// push-back carries its comment.
+    pub(super) gates: Gates,
 }
 
 impl Spawner {
@@ -287,6 +291,7 @@ impl Spawner {
             store: self.store.clone(),
             continues,
             accept_merge: self.options.accept_merge,
+            push_back: self.gates.push_back_for(index, attempt).cloned(),
         }
     }
 }

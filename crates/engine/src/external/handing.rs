@@ -5,21 +5,26 @@ use super::*;
 use crate::outputs::snapshot;
 
 /// Renders the stage's prompt (for an isolated stage, the prompt of its
-/// worktree) and writes its dispatch and prompt files.
+/// worktree; after a push-back at its gate, with the comment) and writes
+/// its dispatch and prompt files.
 pub(super) fn hand_out(
     plan: &Plan,
     stage: &PlanStage,
     workspace: &Path,
     worktree: Option<&Worktree>,
+    push_back: Option<&baton_store::GateDecisionRow>,
 ) -> Result<Ready> {
     let io = |source| Error::Workspace {
         path: workspace.to_path_buf(),
         source,
     };
-    let prompt = match worktree {
+    let mut prompt = match worktree {
         Some(worktree) => worktree.prompt(plan, stage),
         None => crate::prompt::render(plan, stage, workspace),
     };
+    if let Some(decision) = push_back {
+        prompt.push_str(&crate::prompt::pushed_back(decision));
+    }
     let dispatch_file = dispatch_path(workspace, stage);
     workspace::write_json(
         &dispatch_file,

@@ -315,6 +315,8 @@ async fn run_one(
 async fn listed(store: &Store, opened: &Opened, rows: &[StageRow], now: i64) -> Result<Vec<Ready>> {
     let (plan, workspace) = (&opened.plan, &opened.workspace);
     let units = units_by_stage(store, &opened.run.run_id).await?;
+    // A stage pushed back at its gate is handed out with the comment.
+    let gates = crate::gate::Gates::load(store, &opened.run.run_id, plan, workspace).await?;
     let mut handed = Vec::new();
     for stage in plan
         .stages
@@ -323,7 +325,14 @@ async fn listed(store: &Store, opened: &Opened, rows: &[StageRow], now: i64) -> 
     {
         if !work::is_composite(stage) {
             let worktree = worktree_for(store, opened, stage.index, stage, &[]).await?;
-            handed.push(hand_out(plan, stage, workspace, worktree.as_ref())?);
+            let push_back = gates.push_back_for(stage.index, rows[stage.index].attempts);
+            handed.push(hand_out(
+                plan,
+                stage,
+                workspace,
+                worktree.as_ref(),
+                push_back,
+            )?);
             continue;
         }
         let context = work::Context {
@@ -341,7 +350,13 @@ async fn listed(store: &Store, opened: &Opened, rows: &[StageRow], now: i64) -> 
             if let Ok(materialized) = work::materialize(&context, unit) {
                 let (index, env) = (stage.index, &materialized.env);
                 let worktree = worktree_for(store, opened, index, &materialized.stage, env).await?;
-                let mut ready = hand_out(plan, &materialized.stage, workspace, worktree.as_ref())?;
+                let mut ready = hand_out(
+                    plan,
+                    &materialized.stage,
+                    workspace,
+                    worktree.as_ref(),
+                    None,
+                )?;
                 ready.stage.clone_from(&unit.label);
                 handed.push(ready);
             }

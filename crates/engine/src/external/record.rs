@@ -73,6 +73,7 @@ pub(super) async fn run_script(
         adopt_job: false,
         unit: script.unit,
         env: script.env,
+        push_back: None,
         defer_checks: script.defer_checks,
         store: store.clone(),
         continues: None,

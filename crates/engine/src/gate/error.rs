@@ -32,12 +32,21 @@ pub enum Error {
         /// Its status.
         status: String,
     },
+    /// A push-back without a comment: the stage would run again with
+    /// nothing new to go by.
+    #[error(
+        "a push-back needs a comment: the stage runs again with it in its prompt (--comment \"what to change\")"
+    )]
+    NoComment {
+        /// The stage.
+        stage: String,
+    },
     /// Someone decided on this attempt and artifact already.
     #[error("gate '{stage}' was already {decision} by {by} at {at}")]
     AlreadyDecided {
         /// The stage.
         stage: String,
-        /// `approved` or `rejected`.
+        /// `approved`, `rejected` or `pushed back`.
         decision: String,
         /// Who.
         by: String,

@@ -272,7 +272,7 @@ fn a_gate_waits_for_its_decision_and_a_rejection_ends_the_run() {
     );
     run.apply(Event::GatesRead(Gates {
         approved: vec![0],
-        rejected: None,
+        ..Gates::default()
     }));
     let actions = poll(&mut run);
     assert_eq!(started(&run, &actions), ["after"]);
@@ -281,12 +281,29 @@ fn a_gate_waits_for_its_decision_and_a_rejection_ends_the_run() {
     poll(&mut rejected);
     finish(&mut rejected, "gate", true);
     rejected.apply(Event::GatesRead(Gates {
-        approved: Vec::new(),
         rejected: Some((0, "no".to_owned(), "ann".to_owned())),
+        ..Gates::default()
     }));
     let end = End::Rejected {
         index: 0,
         error: "gate 'gate' rejected by ann: no".to_owned(),
     };
     assert_eq!(poll(&mut rejected), [Action::End(end)]);
+
+    // Pushed back: the gate's stage runs again under its next attempt,
+    // and the run waits at the gate again after it.
+    let mut pushed = self::run(&stages, &[]);
+    poll(&mut pushed);
+    finish(&mut pushed, "gate", true);
+    assert_eq!(poll(&mut pushed), [Action::End(waiting.clone())]);
+    pushed.apply(Event::PushedBack { index: 0 });
+    assert_eq!(
+        poll(&mut pushed),
+        [Action::Start {
+            index: 0,
+            attempt: 2
+        }]
+    );
+    finish(&mut pushed, "gate", true);
+    assert_eq!(poll(&mut pushed), [Action::End(waiting)]);
 }

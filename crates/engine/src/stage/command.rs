@@ -125,11 +125,14 @@ fn agent_command(
     };
     let config = attempt.agents.as_ref().ok_or_else(no_profile)?;
     let agent = config.agent(role).map_err(|_| no_profile())?;
-    let prompt = match (resume, worktree) {
+    let mut prompt = match (resume, worktree) {
         (Some(resume), _) => resume.prompt.clone(),
         (None, None) => crate::prompt::render(&attempt.plan, stage, &attempt.workspace),
         (None, Some(worktree)) => worktree.prompt(&attempt.plan, stage),
     };
+    if let Some(decision) = attempt.push_back.as_ref().filter(|_| resume.is_none()) {
+        prompt.push_str(&crate::prompt::pushed_back(decision));
+    }
     let dispatch_path = attempt
         .workspace
         .join("dispatch")

@@ -28,6 +28,7 @@
 //! |---|---|
 //! | `write <path> <content…>` | writes the content and a newline to `path` (relative to the working directory, or under the run's workspace when it starts with `$BATON_WORKSPACE/`), creating parent directories |
 //! | `write-lines <path> <content…>` | the same, with each `\n` in the content written as a line break (a multi-line file such as a `VERDICT.md` from one directive line) |
+//! | `write-prompt <path>` | writes the prompt it was given to `path`, as it was given |
 //! | `write-outside <absolute path> [content…]` | the same for an absolute path, to test containment |
 //! | `write-listed` | writes the files listed under `## Files to write` (see below) |
 //! | `stdout <text…>` / `stderr <text…>` | prints a line |
@@ -306,6 +307,7 @@ impl State {
                     &format!("{}\n", content.replace("\\n", "\n")),
                 )?;
             }
+            "write-prompt" => write_file(Path::new(rest), &self.prompt)?,
             "write-outside" => {
                 let (path, content) = split_path(rest)?;
                 if !Path::new(path).is_absolute() {
