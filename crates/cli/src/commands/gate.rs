@@ -175,7 +175,7 @@ fn view_text(view: &GateView) -> String {
     if let Some(row) = &status.decision {
         text.push_str(&format!(
             "decision: {} by {} at {}{}\n",
-            row.decision,
+            row.decision.replace('_', " "),
             row.decided_by,
             utc(row.decided_at),
             row.comment

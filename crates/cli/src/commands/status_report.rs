@@ -61,7 +61,7 @@ fn table(status: &Status) -> String {
         if let Some(row) = &gate.decision {
             text.push_str(&format!(
                 " ({} by {} at {})",
-                row.decision,
+                row.decision.replace('_', " "),
                 row.decided_by,
                 utc(row.decided_at)
             ));
