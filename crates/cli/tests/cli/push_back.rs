@@ -229,3 +229,40 @@ fn a_run_waiting_at_the_gate_runs_the_pushed_back_stage_again_and_waits_for_the_
     );
     assert_eq!(stage_status(&project, &id, "after"), "success");
 }
+
+#[test]
+fn a_push_back_cut_short_before_the_stage_is_set_back_is_carried_out_by_the_next_resume() {
+    let project = project();
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    let id = run_id(&run);
+    // The decision is the push-back's first store write; the crash comes
+    // before the write that sets the stage back.
+    let crashed = project
+        .command(&[
+            "gate",
+            "push-back",
+            &id,
+            "draft",
+            "--as",
+            "alice",
+            "--comment",
+            COMMENT,
+        ])
+        .env("BATON_FAILPOINT", "store-write:2")
+        .output()
+        .expect("baton runs");
+    assert!(!crashed.status.success(), "the failpoint crashes it");
+    assert_eq!(gate(&project, &id)["status"], "pushed_back");
+    assert_eq!(stage_status(&project, &id, "draft"), "success");
+
+    let resumed = project.baton(&["resume", &id, "--json"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert!(
+        resumed.stderr.contains("gate 'draft' pushed back by alice"),
+        "{}",
+        resumed.stderr
+    );
+    assert_eq!(attempts_of_draft(&project), 2, "{:?}", project.witness());
+    assert_pushed_back(&seen_prompt(&project, &id));
+    assert_eq!(gate(&project, &id)["status"], "awaiting");
+}
