@@ -484,6 +484,11 @@ pub(crate) struct RunArgs {
     /// instead of working them in this process too.
     #[arg(long)]
     pub(crate) no_local_worker: bool,
+    /// Run this command (with bash) when a gate starts waiting and when the
+    /// run fails or ends; it reads the notice in `BATON_NOTIFY_*` variables
+    /// (`[notify]` in baton.toml also posts to a webhook).
+    #[arg(long, value_name = "CMD")]
+    pub(crate) notify: Option<String>,
     /// `external`: only create the run and print its id; an external
     /// orchestrator drives it with `baton next` / `complete` / `fail`.
     #[arg(long, value_enum, default_value_t = driver::DriverArg::Builtin)]
@@ -514,6 +519,11 @@ pub(crate) struct ResumeArgs {
     /// instead of working them in this process too.
     #[arg(long)]
     pub(crate) no_local_worker: bool,
+    /// Run this command (with bash) when a gate starts waiting and when the
+    /// run fails or ends; it reads the notice in `BATON_NOTIFY_*` variables
+    /// (`[notify]` in baton.toml also posts to a webhook).
+    #[arg(long, value_name = "CMD")]
+    pub(crate) notify: Option<String>,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

@@ -130,6 +130,10 @@ fn printable(event: Progress) -> Progress {
             error: error.as_deref().map(text),
         },
         Progress::Note(note) => Progress::Note(text(&note)),
+        // Shown as a note: what a person does about it is in the notice.
+        Progress::AwaitingGate { stage } => {
+            Progress::Note(format!("waiting at gate '{}' for a decision", name(&stage)))
+        }
         Progress::SubRun { stage, event } => Progress::SubRun {
             stage: name(&stage),
             event: Box::new(printable(*event)),
@@ -167,8 +171,8 @@ fn flattened(event: Progress) -> (usize, Progress) {
         },
         Progress::Note(note) if depth == 0 => Progress::Note(format!("{parent}: {note}")),
         Progress::Note(note) => Progress::Note(format!("{parent}/{note}")),
-        // `flattened` above left none.
-        sub @ Progress::SubRun { .. } => sub,
+        // `printable` turned gates into notes; `flattened` above left no sub-run.
+        other @ (Progress::AwaitingGate { .. } | Progress::SubRun { .. }) => other,
     };
     (depth + 1, event)
 }
@@ -202,6 +206,9 @@ fn plain_line(elapsed: Duration, depth: usize, event: Progress) -> String {
             format!("{lead}{mark} {stage} ({duration_ms} ms){detail}")
         }
         Progress::Note(note) => format!("{lead}note    {note}"),
+        Progress::AwaitingGate { stage } => {
+            format!("{lead}note    waiting at gate '{stage}' for a decision")
+        }
         sub @ Progress::SubRun { .. } => {
             let (below, event) = flattened(sub);
             plain_line(elapsed, depth + below, event)
@@ -423,12 +430,9 @@ impl Live {
                 }
                 let _ = self.multi.println(line);
             }
-            Progress::Note(note) => {
-                let _ = self.multi.println(format!(
-                    "{}{} {note}",
-                    indent(depth),
-                    self.styles.note.apply_to(format!("{:<7}", "note"))
-                ));
+            Progress::Note(note) => self.note(depth, &note),
+            Progress::AwaitingGate { stage } => {
+                self.note(depth, &format!("waiting at gate '{stage}' for a decision"));
             }
             sub @ Progress::SubRun { .. } => {
                 drop(state);
@@ -438,6 +442,14 @@ impl Live {
             }
         }
         self.summary.set_message(state.counts());
+    }
+
+    fn note(&self, depth: usize, note: &str) {
+        let _ = self.multi.println(format!(
+            "{}{} {note}",
+            indent(depth),
+            self.styles.note.apply_to(format!("{:<7}", "note"))
+        ));
     }
 
     fn remove(&self, bar: &ProgressBar) {

@@ -26,6 +26,11 @@ pub enum Progress {
     },
     /// Something the engine did on its own (reconciliation, stale outputs).
     Note(String),
+    /// The drive waits at this gate for a decision (`wait_gates`).
+    AwaitingGate {
+        /// The gate stage.
+        stage: String,
+    },
     /// An event of the child run a sub-workflow stage drives.
     SubRun {
         /// The stage whose child it is (for a fan-out item, the item's

@@ -44,6 +44,7 @@ pub mod file;
 pub mod fuzz;
 pub mod git;
 pub mod group;
+pub mod notify;
 mod output;
 pub mod process;
 pub mod profile;

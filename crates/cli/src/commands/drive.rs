@@ -2,10 +2,11 @@
 //! and `task run`): the drive's options, the agents' readiness check, and
 //! driving with progress on stderr.
 
-use baton_engine::{DriveOptions, Outcome};
+use baton_engine::{DriveOptions, Outcome, Progress};
 use baton_store::Store;
 
 use super::containment::contain_helper;
+use super::notify::Notifier;
 use crate::args::Format;
 use crate::{exit_code, output, progress, settings};
 
@@ -87,24 +88,33 @@ pub(crate) enum Drive<'a> {
 }
 
 /// Drives the run, showing its progress on stderr (live on a terminal,
-/// plain lines otherwise); the display is closed before the result prints.
+/// plain lines otherwise) and sending the notices `[notify]` and `notify`
+/// (a command) ask for; the display is closed before the result prints.
 pub(crate) async fn drive_with_progress(
     store: &Store,
     run: Drive<'_>,
     options: &DriveOptions,
     format: Format,
+    notify: Option<&str>,
 ) -> baton_engine::Result<Outcome> {
     let reporter = progress::Reporter::new(format);
+    let notifier = Notifier::new(options, notify);
     let run_id = match &run {
-        Drive::Recorded(run_id) => run_id,
+        Drive::Recorded(run_id) => *run_id,
         Drive::Created(created) => created.run_id.as_str(),
-    };
+    }
+    .to_owned();
     if reporter.is_live()
-        && let Ok(stages) = store.stages(run_id).await
+        && let Ok(stages) = store.stages(&run_id).await
     {
         reporter.fit_names(stages.iter().map(|stage| stage.name.as_str()));
     }
-    let report = |event| reporter.report(event);
+    let report = |event: Progress| {
+        if let (Some(notifier), Progress::AwaitingGate { stage }) = (&notifier, &event) {
+            notifier.gate_waiting(&run_id, stage);
+        }
+        reporter.report(event);
+    };
     let outcome = match run {
         Drive::Recorded(run_id) => baton_engine::drive(store, run_id, options, &report).await,
         Drive::Created(created) => {
@@ -112,5 +122,8 @@ pub(crate) async fn drive_with_progress(
         }
     };
     reporter.finish();
+    if let (Some(notifier), Ok(outcome)) = (&notifier, &outcome) {
+        notifier.ended(outcome).await;
+    }
     outcome
 }

@@ -114,8 +114,14 @@ fn conflict_hint(run: &str, summary: &Summary) -> Option<String> {
 
 /// Drives a run, prints how it ended and lets the store go: what `run`,
 /// `resume` and `rerun` end with.
-async fn drive_to_exit(store: Store, run: Drive<'_>, options: &DriveOptions, format: Format) -> u8 {
-    let code = match drive_with_progress(&store, run, options, format).await {
+async fn drive_to_exit(
+    store: Store,
+    run: Drive<'_>,
+    options: &DriveOptions,
+    format: Format,
+    notify: Option<&str>,
+) -> u8 {
+    let code = match drive_with_progress(&store, run, options, format, notify).await {
         Ok(outcome) => {
             let summary = Summary::read(&store, &outcome.run_id).await;
             finish(&outcome, summary.as_ref(), format)
@@ -197,7 +203,8 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
             created.run_id,
             created.workspace.display()
         ));
-        drive_to_exit(store, Drive::Created(Box::new(created)), &drive, format).await
+        let run = Drive::Created(Box::new(created));
+        drive_to_exit(store, run, &drive, format, args.notify.as_deref()).await
     })
 }
 
@@ -233,7 +240,8 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
                 Err(error) => return engine_error(&error, format == Format::Json),
             }
         }
-        drive_to_exit(store, Drive::Recorded(&run_id), &options, format).await
+        let notify = args.notify.as_deref();
+        drive_to_exit(store, Drive::Recorded(&run_id), &options, format, notify).await
     })
 }
 
@@ -274,7 +282,7 @@ pub(crate) fn rerun(args: &RerunArgs) -> u8 {
             ));
             return exit_code::SUCCESS;
         }
-        drive_to_exit(store, Drive::Recorded(&run_id), &options, format).await
+        drive_to_exit(store, Drive::Recorded(&run_id), &options, format, None).await
     })
 }
 

@@ -473,10 +473,9 @@ impl<'a> Driver<'a> {
             error: None,
         });
         self.commits.now(&sink!(self), self.lease).await?;
-        (self.progress)(Progress::Note(format!(
-            "waiting at gate '{}' for a decision",
-            self.plan.stages[index].name()
-        )));
+        (self.progress)(Progress::AwaitingGate {
+            stage: self.plan.stages[index].name().to_owned(),
+        });
         let waited = gate::wait(
             self.store,
             self.lease,

@@ -28,6 +28,8 @@ pub struct Config {
     pub pricing: BTreeMap<String, Price>,
     /// `[governance]`: the governance rules (docs/governance.md) that a project may tune.
     pub governance: Governance,
+    /// `[notify]`: where a run's gates and ends are announced.
+    pub notify: crate::notify::Settings,
 }
 
 /// The `[governance]` table.
@@ -98,7 +100,8 @@ impl Config {
         Config::from_toml("").expect("the built-in profiles are valid")
     }
 
-    /// Reads the `[profiles]`, `[agents]` and `[pricing]` tables of a
+    /// Reads the `[profiles]`, `[agents]`, `[pricing]`, `[governance]` and
+    /// `[notify]` tables of a
     /// `baton.toml`; other tables are ignored (they belong to other
     /// settings).
     ///
@@ -171,11 +174,19 @@ impl Config {
                 source,
             })?,
         };
+        let notify = match document.get("notify") {
+            None => crate::notify::Settings::default(),
+            Some(value) => value.clone().try_into().map_err(|source| Error::Invalid {
+                name: "notify".to_owned(),
+                source,
+            })?,
+        };
         Ok(Config {
             profiles,
             agents,
             pricing,
             governance,
+            notify,
         })
     }
 

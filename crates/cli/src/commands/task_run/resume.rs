@@ -61,7 +61,7 @@ pub(super) async fn resume(
     let options = drive_options(false, false, false).map_err(Failure::Code)?;
     // Progress goes to stderr (live on a terminal, plain lines otherwise);
     // stdout keeps the task's result.
-    let outcome = drive_with_progress(store, Drive::Recorded(run_id), &options, format)
+    let outcome = drive_with_progress(store, Drive::Recorded(run_id), &options, format, None)
         .await
         .map_err(|error| Failure::Code(engine_error(&error, as_json)))?;
     if outcome.status == "success" {
