@@ -34,6 +34,29 @@
     return Math.floor(seconds / 3600) + " h " + Math.floor((seconds % 3600) / 60) + " min";
   }
 
+  // A stage's page follows its log while the stage runs.
+  const log = document.getElementById("stage-log");
+  let following = null;
+  function follow(running) {
+    if (running && following === null) {
+      following = window.setInterval(readLog, 1000);
+    } else if (!running && following !== null) {
+      window.clearInterval(following);
+      following = null;
+      readLog();
+    }
+  }
+  function readLog() {
+    fetch(log.dataset.log)
+      .then((response) => (response.ok ? response.text() : null))
+      .then((text) => {
+        if (text !== null) {
+          log.textContent = text.slice(-65536);
+        }
+      })
+      .catch(() => {});
+  }
+
   const source = new EventSource("/api/runs/" + encodeURIComponent(run) + "/events");
   source.addEventListener("status", (event) => {
     const status = JSON.parse(event.data);
@@ -48,6 +71,10 @@
     const runStatus = root.querySelector("[data-run-status]");
     if (runStatus) {
       setStatus(runStatus, status.status);
+    }
+    if (log) {
+      const mine = status.stages.find((stage) => stage.stage === log.dataset.stage);
+      follow(mine !== undefined && mine.status === "running");
     }
     for (const stage of status.stages) {
       for (const cell of root.querySelectorAll("[data-stage-status]")) {

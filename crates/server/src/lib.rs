@@ -27,6 +27,7 @@ mod hosts;
 mod html;
 mod pages;
 mod routes;
+mod stage_page;
 pub mod tokens;
 
 use std::net::SocketAddr;

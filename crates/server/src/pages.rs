@@ -20,7 +20,7 @@ use crate::html::{escape, page};
 use crate::{api, dag};
 
 /// An error as a page: its status and its message, escaped.
-fn error_page(error: &ApiError) -> Response {
+pub(crate) fn error_page(error: &ApiError) -> Response {
     let body = format!(
         "<h1>{}</h1><p class=\"error\">{}</p><p><a href=\"/\">All runs</a></p>",
         error.status.as_u16(),
@@ -30,7 +30,7 @@ fn error_page(error: &ApiError) -> Response {
 }
 
 /// A cell of a JSON value: strings as they are, null as `-`.
-fn cell(value: &Value) -> String {
+pub(crate) fn cell(value: &Value) -> String {
     match value {
         Value::Null => "-".to_owned(),
         Value::String(text) => escape(text),
@@ -39,7 +39,7 @@ fn cell(value: &Value) -> String {
 }
 
 /// `1.2 s`, `3 min 4 s`.
-fn duration(value: &Value) -> String {
+pub(crate) fn duration(value: &Value) -> String {
     let Some(ms) = value.as_i64() else {
         return "-".to_owned();
     };
@@ -53,7 +53,7 @@ fn duration(value: &Value) -> String {
     }
 }
 
-fn status_span(status: &str) -> String {
+pub(crate) fn status_span(status: &str) -> String {
     let status = escape(status);
     format!("<span class=\"status status-{status}\">{status}</span>")
 }
@@ -197,13 +197,15 @@ fn stages(json: &Value) -> String {
             .join("; ");
         let _ = write!(
             html,
-            "<tr><td>{}</td><td>{name}</td><td data-stage-status=\"{name}\">{}</td>\
+            "<tr><td>{}</td><td><a href=\"/runs/{run}/stages/{link}\">{name}</a></td><td data-stage-status=\"{name}\">{}</td>\
              <td data-stage-duration=\"{name}\">{}</td><td>{}</td><td class=\"error\">{detail}</td></tr>",
             cell(&stage["index"]),
             status_span(stage["status"].as_str().unwrap_or_default()),
             duration(&stage["duration_ms"]),
             cell(&stage["attempts"]),
             name = escape(name),
+            run = escape(&encode(json["run_id"].as_str().unwrap_or_default())),
+            link = escape(&encode(name)),
         );
     }
     html.push_str("</tbody></table>");
@@ -244,7 +246,7 @@ pub(crate) async fn decide(
 
 /// A path segment percent-encoded: run ids are plain, but a redirect
 /// never carries what it was not sure of.
-fn encode(segment: &str) -> String {
+pub(crate) fn encode(segment: &str) -> String {
     segment
         .bytes()
         .map(|byte| {

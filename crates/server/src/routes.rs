@@ -9,13 +9,14 @@ use axum::routing::{get, post};
 
 use crate::app::App;
 use crate::error::ApiError;
-use crate::{api, auth, events, guard, html, pages};
+use crate::{api, auth, events, guard, html, pages, stage_page};
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/", get(pages::runs))
         .route("/runs/{run}", get(pages::run))
         .route("/runs/{run}/gates/{stage}", post(pages::decide))
+        .route("/runs/{run}/stages/{stage}", get(stage_page::stage))
         .route("/api/runs", get(api::runs))
         .route("/api/runs/{run}", get(api::status))
         .route("/api/runs/{run}/stages/{stage}/log", get(api::log))

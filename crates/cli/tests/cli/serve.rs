@@ -239,6 +239,90 @@ fn a_push_back_through_the_api_runs_the_gate_s_stage_again_for_the_waiting_run()
 }
 
 #[test]
+fn a_stage_s_page_shows_its_outputs_prompt_findings_and_log_as_text() {
+    let fake = std::path::Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent");
+    let profile = |name: &str, env: &str| {
+        format!(
+            "[profiles.{name}]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\nenv_passthrough = [\"PATH\", \"HOME\"]\n{env}\n",
+            fake.display()
+        )
+    };
+    let workflow = format!(
+        "{HEADER}  - name: plan
+    kind: execute
+    description: d
+    executor: inline
+    script: |
+      echo '<script>alert(1)</script> from-the-log'
+      printf '%s' '[{{\"id\": \"<b>x</b>\"}}]' > outputs/plan.json
+    writes_to: [plan.json]
+    validation: {{strategy: unit}}
+  - name: draft
+    kind: execute
+    description: Write the draft.
+    agent: {{role: writer}}
+    writes_to: [draft.md]
+  - name: leak
+    kind: execute
+    description: d
+    executor: inline
+    script: ln -s /etc/passwd outputs/leak.txt
+    writes_to: [leak.txt]
+    required: false
+"
+    );
+    let dir = project(&workflow);
+    std::fs::write(
+        dir.path().join("baton.toml"),
+        format!(
+            "[agents.default]\nprofile = \"fake\"\n\n[agents.validator]\nprofile = \"validator\"\n\n{}{}",
+            profile("fake", ""),
+            profile("validator", "env = { BATON_FAKE_AGENT = \"findings minor\" }")
+        ),
+    )
+    .expect("write baton.toml");
+    let run = baton(dir.path(), &["run", "wf.yaml", "--json"]);
+    let outcome: Value = serde_json::from_str(&run.stdout).expect("json");
+    let id = outcome["run_id"].as_str().expect("run id").to_owned();
+    let server = Server::start(dir.path());
+
+    let run_page = server.get(&format!("/runs/{id}"));
+    assert!(
+        run_page
+            .body
+            .contains(&format!("href=\"/runs/{id}/stages/plan\"")),
+        "the stages table links each stage: {}",
+        run_page.body
+    );
+    let plan = server.get(&format!("/runs/{id}/stages/plan"));
+    assert_eq!(plan.status, 200, "{plan:?}");
+    assert_secured(&plan);
+    for shown in [
+        "&lt;script&gt;alert(1)&lt;/script&gt; from-the-log",
+        "[{&quot;id&quot;: &quot;&lt;b&gt;x&lt;/b&gt;&quot;}]",
+        "<tr class=\"finding finding-minor\">",
+    ] {
+        assert!(plan.body.contains(shown), "{shown} in {}", plan.body);
+    }
+    assert!(!plan.body.contains("<script>alert"), "{}", plan.body);
+    let draft = server.get(&format!("/runs/{id}/stages/draft"));
+    assert!(
+        draft.body.contains("<summary>The prompt</summary>")
+            && draft.body.contains("You are the `draft` stage"),
+        "{}",
+        draft.body
+    );
+    let leak = server.get(&format!("/runs/{id}/stages/leak"));
+    assert!(
+        leak.body.contains("leads outside the workspace"),
+        "{}",
+        leak.body
+    );
+    assert!(!leak.body.contains("root:"), "{}", leak.body);
+    assert_eq!(server.get(&format!("/runs/{id}/stages/nope")).status, 404);
+}
+
+#[test]
 fn stage_names_and_errors_are_escaped_on_the_run_page() {
     let dir = project(&format!(
         "{HEADER}  - name: \"<script>alert(1)<\\\\x2fscript>\"
