@@ -122,6 +122,9 @@ mod tests {
         reason = "the watch is tested on a child the test starts itself"
     )]
     async fn watch_a_sleep(signal_only: bool) {
+        // Taken before the spawn: on a loaded machine setting the watch up
+        // may take a good part of the sleep, which still ends 200 ms after this.
+        let started = Instant::now();
         let mut child = std::process::Command::new("sleep")
             .arg("0.2")
             .spawn()
@@ -132,7 +135,6 @@ mod tests {
             watch.wake = Wake::Signal(signal(SignalKind::child()).expect("a listener"));
         }
         assert!(matches!(watch.wake, Wake::Pidfd(_)) != signal_only);
-        let started = Instant::now();
         tokio::time::timeout(Duration::from_secs(5), watch.exited())
             .await
             .expect("the exit is noticed");
