@@ -1,15 +1,18 @@
 //! The wall clock and a little entropy, in one place so tests and the rest of
 //! the engine never read them directly.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
-        })
+        .map_or(0, millis)
+}
+
+/// A duration in whole milliseconds, as the store keeps times (saturating).
+pub fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// A value that differs between calls and processes, for run-id suffixes.

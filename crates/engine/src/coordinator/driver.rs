@@ -175,7 +175,7 @@ impl<'a> Driver<'a> {
                 .max_parallel
                 .unwrap_or(spawner.run_options.max_parallel)
                 .max(1),
-            ttl: i64::try_from(options.lease_ttl.as_millis()).unwrap_or(30_000),
+            ttl: options.lease_ttl_ms(),
             commits: Commits::new(opened, ledger, EnvelopeWriter::start(&workspace)),
             local_worker: LocalWorker::start(store, options.local_worker.as_ref(), &plan),
             renew: clock::every(options.lease_ttl / 3),

@@ -22,6 +22,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use super::job;
 use super::options::WorkerOptions;
+use crate::clock::millis;
 
 /// What a worker did, for its exit summary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -312,8 +313,4 @@ async fn sleep_until_option(deadline: Option<Instant>) {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
-}
-
-fn millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
