@@ -143,27 +143,19 @@ pub(crate) fn recompile(
     Ok(plan)
 }
 
-/// Compiles the workflow, records the run and creates its workspace. The
-/// run is recorded with its first lease, held by this process, which is
-/// meant to drive it next ([`drive_created`](crate::drive_created)); a
-/// process that dies first leaves it to a resume, which takes the lease of
-/// a dead holder at once.
+/// Compiles the workflow, records the run and creates its workspace.
+///
+/// With [`DriverMode::Builtin`] the run is recorded with its first lease,
+/// held by this process, which is meant to drive it next
+/// ([`drive_created`](crate::drive_created)); a process that dies first
+/// leaves it to a resume, which takes the lease of a dead holder at once.
+/// With [`DriverMode::External`] an external orchestrator drives it through
+/// `next` / `complete` / `fail`.
 ///
 /// # Errors
 ///
 /// An invalid workflow, a store error, or a workspace that cannot be created.
-pub async fn create_run(store: &Store, request: &RunRequest) -> Result<Created> {
-    create_run_as(store, request, DriverMode::Builtin).await
-}
-
-/// [`create_run`] for a run executed by `driver`: with
-/// [`DriverMode::External`] an external
-/// orchestrator drives it through `next` / `complete` / `fail`.
-///
-/// # Errors
-///
-/// As [`create_run`].
-pub async fn create_run_as(
+pub async fn create_run(
     store: &Store,
     request: &RunRequest,
     driver: DriverMode,

@@ -42,7 +42,7 @@ pub(crate) fn create(request: &RunRequest, format: Format) -> u8 {
             Ok(store) => store,
             Err(code) => return code,
         };
-        match baton_engine::create_run_as(&store, request, DriverMode::External).await {
+        match baton_engine::create_run(&store, request, DriverMode::External).await {
             Ok(created) => {
                 if format == Format::Json {
                     output::stdout(&output::json(&json!({
