@@ -294,7 +294,14 @@ pub async fn record_run(store: &Store, prepared: Prepared) -> Result<Created> {
         created_at,
         ..
     } = new_run;
-    ensure_new_workspace(&workspace, &run_id, &plan, &yaml_path, created_at, &pretty)?;
+    ensure_workspace(
+        &workspace,
+        &run_id,
+        &plan,
+        &yaml_path,
+        created_at,
+        Some(&pretty),
+    )?;
     Ok(Created {
         run_id,
         workspace,
@@ -303,20 +310,6 @@ pub async fn record_run(store: &Store, prepared: Prepared) -> Result<Created> {
         options: run_options,
         lease,
     })
-}
-
-/// Creates the workspace layout with its `manifest.json` and `plan.json`,
-/// if they are not there yet. Run creation and every resume call it: a
-/// driver killed between recording the run and writing the workspace leaves
-/// the run recorded and the workspace missing.
-pub(crate) fn ensure_workspace(
-    workspace: &Path,
-    run_id: &str,
-    plan: &Plan,
-    yaml_path: &Path,
-    created_at: i64,
-) -> Result<()> {
-    write_workspace(workspace, run_id, plan, yaml_path, created_at, None)
 }
 
 /// The plan's JSON, built once for both places it goes: compact in the
@@ -331,36 +324,19 @@ pub(crate) struct PlanText {
 
 impl PlanText {
     pub(crate) fn new(plan: &Plan, run_id: &str) -> PlanText {
-        let view = plan_view(plan, run_id);
-        let mut pretty = serde_json::to_string_pretty(&view).expect("plain data");
-        pretty.push('\n');
         PlanText {
-            compact: serde_json::to_string(&view).expect("plain data"),
-            pretty,
+            compact: serde_json::to_string(&plan_view(plan, run_id)).expect("plain data"),
+            pretty: plan_pretty(plan, run_id),
         }
     }
 }
 
-/// [`ensure_workspace`] for a run just recorded, whose plan's JSON is built.
-pub(crate) fn ensure_new_workspace(
-    workspace: &Path,
-    run_id: &str,
-    plan: &Plan,
-    yaml_path: &Path,
-    created_at: i64,
-    plan_file: &str,
-) -> Result<()> {
-    write_workspace(
-        workspace,
-        run_id,
-        plan,
-        yaml_path,
-        created_at,
-        Some(plan_file),
-    )
-}
-
-fn write_workspace(
+/// Creates the workspace layout with its `manifest.json` and `plan.json`
+/// (`plan_file`, when the caller has built its text), if they are not there
+/// yet. Run creation and every resume call it: a driver killed between
+/// recording the run and writing the workspace leaves the run recorded and
+/// the workspace missing.
+pub(crate) fn ensure_workspace(
     workspace: &Path,
     run_id: &str,
     plan: &Plan,

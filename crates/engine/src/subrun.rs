@@ -325,13 +325,13 @@ async fn created(stage: &PlanStage, attempt: &Attempt) -> Result<String> {
             return Err(error.into());
         }
     }
-    create::ensure_new_workspace(
+    create::ensure_workspace(
         &workspace,
         &child,
         &plan,
         &attempt.project_dir.join(&path),
         now,
-        &plan_text.pretty,
+        Some(&plan_text.pretty),
     )?;
     Ok(child)
 }

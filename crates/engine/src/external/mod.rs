@@ -134,6 +134,7 @@ async fn open(store: &Store, run_id: &str) -> Result<Opened> {
         &plan,
         &options.project_dir.join(&run.workflow_path),
         run.created_at,
+        None,
     )?;
     Ok(Opened {
         run,
