@@ -92,8 +92,7 @@ pub struct States {
 pub fn edits_checkout(stage: &baton_workflow::plan::PlanStage) -> bool {
     use baton_workflow::schema::{Access, Executor, Isolation};
     let spec = &stage.spec;
-    let scripted = spec.executor == Executor::Inline && spec.script.is_some();
-    !scripted
+    !spec.runs_script()
         && spec.executor != Executor::WorkerQueue
         && spec.sub_workflow.is_none()
         && spec.agent.access == Access::ReadWrite

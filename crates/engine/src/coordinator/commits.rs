@@ -46,9 +46,7 @@ const CHEAP_MS: i64 = 100;
 /// script's, is committed before anything else starts, so a crash never
 /// costs that work again.
 pub(super) fn cheap(stage: &PlanStage, started_at: i64, now: i64) -> bool {
-    stage.spec.executor == baton_workflow::schema::Executor::Inline
-        && stage.spec.script.is_some()
-        && now - started_at < CHEAP_MS
+    stage.spec.runs_script() && now - started_at < CHEAP_MS
 }
 
 /// A result committed, to show: its envelope and progress line.

@@ -198,10 +198,6 @@ fn unsupported(stage: &PlanStage) -> Option<&'static str> {
     }
 }
 
-fn is_script(stage: &PlanStage) -> bool {
-    stage.spec.executor == Executor::Inline && stage.spec.script.is_some()
-}
-
 /// `dispatch/NNN-name.before.json`: the outputs' fingerprints when `next`
 /// handed the stage out.
 fn before_path(workspace: &Path, stage: &PlanStage) -> PathBuf {
