@@ -221,7 +221,7 @@ impl Commits {
     pub(super) async fn wake(&mut self) -> Result<bool> {
         let deadline = self.commit_by.filter(|_| self.in_flight.is_none());
         tokio::select! {
-            () = until(deadline) => Ok(false),
+            () = clock::until(deadline) => Ok(false),
             landed = self.landing() => landed.map(|()| true),
         }
     }
@@ -301,14 +301,6 @@ impl Commits {
             .ledger
             .derive(sink.plan, &self.pending, kind_of, clock::now_ms());
         self.pending.extend(events);
-    }
-}
-
-/// Resolves at `deadline`, or never without one.
-async fn until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
     }
 }
 

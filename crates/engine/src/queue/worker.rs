@@ -191,7 +191,7 @@ pub async fn work(
                     grace_deadline = Some(Instant::now() + options.grace);
                 }
             }
-            _ = sleep_until_option(grace_deadline), if stopping && !nothing_runs => {
+            _ = crate::clock::until(grace_deadline), if stopping && !nothing_runs => {
                 grace_deadline = None;
                 let mut releasing = releasing.lock().unwrap_or_else(|p| p.into_inner());
                 for (id, job) in lock(&running).iter() {
@@ -305,12 +305,5 @@ fn tally(report: &mut WorkerReport, sent: &[Completion], settled: &[Settled]) {
                 JobOutcome::Deferred { .. } | JobOutcome::Released { .. } => report.requeued += 1,
             },
         }
-    }
-}
-
-async fn sleep_until_option(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
     }
 }
