@@ -32,11 +32,11 @@ pub fn entropy() -> u64 {
 ///
 /// `tokio::time::interval` ticks at once first, and skipping that tick
 /// by awaiting it is not free: the timer rounds its deadline up to the
-/// next millisecond, so the wait took about a millisecond of every run's
-/// start.
+/// next millisecond, a wait at every run's start.
 pub(crate) fn every(period: std::time::Duration) -> tokio::time::Interval {
     tokio::time::interval_at(tokio::time::Instant::now() + period, period)
 }
+
 /// Resolves at `deadline`, or never without one.
 pub(crate) async fn until(deadline: Option<tokio::time::Instant>) {
     match deadline {
@@ -44,7 +44,6 @@ pub(crate) async fn until(deadline: Option<tokio::time::Instant>) {
         None => std::future::pending().await,
     }
 }
-
 
 #[cfg(test)]
 mod tests {

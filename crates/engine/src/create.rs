@@ -366,7 +366,7 @@ pub(crate) fn ensure_workspace(
         "parallel_groups": plan.groups.iter().map(|group| group.stages.iter().map(|&index| plan.stages[index].name()).collect::<Vec<_>>()).collect::<Vec<_>>(),
     });
     // Both mirror what the store holds, so they are not forced to disk (an
-    // fsync each was a tenth of a one-stage run): a crash of the machine
+    // fsync each is a visible share of a short run): a crash of the machine
     // may leave one empty or torn, and the resume that follows writes it
     // again (`intact`).
     // The parameters in both keep no secret (they are in the store).
@@ -405,8 +405,8 @@ fn default_base(plan: &Plan, project_dir: &Path) -> PathBuf {
 
 /// `plan.json` in the reference's shape, serialized straight from the
 /// plan: the same text a `serde_json::Value` built key by key gives (keys
-/// in this order), at a third of the cost, with no tree of 10 000 maps to
-/// allocate and free for a large run.
+/// in this order), with no tree of 10 000 maps to allocate and free for a
+/// large run.
 #[derive(Serialize)]
 struct PlanJson<'a> {
     workflow_name: &'a str,

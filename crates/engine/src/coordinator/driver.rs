@@ -121,8 +121,7 @@ impl<'a> Driver<'a> {
         } = start;
         let now = clock::now_ms();
         // A run created a moment ago is all pending, with nothing to
-        // reconcile: reading it back would cost six queries (about 2 ms for
-        // one stage, 7 ms for 1 000).
+        // reconcile: reading it back would cost six queries.
         let (stages, units, mut transitions) = match created_stages {
             Some(stages) => (stages, Vec::new(), Vec::new()),
             None => reconcile::recorded(store, lease, &plan, &workspace, now, progress).await?,
