@@ -271,7 +271,8 @@ fn validate(value: &Value, schema: &Value, path: &str, errors: &mut Vec<String>)
     }
 }
 
-fn kind(value: &Value) -> &'static str {
+/// What a JSON value is, for messages: `a list`, `an object`, …
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -1,15 +1,18 @@
 //! The wall clock and a little entropy, in one place so tests and the rest of
 //! the engine never read them directly.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
-        })
+        .map_or(0, millis)
+}
+
+/// A duration in whole milliseconds, as the store keeps times (saturating).
+pub fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// A value that differs between calls and processes, for run-id suffixes.
@@ -29,10 +32,17 @@ pub fn entropy() -> u64 {
 ///
 /// `tokio::time::interval` ticks at once first, and skipping that tick
 /// by awaiting it is not free: the timer rounds its deadline up to the
-/// next millisecond, so the wait took about a millisecond of every run's
-/// start.
+/// next millisecond, a wait at every run's start.
 pub(crate) fn every(period: std::time::Duration) -> tokio::time::Interval {
     tokio::time::interval_at(tokio::time::Instant::now() + period, period)
+}
+
+/// Resolves at `deadline`, or never without one.
+pub(crate) async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use baton_store::{Error as StoreError, Lease, Store};
 
-use crate::create::LEASE_TTL_MS;
 use crate::progress::Progress;
 use crate::{Error, Result, clock, owner, reconcile};
 
@@ -85,8 +84,9 @@ pub async fn drive_created(
         Some(mut lease) => {
             // Taken for the default time; held for as long as asked from here.
             if options.lease_ttl != DriveOptions::default().lease_ttl {
-                let ttl = i64::try_from(options.lease_ttl.as_millis()).unwrap_or(LEASE_TTL_MS);
-                store.renew(&mut lease, clock::now_ms(), ttl).await?;
+                store
+                    .renew(&mut lease, clock::now_ms(), options.lease_ttl_ms())
+                    .await?;
             }
             lease
         }
@@ -139,7 +139,7 @@ fn drive_child<'a>(
 
 async fn acquire(store: &Store, run_id: &str, options: &DriveOptions) -> Result<Lease> {
     let me = owner::me();
-    let ttl = i64::try_from(options.lease_ttl.as_millis()).unwrap_or(30_000);
+    let ttl = options.lease_ttl_ms();
     loop {
         let now = clock::now_ms();
         match store.acquire(run_id, &me, now, ttl, None).await {

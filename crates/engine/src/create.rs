@@ -143,27 +143,19 @@ pub(crate) fn recompile(
     Ok(plan)
 }
 
-/// Compiles the workflow, records the run and creates its workspace. The
-/// run is recorded with its first lease, held by this process, which is
-/// meant to drive it next ([`drive_created`](crate::drive_created)); a
-/// process that dies first leaves it to a resume, which takes the lease of
-/// a dead holder at once.
+/// Compiles the workflow, records the run and creates its workspace.
+///
+/// With [`DriverMode::Builtin`] the run is recorded with its first lease,
+/// held by this process, which is meant to drive it next
+/// ([`drive_created`](crate::drive_created)); a process that dies first
+/// leaves it to a resume, which takes the lease of a dead holder at once.
+/// With [`DriverMode::External`] an external orchestrator drives it through
+/// `next` / `complete` / `fail`.
 ///
 /// # Errors
 ///
 /// An invalid workflow, a store error, or a workspace that cannot be created.
-pub async fn create_run(store: &Store, request: &RunRequest) -> Result<Created> {
-    create_run_as(store, request, DriverMode::Builtin).await
-}
-
-/// [`create_run`] for a run executed by `driver`: with
-/// [`DriverMode::External`] an external
-/// orchestrator drives it through `next` / `complete` / `fail`.
-///
-/// # Errors
-///
-/// As [`create_run`].
-pub async fn create_run_as(
+pub async fn create_run(
     store: &Store,
     request: &RunRequest,
     driver: DriverMode,
@@ -302,7 +294,14 @@ pub async fn record_run(store: &Store, prepared: Prepared) -> Result<Created> {
         created_at,
         ..
     } = new_run;
-    ensure_new_workspace(&workspace, &run_id, &plan, &yaml_path, created_at, &pretty)?;
+    ensure_workspace(
+        &workspace,
+        &run_id,
+        &plan,
+        &yaml_path,
+        created_at,
+        Some(&pretty),
+    )?;
     Ok(Created {
         run_id,
         workspace,
@@ -311,20 +310,6 @@ pub async fn record_run(store: &Store, prepared: Prepared) -> Result<Created> {
         options: run_options,
         lease,
     })
-}
-
-/// Creates the workspace layout with its `manifest.json` and `plan.json`,
-/// if they are not there yet. Run creation and every resume call it: a
-/// driver killed between recording the run and writing the workspace leaves
-/// the run recorded and the workspace missing.
-pub(crate) fn ensure_workspace(
-    workspace: &Path,
-    run_id: &str,
-    plan: &Plan,
-    yaml_path: &Path,
-    created_at: i64,
-) -> Result<()> {
-    write_workspace(workspace, run_id, plan, yaml_path, created_at, None)
 }
 
 /// The plan's JSON, built once for both places it goes: compact in the
@@ -339,36 +324,19 @@ pub(crate) struct PlanText {
 
 impl PlanText {
     pub(crate) fn new(plan: &Plan, run_id: &str) -> PlanText {
-        let view = plan_view(plan, run_id);
-        let mut pretty = serde_json::to_string_pretty(&view).expect("plain data");
-        pretty.push('\n');
         PlanText {
-            compact: serde_json::to_string(&view).expect("plain data"),
-            pretty,
+            compact: serde_json::to_string(&plan_view(plan, run_id)).expect("plain data"),
+            pretty: plan_pretty(plan, run_id),
         }
     }
 }
 
-/// [`ensure_workspace`] for a run just recorded, whose plan's JSON is built.
-pub(crate) fn ensure_new_workspace(
-    workspace: &Path,
-    run_id: &str,
-    plan: &Plan,
-    yaml_path: &Path,
-    created_at: i64,
-    plan_file: &str,
-) -> Result<()> {
-    write_workspace(
-        workspace,
-        run_id,
-        plan,
-        yaml_path,
-        created_at,
-        Some(plan_file),
-    )
-}
-
-fn write_workspace(
+/// Creates the workspace layout with its `manifest.json` and `plan.json`
+/// (`plan_file`, when the caller has built its text), if they are not there
+/// yet. Run creation and every resume call it: a driver killed between
+/// recording the run and writing the workspace leaves the run recorded and
+/// the workspace missing.
+pub(crate) fn ensure_workspace(
     workspace: &Path,
     run_id: &str,
     plan: &Plan,
@@ -398,7 +366,7 @@ fn write_workspace(
         "parallel_groups": plan.groups.iter().map(|group| group.stages.iter().map(|&index| plan.stages[index].name()).collect::<Vec<_>>()).collect::<Vec<_>>(),
     });
     // Both mirror what the store holds, so they are not forced to disk (an
-    // fsync each was a tenth of a one-stage run): a crash of the machine
+    // fsync each is a visible share of a short run): a crash of the machine
     // may leave one empty or torn, and the resume that follows writes it
     // again (`intact`).
     // The parameters in both keep no secret (they are in the store).
@@ -437,8 +405,8 @@ fn default_base(plan: &Plan, project_dir: &Path) -> PathBuf {
 
 /// `plan.json` in the reference's shape, serialized straight from the
 /// plan: the same text a `serde_json::Value` built key by key gives (keys
-/// in this order), at a third of the cost, with no tree of 10 000 maps to
-/// allocate and free for a large run.
+/// in this order), with no tree of 10 000 maps to allocate and free for a
+/// large run.
 #[derive(Serialize)]
 struct PlanJson<'a> {
     workflow_name: &'a str,

@@ -10,15 +10,10 @@ use std::path::{Path, PathBuf};
 use baton_executor::ProcessSpec;
 use baton_executor::contain::{Containment, Overlay};
 use baton_workflow::plan::PlanStage;
-use baton_workflow::schema::{Access, Executor};
+use baton_workflow::schema::Access;
 
 use crate::attempt::Attempt;
 use crate::digest::sha256_hex;
-
-/// Whether the stage runs an agent (not a script of its own).
-fn is_agent(stage: &PlanStage) -> bool {
-    !(stage.spec.executor == Executor::Inline && stage.spec.script.is_some())
-}
 
 /// How a read-only agent is kept from changing the repository: contained
 /// where the machine allows it (its writes outside the workspace never reach
@@ -39,7 +34,7 @@ pub(crate) async fn contain(
     stage: &PlanStage,
     worktree: Option<&crate::worktree::Worktree>,
 ) -> Option<ReadOnly> {
-    if !is_agent(stage) {
+    if stage.spec.runs_script() {
         return None;
     }
     let read_only = stage.spec.agent.access == Access::ReadOnly;

@@ -58,11 +58,8 @@ use std::path::PathBuf;
 pub use attempt::Limits;
 pub use control::{cancel, driver_gone, invalidate};
 pub use coordinator::{DriveOptions, Outcome, drive, drive_created};
-pub use create::{
-    Created, Prepared, RunRequest, create_run, create_run_as, prepare_run, record_run,
-};
+pub use create::{Created, Prepared, RunRequest, create_run, prepare_run, record_run};
 pub use progress::Progress;
-pub use subrun::{child_run_id, child_workspace};
 pub use work::{unit_stage_name, validation::CORRECTIONS_SPENT};
 pub use worktree::{
     AdminError, MERGE_CONFLICT, Pruned, WorktreeEntry, failed_merges, list_worktrees,

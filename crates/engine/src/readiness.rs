@@ -57,14 +57,9 @@ pub fn needed(plan: &Plan) -> Vec<Needed> {
 /// The role a stage's own work runs under, when an agent does it.
 fn agent_role(stage: &PlanStage) -> Option<String> {
     let spec = &stage.spec;
-    if spec.sub_workflow.is_some() || spec.executor == Executor::WorkerQueue {
-        return None;
-    }
-    match spec.executor {
-        Executor::Inline if spec.script.is_some() => None,
-        Executor::Inline => Some("inline".to_owned()),
-        _ => Some(spec.agent.role.clone()),
-    }
+    let no_agent =
+        spec.sub_workflow.is_some() || spec.executor == Executor::WorkerQueue || spec.runs_script();
+    (!no_agent).then(|| spec.agent_role().to_owned())
 }
 
 /// What keeps the plan's agents from starting here, one line each: a role

@@ -62,9 +62,9 @@ pub enum Next {
 /// required stages failed, and the ready set — the pending stages whose
 /// dependencies are all done, found by counting each stage's unfinished
 /// dependencies down as they finish. A step then costs about the stages it
-/// starts, not one look at every stage: on a 10 000-stage run those scans
-/// took 8.5 % of all the CPU the run used, and a chain's ready stage was
-/// found by looking at every pending stage after it.
+/// starts, not one look at every stage, which on a large run was a good
+/// share of all its CPU: a chain's ready stage was found by looking at
+/// every pending stage after it.
 #[derive(Debug, Clone)]
 pub struct States {
     states: Vec<State>,
@@ -92,8 +92,7 @@ pub struct States {
 pub fn edits_checkout(stage: &baton_workflow::plan::PlanStage) -> bool {
     use baton_workflow::schema::{Access, Executor, Isolation};
     let spec = &stage.spec;
-    let scripted = spec.executor == Executor::Inline && spec.script.is_some();
-    !scripted
+    !spec.runs_script()
         && spec.executor != Executor::WorkerQueue
         && spec.sub_workflow.is_none()
         && spec.agent.access == Access::ReadWrite

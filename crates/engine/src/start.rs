@@ -62,6 +62,7 @@ impl Start {
             &plan,
             &run_options.project_dir.join(&run.workflow_path),
             run.created_at,
+            None,
         )?;
         // The row's plan JSON is dropped here: the compiled plan drives.
         Ok(Start {

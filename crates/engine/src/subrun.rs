@@ -68,7 +68,7 @@ pub(crate) type DriveChild = for<'a> fn(
 /// `<parent>-<stage>`, with every character outside `[a-z0-9-]` replaced
 /// (and a short digest of the name appended when anything was replaced, so
 /// that two stage names never share a child).
-pub fn child_run_id(parent_run: &str, stage: &str) -> String {
+pub(crate) fn child_run_id(parent_run: &str, stage: &str) -> String {
     let safe: String = stage
         .chars()
         .map(|character| {
@@ -87,7 +87,7 @@ pub fn child_run_id(parent_run: &str, stage: &str) -> String {
 }
 
 /// The workspace of a stage's child run, under its parent's.
-pub fn child_workspace(parent_workspace: &Path, stage: &str) -> std::path::PathBuf {
+pub(crate) fn child_workspace(parent_workspace: &Path, stage: &str) -> std::path::PathBuf {
     let name = child_run_id("", stage);
     parent_workspace
         .join("sub")
@@ -325,13 +325,13 @@ async fn created(stage: &PlanStage, attempt: &Attempt) -> Result<String> {
             return Err(error.into());
         }
     }
-    create::ensure_new_workspace(
+    create::ensure_workspace(
         &workspace,
         &child,
         &plan,
         &attempt.project_dir.join(&path),
         now,
-        &plan_text.pretty,
+        Some(&plan_text.pretty),
     )?;
     Ok(child)
 }

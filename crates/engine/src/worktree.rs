@@ -86,8 +86,7 @@ pub(crate) async fn record_base(
 /// Whether an attempt of `stage` runs in a worktree: agent stages (not
 /// scripts, not queue jobs) that ask for it.
 pub(crate) fn isolated(stage: &PlanStage) -> bool {
-    let scripted = stage.spec.executor == Executor::Inline && stage.spec.script.is_some();
-    !scripted
+    !stage.spec.runs_script()
         && stage.spec.executor != Executor::WorkerQueue
         && stage.spec.agent.isolation == Isolation::Worktree
 }

@@ -252,13 +252,6 @@ impl Diagnostic {
         self
     }
 
-    /// Points the diagnostic at a place, if there is one.
-    #[must_use]
-    pub fn at_location(mut self, location: Option<Location>) -> Self {
-        self.location = location;
-        self
-    }
-
     /// Adds a label for the underlined span.
     #[must_use]
     pub fn with_label(mut self, label: impl Into<String>) -> Self {

@@ -140,6 +140,22 @@ impl Stage {
     pub fn location(&self, span: Span) -> Location {
         Location::new(&self.file, span)
     }
+
+    /// Whether the stage runs a shell script of its own (an inline stage
+    /// with a `script`) rather than an agent.
+    pub fn runs_script(&self) -> bool {
+        self.executor == Executor::Inline && self.script.is_some()
+    }
+
+    /// The role the stage's agent runs under: `inline` for every inline
+    /// stage, whatever its `agent.role` says.
+    pub fn agent_role(&self) -> &str {
+        if self.executor == Executor::Inline {
+            "inline"
+        } else {
+            &self.agent.role
+        }
+    }
 }
 
 macro_rules! keyword_enum {

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::errors::engine_error;
 use super::run_ref;
-use super::runtime::{block_on, open_store};
+use super::runtime::{block_on, block_on_exit, open_store};
 use crate::args::Format;
 use crate::args::driver::{CompleteArgs, FailArgs, NextArgs};
 use crate::{exit_code, output};
@@ -37,32 +37,27 @@ fn refused_or(error: &baton_engine::Error, as_json: bool) -> u8 {
 
 /// `baton run FILE --driver external`: records the run and prints its id.
 pub(crate) fn create(request: &RunRequest, format: Format) -> u8 {
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
-        match baton_engine::create_run_as(&store, request, DriverMode::External).await {
-            Ok(created) => {
-                if format == Format::Json {
-                    output::stdout(&output::json(&json!({
-                        "run_id": created.run_id,
-                        "workspace": created.workspace,
-                        "driver": "external",
-                        "status": "pending",
-                    })));
-                } else {
-                    output::stdout(&format!("{}\n", created.run_id));
-                }
-                output::stderr_line(&format!(
-                    "run {id} — workspace {}\nbaton runs nothing for it: `baton next {id} --json` lists the stages to work on, `baton complete {id} STAGE` records each",
-                    created.workspace.display(),
-                    id = created.run_id,
-                ));
-                exit_code::SUCCESS
-            }
-            Err(error) => engine_error(&error, format == Format::Json),
+    block_on_exit(async {
+        let store = open_store().await?;
+        let created = baton_engine::create_run(&store, request, DriverMode::External)
+            .await
+            .map_err(|error| engine_error(&error, format == Format::Json))?;
+        if format == Format::Json {
+            output::stdout(&output::json(&json!({
+                "run_id": created.run_id,
+                "workspace": created.workspace,
+                "driver": "external",
+                "status": "pending",
+            })));
+        } else {
+            output::stdout(&format!("{}\n", created.run_id));
         }
+        output::stderr_line(&format!(
+            "run {id} — workspace {}\nbaton runs nothing for it: `baton next {id} --json` lists the stages to work on, `baton complete {id} STAGE` records each",
+            created.workspace.display(),
+            id = created.run_id,
+        ));
+        Ok(exit_code::SUCCESS)
     })
 }
 
@@ -100,96 +95,78 @@ fn hint(standing: &Standing, listed: bool) {
 /// `baton next`.
 pub(crate) fn next(args: &NextArgs) -> u8 {
     let format = args.format.format();
-    block_on(async {
-        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-        match external::next(&store, &run_id).await {
-            Ok(standing) => {
-                for (stage, status) in &standing.scripts {
-                    output::stderr_line(&format!("ran inline script '{stage}': {status}"));
-                }
-                if format == Format::Json {
-                    output::stdout(&output::json(&standing.ready));
-                } else {
-                    for ready in &standing.ready {
-                        output::stdout(&format!(
-                            "{}\t{}\n",
-                            ready.stage,
-                            ready.dispatch_file.display()
-                        ));
-                    }
-                }
-                hint(&standing, true);
-                exit_code::SUCCESS
-            }
-            Err(error) => refused_or(&error, format == Format::Json),
+    block_on_exit(async {
+        let (store, run_id) = run_ref::open_with_run(&args.run).await?;
+        let standing = external::next(&store, &run_id)
+            .await
+            .map_err(|error| refused_or(&error, format == Format::Json))?;
+        for (stage, status) in &standing.scripts {
+            output::stderr_line(&format!("ran inline script '{stage}': {status}"));
         }
+        if format == Format::Json {
+            output::stdout(&output::json(&standing.ready));
+        } else {
+            for ready in &standing.ready {
+                let file = ready.dispatch_file.display();
+                output::stdout(&format!("{}\t{file}\n", ready.stage));
+            }
+        }
+        hint(&standing, true);
+        Ok(exit_code::SUCCESS)
     })
 }
 
 /// `baton complete`.
 pub(crate) fn complete(args: &CompleteArgs) -> u8 {
     let format = args.format.format();
-    block_on(async {
-        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-        match external::complete(&store, &run_id, &args.stage).await {
-            Ok(completion) => {
-                if format == Format::Json {
-                    output::stdout(&output::json(&json!({
-                        "stage": completion.stage,
-                        "success": completion.success,
-                        "error": completion.error,
-                        "run_status": completion.run.status,
-                        "gate": completion.run.gate,
-                    })));
-                }
-                if completion.success {
-                    output::stderr_line(&format!("stage '{}' completed", completion.stage));
-                    hint(&completion.run, false);
-                    exit_code::SUCCESS
-                } else {
-                    output::stderr_line(&format!(
-                        "error: stage '{}' failed verification: {}",
-                        completion.stage,
-                        completion.error.unwrap_or_default()
-                    ));
-                    hint(&completion.run, false);
-                    exit_code::RUN_FAILED
-                }
-            }
-            Err(error) => refused_or(&error, format == Format::Json),
+    block_on_exit(async {
+        let (store, run_id) = run_ref::open_with_run(&args.run).await?;
+        let completion = external::complete(&store, &run_id, &args.stage)
+            .await
+            .map_err(|error| refused_or(&error, format == Format::Json))?;
+        if format == Format::Json {
+            output::stdout(&output::json(&json!({
+                "stage": completion.stage,
+                "success": completion.success,
+                "error": completion.error,
+                "run_status": completion.run.status,
+                "gate": completion.run.gate,
+            })));
         }
+        let code = if completion.success {
+            output::stderr_line(&format!("stage '{}' completed", completion.stage));
+            exit_code::SUCCESS
+        } else {
+            output::stderr_line(&format!(
+                "error: stage '{}' failed verification: {}",
+                completion.stage,
+                completion.error.unwrap_or_default()
+            ));
+            exit_code::RUN_FAILED
+        };
+        hint(&completion.run, false);
+        Ok(code)
     })
 }
 
 /// `baton fail`.
 pub(crate) fn fail(args: &FailArgs) -> u8 {
     let format = args.format.format();
-    block_on(async {
-        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-        match external::fail(&store, &run_id, &args.stage, &args.error).await {
-            Ok(standing) => {
-                if format == Format::Json {
-                    output::stdout(&output::json(&json!({
-                        "stage": args.stage,
-                        "run_status": standing.status,
-                        "error": standing.error,
-                    })));
-                }
-                output::stderr_line(&format!("stage '{}' recorded as failed", args.stage));
-                hint(&standing, false);
-                exit_code::SUCCESS
-            }
-            Err(error) => refused_or(&error, format == Format::Json),
+    block_on_exit(async {
+        let (store, run_id) = run_ref::open_with_run(&args.run).await?;
+        let standing = external::fail(&store, &run_id, &args.stage, &args.error)
+            .await
+            .map_err(|error| refused_or(&error, format == Format::Json))?;
+        if format == Format::Json {
+            output::stdout(&output::json(&json!({
+                "stage": args.stage,
+                "run_status": standing.status,
+                "error": standing.error,
+            })));
         }
+        output::stderr_line(&format!("stage '{}' recorded as failed", args.stage));
+        hint(&standing, false);
+        Ok(exit_code::SUCCESS)
     })
 }
 

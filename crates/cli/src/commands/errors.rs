@@ -49,6 +49,12 @@ pub(crate) fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
     }
 }
 
+/// Prints an error of a store that could not be read.
+pub(crate) fn unavailable(error: &dyn std::error::Error) -> u8 {
+    output::stderr_line(&format!("error: {}", chain(error)));
+    exit_code::STORE_UNAVAILABLE
+}
+
 /// Prints a store error; the exit code says whether the run was missing
 /// or the store unreachable.
 pub(super) fn store_error(error: &baton_store::Error) -> u8 {

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::errors::chain;
 use super::run_ref;
-use super::runtime::{block_on, open_store};
+use super::runtime::{block_on_exit, open_store};
 use crate::args::{Format, GateCommand, GateDecideArgs, GateRef};
 use crate::{exit_code, output};
 
@@ -88,22 +88,15 @@ fn status_json(status: &GateStatus) -> Value {
 }
 
 fn list(run: Option<&str>, format: Format) -> u8 {
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
+    block_on_exit(async {
+        let store = open_store().await?;
         let run = match run {
-            Some(reference) => match run_ref::resolve(&store, reference).await {
-                Ok(run_id) => Some(run_id),
-                Err(code) => return code,
-            },
+            Some(reference) => Some(run_ref::resolve(&store, reference).await?),
             None => None,
         };
-        let gates = match gate::list(&store, run.as_deref()).await {
-            Ok(gates) => gates,
-            Err(error) => return failure(&error),
-        };
+        let gates = gate::list(&store, run.as_deref())
+            .await
+            .map_err(|error| failure(&error))?;
         let text = match format {
             Format::Json => output::json(&gates.iter().map(status_json).collect::<Vec<_>>()),
             Format::Yaml => output::yaml(&gates.iter().map(status_json).collect::<Vec<_>>()),
@@ -143,7 +136,7 @@ fn list(run: Option<&str>, format: Format) -> u8 {
             }
         };
         output::stdout(&text);
-        exit_code::SUCCESS
+        Ok(exit_code::SUCCESS)
     })
 }
 
@@ -212,15 +205,11 @@ fn view_text(view: &GateView) -> String {
 }
 
 fn show(args: &GateRef) -> u8 {
-    block_on(async {
-        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-        let view = match gate::show(&store, &run_id, &args.stage).await {
-            Ok(view) => view,
-            Err(error) => return failure(&error),
-        };
+    block_on_exit(async {
+        let (store, run_id) = run_ref::open_with_run(&args.run).await?;
+        let view = gate::show(&store, &run_id, &args.stage)
+            .await
+            .map_err(|error| failure(&error))?;
         match args.format.format() {
             Format::Json => output::stdout(&output::json(&view_json(&view))),
             Format::Yaml => output::stdout(&output::yaml(&view_json(&view))),
@@ -232,31 +221,19 @@ fn show(args: &GateRef) -> u8 {
                 ));
             }
         }
-        exit_code::SUCCESS
+        Ok(exit_code::SUCCESS)
     })
 }
 
 fn decide(args: &GateDecideArgs, decision: Decision) -> u8 {
     let gate_ref = &args.gate;
-    block_on(async {
+    block_on_exit(async {
         let by = decider(args.as_name.as_deref()).await;
-        let (store, run_id) = match run_ref::open_with_run(&gate_ref.run).await {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-        let decided = gate::decide(
-            &store,
-            &run_id,
-            &gate_ref.stage,
-            decision,
-            &by,
-            args.comment.clone(),
-        )
-        .await;
-        let row = match decided {
-            Ok(row) => row,
-            Err(error) => return failure(&error),
-        };
+        let (store, run_id) = run_ref::open_with_run(&gate_ref.run).await?;
+        let comment = args.comment.clone();
+        let row = gate::decide(&store, &run_id, &gate_ref.stage, decision, &by, comment)
+            .await
+            .map_err(|error| failure(&error))?;
         let (run, stage) = (&run_id, &gate_ref.stage);
         if gate_ref.format.format() == Format::Json {
             output::stdout(&output::json(&baton_engine::view::decision_json(
@@ -290,20 +267,16 @@ fn decide(args: &GateDecideArgs, decision: Decision) -> u8 {
                 "pushed back gate '{stage}' of run {run} as {by}; `baton resume {run}` runs '{stage}' again with your comment in its prompt"
             )),
         }
-        exit_code::SUCCESS
+        Ok(exit_code::SUCCESS)
     })
 }
 
 fn edit(gate_ref: &GateRef, change: GateEdit) -> u8 {
-    block_on(async {
-        let (store, run_id) = match run_ref::open_with_run(&gate_ref.run).await {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-        let edited = match gate::edit(&store, &run_id, &gate_ref.stage, &change).await {
-            Ok(edited) => edited,
-            Err(error) => return failure(&error),
-        };
+    block_on_exit(async {
+        let (store, run_id) = run_ref::open_with_run(&gate_ref.run).await?;
+        let edited = gate::edit(&store, &run_id, &gate_ref.stage, &change)
+            .await
+            .map_err(|error| failure(&error))?;
         let (run, stage) = (&run_id, &gate_ref.stage);
         if gate_ref.format.format() == Format::Json {
             output::stdout(&output::json(&json!({
@@ -326,6 +299,6 @@ fn edit(gate_ref: &GateRef, change: GateEdit) -> u8 {
                 edited.items.len()
             ));
         }
-        exit_code::SUCCESS
+        Ok(exit_code::SUCCESS)
     })
 }

@@ -14,8 +14,8 @@ use baton_engine::workspace::utc;
 use baton_store::{FINISHED_STATUSES, RunRow, Store};
 use serde_json::json;
 
-use super::errors::chain;
-use super::runtime::{block_on, open_store};
+use super::errors::{chain, unavailable};
+use super::runtime::{block_on_exit, open_store};
 use crate::args::{Format, PruneArgs};
 use crate::{exit_code, output};
 
@@ -34,18 +34,9 @@ struct Choice {
 
 /// `baton prune`.
 pub(crate) fn run(args: &PruneArgs) -> u8 {
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
-        let runs = match store.runs().await {
-            Ok(runs) => runs,
-            Err(error) => {
-                output::stderr_line(&format!("error: {}", chain(&error)));
-                return exit_code::STORE_UNAVAILABLE;
-            }
-        };
+    block_on_exit(async {
+        let store = open_store().await?;
+        let runs = store.runs().await.map_err(|error| unavailable(&error))?;
         let now = baton_engine::clock::now_ms();
         let cutoff = args.older_than.at(now);
         let project = super::project_dir();
@@ -55,13 +46,13 @@ pub(crate) fn run(args: &PruneArgs) -> u8 {
         if !args.dry_run
             && let Err(error) = delete(&store, &project, &runs, &mut choices, now).await
         {
-            output::stderr_line(&format!("error: {}", chain(&error)));
+            let code = unavailable(&error);
             report(&choices, args, cutoff);
-            return exit_code::STORE_UNAVAILABLE;
+            return Err(code);
         }
         report(&choices, args, cutoff);
         store.close_at_exit().await;
-        exit_code::SUCCESS
+        Ok(exit_code::SUCCESS)
     })
 }
 

@@ -7,8 +7,8 @@ use baton_engine::queue::{self, ScriptJob, WorkerOptions, WorkerReport};
 use baton_store::Store;
 use serde_json::{Value, json};
 
-use super::errors::chain;
-use super::runtime::{block_on, open_store};
+use super::errors::{chain, unavailable};
+use super::runtime::{block_on_exit, open_store};
 use crate::args::Format;
 use crate::args::queue::{EnqueueArgs, JobRef, PurgeArgs, QueueCommand, RequeueArgs, WorkerArgs};
 use crate::{exit_code, output};
@@ -63,11 +63,8 @@ pub(crate) fn worker(args: &WorkerArgs) -> u8 {
         args.once,
     );
     let format = args.format.format();
-    block_on(async move {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
+    block_on_exit(async move {
+        let store = open_store().await?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         // SIGTERM and Ctrl-C both ask for a graceful stop.
         tokio::spawn(async move {
@@ -85,16 +82,11 @@ pub(crate) fn worker(args: &WorkerArgs) -> u8 {
             }
             let _ = stop_tx.send(true);
         });
-        match queue::work(&store, &options, stop_rx).await {
-            Ok(report) => {
-                print_report(&report, &options.owner, format);
-                exit_code::SUCCESS
-            }
-            Err(error) => {
-                output::stderr_line(&format!("error: {}", chain(&error)));
-                exit_code::STORE_UNAVAILABLE
-            }
-        }
+        let report = queue::work(&store, &options, stop_rx)
+            .await
+            .map_err(|error| unavailable(&error))?;
+        print_report(&report, &options.owner, format);
+        Ok(exit_code::SUCCESS)
     })
 }
 
@@ -147,11 +139,8 @@ fn print_report(report: &WorkerReport, owner: &str, format: Format) {
 
 /// Runs a `baton queue` subcommand.
 pub(crate) fn run(command: &QueueCommand) -> u8 {
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
+    block_on_exit(async {
+        let store = open_store().await?;
         let outcome = match command {
             QueueCommand::List(args) => list::list(&store, args).await,
             QueueCommand::Show(args) => show(&store, args).await,
@@ -160,7 +149,7 @@ pub(crate) fn run(command: &QueueCommand) -> u8 {
             QueueCommand::RequeueErrors(args) => requeue(&store, args).await,
             QueueCommand::Purge(args) => purge(&store, args).await,
         };
-        outcome.unwrap_or_else(|error| {
+        outcome.map_err(|error| {
             output::stderr_line(&format!("error: {}", chain(&error)));
             match error {
                 baton_engine::Error::Store(baton_store::Error::NoSuchJob(_)) => {

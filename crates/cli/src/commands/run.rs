@@ -8,7 +8,7 @@ use serde_json::json;
 use super::drive::{Drive, drive_options, drive_with_progress, refuse_unready};
 use super::errors::engine_error;
 use super::run_ref;
-use super::runtime::{block_on, open_store};
+use super::runtime::{block_on, block_on_exit, open_store};
 use super::summary::Summary;
 use crate::args::{Format, RerunArgs, ResumeArgs, RunArgs, RunRef};
 use crate::{exit_code, output, report};
@@ -163,48 +163,33 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
         // Needs no agent profiles: baton spawns nothing for this run.
         return super::driver::create(&request, format);
     }
-    let drive = match drive_options(false, args.wait_gates, !args.no_local_worker) {
-        Ok(drive) => drive,
-        Err(code) => return code,
-    };
-    block_on(async {
+    block_on_exit(async {
+        let drive = drive_options(false, args.wait_gates, !args.no_local_worker)?;
         // The workflow compiles on a thread of its own while the store
         // opens: both take a millisecond or more before the run can be
         // recorded. A store that cannot be opened is still reported first.
         let prepared = tokio::task::spawn_blocking(move || {
             baton_engine::prepare_run(&request, baton_engine::external::DriverMode::Builtin)
         });
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
-        let recorded = match prepared.await {
-            Ok(Ok(prepared)) => {
-                report::emit(prepared.warnings(), as_json);
-                if let Some(code) =
-                    refuse_unready(prepared.plan(), drive.agents.as_deref(), as_json)
-                {
-                    output::stderr_line(
-                        "nothing was run or recorded: map the roles in baton.toml or install the CLIs, then run again",
-                    );
-                    return code;
-                }
-                baton_engine::record_run(&store, prepared).await
-            }
-            Ok(Err(invalid)) => Err(invalid),
+        let store = open_store().await?;
+        let prepared = match prepared.await {
+            Ok(prepared) => prepared.map_err(|error| engine_error(&error, as_json))?,
             Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
         };
-        let created = match recorded {
-            Ok(created) => created,
-            Err(error) => return engine_error(&error, as_json),
-        };
-        output::stderr_line(&format!(
-            "run {} — workspace {}",
-            created.run_id,
-            created.workspace.display()
-        ));
+        report::emit(prepared.warnings(), as_json);
+        if let Some(code) = refuse_unready(prepared.plan(), drive.agents.as_deref(), as_json) {
+            output::stderr_line(
+                "nothing was run or recorded: map the roles in baton.toml or install the CLIs, then run again",
+            );
+            return Err(code);
+        }
+        let created = baton_engine::record_run(&store, prepared)
+            .await
+            .map_err(|error| engine_error(&error, as_json))?;
+        let workspace = created.workspace.display();
+        output::stderr_line(&format!("run {} — workspace {workspace}", created.run_id));
         let run = Drive::Created(Box::new(created));
-        drive_to_exit(store, run, &drive, format, args.notify.as_deref()).await
+        Ok(drive_to_exit(store, run, &drive, format, args.notify.as_deref()).await)
     })
 }
 
@@ -218,45 +203,31 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     if let Some(code) = super::driver::resume_hint(&run_id, format) {
         return code;
     }
-    let mut options =
-        match drive_options(args.accept_changes, args.wait_gates, !args.no_local_worker) {
-            Ok(options) => options,
-            Err(code) => return code,
-        };
-    options.accept_merge = args.accept_merge;
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
+    block_on_exit(async {
+        let mut options =
+            drive_options(args.accept_changes, args.wait_gates, !args.no_local_worker)?;
+        options.accept_merge = args.accept_merge;
+        let store = open_store().await?;
         if args.accept_merge {
             // Refused before the drive: without a failed merge the flag
             // would silently do nothing.
-            match baton_engine::failed_merges(&store, &run_id).await {
-                Ok(stages) => output::stderr_line(&format!(
-                    "accepting the merge of {} as it is now",
-                    stages.join(", ")
-                )),
-                Err(error) => return engine_error(&error, format == Format::Json),
-            }
+            let stages = baton_engine::failed_merges(&store, &run_id)
+                .await
+                .map_err(|error| engine_error(&error, format == Format::Json))?;
+            let stages = stages.join(", ");
+            output::stderr_line(&format!("accepting the merge of {stages} as it is now"));
         }
         let notify = args.notify.as_deref();
-        drive_to_exit(store, Drive::Recorded(&run_id), &options, format, notify).await
+        Ok(drive_to_exit(store, Drive::Recorded(&run_id), &options, format, notify).await)
     })
 }
 
 /// `baton rerun`: resets the stage and its dependants, then drives the run.
 pub(crate) fn rerun(args: &RerunArgs) -> u8 {
     let format = args.format.format();
-    let options = match drive_options(args.accept_changes, false, true) {
-        Ok(options) => options,
-        Err(code) => return code,
-    };
-    block_on(async {
-        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
+    block_on_exit(async {
+        let options = drive_options(args.accept_changes, false, true)?;
+        let (store, run_id) = run_ref::open_with_run(&args.run).await?;
         match baton_engine::invalidate(&store, &run_id, &args.stage, args.accept_changes).await {
             Ok(reset) => output::stderr_line(&format!("rerunning {}", reset.join(", "))),
             Err(baton_engine::Error::WorkflowChanged { changed, .. }) => {
@@ -268,9 +239,9 @@ pub(crate) fn rerun(args: &RerunArgs) -> u8 {
                     "hint: `baton rerun {run_id} {} --accept-changes` runs it with the workflow as it is now",
                     args.stage
                 ));
-                return exit_code::RUN_FAILED;
+                return Ok(exit_code::RUN_FAILED);
             }
-            Err(error) => return engine_error(&error, format == Format::Json),
+            Err(error) => return Err(engine_error(&error, format == Format::Json)),
         }
         if let Ok(run) = store.run(&run_id).await
             && baton_engine::external::is_external(&run)
@@ -280,25 +251,20 @@ pub(crate) fn rerun(args: &RerunArgs) -> u8 {
                 "run {run} is driven externally: `baton next {run} --json` hands out the stages reset",
                 run = run_id
             ));
-            return exit_code::SUCCESS;
+            return Ok(exit_code::SUCCESS);
         }
-        drive_to_exit(store, Drive::Recorded(&run_id), &options, format, None).await
+        Ok(drive_to_exit(store, Drive::Recorded(&run_id), &options, format, None).await)
     })
 }
 
 /// `baton cancel`.
 pub(crate) fn cancel(args: &RunRef) -> u8 {
-    block_on(async {
-        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-        match baton_engine::cancel(&store, &run_id).await {
-            Ok(message) => {
-                output::stderr_line(&message);
-                exit_code::SUCCESS
-            }
-            Err(error) => engine_error(&error, false),
-        }
+    block_on_exit(async {
+        let (store, run_id) = run_ref::open_with_run(&args.run).await?;
+        let message = baton_engine::cancel(&store, &run_id)
+            .await
+            .map_err(|error| engine_error(&error, false))?;
+        output::stderr_line(&message);
+        Ok(exit_code::SUCCESS)
     })
 }

@@ -5,7 +5,7 @@
 
 use baton_store::{RunRow, Store};
 
-use super::errors::chain;
+use super::errors::unavailable;
 use super::runtime::open_store;
 use crate::{exit_code, output};
 
@@ -44,11 +44,6 @@ pub(crate) async fn resolve(store: &Store, reference: &str) -> Result<String, u8
             Err(exit_code::INVALID_WORKFLOW)
         }
     }
-}
-
-fn unavailable(error: &baton_store::Error) -> u8 {
-    output::stderr_line(&format!("error: {}", chain(error)));
-    exit_code::STORE_UNAVAILABLE
 }
 
 /// The run `reference` names among `runs` (oldest first), which hold no

@@ -7,8 +7,8 @@ use baton_engine::view::{cost_usd, duration_ms, runs_json};
 use baton_engine::workspace::utc;
 use baton_store::{RunRow, RunTally};
 
-use super::errors::chain;
-use super::runtime::{block_on, open_store};
+use super::errors::unavailable;
+use super::runtime::{block_on_exit, open_store};
 use crate::args::{Format, RunsArgs};
 use crate::{exit_code, output};
 
@@ -25,19 +25,10 @@ const STAGE_ORDER: [&str; 6] = [
 /// `baton runs`: `[{run_id, workflow, status, started_at, finished_at,
 /// duration_ms, stages: {total, <status>: n}, cost_usd, parent}]`, oldest first.
 pub(crate) fn run(args: &RunsArgs) -> u8 {
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
-        let read = tokio::try_join!(store.runs(), store.run_tallies());
-        let (all, tallies) = match read {
-            Ok(read) => read,
-            Err(error) => {
-                output::stderr_line(&format!("error: {}", chain(&error)));
-                return exit_code::STORE_UNAVAILABLE;
-            }
-        };
+    block_on_exit(async {
+        let store = open_store().await?;
+        let (all, tallies) = tokio::try_join!(store.runs(), store.run_tallies())
+            .map_err(|error| unavailable(&error))?;
         let runs = selected(&all, args, baton_engine::clock::now_ms());
         let text = match args.format.format() {
             Format::Json => output::json(&runs_json(&runs, &tallies)),
@@ -55,7 +46,7 @@ pub(crate) fn run(args: &RunsArgs) -> u8 {
             }
         };
         output::stdout(&text);
-        exit_code::SUCCESS
+        Ok(exit_code::SUCCESS)
     })
 }
 

@@ -25,6 +25,12 @@ pub(crate) fn block_on<T>(future: impl Future<Output = T>) -> T {
         .block_on(future)
 }
 
+/// [`block_on`] for a command's body, which stops early with `Err(exit
+/// code)` once it has said why; the exit code either way.
+pub(crate) fn block_on_exit(future: impl Future<Output = Result<u8, u8>>) -> u8 {
+    block_on(future).unwrap_or_else(|code| code)
+}
+
 /// Opens the store, or prints why not.
 pub(crate) async fn open_store() -> Result<Store, u8> {
     let location = settings::store_location(&super::project_dir()).map_err(|why| {

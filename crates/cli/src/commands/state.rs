@@ -5,7 +5,7 @@ use baton_engine::governance::{self, FindingStatus, Report, Scope};
 use serde_json::{Value, json};
 
 use super::errors::governance_error;
-use super::runtime::{block_on, open_store};
+use super::runtime::{block_on_exit, open_store};
 use crate::args::Format;
 use crate::args::state::{ScopeArgs, StateCommand};
 use crate::{exit_code, output};
@@ -17,7 +17,7 @@ use scope::{person, run_exists, scope};
 
 /// Runs a `baton state` subcommand.
 pub(crate) fn run(command: &StateCommand) -> u8 {
-    block_on(async {
+    block_on_exit(async {
         match command {
             StateCommand::Show(args) => {
                 with_report(&args.scope, |scope, report| {
@@ -40,19 +40,14 @@ pub(crate) fn run(command: &StateCommand) -> u8 {
     })
 }
 
-async fn with_report(args: &ScopeArgs, then: impl FnOnce(&Scope, &Report) -> u8) -> u8 {
+async fn with_report(args: &ScopeArgs, then: impl FnOnce(&Scope, &Report) -> u8) -> Result<u8, u8> {
     let mut scope = scope(args);
-    let store = match open_store().await {
-        Ok(store) => store,
-        Err(code) => return code,
-    };
-    if let Err(code) = run_exists(&store, &mut scope).await {
-        return code;
-    }
-    match governance::load(&store, &scope, &person(&scope).await).await {
-        Ok(report) => then(&scope, &report),
-        Err(error) => governance_error(&error),
-    }
+    let store = open_store().await?;
+    run_exists(&store, &mut scope).await?;
+    let report = governance::load(&store, &scope, &person(&scope).await)
+        .await
+        .map_err(|error| governance_error(&error))?;
+    Ok(then(&scope, &report))
 }
 
 fn stage_name(stage: governance::Stage) -> &'static str {
@@ -201,15 +196,12 @@ fn summary(scope: &Scope, report: &Report, format: Format) -> u8 {
     exit_code::SUCCESS
 }
 
-async fn list(format: Format) -> u8 {
-    let store = match open_store().await {
-        Ok(store) => store,
-        Err(code) => return code,
-    };
-    let scopes = match store.ledger_scopes().await {
-        Ok(scopes) => scopes,
-        Err(error) => return governance_error(&error.into()),
-    };
+async fn list(format: Format) -> Result<u8, u8> {
+    let store = open_store().await?;
+    let scopes = store
+        .ledger_scopes()
+        .await
+        .map_err(|error| governance_error(&error.into()))?;
     if format == Format::Table {
         let rows: Vec<Vec<String>> = scopes
             .iter()
@@ -223,5 +215,5 @@ async fn list(format: Format) -> u8 {
             .collect();
         print_value(&Value::Array(value), format);
     }
-    exit_code::SUCCESS
+    Ok(exit_code::SUCCESS)
 }

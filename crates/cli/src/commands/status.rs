@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::errors::store_error;
 use super::run_ref;
-use super::runtime::block_on;
+use super::runtime::block_on_exit;
 use super::status_report::render;
 use crate::args::{Format, LogsArgs, StatusArgs};
 use crate::{exit_code, output};
@@ -19,18 +19,10 @@ pub(crate) fn status(args: &StatusArgs) -> u8 {
         return super::watch::watch(args);
     }
     let args = &args.run;
-    block_on(async {
-        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-        match render(&store, &run_id, args.format.format()).await {
-            Ok(text) => {
-                output::stdout(&text);
-                exit_code::SUCCESS
-            }
-            Err(code) => code,
-        }
+    block_on_exit(async {
+        let (store, run_id) = run_ref::open_with_run(&args.run).await?;
+        output::stdout(&render(&store, &run_id, args.format.format()).await?);
+        Ok(exit_code::SUCCESS)
     })
 }
 
@@ -51,21 +43,16 @@ fn ended(status: &str) -> bool {
 
 /// `baton logs RUN [STAGE] [--follow] [--raw]`.
 pub(crate) fn logs(args: &LogsArgs) -> u8 {
-    block_on(async {
-        let (store, run_id) = match run_ref::open_with_run(&args.run).await {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
+    block_on_exit(async {
+        let (store, run_id) = run_ref::open_with_run(&args.run).await?;
         let mut offsets: std::collections::HashMap<PathBuf, u64> = std::collections::HashMap::new();
         loop {
-            let (run, stages, units) = match tokio::try_join!(
+            let (run, stages, units) = tokio::try_join!(
                 store.run(&run_id),
                 store.stages(&run_id),
                 store.units(&run_id)
-            ) {
-                Ok(found) => found,
-                Err(error) => return store_error(&error),
-            };
+            )
+            .map_err(|error| store_error(&error))?;
             if let Some(wanted) = &args.stage
                 && !stages.iter().any(|stage| &stage.name == wanted)
                 && !units.iter().any(|unit| &unit.label == wanted)
@@ -78,7 +65,7 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
                     "hint: `baton status {}` lists its stages; a fan-out child is named like `stage[key]`",
                     run_id
                 ));
-                return exit_code::INVALID_WORKFLOW;
+                return Err(exit_code::INVALID_WORKFLOW);
             }
             let workspace = PathBuf::from(&run.workspace);
             let sources = baton_engine::view::logs::sources(
@@ -102,7 +89,7 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
                     })
                     .collect();
                 output::stdout(&output::json(&entries));
-                return exit_code::SUCCESS;
+                return Ok(exit_code::SUCCESS);
             }
             for source in &sources {
                 for (path, stream) in [(&source.stdout, "stdout"), (&source.stderr, "stderr")] {
@@ -141,14 +128,14 @@ pub(crate) fn logs(args: &LogsArgs) -> u8 {
                 }
             }
             if !args.follow || ended(&run.status) {
-                return exit_code::SUCCESS;
+                return Ok(exit_code::SUCCESS);
             }
             if baton_engine::driver_gone(&store, &run_id)
                 .await
                 .unwrap_or(false)
             {
                 output::stderr_line(&driver_gone_note(&run_id));
-                return exit_code::RUN_FAILED;
+                return Ok(exit_code::RUN_FAILED);
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         }

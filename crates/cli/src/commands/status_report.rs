@@ -16,16 +16,14 @@ pub(super) async fn render(
     run_id: &str,
     format: Format,
 ) -> Result<String, u8> {
-    let status = match Status::read(store, run_id).await {
-        Ok(status) => status,
-        Err(error) => return Err(store_error(&error)),
-    };
-    let text = match format {
+    let status = Status::read(store, run_id)
+        .await
+        .map_err(|error| store_error(&error))?;
+    Ok(match format {
         Format::Json => output::json(&status.json()),
         Format::Yaml => output::yaml(&status.json()),
         Format::Table => table(&status),
-    };
-    Ok(text)
+    })
 }
 
 /// The status for people: the run, its gates, a row per stage (and per

@@ -13,28 +13,29 @@ use crate::{exit_code, output};
 
 /// Dispatches `baton task …`.
 pub(crate) fn run(command: &TaskCommand) -> u8 {
-    match command {
+    let done = match command {
         TaskCommand::New(args) => new(args),
         TaskCommand::List(args) => list(args),
         TaskCommand::Status(args) => status(args),
         TaskCommand::Next(args) => next_phase(args),
-        TaskCommand::Run(args) => super::task_run::run(args),
+        TaskCommand::Run(args) => return super::task_run::run(args),
         TaskCommand::Archive(args) => archive(args),
-    }
+    };
+    done.unwrap_or_else(|error| task_error(&error))
 }
 
 fn project() -> Tasks {
     Tasks::new(&super::project_dir())
 }
 
-fn new(args: &NewArgs) -> u8 {
+fn new(args: &NewArgs) -> Result<u8, tasks::Error> {
     let tasks = project();
     let base = kebab(&args.description);
     if base.is_empty() {
         output::stderr_line(
             "error: the description has no letters or digits to name the task folder with",
         );
-        return exit_code::USAGE;
+        return Ok(exit_code::USAGE);
     }
     let name = baton_lifecycle::verdict::unique_name(&base, |name| tasks.taken(name));
     let record = Record {
@@ -45,9 +46,7 @@ fn new(args: &NewArgs) -> u8 {
         test_plan: args.test_plan,
         ..Record::default()
     };
-    if let Err(error) = follow::create_task(&tasks, &name, &record) {
-        return task_error(&error);
-    }
+    follow::create_task(&tasks, &name, &record)?;
     if args.format.format() == Format::Json {
         output::stdout(&output::json(&json!({
             "task": name,
@@ -59,7 +58,7 @@ fn new(args: &NewArgs) -> u8 {
             "created task {name}; `baton task run {name}` runs its phases"
         ));
     }
-    exit_code::SUCCESS
+    Ok(exit_code::SUCCESS)
 }
 
 /// What `task status` says about one task: the detected phase and what the
@@ -109,12 +108,9 @@ fn next_step(
     )
 }
 
-fn list(args: &ListArgs) -> u8 {
+fn list(args: &ListArgs) -> Result<u8, tasks::Error> {
     let tasks = project();
-    let names = match tasks.names(args.archived) {
-        Ok(names) => names,
-        Err(error) => return task_error(&error),
-    };
+    let names = tasks.names(args.archived)?;
     let root = if args.archived {
         tasks.archive_root()
     } else {
@@ -158,25 +154,19 @@ fn list(args: &ListArgs) -> u8 {
             ));
         }
     }
-    exit_code::SUCCESS
+    Ok(exit_code::SUCCESS)
 }
 
-fn status(args: &StatusArgs) -> u8 {
+fn status(args: &StatusArgs) -> Result<u8, tasks::Error> {
     let tasks = project();
     let names = match &args.name {
         Some(name) => vec![name.clone()],
-        None => match tasks.names(false) {
-            Ok(names) => names,
-            Err(error) => return task_error(&error),
-        },
+        None => tasks.names(false)?,
     };
-    let mut values = Vec::new();
-    for name in &names {
-        match describe(&tasks, name) {
-            Ok(value) => values.push(value),
-            Err(error) => return task_error(&error),
-        }
-    }
+    let values = names
+        .iter()
+        .map(|name| describe(&tasks, name))
+        .collect::<Result<Vec<_>, _>>()?;
     let single = args.name.is_some();
     match args.format.format() {
         Format::Json if single => output::write_json(&values[0]),
@@ -210,25 +200,18 @@ fn status(args: &StatusArgs) -> u8 {
             output::stdout(&text);
         }
     }
-    exit_code::SUCCESS
+    Ok(exit_code::SUCCESS)
 }
 
-fn next_phase(args: &NameArgs) -> u8 {
+fn next_phase(args: &NameArgs) -> Result<u8, tasks::Error> {
     let tasks = project();
     let project_dir = super::project_dir();
-    let result = (|| {
-        let dir = tasks.active(&args.name)?;
-        let record = tasks::read_record(&dir)?;
-        let status = tasks::status(&dir)?;
-        let redo = tasks::redo_research(&dir, &record)?;
-        let phases = next::phases(&status, record.optional(), redo);
-        let step = next_step(&tasks, &status, &record, redo)?;
-        Ok::<_, tasks::Error>((status, record, phases, step))
-    })();
-    let (status, record, phases, step) = match result {
-        Ok(found) => found,
-        Err(error) => return task_error(&error),
-    };
+    let dir = tasks.active(&args.name)?;
+    let record = tasks::read_record(&dir)?;
+    let status = tasks::status(&dir)?;
+    let redo = tasks::redo_research(&dir, &record)?;
+    let phases = next::phases(&status, record.optional(), redo);
+    let step = next_step(&tasks, &status, &record, redo)?;
     // No agent runs next: sub-tasks to wait for, or a verdict to act on.
     let Some(&phase) = phases.first().filter(|phase| phase.name() == step) else {
         let value = json!({"task": args.name, "phase": status.phase.name(), "next_phase": null, "step": step, "role": null, "artifact": null, "prompt": null});
@@ -242,13 +225,13 @@ fn next_phase(args: &NameArgs) -> u8 {
                 args.name
             ));
         }
-        return exit_code::SUCCESS;
+        return Ok(exit_code::SUCCESS);
     };
     let prompt = match prompt_for(&project_dir, &args.name, &record, phase) {
         Ok(prompt) => prompt,
         Err(message) => {
             output::stderr_line(&format!("error: {message}"));
-            return exit_code::INVALID_WORKFLOW;
+            return Ok(exit_code::INVALID_WORKFLOW);
         }
     };
     if args.format.format() == Format::Json {
@@ -268,7 +251,7 @@ fn next_phase(args: &NameArgs) -> u8 {
             phase.artifact().unwrap_or_default()
         ));
     }
-    exit_code::SUCCESS
+    Ok(exit_code::SUCCESS)
 }
 
 /// The prompt the phase's agent would get, rendered by the engine from the
@@ -299,28 +282,17 @@ fn prompt_for(
     ))
 }
 
-fn archive(args: &NameArgs) -> u8 {
+fn archive(args: &NameArgs) -> Result<u8, tasks::Error> {
     let tasks = project();
     // Not while a `task run` works on it.
-    let lock = tasks::check_name(&args.name).and_then(|()| tasks::lock(&tasks.project, &args.name));
-    if let Err(error) = lock {
-        return task_error(&error);
+    tasks::check_name(&args.name)?;
+    let _lock = tasks::lock(&tasks.project, &args.name)?;
+    let target = tasks.archive(&args.name)?;
+    let archived_as = format!("{}/{}/{target}", tasks::TASKS_DIR, tasks::ARCHIVE_DIR);
+    if args.format.format() == Format::Json {
+        output::write_json(&json!({"task": args.name, "archived_as": archived_as}));
+    } else {
+        output::stdout(&format!("{archived_as}\n"));
     }
-    match tasks.archive(&args.name) {
-        Ok(target) => {
-            if args.format.format() == Format::Json {
-                output::write_json(
-                    &json!({"task": args.name, "archived_as": format!("{}/{}/{target}", tasks::TASKS_DIR, tasks::ARCHIVE_DIR)}),
-                );
-            } else {
-                output::stdout(&format!(
-                    "{}/{}/{target}\n",
-                    tasks::TASKS_DIR,
-                    tasks::ARCHIVE_DIR
-                ));
-            }
-            exit_code::SUCCESS
-        }
-        Err(error) => task_error(&error),
-    }
+    Ok(exit_code::SUCCESS)
 }

@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use baton_engine::RunRequest;
+use baton_engine::external::DriverMode;
 use baton_lifecycle::next::{self, Mode};
 use baton_lifecycle::phase::Phase;
 use baton_lifecycle::verdict::{self, Verdict};
@@ -162,9 +163,10 @@ async fn drive_task(
         if phases.contains(&Phase::Referee) {
             check_self_review(name, project)?;
         }
-        let created = baton_engine::create_run(store_of(store).await?, &request)
-            .await
-            .map_err(|error| Failure::Code(engine_error(&error, format == Format::Json)))?;
+        let created =
+            baton_engine::create_run(store_of(store).await?, &request, DriverMode::Builtin)
+                .await
+                .map_err(|error| Failure::Code(engine_error(&error, format == Format::Json)))?;
         // Recorded before anything runs: a `task run` killed from here on
         // resumes this run instead of starting another.
         record.run_id = Some(created.run_id.clone());

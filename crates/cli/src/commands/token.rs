@@ -6,73 +6,63 @@ use baton_server::tokens::{self, Error};
 use serde_json::json;
 
 use super::errors::chain;
-use super::runtime::{block_on, open_store};
+use super::runtime::{block_on_exit, open_store};
 use crate::args::Format;
 use crate::args::serve::TokenCommand;
 use crate::{exit_code, output};
 
 /// Runs a `baton token` subcommand.
 pub(crate) fn run(command: &TokenCommand) -> u8 {
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
+    block_on_exit(async {
+        let store = open_store().await?;
+        let failure = |error: Error| failure(&error);
         match command {
             TokenCommand::Create(args) => {
                 let now = baton_engine::clock::now_ms();
-                match tokens::create(&store, &args.name, now).await {
-                    Ok(token) => {
-                        output::stdout(&format!("{token}\n"));
-                        output::stderr_line(&format!(
-                            "token for {} made; it is shown this once (only its hash is kept): send it as `Authorization: Bearer TOKEN`, or paste it at /login",
-                            args.name
-                        ));
-                        exit_code::SUCCESS
-                    }
-                    Err(error) => failure(&error),
-                }
+                let token = tokens::create(&store, &args.name, now)
+                    .await
+                    .map_err(failure)?;
+                output::stdout(&format!("{token}\n"));
+                output::stderr_line(&format!(
+                    "token for {} made; it is shown this once (only its hash is kept): send it as `Authorization: Bearer TOKEN`, or paste it at /login",
+                    args.name
+                ));
             }
-            TokenCommand::List(args) => match tokens::list(&store).await {
-                Ok(rows) => {
-                    let text = match args.format.format() {
-                        Format::Json | Format::Yaml => {
-                            let rows: Vec<_> = rows
-                                .iter()
-                                .map(|row| json!({"name": row.name, "created_at": utc(row.created_at)}))
-                                .collect();
-                            if args.format.format() == Format::Json {
-                                output::json(&rows)
-                            } else {
-                                output::yaml(&rows)
-                            }
+            TokenCommand::List(args) => {
+                let rows = tokens::list(&store).await.map_err(failure)?;
+                let text = match args.format.format() {
+                    Format::Json | Format::Yaml => {
+                        let rows: Vec<_> = rows
+                            .iter()
+                            .map(|row| json!({"name": row.name, "created_at": utc(row.created_at)}))
+                            .collect();
+                        if args.format.format() == Format::Json {
+                            output::json(&rows)
+                        } else {
+                            output::yaml(&rows)
                         }
-                        Format::Table => {
-                            if rows.is_empty() {
-                                output::stderr_line(
-                                    "No tokens yet; `baton token create --name NAME` makes one",
-                                );
-                            }
-                            let rows: Vec<Vec<String>> = rows
-                                .iter()
-                                .map(|row| vec![row.name.clone(), utc(row.created_at)])
-                                .collect();
-                            output::table(&["name", "created_at"], &rows)
+                    }
+                    Format::Table => {
+                        if rows.is_empty() {
+                            output::stderr_line(
+                                "No tokens yet; `baton token create --name NAME` makes one",
+                            );
                         }
-                    };
-                    output::stdout(&text);
-                    exit_code::SUCCESS
-                }
-                Err(error) => failure(&error),
-            },
-            TokenCommand::Revoke(args) => match tokens::revoke(&store, &args.name).await {
-                Ok(()) => {
-                    output::stderr_line(&format!("revoked the token of {}", args.name));
-                    exit_code::SUCCESS
-                }
-                Err(error) => failure(&error),
-            },
+                        let rows: Vec<Vec<String>> = rows
+                            .iter()
+                            .map(|row| vec![row.name.clone(), utc(row.created_at)])
+                            .collect();
+                        output::table(&["name", "created_at"], &rows)
+                    }
+                };
+                output::stdout(&text);
+            }
+            TokenCommand::Revoke(args) => {
+                tokens::revoke(&store, &args.name).await.map_err(failure)?;
+                output::stderr_line(&format!("revoked the token of {}", args.name));
+            }
         }
+        Ok(exit_code::SUCCESS)
     })
 }
 

@@ -3,30 +3,24 @@
 
 use serde_json::json;
 
-use super::errors::chain;
-use super::runtime::{block_on, open_store};
+use super::errors::unavailable;
+use super::runtime::{block_on_exit, open_store};
 use crate::args::{Format, VerifyArgs};
 use crate::{exit_code, output};
 
 /// Runs the command.
 pub(crate) fn run(args: &VerifyArgs) -> u8 {
     let format = args.format.format();
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
+    block_on_exit(async {
+        let store = open_store().await?;
         let code = verify(&store, &args.run, format).await;
         store.close_at_exit().await;
         code
     })
 }
 
-async fn verify(store: &baton_store::Store, reference: &str, format: Format) -> u8 {
-    let run_id = match super::run_ref::resolve(store, reference).await {
-        Ok(run_id) => run_id,
-        Err(code) => return code,
-    };
+async fn verify(store: &baton_store::Store, reference: &str, format: Format) -> Result<u8, u8> {
+    let run_id = super::run_ref::resolve(store, reference).await?;
     let verification = match baton_engine::verify::verify(store, &run_id).await {
         Ok(verification) => verification,
         Err(baton_engine::Error::Store(baton_store::Error::NoSuchRun(_))) => {
@@ -34,12 +28,9 @@ async fn verify(store: &baton_store::Store, reference: &str, format: Format) -> 
             output::stderr_line(
                 "hint: `baton runs` lists the recorded runs; a run's workspace directory names it too",
             );
-            return exit_code::INVALID_WORKFLOW;
+            return Err(exit_code::INVALID_WORKFLOW);
         }
-        Err(error) => {
-            output::stderr_line(&format!("error: {}", chain(&error)));
-            return exit_code::STORE_UNAVAILABLE;
-        }
+        Err(error) => return Err(unavailable(&error)),
     };
     let intact = verification.intact();
     let value = json!({
@@ -61,11 +52,11 @@ async fn verify(store: &baton_store::Store, reference: &str, format: Format) -> 
             .is_ok_and(|run| baton_engine::external::is_external(&run));
         output::stdout(&text(&verification, external));
     }
-    if intact {
+    Ok(if intact {
         exit_code::SUCCESS
     } else {
         exit_code::OUTPUTS_CHANGED
-    }
+    })
 }
 
 fn text(verification: &baton_engine::verify::Verification, external: bool) -> String {

@@ -11,7 +11,7 @@ use baton_store::{StageRow, Store};
 use serde_json::json;
 
 use super::run_ref;
-use super::runtime::block_on;
+use super::runtime::block_on_exit;
 use super::summary::Summary;
 use crate::args::{Format, StatusArgs};
 use crate::{exit_code, output};
@@ -30,22 +30,14 @@ enum Stopped {
 pub(crate) fn watch(args: &StatusArgs) -> u8 {
     let format = args.run.format.format();
     let redraw = format == Format::Table && std::io::stdout().is_terminal();
-    block_on(async {
-        let (store, run_id) = match run_ref::open_with_run(&args.run.run).await {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
+    block_on_exit(async {
+        let (store, run_id) = run_ref::open_with_run(&args.run.run).await?;
         let mut lines = Lines::default();
         let stopped = loop {
-            let stopped = match stopped(&store, &run_id).await {
-                Ok(stopped) => stopped,
-                Err(code) => return code,
-            };
+            let stopped = stopped(&store, &run_id).await?;
             if redraw {
-                match super::status_report::render(&store, &run_id, format).await {
-                    Ok(text) => draw(&text, &run_id, args.interval),
-                    Err(code) => return code,
-                }
+                let text = super::status_report::render(&store, &run_id, format).await?;
+                draw(&text, &run_id, args.interval);
             } else if let Ok(stages) = store.stages(&run_id).await {
                 lines.print_changes(&stages, format);
             }
@@ -55,19 +47,16 @@ pub(crate) fn watch(args: &StatusArgs) -> u8 {
             tokio::time::sleep(args.interval).await;
         };
         let summary = Summary::read(&store, &run_id).await;
-        conclude(&run_id, &stopped, summary.as_ref(), format)
+        Ok(conclude(&run_id, &stopped, summary.as_ref(), format))
     })
 }
 
 /// Whether the run has stopped, and how.
 async fn stopped(store: &Store, run_id: &str) -> Result<Option<Stopped>, u8> {
-    let run = match store.run(run_id).await {
-        Ok(run) => run,
-        Err(error) => {
-            output::stderr_line(&format!("error: {error}"));
-            return Err(exit_code::STORE_UNAVAILABLE);
-        }
-    };
+    let run = store.run(run_id).await.map_err(|error| {
+        output::stderr_line(&format!("error: {error}"));
+        exit_code::STORE_UNAVAILABLE
+    })?;
     Ok(match run.status.as_str() {
         "success" | "failed" | "rejected" | "cancelled" => Some(Stopped::Ended(run.status)),
         "awaiting_human" => Some(Stopped::AtGate),

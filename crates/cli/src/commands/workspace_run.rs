@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use baton_store::Store;
 
-use super::errors::chain;
-use crate::{exit_code, output};
+use super::errors::unavailable;
+use crate::output;
 
 /// The run id `reference` names: itself when a run has that id; else the
 /// run whose workspace is that directory or holds it (the deepest one, so
@@ -73,9 +73,4 @@ pub(crate) fn looks_like_a_path(reference: &str) -> bool {
 /// The directory with symbolic links resolved; `None` when it is gone.
 fn canonical(path: &Path) -> Option<PathBuf> {
     path.canonicalize().ok()
-}
-
-fn unavailable(error: &baton_store::Error) -> u8 {
-    output::stderr_line(&format!("error: {}", chain(error)));
-    exit_code::STORE_UNAVAILABLE
 }

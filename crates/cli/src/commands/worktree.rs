@@ -2,47 +2,33 @@
 //! stages (`isolation: worktree`).
 
 use super::errors::chain;
-use super::runtime::{block_on, open_store};
+use super::runtime::{block_on_exit, open_store};
 use crate::args::Format;
 use crate::args::worktree::{WorktreeArgs, WorktreeCommand};
 use crate::{exit_code, output};
 
 /// Runs a `baton worktree` subcommand.
 pub(crate) fn run(command: &WorktreeCommand) -> u8 {
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
+    block_on_exit(async {
+        let store = open_store().await?;
         let project = super::project_dir();
         let (WorktreeCommand::List(args) | WorktreeCommand::Prune(args)) = command;
         let run = match &args.run {
-            Some(reference) => match super::run_ref::resolve(&store, reference).await {
-                Ok(run_id) => Some(run_id),
-                Err(code) => return code,
-            },
+            Some(reference) => Some(super::run_ref::resolve(&store, reference).await?),
             None => None,
         };
+        let failed = |error| failed(&error);
         match command {
             WorktreeCommand::List(args) => {
-                match baton_engine::list_worktrees(&store, &project, run.as_deref()).await {
-                    Ok(entries) => {
-                        list(&entries, args);
-                        exit_code::SUCCESS
-                    }
-                    Err(error) => failed(&error),
-                }
+                let entries = baton_engine::list_worktrees(&store, &project, run.as_deref()).await;
+                list(&entries.map_err(failed)?, args);
             }
             WorktreeCommand::Prune(args) => {
-                match baton_engine::prune_worktrees(&store, &project, run.as_deref()).await {
-                    Ok(pruned) => {
-                        prune(&pruned, args);
-                        exit_code::SUCCESS
-                    }
-                    Err(error) => failed(&error),
-                }
+                let pruned = baton_engine::prune_worktrees(&store, &project, run.as_deref()).await;
+                prune(&pruned.map_err(failed)?, args);
             }
         }
+        Ok(exit_code::SUCCESS)
     })
 }
 

@@ -26,11 +26,9 @@ use crate::{Error, Result, clock};
 /// the coordinator waits for it: waiting a little turns one commit per stage
 /// into one per many stages. A crash in that time loses only what a crash
 /// just before the commit would: the stages run again on resume. While a
-/// commit runs (about 1.5 ms with its fsync on a 2-core machine) nothing new
-/// starts, so fewer commits also mean fewer stalls: a run of 1 000 wide
-/// `true` stages commits about 45 times at 20 ms and 18 times at 50 ms, and
-/// takes 5 % less time at 50 ms (100 ms gains 1 % more). 50 ms is still
-/// under what a person watching progress notices.
+/// commit runs nothing new starts, so fewer commits also mean fewer stalls
+/// (bench/README.md has what each wait measured). 50 ms is still under what
+/// a person watching progress notices.
 const LINGER: Duration = Duration::from_millis(50);
 
 /// Most transitions that wait for one commit.
@@ -46,9 +44,7 @@ const CHEAP_MS: i64 = 100;
 /// script's, is committed before anything else starts, so a crash never
 /// costs that work again.
 pub(super) fn cheap(stage: &PlanStage, started_at: i64, now: i64) -> bool {
-    stage.spec.executor == baton_workflow::schema::Executor::Inline
-        && stage.spec.script.is_some()
-        && now - started_at < CHEAP_MS
+    stage.spec.runs_script() && now - started_at < CHEAP_MS
 }
 
 /// A result committed, to show: its envelope and progress line.
@@ -223,7 +219,7 @@ impl Commits {
     pub(super) async fn wake(&mut self) -> Result<bool> {
         let deadline = self.commit_by.filter(|_| self.in_flight.is_none());
         tokio::select! {
-            () = until(deadline) => Ok(false),
+            () = clock::until(deadline) => Ok(false),
             landed = self.landing() => landed.map(|()| true),
         }
     }
@@ -270,9 +266,7 @@ impl Commits {
     /// without names, and named once it lands. Only the last: naming a file
     /// costs about half of writing it, and what happens after the last
     /// commit is all that is left of a run. Done for every result, the
-    /// writing met each next stage's start on a 2-core machine: in a
-    /// 1 000-stage chain, the median time from one stage's exit to the next
-    /// one's start went from 423–443 us to 494–526 us.
+    /// writing met each next stage's start and delayed it (bench/README.md).
     pub(super) async fn last(&mut self, sink: &Sink<'_>, lease: &Lease) -> Result<()> {
         for shown in &mut self.shown {
             if let Shown::Result(announced) = shown {
@@ -303,14 +297,6 @@ impl Commits {
             .ledger
             .derive(sink.plan, &self.pending, kind_of, clock::now_ms());
         self.pending.extend(events);
-    }
-}
-
-/// Resolves at `deadline`, or never without one.
-async fn until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
     }
 }
 

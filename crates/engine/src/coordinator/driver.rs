@@ -121,8 +121,7 @@ impl<'a> Driver<'a> {
         } = start;
         let now = clock::now_ms();
         // A run created a moment ago is all pending, with nothing to
-        // reconcile: reading it back would cost six queries (about 2 ms for
-        // one stage, 7 ms for 1 000).
+        // reconcile: reading it back would cost six queries.
         let (stages, units, mut transitions) = match created_stages {
             Some(stages) => (stages, Vec::new(), Vec::new()),
             None => reconcile::recorded(store, lease, &plan, &workspace, now, progress).await?,
@@ -176,7 +175,7 @@ impl<'a> Driver<'a> {
                 .max_parallel
                 .unwrap_or(spawner.run_options.max_parallel)
                 .max(1),
-            ttl: i64::try_from(options.lease_ttl.as_millis()).unwrap_or(30_000),
+            ttl: options.lease_ttl_ms(),
             commits: Commits::new(opened, ledger, EnvelopeWriter::start(&workspace)),
             local_worker: LocalWorker::start(store, options.local_worker.as_ref(), &plan),
             renew: clock::every(options.lease_ttl / 3),

@@ -36,6 +36,13 @@ pub struct DriveOptions {
     pub local_worker: Option<crate::queue::WorkerOptions>,
 }
 
+impl DriveOptions {
+    /// [`DriveOptions::lease_ttl`] as the store takes it.
+    pub(crate) fn lease_ttl_ms(&self) -> i64 {
+        crate::clock::millis(self.lease_ttl)
+    }
+}
+
 impl Default for DriveOptions {
     fn default() -> Self {
         DriveOptions {

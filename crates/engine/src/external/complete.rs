@@ -108,7 +108,7 @@ pub(super) async fn handed_out(store: &Store, opened: &Opened, name: &str) -> Re
         "running" if work::is_composite(stage) => Err(Error::Refused(format!(
             "stage '{name}' runs as units (validators, corrections, fan-out items): complete the units `baton next {run_id}` lists, by their names"
         ))),
-        "running" if is_script(stage) => Err(Error::Refused(format!(
+        "running" if stage.spec.runs_script() => Err(Error::Refused(format!(
             "stage '{name}' is an inline script that baton runs itself"
         ))),
         "running" => Ok(Target::Stage {

@@ -130,7 +130,8 @@ pub(super) fn unit_is_script(opened: &Opened, unit: &UnitRow, now: i64) -> bool 
         workspace: &opened.workspace,
         now,
     };
-    work::materialize(&context, unit).is_ok_and(|materialized| is_script(&materialized.stage))
+    work::materialize(&context, unit)
+        .is_ok_and(|materialized| materialized.stage.spec.runs_script())
 }
 
 /// Writes the fingerprints of `stage`'s declared outputs for `complete`.

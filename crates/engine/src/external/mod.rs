@@ -134,6 +134,7 @@ async fn open(store: &Store, run_id: &str) -> Result<Opened> {
         &plan,
         &options.project_dir.join(&run.workflow_path),
         run.created_at,
+        None,
     )?;
     Ok(Opened {
         run,
@@ -195,10 +196,6 @@ fn unsupported(stage: &PlanStage) -> Option<&'static str> {
     } else {
         None
     }
-}
-
-fn is_script(stage: &PlanStage) -> bool {
-    stage.spec.executor == Executor::Inline && stage.spec.script.is_some()
 }
 
 /// `dispatch/NNN-name.before.json`: the outputs' fingerprints when `next`

@@ -9,7 +9,7 @@ use super::handing::{
     Script, hand_out, unit_is_script, units_by_stage, worktree_for, write_before,
 };
 use super::record::{Envelope, run_script, settle, standing, write_envelopes};
-use super::{Opened, Ready, Standing, as_i64, ended, is_script, open, take, unsupported};
+use super::{Opened, Ready, Standing, as_i64, ended, open, take, unsupported};
 use crate::attempt::Finished;
 use crate::outputs::write_skip_sentinels;
 use crate::run_state::{Action, Event};
@@ -112,7 +112,7 @@ async fn kill_left_scripts(store: &Store, opened: &Opened) -> Result<()> {
         .plan
         .stages
         .iter()
-        .any(|stage| rows[stage.index].status == "running" && is_script(stage));
+        .any(|stage| rows[stage.index].status == "running" && stage.spec.runs_script());
     let left_unit = store
         .units(run_id)
         .await?
@@ -151,7 +151,7 @@ impl Pass {
         let index = stage.index;
         let now = self.now;
         if !work::is_composite(stage) {
-            if is_script(stage) {
+            if stage.spec.runs_script() {
                 // Only a `next` that died while the script ran leaves it
                 // running (calls hold the lease one at a time): it runs again.
                 self.transitions.push(Transition::AttemptInterrupted {
@@ -237,7 +237,7 @@ impl Pass {
                     });
                     self.progressed = true;
                 }
-                Ok(materialized) if is_script(&materialized.stage) => {
+                Ok(materialized) if materialized.stage.spec.runs_script() => {
                     self.to_run.push(Script {
                         index,
                         attempt: unit.attempts + 1,
@@ -406,7 +406,7 @@ impl Pass {
                 let stage = &opened.plan.stages[index];
                 if work::is_composite(stage) {
                     // Its units are planned on the next pass.
-                } else if is_script(stage) {
+                } else if stage.spec.runs_script() {
                     self.to_run.push(Script {
                         index,
                         attempt,

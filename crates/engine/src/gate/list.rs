@@ -178,7 +178,7 @@ fn apply_json(text: &str, edit: &GateEdit) -> Result<String, EditError> {
                 item => {
                     return Err(EditError::Invalid(format!(
                         "item {n} is {}, not an object: use `text=…` to replace it",
-                        kind_of(item)
+                        crate::checks::kind(item)
                     )));
                 }
             }
@@ -197,17 +197,6 @@ fn apply_json(text: &str, edit: &GateEdit) -> Result<String, EditError> {
     let mut out = serde_json::to_string_pretty(&value).expect("plain data");
     out.push('\n');
     Ok(out)
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// A top-level list line's marker (`- `, `* `, `12. `) and the rest.

@@ -77,12 +77,8 @@ pub(super) fn resolve(
 pub(crate) fn stage_identity(run_id: &str, stage: &PlanStage, config: Option<&Config>) -> Identity {
     let session = format!("{run_id}/{}", stage.name());
     let spec = &stage.spec;
-    let scripted = spec.executor == Executor::Inline && spec.script.is_some();
-    let role = if spec.executor == Executor::Inline {
-        "inline"
-    } else {
-        spec.agent.role.as_str()
-    };
+    let scripted = spec.runs_script();
+    let role = spec.agent_role();
     config
         .filter(|_| !scripted && spec.executor != Executor::WorkerQueue)
         .and_then(|config| resolve(config, role, spec.agent.model.as_deref(), session.clone()))
@@ -127,14 +123,10 @@ pub fn self_reviews(plan: &Plan, config: &Config) -> Vec<SelfReviewConflict> {
         };
         let producer = validated(plan, stage)[0];
         let spec = &producer.spec;
-        if spec.executor == Executor::Inline && spec.script.is_some() {
+        if spec.runs_script() {
             continue;
         }
-        let producer_role = if spec.executor == Executor::Inline {
-            "inline"
-        } else {
-            spec.agent.role.as_str()
-        };
+        let producer_role = spec.agent_role();
         let Some(made_by) = resolve(
             config,
             producer_role,

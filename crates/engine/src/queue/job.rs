@@ -11,6 +11,7 @@ use tokio::sync::watch;
 
 use super::options::WorkerOptions;
 use super::{ScriptPayload, backoff, kind};
+use crate::clock::millis;
 
 /// How much of stdout and stderr a result keeps, and of stderr a failure
 /// reason (the reference keeps the last 2000 characters).
@@ -209,10 +210,6 @@ fn spec(job: &JobRow, payload: &ScriptPayload, options: &WorkerOptions) -> Proce
         )),
         contain: None,
     }
-}
-
-fn millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The last `limit` bytes of `text`, cut at a character boundary.

@@ -112,7 +112,7 @@ impl ScriptJob {
             payload: serde_json::to_string(&self.payload).unwrap_or_else(|_| "{}".to_owned()),
             priority: self.priority,
             max_attempts: self.max_attempts,
-            delay_ms: i64::try_from(self.delay.as_millis()).unwrap_or(i64::MAX),
+            delay_ms: crate::clock::millis(self.delay),
             idempotency_key: self.idempotency_key.clone(),
         }
     }

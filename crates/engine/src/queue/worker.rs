@@ -22,6 +22,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use super::job;
 use super::options::WorkerOptions;
+use crate::clock::millis;
 
 /// What a worker did, for its exit summary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -190,7 +191,7 @@ pub async fn work(
                     grace_deadline = Some(Instant::now() + options.grace);
                 }
             }
-            _ = sleep_until_option(grace_deadline), if stopping && !nothing_runs => {
+            _ = crate::clock::until(grace_deadline), if stopping && !nothing_runs => {
                 grace_deadline = None;
                 let mut releasing = releasing.lock().unwrap_or_else(|p| p.into_inner());
                 for (id, job) in lock(&running).iter() {
@@ -305,15 +306,4 @@ fn tally(report: &mut WorkerReport, sent: &[Completion], settled: &[Settled]) {
             },
         }
     }
-}
-
-async fn sleep_until_option(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
-    }
-}
-
-fn millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }

@@ -113,11 +113,7 @@ fn agent_command(
     resume: Option<&Resume>,
 ) -> Result<Launch, String> {
     let spec = &stage.spec;
-    let role = if spec.executor == Executor::Inline {
-        "inline"
-    } else {
-        spec.agent.role.as_str()
-    };
+    let role = spec.agent_role();
     let no_profile = || {
         format!(
             "no agent profile for role '{role}': add [agents.{role}] or [agents.default] with a profile to baton.toml (`baton agents check` lists the profiles that work here)"

@@ -314,7 +314,8 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
     })
 }
 
-fn scalar(value: &Value) -> Option<String> {
+/// A string, number or boolean as text; `None` for anything else.
+pub(crate) fn scalar(value: &Value) -> Option<String> {
     match value {
         Value::String(text) => Some(text.clone()),
         Value::Number(number) => Some(number.to_string()),

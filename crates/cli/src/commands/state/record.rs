@@ -85,15 +85,12 @@ fn entry(event: &RecordEvent) -> Result<Entry, String> {
     })
 }
 
-pub(super) async fn record(args: &RecordArgs) -> u8 {
+pub(super) async fn record(args: &RecordArgs) -> Result<u8, u8> {
     let mut scope = scope(&args.scope);
-    let entry = match entry(&args.event) {
-        Ok(entry) => entry,
-        Err(why) => {
-            output::stderr_line(&format!("error: {why}"));
-            return exit_code::USAGE;
-        }
-    };
+    let entry = entry(&args.event).map_err(|why| {
+        output::stderr_line(&format!("error: {why}"));
+        exit_code::USAGE
+    })?;
     let mut identity = person(&scope).await;
     if let Some(profile) = &args.as_profile {
         identity.profile = profile.clone();
@@ -102,17 +99,15 @@ pub(super) async fn record(args: &RecordArgs) -> u8 {
     if let Some(session) = &args.actor_session {
         identity.session = session.clone();
     }
-    let store = match open_store().await {
-        Ok(store) => store,
-        Err(code) => return code,
-    };
-    if let Err(code) = run_exists(&store, &mut scope).await {
-        return code;
-    }
+    let store = open_store().await?;
+    run_exists(&store, &mut scope).await?;
     let now = baton_engine::clock::now_ms();
     let json = args.format.format() != Format::Table;
-    match governance::record(&store, &scope, &entry, &identity, now).await {
-        Ok(Recording::Appended(seq)) => {
+    let recording = governance::record(&store, &scope, &entry, &identity, now)
+        .await
+        .map_err(|error| governance_error(&error))?;
+    Ok(match recording {
+        Recording::Appended(seq) => {
             let (kind, _) = entry.encode();
             if json {
                 output::write_json(&json!({"recorded": true, "seq": seq, "kind": kind}));
@@ -125,7 +120,7 @@ pub(super) async fn record(args: &RecordArgs) -> u8 {
             }
             exit_code::SUCCESS
         }
-        Ok(Recording::Refused(refusal)) => {
+        Recording::Refused(refusal) => {
             let rule = governance::rule_name(refusal.kind);
             if json {
                 output::write_json(
@@ -138,6 +133,5 @@ pub(super) async fn record(args: &RecordArgs) -> u8 {
             );
             exit_code::REFUSED
         }
-        Err(error) => governance_error(&error),
-    }
+    })
 }

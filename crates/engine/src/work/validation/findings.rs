@@ -9,6 +9,7 @@ use baton_store::FindingRow;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::work::fanout::scalar;
 use crate::workspace::write_json;
 
 /// The largest findings or log file baton reads.
@@ -168,15 +169,6 @@ fn keyword(
         Ok(normalised)
     } else {
         Err(format!("'{name}' is '{text}', not one of {listed}"))
-    }
-}
-
-fn scalar(value: &Value) -> Option<String> {
-    match value {
-        Value::String(text) => Some(text.clone()),
-        Value::Number(number) => Some(number.to_string()),
-        Value::Bool(flag) => Some(flag.to_string()),
-        _ => None,
     }
 }
 
