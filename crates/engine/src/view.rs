@@ -7,6 +7,7 @@
 
 pub mod cost;
 pub mod logs;
+pub mod queue;
 pub mod retries;
 mod status;
 pub mod subruns;

@@ -26,6 +26,7 @@ mod guard;
 mod hosts;
 mod html;
 mod pages;
+mod queue_page;
 mod routes;
 mod stage_page;
 pub mod tokens;

@@ -9,7 +9,7 @@ use axum::routing::{get, post};
 
 use crate::app::App;
 use crate::error::ApiError;
-use crate::{api, auth, events, guard, html, pages, stage_page};
+use crate::{api, auth, events, guard, html, pages, queue_page, stage_page};
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -17,6 +17,8 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/runs/{run}", get(pages::run))
         .route("/runs/{run}/gates/{stage}", post(pages::decide))
         .route("/runs/{run}/stages/{stage}", get(stage_page::stage))
+        .route("/queue", get(queue_page::page_of_jobs))
+        .route("/api/queue", get(queue_page::jobs))
         .route("/api/runs", get(api::runs))
         .route("/api/runs/{run}", get(api::status))
         .route("/api/runs/{run}/stages/{stage}/log", get(api::log))

@@ -13,10 +13,9 @@ use crate::args::Format;
 use crate::args::queue::{EnqueueArgs, JobRef, PurgeArgs, QueueCommand, RequeueArgs, WorkerArgs};
 use crate::{exit_code, output};
 
-mod job;
 mod list;
 
-use job::job_json;
+use baton_engine::view::queue::job_json;
 
 /// Test and tuning overrides of the worker's timings, in milliseconds.
 /// Suites run with a 2 s lease and 0.5 s heartbeats; the shipped lease is

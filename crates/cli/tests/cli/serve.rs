@@ -323,6 +323,73 @@ fn a_stage_s_page_shows_its_outputs_prompt_findings_and_log_as_text() {
 }
 
 #[test]
+fn the_queue_page_counts_jobs_by_status_and_the_api_lists_them_as_the_cli_does() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let enqueue = |args: &[&str]| {
+        let mut all = vec!["queue", "enqueue"];
+        all.extend_from_slice(args);
+        assert_eq!(baton(dir.path(), &all).code, 0, "{all:?}");
+    };
+    enqueue(&["--script", "true", "--count", "3"]);
+    enqueue(&["--script", "true", "--queue", "<b>q</b>"]);
+    let worked = baton(dir.path(), &["worker", "--once"]);
+    assert_eq!(worked.code, 0, "{}", worked.stderr);
+    let server = Server::start(dir.path());
+
+    let listed = server.get("/api/queue").json();
+    assert_eq!(
+        listed,
+        cli_json(dir.path(), &["queue", "list", "--format", "json"])
+    );
+    assert_eq!(listed.as_array().map(Vec::len), Some(4), "{listed}");
+    let succeeded = server.get("/api/queue?status=succeeded&limit=2").json();
+    assert_eq!(
+        succeeded,
+        cli_json(
+            dir.path(),
+            &[
+                "queue",
+                "list",
+                "--status",
+                "succeeded",
+                "--limit",
+                "2",
+                "--format",
+                "json"
+            ]
+        )
+    );
+    assert_eq!(server.get("/api/queue?status=nonsense").status, 400);
+    assert_eq!(server.get("/api/queue?limit=0").status, 400);
+
+    let page = server.get("/queue");
+    assert_eq!(page.status, 200, "{page:?}");
+    assert_secured(&page);
+    let row = |queue: &str| {
+        let start = page
+            .body
+            .find(&format!("<tr><td>{queue}</td>"))
+            .unwrap_or_else(|| panic!("{queue} in {}", page.body));
+        page.body[start..]
+            .split("</tr>")
+            .next()
+            .expect("a row")
+            .to_owned()
+    };
+    assert!(
+        row("default").contains("<td data-count=\"succeeded\">3</td>"),
+        "{}",
+        row("default")
+    );
+    let hostile = row("&lt;b&gt;q&lt;/b&gt;");
+    assert!(
+        hostile.contains("<td data-count=\"available\">1</td>"),
+        "{hostile}"
+    );
+    assert!(!page.body.contains("<b>q</b>"), "{}", page.body);
+}
+
+#[test]
 fn stage_names_and_errors_are_escaped_on_the_run_page() {
     let dir = project(&format!(
         "{HEADER}  - name: \"<script>alert(1)<\\\\x2fscript>\"

@@ -328,6 +328,17 @@ impl Store {
         self.write(sql, &args, "purge jobs").await
     }
 
+    /// How many jobs each status holds, by queue: `(queue, status, count)`,
+    /// ordered by queue then status.
+    ///
+    /// # Errors
+    ///
+    /// The read fails.
+    pub async fn job_counts(&self) -> Result<Vec<(String, String, i64)>> {
+        let sql = "SELECT queue, status, COUNT(*) FROM jobs GROUP BY queue, status ORDER BY queue, status";
+        self.fetch_all(sql, &[], "count the jobs").await
+    }
+
     /// The queue's counters.
     ///
     /// # Errors

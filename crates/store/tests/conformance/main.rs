@@ -136,5 +136,6 @@ conformance! {
         priorities_and_not_before,
         purge_removes_old_finished_jobs,
         jobs_page_by_id_with_filters,
+        jobs_are_counted_by_queue_and_status,
     ],
 }

@@ -459,3 +459,32 @@ pub(crate) async fn jobs_page_by_id_with_filters(fresh: Fresh) {
     running.sort_unstable();
     assert_eq!(listed(page(None, 9, Some(status::RUNNING))).await, running);
 }
+
+pub(crate) async fn jobs_are_counted_by_queue_and_status(fresh: Fresh) {
+    let store = fresh.open().await;
+    assert_eq!(store.job_counts().await.unwrap(), []);
+    let mut other = job(None);
+    other.queue = "other".to_owned();
+    store
+        .enqueue(&[job(None), job(None), job(None), other])
+        .await
+        .unwrap();
+    let claimed = store.claim(&claim("w", 1, 60_000)).await.unwrap();
+    assert_eq!(
+        store
+            .complete(done(claimed[0].id, claimed[0].lease_epoch))
+            .await
+            .unwrap(),
+        Settled::Accepted(status::SUCCEEDED.to_owned())
+    );
+    let counted =
+        |queue: &str, status: &str, count: i64| (queue.to_owned(), status.to_owned(), count);
+    assert_eq!(
+        store.job_counts().await.unwrap(),
+        [
+            counted("default", "available", 2),
+            counted("default", "succeeded", 1),
+            counted("other", "available", 1),
+        ]
+    );
+}

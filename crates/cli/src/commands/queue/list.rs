@@ -6,10 +6,10 @@ use std::io::{self, Write};
 use baton_store::{JobFilter, JobRow, Store};
 use serde_json::Value;
 
-use super::job::job_json;
 use crate::args::Format;
 use crate::args::queue::QueueListArgs;
 use crate::{exit_code, output};
+use baton_engine::view::queue::job_json;
 
 /// Jobs per query: enough to amortise a round trip to the store, few
 /// enough that a page's memory does not matter.

@@ -1,15 +1,18 @@
-//! A job as the `queue` commands print it: times in UTC, its payload and
-//! result as JSON when they are.
+//! A job as `baton queue` prints it and `GET /api/queue` answers: times
+//! in UTC, its payload and result as JSON when they are.
 
 use baton_store::JobRow;
 use serde_json::{Value, json};
 
 fn utc(ms: Option<i64>) -> Option<String> {
-    ms.filter(|ms| *ms > 0).map(baton_engine::workspace::utc)
+    ms.filter(|ms| *ms > 0).map(crate::workspace::utc)
 }
 
+/// The statuses a job goes through, in that order.
+pub const STATUSES: [&str; 5] = ["available", "running", "failed", "succeeded", "error"];
+
 /// A job as `queue` commands print it.
-pub(super) fn job_json(job: &JobRow) -> Value {
+pub fn job_json(job: &JobRow) -> Value {
     let parse = |text: &Option<String>| {
         text.as_ref()
             .map(|text| serde_json::from_str::<Value>(text).unwrap_or(Value::String(text.clone())))
