@@ -17,7 +17,7 @@ use crate::app::App;
 use crate::auth::Person;
 use crate::error::ApiError;
 use crate::html::{escape, page};
-use crate::{api, dag};
+use crate::{api, dag, governance_page};
 
 /// An error as a page: its status and its message, escaped.
 pub(crate) fn error_page(error: &ApiError) -> Response {
@@ -127,6 +127,10 @@ pub(crate) async fn run(
     body.push_str(&gates(&status, person.as_ref()));
     body.push_str(&graph(&status));
     body.push_str(&stages(&json));
+    // The ledger is a second read; a page without it is still worth showing.
+    if let Ok(summary) = governance_page::summary(&app, &status.run.run_id).await {
+        body.push_str(&governance_page::section(&summary));
+    }
     body.push_str("</div>");
     page(&status.run.run_id, &body).into_response()
 }

@@ -9,7 +9,7 @@ use axum::routing::{get, post};
 
 use crate::app::App;
 use crate::error::ApiError;
-use crate::{api, auth, events, guard, html, pages, queue_page, stage_page};
+use crate::{api, auth, events, governance_page, guard, html, pages, queue_page, stage_page};
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -23,6 +23,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/api/runs/{run}", get(api::status))
         .route("/api/runs/{run}/stages/{stage}/log", get(api::log))
         .route("/api/runs/{run}/events", get(events::events))
+        .route("/api/runs/{run}/governance", get(governance_page::api))
         .route(
             "/api/runs/{run}/gates/{stage}/{decision}",
             post(api::decide),

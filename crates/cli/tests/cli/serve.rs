@@ -390,6 +390,38 @@ fn the_queue_page_counts_jobs_by_status_and_the_api_lists_them_as_the_cli_does()
 }
 
 #[test]
+fn a_run_s_governance_is_what_baton_state_summary_prints() {
+    let dir = project(&gate_workflow());
+    let run = baton(dir.path(), &["run", "wf.yaml", "--json"]);
+    let outcome: Value = serde_json::from_str(&run.stdout).expect("json");
+    let id = outcome["run_id"].as_str().expect("run id").to_owned();
+    let server = Server::start(dir.path());
+    let summary = server.get(&format!("/api/runs/{id}/governance"));
+    assert_eq!(summary.status, 200, "{summary:?}");
+    let expected = cli_json(
+        dir.path(),
+        &["state", "summary", "--run", &id, "--format", "json"],
+    );
+    assert_eq!(summary.json(), expected);
+    let page = server.get(&format!("/runs/{id}"));
+    assert!(
+        page.body.contains("<summary>Governance</summary>"),
+        "{}",
+        page.body
+    );
+    let field = expected
+        .as_object()
+        .and_then(|map| map.keys().next())
+        .expect("a field");
+    assert!(
+        page.body.contains(&format!("<tr><th>{field}</th>")),
+        "{}",
+        page.body
+    );
+    assert_eq!(server.get("/api/runs/nope/governance").status, 404);
+}
+
+#[test]
 fn stage_names_and_errors_are_escaped_on_the_run_page() {
     let dir = project(&format!(
         "{HEADER}  - name: \"<script>alert(1)<\\\\x2fscript>\"

@@ -1,0 +1,65 @@
+//! A run's governance, as `baton state summary --run RUN --format json`
+//! prints it: `GET /api/runs/{run}/governance`, and a section of the run's
+//! page that shows its fields.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path as Params, State};
+use baton_engine::governance::{self, Identity, Scope, ScopeKind};
+use serde_json::Value;
+
+use crate::app::App;
+use crate::error::{ApiError, chain};
+use crate::html::escape;
+
+/// The summary of the run's governance ledger.
+pub(crate) async fn summary(app: &App, run: &str) -> Result<Value, ApiError> {
+    // The run must exist: its ledger alone says nothing of a typo.
+    app.store
+        .run(run)
+        .await
+        .map_err(|error| ApiError::store(&error))?;
+    let scope = Scope {
+        kind: ScopeKind::Run,
+        key: run.to_owned(),
+    };
+    // Who reads changes nothing in a run's ledger, which names its owner.
+    let reader = Identity {
+        profile: "person:serve".to_owned(),
+        model: None,
+        session: "serve".to_owned(),
+    };
+    let report = governance::load(&app.store, &scope, &reader)
+        .await
+        .map_err(|error| {
+            ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, chain(&error))
+        })?;
+    Ok(governance::summary(&scope, &report))
+}
+
+/// `GET /api/runs/{run}/governance`.
+pub(crate) async fn api(
+    State(app): State<Arc<App>>,
+    Params(run): Params<String>,
+) -> Result<Json<Value>, ApiError> {
+    summary(&app, &run).await.map(Json)
+}
+
+/// The summary's fields, one row each; values other than text as JSON.
+pub(crate) fn section(summary: &Value) -> String {
+    let mut html = String::from(
+        "<details class=\"governance\"><summary>Governance</summary><table class=\"facts\"><tbody>",
+    );
+    for (key, value) in summary.as_object().into_iter().flatten() {
+        let shown = match value {
+            Value::String(text) => escape(text),
+            Value::Null => "-".to_owned(),
+            other => escape(&other.to_string()),
+        };
+        let _ = write!(html, "<tr><th>{}</th><td>{shown}</td></tr>", escape(key));
+    }
+    html.push_str("</tbody></table></details>");
+    html
+}
