@@ -547,6 +547,9 @@ pub(crate) struct RerunArgs {
     /// Run again even though the workflow or a fragment changed since the run started.
     #[arg(long)]
     pub(crate) accept_changes: bool,
+    /// Run this command (with bash) when the run fails or ends, as `run --notify` does.
+    #[arg(long, value_name = "CMD")]
+    pub(crate) notify: Option<String>,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

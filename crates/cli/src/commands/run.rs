@@ -253,7 +253,8 @@ pub(crate) fn rerun(args: &RerunArgs) -> u8 {
             ));
             return Ok(exit_code::SUCCESS);
         }
-        Ok(drive_to_exit(store, Drive::Recorded(&run_id), &options, format, None).await)
+        let notify = args.notify.as_deref();
+        Ok(drive_to_exit(store, Drive::Recorded(&run_id), &options, format, notify).await)
     })
 }
 

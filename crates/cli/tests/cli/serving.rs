@@ -142,17 +142,55 @@ pub(crate) fn token(dir: &Path, name: &str) -> String {
 
 /// `baton run wf.yaml --wait-gates --json` started in the background in
 /// `dir`, its output captured: it waits at a gate until someone decides.
-pub(crate) fn spawn_run(dir: &Path) -> Child {
+pub(crate) fn spawn_run(dir: &Path) -> Waiting {
     #[expect(
         clippy::disallowed_methods,
         reason = "the run waits at its gate in the background"
     )]
-    Command::new(env!("CARGO_BIN_EXE_baton"))
+    let child = Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["run", "wf.yaml", "--wait-gates", "--json"])
         .current_dir(dir)
         .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("baton run starts")
+        .expect("baton run starts");
+    Waiting(Some(child))
+}
+
+/// A run in the background, killed when dropped: a test that fails before
+/// deciding its gate leaves no run waiting forever.
+pub(crate) struct Waiting(Option<Child>);
+
+impl Waiting {
+    /// Waits for the run to end, with its output.
+    pub(crate) fn wait_with_output(mut self) -> std::io::Result<std::process::Output> {
+        self.0
+            .take()
+            .expect("not yet waited for")
+            .wait_with_output()
+    }
+}
+
+impl std::ops::Deref for Waiting {
+    type Target = Child;
+
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("not yet waited for")
+    }
+}
+
+impl std::ops::DerefMut for Waiting {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("not yet waited for")
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
