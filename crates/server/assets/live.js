@@ -11,7 +11,8 @@
   const run = root.dataset.run;
   const waiting = (status) =>
     status.gates.filter((gate) => gate.status === "awaiting").map((gate) => gate.stage).join("\n");
-  let gates = null;
+  // As the page was drawn: an event that says otherwise draws it anew.
+  let gates = root.dataset.waiting ?? null;
 
   function setStatus(element, status) {
     const span = document.createElement("span");

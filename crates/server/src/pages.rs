@@ -114,8 +114,9 @@ pub(crate) async fn run(
     let json = status.json();
     let id = escape(&status.run.run_id);
     let mut body = format!(
-        "<div id=\"run\" data-run=\"{id}\"><h1 class=\"mono\">{id}</h1><p>workflow {} · \
+        "<div id=\"run\" data-run=\"{id}\" data-waiting=\"{}\"><h1 class=\"mono\">{id}</h1><p>workflow {} · \
          <span data-run-status>{}</span> · started {} · finished {}</p>",
+        escape(&waiting(&status)),
         escape(&status.run.workflow),
         status_span(&status.run.status),
         cell(&json["started_at"]),
@@ -133,6 +134,19 @@ pub(crate) async fn run(
     }
     body.push_str("</div>");
     page(&status.run.run_id, &body).into_response()
+}
+
+/// The gates waiting and the run's status as this page was drawn, in the
+/// words `live.js` compares each event's with: when they differ, the page
+/// is drawn anew (a change between drawing and subscribing included).
+pub(crate) fn waiting(status: &Status) -> String {
+    let gates: Vec<&str> = status
+        .gates
+        .iter()
+        .filter(|gate| gate.state == GateState::Awaiting)
+        .map(|gate| gate.stage.as_str())
+        .collect();
+    format!("{}|{}", gates.join("\n"), status.run.status)
 }
 
 /// A form per gate waiting for a decision, for a person logged in; a

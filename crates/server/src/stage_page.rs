@@ -52,7 +52,7 @@ pub(crate) async fn stage(
     let detail = &plan["stage_details"][stage.as_str()];
     let (run_link, stage_link) = (escape(&encode(&run)), escape(&encode(&stage)));
     let mut body = format!(
-        "<div id=\"run\" data-run=\"{run_id}\"><p><a class=\"mono\" href=\"/runs/{run_link}\">{run_id}</a></p>\
+        "<div id=\"run\" data-run=\"{run_id}\" data-waiting=\"{waiting}\"><p><a class=\"mono\" href=\"/runs/{run_link}\">{run_id}</a></p>\
          <h1>{name}</h1><table class=\"facts\"><tbody>\
          <tr><th>status</th><td data-stage-status=\"{name}\">{}</td></tr>\
          <tr><th>duration</th><td data-stage-duration=\"{name}\">{}</td></tr>\
@@ -68,6 +68,7 @@ pub(crate) async fn stage(
         cell(&entry["note"]),
         run_id = escape(&status.run.run_id),
         name = escape(&stage),
+        waiting = escape(&crate::pages::waiting(&status)),
     );
     body.push_str(&outputs(workspace, detail));
     body.push_str(&prompt(workspace, index, &stage));

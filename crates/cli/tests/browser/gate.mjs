@@ -1,7 +1,7 @@
 // A person logs in with a token, opens the run from the runs list and
 // approves its gate; the run, waiting in another process, goes on.
 // Needs BATON_URL, BATON_RUN, BATON_TOKEN (see lib.mjs).
-import { env, fail, waitForText, withPage } from "./lib.mjs";
+import { env, fail, shot, waitForText, withPage } from "./lib.mjs";
 
 const run = env("BATON_RUN");
 
@@ -18,6 +18,7 @@ await withPage(async (page, base) => {
   await Promise.all([page.waitForURL(`${base}/runs/${run}`), page.click(`a[href="/runs/${run}"]`)]);
   const form = page.locator("form.gate");
   const formText = (await form.innerText()).trim();
+  await shot(page, "run-gate");
   await page.fill('form.gate input[name="comment"]', "approved from the page");
   await Promise.all([
     page.waitForURL(`${base}/runs/${run}`),

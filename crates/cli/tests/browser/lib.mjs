@@ -89,3 +89,13 @@ export function fail(error) {
   console.error(error?.stack ?? String(error));
   process.exit(1);
 }
+
+// With BATON_SCREENSHOTS naming a directory (as `scripts/screenshots` sets
+// it), the page as it is now goes there as NAME.png: the pictures in docs/.
+export async function shot(page, name) {
+  const dir = process.env.BATON_SCREENSHOTS;
+  if (dir) {
+    await page.setViewportSize({ width: 1100, height: 760 });
+    await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
+  }
+}

@@ -3,7 +3,7 @@
 // stdin once `baton status` shows it finished; the page must show it
 // finished too, on the same document. Prints `READY` when the page shows
 // the stage running. Needs BATON_URL, BATON_RUN (see lib.mjs).
-import { env, fail, nextLine, waitForText, withPage } from "./lib.mjs";
+import { env, fail, nextLine, shot, waitForText, withPage } from "./lib.mjs";
 
 const run = env("BATON_RUN");
 const cell = '[data-stage-status="wait"]';
@@ -11,6 +11,7 @@ const cell = '[data-stage-status="wait"]';
 await withPage(async (page, base) => {
   await page.goto(`${base}/runs/${run}`);
   await waitForText(page, cell, "running");
+  await shot(page, "run-live");
   // A reload would lose these: the marker, and the moment the cell changed.
   await page.evaluate((cell) => {
     window.__sameDocument = true;

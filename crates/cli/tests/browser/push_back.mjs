@@ -2,7 +2,7 @@
 // waiting in another process, runs the gate's stage again, the page offers
 // the gate anew, and the person approves the new outputs.
 // Needs BATON_URL, BATON_RUN, BATON_TOKEN (see lib.mjs).
-import { env, fail, waitForText, withPage } from "./lib.mjs";
+import { env, fail, shot, waitForText, withPage } from "./lib.mjs";
 
 const run = env("BATON_RUN");
 
@@ -28,5 +28,8 @@ await withPage(async (page, base) => {
     page.click('form.gate button[value="approve"]'),
   ]);
   await waitForText(page, "[data-run-status]", "success", 60_000);
-  return { formsLeft: await page.locator("form.gate").count() };
+  const formsLeft = await page.locator("form.gate").count();
+  await page.goto(`${base}/runs/${run}/stages/review`);
+  await shot(page, "stage");
+  return { formsLeft };
 }).catch(fail);
