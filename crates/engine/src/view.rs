@@ -6,6 +6,7 @@
 //! failure to read them leaves them out rather than failing the view.
 
 pub mod cost;
+pub mod gates;
 pub mod logs;
 pub mod queue;
 pub mod retries;

@@ -143,7 +143,125 @@ fn gate_error(error: &gate::Error) -> ApiError {
         | gate::Error::AlreadyDecided { .. }
         | gate::Error::RunEnded { .. }
         | gate::Error::Changed { .. } => StatusCode::CONFLICT,
+        gate::Error::Edit { .. } | gate::Error::NotEditable { .. } => StatusCode::BAD_REQUEST,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     ApiError::new(status, chain(error))
+}
+
+/// `GET /api/runs/{run}/gates`: the run's gates, waiting or decided, as
+/// `baton gate list RUN --format json`.
+pub(crate) async fn gates(
+    State(app): State<Arc<App>>,
+    Params(run): Params<String>,
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let gates = gate::list(&app.store, Some(&run))
+        .await
+        .map_err(|error| gate_error(&error))?;
+    Ok(Json(gates.iter().map(view::gates::status_json).collect()))
+}
+
+/// `GET /api/runs/{run}/gates/{stage}`: a gate with its outputs, as
+/// `baton gate show RUN STAGE --format json`.
+pub(crate) async fn gate(
+    State(app): State<Arc<App>>,
+    Params((run, stage)): Params<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let shown = gate::show(&app.store, &run, &stage)
+        .await
+        .map_err(|error| gate_error(&error))?;
+    Ok(Json(view::gates::view_json(&shown)))
+}
+
+/// `GET /api/runs/{run}/verify`: the recorded outputs checked against the
+/// workspace, as `baton verify RUN --format json`.
+pub(crate) async fn verify(
+    State(app): State<Arc<App>>,
+    Params(run): Params<String>,
+) -> Result<Json<Value>, ApiError> {
+    let verification = baton_engine::verify::verify(&app.store, &run)
+        .await
+        .map_err(|error| engine_error(&error))?;
+    Ok(Json(view::gates::verification_json(&verification)))
+}
+
+/// `POST /api/runs/{run}/cancel`: as `baton cancel RUN`, answered with
+/// what it says.
+pub(crate) async fn cancel(
+    State(app): State<Arc<App>>,
+    axum::Extension(person): axum::Extension<Option<Person>>,
+    Params(run): Params<String>,
+) -> Result<Json<Value>, ApiError> {
+    if person.is_none() {
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "a token is needed"));
+    }
+    let message = baton_engine::cancel(&app.store, &run)
+        .await
+        .map_err(|error| engine_error(&error))?;
+    Ok(Json(
+        serde_json::json!({ "run_id": run, "message": message }),
+    ))
+}
+
+/// `GET /api/queue/{id}`: one job, as `baton queue show ID --format json`.
+pub(crate) async fn job(
+    State(app): State<Arc<App>>,
+    Params(id): Params<i64>,
+) -> Result<Json<Value>, ApiError> {
+    let job = app
+        .store
+        .job(id)
+        .await
+        .map_err(|error| ApiError::store(&error))?;
+    Ok(Json(view::queue::job_json(&job)))
+}
+
+fn engine_error(error: &baton_engine::Error) -> ApiError {
+    match error {
+        baton_engine::Error::Store(store) => ApiError::store(store),
+        other => ApiError::new(StatusCode::CONFLICT, chain(other)),
+    }
+}
+
+/// `POST /api/runs/{run}/gates/{stage}/items` with `{"drop": N}`,
+/// `{"edit": {"n": N, "field": "…", "value": "…"}}` or `{"add": "…"}`: an
+/// edit of the gate's list, as `baton gate drop|edit|add` makes it, answered
+/// with the list as it is now.
+pub(crate) async fn edit_items(
+    State(app): State<Arc<App>>,
+    axum::Extension(person): axum::Extension<Option<Person>>,
+    Params((run, stage)): Params<(String, String)>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    if person.is_none() {
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "a token is needed"));
+    }
+    let change = item_edit(&body).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            r#"the body is {"drop": N}, {"edit": {"n": N, "field": "…", "value": "…"}} or {"add": "…"}"#,
+        )
+    })?;
+    let edited = gate::edit(&app.store, &run, &stage, &change)
+        .await
+        .map_err(|error| gate_error(&error))?;
+    Ok(Json(view::gates::edited_json(&run, &stage, &edited)))
+}
+
+fn item_edit(body: &[u8]) -> Option<gate::GateEdit> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    let object = value.as_object().filter(|object| object.len() == 1)?;
+    let number = |value: &Value| value.as_u64().and_then(|n| usize::try_from(n).ok());
+    if let Some(n) = object.get("drop") {
+        return Some(gate::GateEdit::Drop(number(n)?));
+    }
+    if let Some(text) = object.get("add") {
+        return Some(gate::GateEdit::Add(text.as_str()?.to_owned()));
+    }
+    let edit = object.get("edit")?;
+    Some(gate::GateEdit::Edit {
+        n: number(edit.get("n")?)?,
+        field: edit.get("field")?.as_str()?.to_owned(),
+        value: edit.get("value")?.as_str()?.to_owned(),
+    })
 }

@@ -23,7 +23,9 @@ impl ApiError {
     /// A store that failed: unknown runs are 404, the rest 503.
     pub(crate) fn store(error: &baton_store::Error) -> ApiError {
         let status = match error {
-            baton_store::Error::NoSuchRun(_) => StatusCode::NOT_FOUND,
+            baton_store::Error::NoSuchRun(_) | baton_store::Error::NoSuchJob(_) => {
+                StatusCode::NOT_FOUND
+            }
             _ => StatusCode::SERVICE_UNAVAILABLE,
         };
         ApiError::new(status, chain(error))

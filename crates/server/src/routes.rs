@@ -24,6 +24,12 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/api/runs/{run}/stages/{stage}/log", get(api::log))
         .route("/api/runs/{run}/events", get(events::events))
         .route("/api/runs/{run}/governance", get(governance_page::api))
+        .route("/api/runs/{run}/gates", get(api::gates))
+        .route("/api/runs/{run}/gates/{stage}", get(api::gate))
+        .route("/api/runs/{run}/gates/{stage}/items", post(api::edit_items))
+        .route("/api/runs/{run}/verify", get(api::verify))
+        .route("/api/runs/{run}/cancel", post(api::cancel))
+        .route("/api/queue/{id}", get(api::job))
         .route(
             "/api/runs/{run}/gates/{stage}/{decision}",
             post(api::decide),

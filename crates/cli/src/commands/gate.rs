@@ -1,8 +1,8 @@
 //! `baton gate list|show|approve|reject|drop|edit|add`: a thin adapter over
 //! `baton_engine::gate`.
 
-use baton_engine::gate::{self, Decision, GateEdit, GateStatus, GateView};
-use serde_json::{Value, json};
+use baton_engine::gate::{self, Decision, GateEdit, GateView};
+use baton_engine::view::gates::{status_json, view_json};
 
 use super::errors::chain;
 use super::run_ref;
@@ -70,23 +70,6 @@ async fn decider(as_name: Option<&str>) -> String {
     }
 }
 
-fn status_json(status: &GateStatus) -> Value {
-    let decision = status.decision.as_ref();
-    json!({
-        "run_id": status.run_id,
-        "run_status": status.run_status,
-        "stage": status.stage,
-        "index": status.index,
-        "attempt": status.attempt,
-        "status": status.state.as_str(),
-        "sha256": status.sha256,
-        "decision": decision.map(|row| row.decision.clone()),
-        "decided_by": decision.map(|row| row.decided_by.clone()),
-        "decided_at": decision.map(|row| utc(row.decided_at)),
-        "comment": decision.and_then(|row| row.comment.clone()),
-    })
-}
-
 fn list(run: Option<&str>, format: Format) -> u8 {
     block_on_exit(async {
         let store = open_store().await?;
@@ -138,22 +121,6 @@ fn list(run: Option<&str>, format: Format) -> u8 {
         output::stdout(&text);
         Ok(exit_code::SUCCESS)
     })
-}
-
-fn view_json(view: &GateView) -> Value {
-    let mut value = status_json(&view.status);
-    value["outputs"] = view
-        .outputs
-        .iter()
-        .map(|output| {
-            json!({
-                "path": output.path,
-                "content": output.content,
-                "list": output.list.as_ref().map(|(kind, items)| json!({"kind": kind.as_str(), "items": items})),
-            })
-        })
-        .collect();
-    value
 }
 
 /// The outputs for people: a JSON list as numbered items, anything else as it is.
@@ -279,14 +246,8 @@ fn edit(gate_ref: &GateRef, change: GateEdit) -> u8 {
             .map_err(|error| failure(&error))?;
         let (run, stage) = (&run_id, &gate_ref.stage);
         if gate_ref.format.format() == Format::Json {
-            output::stdout(&output::json(&json!({
-                "run_id": run,
-                "stage": stage,
-                "path": edited.path,
-                "kind": edited.kind.as_str(),
-                "items": edited.items,
-                "sha256": edited.sha256,
-            })));
+            let value = baton_engine::view::gates::edited_json(run, stage, &edited);
+            output::stdout(&output::json(&value));
         } else {
             let mut text = String::new();
             for (number, item) in edited.items.iter().enumerate() {

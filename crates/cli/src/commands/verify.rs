@@ -1,8 +1,6 @@
 //! `baton verify RUN`: are a run's recorded outputs still what was
 //! recorded? Reports; runs and records nothing.
 
-use serde_json::json;
-
 use super::errors::unavailable;
 use super::runtime::{block_on_exit, open_store};
 use crate::args::{Format, VerifyArgs};
@@ -33,14 +31,7 @@ async fn verify(store: &baton_store::Store, reference: &str, format: Format) -> 
         Err(error) => return Err(unavailable(&error)),
     };
     let intact = verification.intact();
-    let value = json!({
-        "run_id": verification.run_id,
-        "status": verification.status,
-        "workspace": verification.workspace,
-        "intact": intact,
-        "outputs": verification.outputs,
-        "rerun": verification.rerun,
-    });
+    let value = baton_engine::view::gates::verification_json(&verification);
     if format == Format::Json {
         output::stdout(&output::json(&value));
     } else if format == Format::Yaml {

@@ -6,6 +6,26 @@ use std::path::Path;
 
 use crate::baton;
 
+/// Every command that has no subcommands of its own, as its words
+/// (`gate approve`), walked from `baton --help` down.
+pub(crate) fn leaf_commands() -> Vec<String> {
+    let mut pending: Vec<Vec<String>> = vec![Vec::new()];
+    let mut leaves = Vec::new();
+    while let Some(path) = pending.pop() {
+        let children = subcommands(&path);
+        if children.is_empty() {
+            leaves.push(path.join(" "));
+        }
+        for child in children {
+            let mut child_path = path.clone();
+            child_path.push(child);
+            pending.push(child_path);
+        }
+    }
+    leaves.sort();
+    leaves
+}
+
 /// The subcommands `--help` of `path` lists (`help` aside).
 fn subcommands(path: &[String]) -> Vec<String> {
     let mut args: Vec<&str> = path.iter().map(String::as_str).collect();

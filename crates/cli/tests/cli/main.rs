@@ -5,6 +5,7 @@
 mod agent_retries;
 mod agent_tools;
 mod agents_probe;
+mod api_coverage;
 mod browser;
 mod cancel;
 mod check;

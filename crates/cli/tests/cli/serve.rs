@@ -422,6 +422,68 @@ fn a_run_s_governance_is_what_baton_state_summary_prints() {
 }
 
 #[test]
+fn gates_verify_cancel_and_jobs_answer_as_the_cli_prints_them() {
+    let dir = project(&gate_workflow());
+    let alice = token(dir.path(), "alice");
+    let run = baton(dir.path(), &["run", "wf.yaml", "--json"]);
+    let outcome: Value = serde_json::from_str(&run.stdout).expect("json");
+    let id = outcome["run_id"].as_str().expect("run id").to_owned();
+    assert_eq!(
+        baton(dir.path(), &["queue", "enqueue", "--script", "true"]).code,
+        0
+    );
+    let server = Server::start(dir.path());
+    let cli = |args: &[&str]| cli_json(dir.path(), args);
+    assert_eq!(
+        server.get(&format!("/api/runs/{id}/gates")).json(),
+        cli(&["gate", "list", &id, "--format", "json"])
+    );
+    assert_eq!(
+        server.get(&format!("/api/runs/{id}/gates/review")).json(),
+        cli(&["gate", "show", &id, "review", "--format", "json"])
+    );
+    assert_eq!(
+        server.get(&format!("/api/runs/{id}/verify")).json(),
+        cli(&["verify", &id, "--format", "json"])
+    );
+    assert_eq!(
+        server.get("/api/queue/1").json(),
+        cli(&["queue", "show", "1", "--format", "json"])
+    );
+    assert_eq!(server.get("/api/queue/999").status, 404);
+
+    let bearer = format!("Bearer {alice}");
+    let headers = [("Authorization", bearer.as_str())];
+    let items = format!("/api/runs/{id}/gates/review/items");
+    let added = server.post(&items, &headers, r#"{"add": "write the migration"}"#);
+    assert_eq!(added.status, 200, "{added:?}");
+    assert_eq!(added.json()["items"][0], "write the migration", "{added:?}");
+    assert_eq!(
+        server.post(&items, &headers, r#"{"drop": "one"}"#).status,
+        400
+    );
+    assert_eq!(server.post(&items, &[], r#"{"add": "x"}"#).status, 401);
+    let shown = cli(&["gate", "show", &id, "review", "--format", "json"]);
+    assert_eq!(
+        shown["outputs"][0]["list"]["items"][0],
+        "write the migration"
+    );
+
+    assert_eq!(
+        server
+            .post(&format!("/api/runs/{id}/cancel"), &[], "")
+            .status,
+        401
+    );
+    let cancelled = server.post(&format!("/api/runs/{id}/cancel"), &headers, "");
+    assert_eq!(cancelled.status, 200, "{cancelled:?}");
+    assert_eq!(
+        cli(&["status", &id, "--format", "json"])["status"],
+        "cancelled"
+    );
+}
+
+#[test]
 fn stage_names_and_errors_are_escaped_on_the_run_page() {
     let dir = project(&format!(
         "{HEADER}  - name: \"<script>alert(1)<\\\\x2fscript>\"
