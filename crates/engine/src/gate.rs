@@ -292,12 +292,8 @@ pub async fn decide(
             status: gate.stage.status.clone(),
         });
     }
-    if decision == Decision::PushBack
-        && comment.as_deref().is_none_or(|text| text.trim().is_empty())
-    {
-        return Err(Error::NoComment {
-            stage: stage.to_owned(),
-        });
+    if decision == Decision::PushBack {
+        refuse_push_back(&run, &stages, stage, comment.as_deref())?;
     }
     if matches!(run.status.as_str(), "rejected" | "cancelled") {
         // Whoever ended the run by rejecting this very artifact decided
@@ -349,6 +345,36 @@ pub async fn decide(
         Decision::Approve => {}
     }
     Ok(row)
+}
+
+/// A push-back needs a comment, and is refused once a stage after the
+/// gate ran on the outputs pushed back (a rerun of the gate's stage alone
+/// would leave it standing on outputs no longer there).
+fn refuse_push_back(
+    run: &RunRow,
+    stages: &[baton_store::StageRow],
+    stage: &str,
+    comment: Option<&str>,
+) -> Result<()> {
+    if comment.is_none_or(|text| text.trim().is_empty()) {
+        return Err(Error::NoComment {
+            stage: stage.to_owned(),
+        });
+    }
+    let dependants = crate::verify::dependants(&run.plan);
+    let ran = dependants.get(stage).into_iter().flatten().find(|name| {
+        stages
+            .iter()
+            .any(|row| &row.name == *name && row.status != "pending")
+    });
+    match ran {
+        Some(after) => Err(Error::RanPastGate {
+            stage: stage.to_owned(),
+            after: after.clone(),
+            run_id: run.run_id.clone(),
+        }),
+        None => Ok(()),
+    }
 }
 
 fn already_decided(stage: &str, row: GateDecisionRow) -> Error {

@@ -139,6 +139,7 @@ fn gate_error(error: &gate::Error) -> ApiError {
         gate::Error::Store(store) => return ApiError::store(store),
         gate::Error::NoSuchStage { .. } | gate::Error::NotAGate { .. } => StatusCode::NOT_FOUND,
         gate::Error::NoComment { .. } => StatusCode::BAD_REQUEST,
+        gate::Error::RanPastGate { .. } => StatusCode::CONFLICT,
         gate::Error::NotReady { .. }
         | gate::Error::AlreadyDecided { .. }
         | gate::Error::RunEnded { .. }

@@ -53,7 +53,9 @@ fn failure(error: &gate::Error) -> u8 {
             exit_code::INVALID_WORKFLOW
         }
         gate::Error::Store(_) => exit_code::STORE_UNAVAILABLE,
-        gate::Error::AlreadyDecided { .. } | gate::Error::Changed { .. } => exit_code::REFUSED,
+        gate::Error::AlreadyDecided { .. }
+        | gate::Error::Changed { .. }
+        | gate::Error::RanPastGate { .. } => exit_code::REFUSED,
         gate::Error::Edit { .. } | gate::Error::NotEditable { .. } => {
             output::stderr_line("hint: `baton gate show RUN STAGE` numbers the items");
             exit_code::USAGE

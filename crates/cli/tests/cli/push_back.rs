@@ -266,3 +266,39 @@ fn a_push_back_cut_short_before_the_stage_is_set_back_is_carried_out_by_the_next
     assert_pushed_back(&seen_prompt(&project, &id));
     assert_eq!(gate(&project, &id)["status"], "awaiting");
 }
+
+#[test]
+fn a_push_back_after_later_stages_ran_on_the_outputs_is_refused_pointing_at_rerun() {
+    let project = project();
+    let id = run_id(&project.baton(&["run", "wf.yaml", "--json"]));
+    assert_eq!(project.baton(&["gate", "approve", &id, "draft"]).code, 0);
+    assert_eq!(project.baton(&["resume", &id]).code, 0);
+    // Edited after `after` used it: the approval is stale, the gate open
+    // to a decision again.
+    let status = project.json(&["status", &id, "--json"]);
+    let workspace = Path::new(status["workspace"].as_str().expect("workspace"));
+    std::fs::write(workspace.join("outputs/draft.md"), "changed by hand\n").expect("edit");
+    let refused = project.baton(&[
+        "gate",
+        "push-back",
+        &id,
+        "draft",
+        "--as",
+        "alice",
+        "--comment",
+        COMMENT,
+    ]);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("stage 'after' already ran on the outputs of gate 'draft'")
+            && refused
+                .stderr
+                .contains(&format!("`baton rerun {id} draft`")),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(stage_status(&project, &id, "draft"), "success");
+    assert_eq!(attempts_of_draft(&project), 1);
+}

@@ -41,6 +41,18 @@ pub enum Error {
         /// The stage.
         stage: String,
     },
+    /// A stage after the gate already ran on the outputs to push back.
+    #[error(
+        "stage '{after}' already ran on the outputs of gate '{stage}': a push-back cannot take them back; `baton rerun {run_id} {stage}` runs '{stage}' and every stage after it again"
+    )]
+    RanPastGate {
+        /// The gate stage.
+        stage: String,
+        /// A stage after it that ran.
+        after: String,
+        /// The run.
+        run_id: String,
+    },
     /// Someone decided on this attempt and artifact already.
     #[error("gate '{stage}' was already {decision} by {by} at {at}")]
     AlreadyDecided {
