@@ -467,6 +467,10 @@ pub(crate) struct RunArgs {
     /// Most stages running at once.
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub(crate) max_parallel: usize,
+    /// Stop starting agent stages once the run has spent this many dollars
+    /// (as the agents report it, or their tokens at the [pricing] rate).
+    #[arg(long, value_name = "USD", value_parser = parse_budget)]
+    pub(crate) budget: Option<f64>,
     /// Compile and show what would run, and check every agent it needs as
     /// `baton check` does; record and run nothing.
     #[arg(long)]
@@ -519,6 +523,10 @@ pub(crate) struct ResumeArgs {
     /// instead of working them in this process too.
     #[arg(long)]
     pub(crate) no_local_worker: bool,
+    /// Stop starting agent stages once the run has spent this many dollars,
+    /// instead of the budget it was started with.
+    #[arg(long, value_name = "USD", value_parser = parse_budget)]
+    pub(crate) budget: Option<f64>,
     /// Run this command (with bash) when a gate starts waiting and when the
     /// run fails or ends; it reads the notice in `BATON_NOTIFY_*` variables
     /// (`[notify]` in baton.toml also posts to a webhook).
@@ -547,6 +555,10 @@ pub(crate) struct RerunArgs {
     /// Run again even though the workflow or a fragment changed since the run started.
     #[arg(long)]
     pub(crate) accept_changes: bool,
+    /// Stop starting agent stages once the run has spent this many dollars,
+    /// instead of the budget it was started with.
+    #[arg(long, value_name = "USD", value_parser = parse_budget)]
+    pub(crate) budget: Option<f64>,
     /// Run this command (with bash) when the run fails or ends, as `run --notify` does.
     #[arg(long, value_name = "CMD")]
     pub(crate) notify: Option<String>,
@@ -675,4 +687,14 @@ pub(crate) struct GateAddArgs {
     pub(crate) gate: GateRef,
     /// The item to append.
     pub(crate) text: String,
+}
+
+/// A budget: a positive number of dollars.
+fn parse_budget(text: &str) -> Result<f64, String> {
+    match text.trim_start_matches('$').parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(format!(
+            "`{text}` is not a budget: give a positive number of dollars, as 2.50"
+        )),
+    }
 }

@@ -37,6 +37,8 @@ pub struct RunRequest {
     /// The project: where the store, workspaces and worktrees are, and
     /// what relative workflow paths start from.
     pub project_dir: PathBuf,
+    /// `--budget`, in dollars.
+    pub budget_usd: Option<f64>,
 }
 
 /// A workflow file and the digest it had when the run started.
@@ -249,6 +251,7 @@ pub fn prepare_run(request: &RunRequest, driver: DriverMode) -> Result<Prepared>
             project_dir: request.project_dir.clone(),
             max_parallel: request.max_parallel.max(1),
             driver,
+            budget_usd: request.budget_usd,
         },
         plan,
         new_run,

@@ -55,7 +55,7 @@ pub fn needed(plan: &Plan) -> Vec<Needed> {
 }
 
 /// The role a stage's own work runs under, when an agent does it.
-fn agent_role(stage: &PlanStage) -> Option<String> {
+pub(crate) fn agent_role(stage: &PlanStage) -> Option<String> {
     let spec = &stage.spec;
     let no_agent =
         spec.sub_workflow.is_some() || spec.executor == Executor::WorkerQueue || spec.runs_script();
@@ -79,6 +79,28 @@ pub fn problems(
             format!(
                 "with profile `{}`, whose program `{program}` is not installed here (`baton agents check` lists what is)",
                 agent.profile_name
+            )
+        })
+    })
+    .problems
+}
+
+/// The agents of the plan whose spending a run with a budget could not
+/// count, one line each: their profile reports no dollars and `[pricing]`
+/// has no price for their model. Such a run is refused before it starts.
+pub fn uncounted(plan: &Plan, config: Option<&Config>) -> Vec<String> {
+    let Some(config) = config else {
+        return Vec::new();
+    };
+    judge(plan, Some(config), |agent| {
+        let model = agent.model.or(agent.profile.model.as_deref());
+        let priced = model.is_some_and(|model| config.pricing.contains_key(model));
+        let reported = baton_executor::profile::reports_cost(agent.profile.output.as_ref());
+        (!reported && !priced).then(|| {
+            format!(
+                "with profile `{}`, which reports no dollars, and [pricing] has no price for {}: a run with a budget cannot count what it spends; add a price to [pricing] in baton.toml",
+                agent.profile_name,
+                model.map_or_else(|| "its model (none is set)".to_owned(), |model| format!("`{model}`"))
             )
         })
     })

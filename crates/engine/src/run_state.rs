@@ -45,6 +45,9 @@ pub(crate) enum Event {
     GatesRead(Gates),
     /// A gate's stage was pushed back: it is pending again, to run anew.
     PushedBack { index: usize },
+    /// An attempt spent this much, as its agent reported or its tokens
+    /// priced it.
+    Spent { usd: f64 },
     /// A cancel was requested: nothing more starts.
     CancelRequested,
 }
@@ -162,6 +165,14 @@ pub(crate) struct RunState {
     errors: HashMap<usize, String>,
     gates: Gates,
     cancelled: bool,
+    budget: Option<Budget>,
+}
+
+/// A run's budget and what it spent so far, in dollars.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Budget {
+    pub(crate) limit: f64,
+    pub(crate) spent: f64,
 }
 
 impl RunState {
@@ -188,7 +199,14 @@ impl RunState {
             states,
             gates,
             cancelled: false,
+            budget: None,
         }
+    }
+
+    /// From now on no agent stage starts once `budget.spent` reaches
+    /// `budget.limit`.
+    pub(crate) fn set_budget(&mut self, budget: Budget) {
+        self.budget = Some(budget);
     }
 
     /// Takes in `event`; returns what to do.
@@ -224,6 +242,12 @@ impl RunState {
             }
             Event::CancelRequested => {
                 self.cancelled = true;
+                Vec::new()
+            }
+            Event::Spent { usd } => {
+                if let Some(budget) = &mut self.budget {
+                    budget.spent += usd;
+                }
                 Vec::new()
             }
         }
@@ -309,10 +333,15 @@ impl RunState {
         }
     }
 
-    /// A ready stage: decided by its `when`, else started.
+    /// A ready stage: decided by its `when`, else started (unless it runs
+    /// agents and the budget is spent).
     fn start(&mut self, index: usize) -> Action {
         let stage = &self.plan.stages[index];
-        match decide_when(stage, &self.params) {
+        let when = match (decide_when(stage, &self.params), self.spent_out(stage)) {
+            (When::Run, Some(error)) => When::Unknown(error),
+            (when, _) => when,
+        };
+        match when {
             When::Run => {
                 self.attempts[index] += 1;
                 self.states.set(index, State::Running);
@@ -336,6 +365,21 @@ impl RunState {
                 }
             }
         }
+    }
+}
+
+impl RunState {
+    /// Why `stage` may not start: it runs agents, and the budget is spent.
+    fn spent_out(&self, stage: &PlanStage) -> Option<String> {
+        let budget = self.budget?;
+        let agents =
+            crate::readiness::agent_role(stage).is_some() || stage.spec.validation.is_some();
+        (agents && budget.spent >= budget.limit).then(|| {
+            format!(
+                "the run's budget of ${:.2} is spent (${:.4} so far): no agent stage starts; `baton resume RUN --budget USD` continues with a larger one",
+                budget.limit, budget.spent
+            )
+        })
     }
 }
 

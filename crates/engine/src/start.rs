@@ -51,6 +51,7 @@ impl Start {
             project_dir: PathBuf::from("."),
             max_parallel: 4,
             driver: DriverMode::Builtin,
+            budget_usd: None,
         });
         let params: IndexMap<String, String> =
             serde_json::from_str(&run.params).unwrap_or_default();

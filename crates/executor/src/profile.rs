@@ -55,7 +55,7 @@ pub use schema::{
     AccessMode, AccessRule, Capability, Hooks, Kind, Limits, Profile, Prompt, PromptVia,
     ResumeRule, Retry, Success, ToolNames, ToolRule, parse_duration,
 };
-pub use usage::{Usage, parse_usage};
+pub use usage::{Usage, parse_usage, reports_cost};
 
 use std::path::PathBuf;
 

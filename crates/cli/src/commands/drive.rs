@@ -53,17 +53,21 @@ pub(crate) fn drive_options(
 pub(crate) fn refuse_unready(
     plan: &baton_workflow::Plan,
     agents: Option<&baton_executor::profile::Config>,
+    budgeted: bool,
     as_json: bool,
 ) -> Option<u8> {
     for warning in baton_engine::readiness::warnings(plan, agents) {
         output::stderr_line(&format!("warning: {warning}"));
     }
-    let problems = baton_engine::readiness::problems(
+    let mut problems = baton_engine::readiness::problems(
         plan,
         agents,
         crate::settings::path().as_deref(),
         &super::project_dir(),
     );
+    if budgeted && problems.is_empty() {
+        problems = baton_engine::readiness::uncounted(plan, agents);
+    }
     if problems.is_empty() {
         return None;
     }

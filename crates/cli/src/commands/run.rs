@@ -158,6 +158,7 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
             .map(|dir| super::current_dir().join(dir)),
         max_parallel: args.max_parallel,
         project_dir: super::project_dir(),
+        budget_usd: args.budget,
     };
     if args.driver == crate::args::driver::DriverArg::External {
         // Needs no agent profiles: baton spawns nothing for this run.
@@ -177,9 +178,12 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
             Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
         };
         report::emit(prepared.warnings(), as_json);
-        if let Some(code) = refuse_unready(prepared.plan(), drive.agents.as_deref(), as_json) {
+        let budgeted = args.budget.is_some();
+        if let Some(code) =
+            refuse_unready(prepared.plan(), drive.agents.as_deref(), budgeted, as_json)
+        {
             output::stderr_line(
-                "nothing was run or recorded: map the roles in baton.toml or install the CLIs, then run again",
+                "nothing was run or recorded: set up baton.toml or install the CLIs as the lines above say, then run again",
             );
             return Err(code);
         }
@@ -207,6 +211,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
         let mut options =
             drive_options(args.accept_changes, args.wait_gates, !args.no_local_worker)?;
         options.accept_merge = args.accept_merge;
+        options.budget_usd = args.budget;
         let store = open_store().await?;
         if args.accept_merge {
             // Refused before the drive: without a failed merge the flag
@@ -226,7 +231,8 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
 pub(crate) fn rerun(args: &RerunArgs) -> u8 {
     let format = args.format.format();
     block_on_exit(async {
-        let options = drive_options(args.accept_changes, false, true)?;
+        let mut options = drive_options(args.accept_changes, false, true)?;
+        options.budget_usd = args.budget;
         let (store, run_id) = run_ref::open_with_run(&args.run).await?;
         match baton_engine::invalidate(&store, &run_id, &args.stage, args.accept_changes).await {
             Ok(reset) => output::stderr_line(&format!("rerunning {}", reset.join(", "))),

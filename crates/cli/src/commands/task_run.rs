@@ -159,6 +159,7 @@ async fn drive_task(
             base_dir: Some(workflow::state_dir(name)),
             max_parallel: 1,
             project_dir: project.clone(),
+            budget_usd: None,
         };
         if phases.contains(&Phase::Referee) {
             check_self_review(name, project)?;

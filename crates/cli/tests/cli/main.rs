@@ -7,6 +7,7 @@ mod agent_tools;
 mod agents_probe;
 mod api_coverage;
 mod browser;
+mod budget;
 mod cancel;
 mod check;
 mod compat;

@@ -21,7 +21,7 @@ use crate::envelopes::EnvelopeWriter;
 use crate::governance::RunLedger;
 use crate::outputs::write_skip_sentinels;
 use crate::progress::Progress;
-use crate::run_state::{Action, End, Event, Gates, RunState};
+use crate::run_state::{Action, Budget, End, Event, Gates, RunState};
 use crate::schedule::as_i64;
 use crate::start::Start;
 use crate::subrun::DriveChild;
@@ -111,7 +111,8 @@ impl<'a> Driver<'a> {
             None => Start::recorded(store, &run_id, options.accept_changes).await?,
         };
         let (ledger, opening) = open_ledger(store, lease, &start, options).await?;
-        let created_stages = start.fresh.then(|| start.pending_stages());
+        let fresh = start.fresh;
+        let created_stages = fresh.then(|| start.pending_stages());
         let Start {
             workspace_dir: workspace,
             run_options,
@@ -154,7 +155,16 @@ impl<'a> Driver<'a> {
         let gates = gate::Gates::load(store, &run_id, &plan, &workspace).await?;
         // One copy of the plan, shared with every attempt.
         let plan = Arc::new(plan);
-        let run = RunState::new(Arc::clone(&plan), params.clone(), &stages, gates.clone());
+        let mut run = RunState::new(Arc::clone(&plan), params.clone(), &stages, gates.clone());
+        if let Some(limit) = options.budget_usd.or(run_options.budget_usd) {
+            // A new run has spent nothing; a resumed one what it recorded.
+            let spent = if fresh {
+                0.0
+            } else {
+                spent_usd(store, &run_id).await?
+            };
+            run.set_budget(Budget { limit, spent });
+        }
         let (report_sender, reports) = mpsc::unbounded_channel::<Report>();
         let spawner = Spawner {
             run_id,
@@ -570,6 +580,9 @@ impl<'a> Driver<'a> {
             .usage
             .as_ref()
             .or_else(|| result.resumed.as_ref().map(|_| &nothing));
+        if let Some(usd) = result.usage.as_ref().and_then(|usage| usage.cost_usd) {
+            self.run.apply(Event::Spent { usd });
+        }
         if let Some(usage) = usage {
             self.commits
                 .pending
@@ -781,4 +794,16 @@ impl LocalWorker {
         let _ = self.stop.send(true);
         let _ = self.task.await;
     }
+}
+
+/// What a run's recorded attempts spent, in dollars.
+async fn spent_usd(store: &Store, run_id: &str) -> Result<f64> {
+    let micro: i64 = store
+        .usage(run_id)
+        .await?
+        .iter()
+        .filter_map(|row| row.cost_microusd)
+        .sum();
+    #[expect(clippy::cast_precision_loss, reason = "far below 2^52 micro-dollars")]
+    Ok(micro as f64 / 1_000_000.0)
 }

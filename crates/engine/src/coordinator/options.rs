@@ -30,6 +30,9 @@ pub struct DriveOptions {
     /// At a human gate, keep the run (and its lease) and wait for a
     /// decision instead of stopping `awaiting_human`.
     pub wait_gates: bool,
+    /// Stop starting agent stages once the run has spent this many dollars
+    /// (`--budget`); overrides the budget recorded with the run.
+    pub budget_usd: Option<f64>,
     /// A worker for the run's queue jobs, started in this process when the
     /// workflow has `worker_queue` stages or fan-outs; `None` leaves them to
     /// `baton worker` processes.
@@ -55,6 +58,7 @@ impl Default for DriveOptions {
             agents: None,
             contain_helper: None,
             wait_gates: false,
+            budget_usd: None,
             local_worker: None,
         }
     }

@@ -199,6 +199,22 @@ fn group(key: &str, table: &toml::Table, events: &[Value], usage: &mut Usage) {
     }
 }
 
+/// Whether output read by these `[output]` rules reports dollars itself: a
+/// `cost_usd` rule anywhere in them that reads the output (a pointer or a
+/// pattern), not `{ from = "pricing" }`.
+pub fn reports_cost(output: Option<&toml::Table>) -> bool {
+    fn reads(table: &toml::Table) -> bool {
+        table.iter().any(|(key, value)| match value {
+            toml::Value::String(_) => key == "cost_usd",
+            toml::Value::Table(inner) => {
+                (key == "cost_usd" && inner.contains_key("field")) || reads(inner)
+            }
+            _ => false,
+        })
+    }
+    output.is_some_and(reads)
+}
+
 fn is_field(key: &str) -> bool {
     matches!(
         key,

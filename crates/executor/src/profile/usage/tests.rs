@@ -152,3 +152,16 @@ fn a_zero_cost_for_spent_tokens_is_priced() {
     nothing_spent.price(Some("m"), &pricing);
     assert_eq!(nothing_spent.cost_usd, Some(0.0));
 }
+
+#[test]
+fn which_built_in_profiles_report_their_dollars() {
+    let config = Config::builtin();
+    let reports = |name: &str| reports_cost(config.profiles[name].output.as_ref());
+    // Claude and opencode say what a turn cost; Codex leaves it to
+    // [pricing], Gemini CLI reports tokens only.
+    assert!(reports("claude"));
+    assert!(reports("opencode"));
+    assert!(!reports("codex"));
+    assert!(!reports("gemini"));
+    assert!(!reports_cost(None));
+}
