@@ -96,6 +96,7 @@ pub fn main() -> ExitCode {
         Command::Task(command) => commands::task::run(&command),
         Command::Serve(args) => commands::serve::run(&args),
         Command::Token(command) => commands::token::run(&command),
+        Command::Mcp(_) => commands::mcp::run(),
     };
     if let Some(writes) = baton_engine::failpoint::counted_writes() {
         output::stderr_line(&format!("baton: store writes: {writes}"));

@@ -25,6 +25,7 @@ mod events;
 mod guard;
 mod hosts;
 mod html;
+pub mod mcp;
 mod pages;
 mod routes;
 pub mod tokens;

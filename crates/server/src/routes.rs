@@ -9,7 +9,7 @@ use axum::routing::{get, post};
 
 use crate::app::App;
 use crate::error::ApiError;
-use crate::{api, auth, events, guard, html, pages};
+use crate::{api, auth, events, guard, html, mcp, pages};
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -28,6 +28,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/logout", post(auth::logout))
         .route("/assets/style.css", get(style))
         .route("/assets/live.js", get(script))
+        .nest_service("/mcp", mcp::http_service(app.store.clone()))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&app),

@@ -70,20 +70,7 @@ async fn decider(as_name: Option<&str>) -> String {
 }
 
 fn status_json(status: &GateStatus) -> Value {
-    let decision = status.decision.as_ref();
-    json!({
-        "run_id": status.run_id,
-        "run_status": status.run_status,
-        "stage": status.stage,
-        "index": status.index,
-        "attempt": status.attempt,
-        "status": status.state.as_str(),
-        "sha256": status.sha256,
-        "decision": decision.map(|row| row.decision.clone()),
-        "decided_by": decision.map(|row| row.decided_by.clone()),
-        "decided_at": decision.map(|row| utc(row.decided_at)),
-        "comment": decision.and_then(|row| row.comment.clone()),
-    })
+    baton_engine::view::gate_json(status)
 }
 
 fn list(run: Option<&str>, format: Format) -> u8 {
