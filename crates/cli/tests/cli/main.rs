@@ -34,6 +34,7 @@ mod hostile;
 mod init;
 mod legacy_store;
 mod logs;
+mod mcp;
 mod progress;
 mod project;
 mod prune;
