@@ -63,6 +63,16 @@ pub enum Error {
     /// A file given as evidence is not one the stage may name.
     #[error("{0}")]
     BadPath(String),
+    /// A text longer than [`MAX_TEXT`].
+    #[error(
+        "{what} is {len} bytes long: at most {MAX_TEXT} are recorded; say it shorter, or record the file that holds it"
+    )]
+    TooLong {
+        /// Which text.
+        what: &'static str,
+        /// Its length.
+        len: usize,
+    },
     /// The ledger's rules refused the record.
     #[error("refused ({rule}): {reason}")]
     Refused {
@@ -71,6 +81,28 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+}
+
+/// The longest message, command, note or finding an agent may record: a
+/// ledger row is read whole by every fold of the run's ledger.
+pub const MAX_TEXT: usize = 16 * 1024;
+
+/// `text` as the ledger keeps it: within [`MAX_TEXT`], with the secrets
+/// this process knows of (and text shaped like a key) redacted, as logs are.
+fn kept(what: &'static str, text: &str) -> Result<String, Error> {
+    if text.len() > MAX_TEXT {
+        return Err(Error::TooLong {
+            what,
+            len: text.len(),
+        });
+    }
+    Ok(baton_executor::redact::Redactor::global()
+        .redact(text)
+        .into_owned())
+}
+
+fn kept_opt(what: &'static str, text: Option<String>) -> Result<Option<String>, Error> {
+    text.map(|text| kept(what, &text)).transpose()
 }
 
 /// What an agent records as evidence.
@@ -215,7 +247,7 @@ impl StageAgent {
     pub async fn progress(&self, store: &Store, message: &str, now: i64) -> Result<i64, Error> {
         let entry = Entry::Progress {
             stage: self.stage().to_owned(),
-            message: message.to_owned(),
+            message: kept("the message", message)?,
         };
         Ok(governance::observe(store, &self.scope(), &entry, &self.identity, now).await?)
     }
@@ -241,11 +273,11 @@ impl StageAgent {
                 note,
             } => Entry::Evidence {
                 stage,
-                command: Some(command),
+                command: Some(kept("the command", &command)?),
                 exit_code: Some(exit_code),
                 path: None,
                 sha256: None,
-                note,
+                note: kept_opt("the note", note)?,
             },
             Evidence::File { path, note } => {
                 let (path, sha256) = self.hashed(&path)?;
@@ -255,14 +287,17 @@ impl StageAgent {
                     exit_code: None,
                     path: Some(path),
                     sha256: Some(sha256),
-                    note,
+                    note: kept_opt("the note", note)?,
                 }
             }
             Evidence::Review { stage, findings } => {
                 self.judged(&stage, "review")?;
                 Entry::Reviewed {
                     reviewer: Who::from(&self.identity),
-                    findings,
+                    findings: findings
+                        .iter()
+                        .map(|finding| kept("a finding", finding))
+                        .collect::<Result<_, _>>()?,
                 }
             }
             Evidence::Validation {
@@ -272,7 +307,7 @@ impl StageAgent {
             } => {
                 let covered = self.judged(&stage, "validation")?;
                 Entry::Validated {
-                    command,
+                    command: kept("the command", &command)?,
                     exit_code,
                     covered,
                 }

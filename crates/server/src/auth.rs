@@ -250,6 +250,28 @@ mod tests {
         assert_eq!(asked(&app, Method::POST, "/login", &none).await, Ok(None));
     }
 
+    #[tokio::test]
+    async fn mcp_reads_through_post_without_a_token_on_loopback_only() {
+        let (_dir, near) = app(true).await;
+        let none = HeaderMap::new();
+        assert_eq!(asked(&near, Method::POST, "/mcp", &none).await, Ok(None));
+        assert_eq!(
+            asked(&near, Method::POST, "/mcp", &bearer("baton_00")).await,
+            Err(StatusCode::UNAUTHORIZED),
+            "a forged token is refused before any tool runs"
+        );
+        assert_eq!(
+            asked(&near, Method::POST, "/mcpx", &none).await,
+            Err(StatusCode::UNAUTHORIZED),
+            "only /mcp itself"
+        );
+        let (_dir, far) = app(false).await;
+        assert_eq!(
+            asked(&far, Method::POST, "/mcp", &none).await,
+            Err(StatusCode::UNAUTHORIZED)
+        );
+    }
+
     #[test]
     fn the_bearer_token_comes_first_then_the_cookie() {
         let mut headers = HeaderMap::new();

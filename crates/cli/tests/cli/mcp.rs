@@ -303,9 +303,14 @@ fn an_agent_in_a_stage_reads_its_contract_and_records_progress_and_evidence() {
     )["workflow_state"]["owner"]
         .clone();
 
+    // A secret the agent's environment holds never reaches the ledger.
     let mut agent = Session::start(
         dir.path(),
-        &[("BATON_RUN_ID", &run), ("BATON_STAGE", "review")],
+        &[
+            ("BATON_RUN_ID", &run),
+            ("BATON_STAGE", "review"),
+            ("MY_API_KEY", "hunter2-very-secret"),
+        ],
     );
     let contract = agent.json("stage_contract", json!({}));
     assert_eq!(contract["run_id"], run.as_str(), "{contract}");
@@ -321,8 +326,13 @@ fn an_agent_in_a_stage_reads_its_contract_and_records_progress_and_evidence() {
         "{contract}"
     );
 
-    let recorded = agent.json("report_progress", json!({"message": "half way there"}));
+    let recorded = agent.json(
+        "report_progress",
+        json!({"message": "half way there, key hunter2-very-secret"}),
+    );
     assert_eq!(recorded["recorded"], true, "{recorded}");
+    let (failed, text) = agent.call("report_progress", json!({"message": "x".repeat(20_000)}));
+    assert!(failed && text.contains("at most"), "{text}");
     agent.json(
         "record_evidence",
         json!({"kind": "command", "command": "cargo test", "exit_code": 0, "note": "12 passed"}),
@@ -354,7 +364,10 @@ fn an_agent_in_a_stage_reads_its_contract_and_records_progress_and_evidence() {
     let session = format!("{run}/review");
     let progress = of_kind(&events, "progress");
     assert_eq!(progress.len(), 1, "{events:?}");
-    assert_eq!(progress[0]["payload"]["message"], "half way there");
+    assert_eq!(
+        progress[0]["payload"]["message"],
+        "half way there, key [redacted]"
+    );
     assert_eq!(progress[0]["payload"]["stage"], "review");
     assert_eq!(progress[0]["session"], session.as_str());
     let evidence = of_kind(&events, "evidence");
