@@ -448,6 +448,46 @@ fn an_agent_s_session_can_never_record_a_verdict_on_its_own_work() {
     }
 }
 
+#[test]
+fn an_agent_may_record_a_validation_of_another_identity_s_work() {
+    let fake = Path::new(env!("CARGO_BIN_EXE_baton")).with_file_name("baton-fake-agent");
+    // A critic that runs only after the gate: it never starts here, but it
+    // is a stage of the run with an identity of its own.
+    let workflow = format!(
+        "{}  - name: critic\n    kind: execute\n    description: d\n    agent: {{role: critic}}\n    depends_on: [after]\n",
+        gate_workflow()
+    );
+    let dir = project(&workflow);
+    std::fs::write(
+        dir.path().join("baton.toml"),
+        format!(
+            "[agents.critic]\nprofile = \"critic\"\n\n[profiles.critic]\nprogram = \"{}\"\nprompt = {{ via = \"stdin\" }}\n",
+            fake.display()
+        ),
+    )
+    .expect("write baton.toml");
+    let run = gated_run(dir.path());
+    let mut critic = Session::start(
+        dir.path(),
+        &[("BATON_RUN_ID", &run), ("BATON_STAGE", "critic")],
+    );
+    let recorded = critic.json(
+        "record_evidence",
+        json!({"kind": "validation", "stage": "review", "command": "jq . outputs/plan.json", "exit_code": 0}),
+    );
+    assert_eq!(recorded["kind"], "validated", "{recorded}");
+    assert_eq!(
+        recorded["payload"]["covered"],
+        json!(["outputs/plan.json"]),
+        "{recorded}"
+    );
+    let events = ledger(dir.path(), &run);
+    let validated = of_kind(&events, "validated");
+    assert_eq!(validated.len(), 1, "{events:?}");
+    assert_eq!(validated[0]["profile"], "critic");
+    assert_eq!(validated[0]["session"], format!("{run}/critic"));
+}
+
 /// Posts one JSON-RPC message to `/mcp`.
 fn post(
     server: &Server,
