@@ -54,6 +54,16 @@ pub(crate) fn mcp_context() -> baton_server::mcp::StdioContext {
     }
 }
 
+/// The project of the stage whose process started this one
+/// (`BATON_PROJECT_DIR`, which baton sets with `BATON_RUN_ID` for every
+/// stage), if it is one.
+pub(crate) fn stage_project_dir() -> Option<PathBuf> {
+    std::env::var_os("BATON_RUN_ID").filter(|run| !run.is_empty())?;
+    std::env::var_os("BATON_PROJECT_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+}
+
 /// The project directory `BATON_PROJECT` names, if set and not empty.
 pub(crate) fn project_from_env() -> Option<PathBuf> {
     std::env::var_os(PROJECT)

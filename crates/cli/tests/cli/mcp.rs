@@ -57,6 +57,8 @@ impl Session {
             .env_remove("BATON_RUN_ID")
             .env_remove("BATON_STAGE")
             .env_remove("BATON_TOKEN")
+            .env_remove("BATON_PROJECT_DIR")
+            .env_remove("BATON_PROJECT")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -436,6 +438,27 @@ fn an_agent_s_session_can_never_record_a_verdict_on_its_own_work() {
     assert!(failed && text.contains("same identity"), "{text}");
     assert_eq!(ledger(dir.path(), &run), before, "nothing was recorded");
     drop(agent);
+
+    // Started in a worktree with a `baton.toml` of its own, the agent's
+    // server still finds its run's project, as baton named it.
+    let worktree = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&worktree).expect("mkdir");
+    std::fs::write(worktree.join("baton.toml"), "").expect("write");
+    let project = dir.path().display().to_string();
+    let mut placed = Session::start(
+        &worktree,
+        &[
+            ("BATON_RUN_ID", &run),
+            ("BATON_STAGE", "review"),
+            ("BATON_PROJECT_DIR", &project),
+        ],
+    );
+    assert_eq!(
+        placed.json("stage_contract", json!({}))["run_id"],
+        run.as_str()
+    );
+    drop(placed);
+    assert!(!worktree.join(".baton").exists(), "no store of its own");
 
     let mut outside = Session::start(dir.path(), &[]);
     for tool in ["stage_contract", "report_progress", "record_evidence"] {
