@@ -278,6 +278,19 @@ Exit codes: 0 every recorded output is intact, 1 no run has that id or workspace
     )]
     Serve(Deferred<serve::ServeArgs>),
 
+    /// Serve MCP (Model Context Protocol) on stdin and stdout, for agent CLIs (docs/mcp.md).
+    ///
+    /// Started by an agent CLI as one of its MCP servers (`claude mcp add
+    /// baton -- baton mcp`). Inside a stage it knows its run and stage from
+    /// BATON_RUN_ID and BATON_STAGE; deciding a gate needs a person's token
+    /// in BATON_TOKEN. `baton serve` speaks the same at /mcp.
+    #[command(after_help = "Examples:
+  claude mcp add baton -- baton mcp
+  BATON_TOKEN=baton_… baton mcp          # a person's assistant may decide gates
+
+Exit codes: 0 the client closed the session, 2 the session failed, 4 store unavailable.")]
+    Mcp(Deferred<serve::McpArgs>),
+
     /// Tokens for `baton serve`: one per person, its name recorded as who decided.
     #[command(
         subcommand,

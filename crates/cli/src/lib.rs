@@ -59,7 +59,12 @@ pub fn main() -> ExitCode {
         }
     };
     report::install();
-    let chosen = cli.project.clone().or_else(settings::project_from_env);
+    let mut chosen = cli.project.clone().or_else(settings::project_from_env);
+    if matches!(cli.command, Command::Mcp(_)) && chosen.is_none() {
+        // Started by a stage's agent, possibly in a worktree with a
+        // `baton.toml` of its own: the run's project is the one baton named.
+        chosen = settings::stage_project_dir();
+    }
     if let Err(why) = project::init(chosen.as_deref()) {
         output::stderr_line(&format!("error: {why}"));
         return ExitCode::from(exit_code::USAGE);
@@ -96,6 +101,7 @@ pub fn main() -> ExitCode {
         Command::Task(command) => commands::task::run(&command),
         Command::Serve(args) => commands::serve::run(&args),
         Command::Token(command) => commands::token::run(&command),
+        Command::Mcp(_) => commands::mcp::run(),
     };
     if let Some(writes) = baton_engine::failpoint::counted_writes() {
         output::stderr_line(&format!("baton: store writes: {writes}"));

@@ -37,6 +37,33 @@ pub(crate) fn millis(name: &str) -> Option<std::time::Duration> {
         .map(std::time::Duration::from_millis)
 }
 
+/// What `baton mcp` learns from its environment: the run and stage of the
+/// stage process that started it (`BATON_RUN_ID`, `BATON_STAGE`, set by
+/// baton for every stage and passed on by the agent CLI), and a person's
+/// token (`BATON_TOKEN`).
+pub(crate) fn mcp_context() -> baton_server::mcp::StdioContext {
+    let var = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .map(|value| value.trim().to_owned())
+            .filter(|value| !value.is_empty())
+    };
+    baton_server::mcp::StdioContext {
+        stage: var("BATON_RUN_ID").zip(var("BATON_STAGE")),
+        token: var("BATON_TOKEN"),
+    }
+}
+
+/// The project of the stage whose process started this one
+/// (`BATON_PROJECT_DIR`, which baton sets with `BATON_RUN_ID` for every
+/// stage), if it is one.
+pub(crate) fn stage_project_dir() -> Option<PathBuf> {
+    std::env::var_os("BATON_RUN_ID").filter(|run| !run.is_empty())?;
+    std::env::var_os("BATON_PROJECT_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+}
+
 /// The project directory `BATON_PROJECT` names, if set and not empty.
 pub(crate) fn project_from_env() -> Option<PathBuf> {
     std::env::var_os(PROJECT)

@@ -19,6 +19,7 @@ pub use codec::{Entry, Who};
 pub use fold::{Freshness, Recorded, Report, Violation, decode, fold, owner, rule_name};
 pub(crate) use runs::RunLedger;
 pub(crate) use runs::validator_roles;
+pub(crate) use runs::{ENGINE, stage_identity};
 pub use runs::{SelfReviewConflict, preflight, self_reviews};
 pub use summary::summary;
 

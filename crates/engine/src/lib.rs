@@ -44,6 +44,7 @@ mod run_state;
 pub mod schedule;
 mod session;
 mod stage;
+pub mod stage_agent;
 mod start;
 mod subrun;
 mod usage;

@@ -187,7 +187,7 @@ fn completion(prompt: &mut String, stage: &PlanStage) {
 /// The `validates_output` checks other stages declare on this stage's
 /// files, as `<path>: check, check`: a producer that knows them writes what
 /// its consumers accept.
-fn later_checks(plan: &Plan, stage: &PlanStage, workspace: &Path) -> Vec<String> {
+pub(crate) fn later_checks(plan: &Plan, stage: &PlanStage, workspace: &Path) -> Vec<String> {
     let own: Vec<String> = stage
         .spec
         .writes_to

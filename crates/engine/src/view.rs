@@ -80,3 +80,37 @@ pub fn decision_json(run_id: &str, stage: &str, row: &GateDecisionRow) -> Value 
         "sha256": row.sha256,
     })
 }
+
+/// A run's validation findings, every cycle's, each with its stage's
+/// name; only `stage`'s when one is named.
+pub fn findings_json(
+    stages: &[baton_store::StageRow],
+    findings: &[baton_store::FindingRow],
+    stage: Option<&str>,
+) -> Vec<Value> {
+    findings
+        .iter()
+        .filter_map(|finding| {
+            let name = stages
+                .iter()
+                .find(|row| row.index == finding.index)
+                .map(|row| row.name.as_str())?;
+            if stage.is_some_and(|wanted| wanted != name) {
+                return None;
+            }
+            Some(json!({
+                "stage": name,
+                "cycle": finding.cycle,
+                "id": finding.id,
+                "status": finding.status,
+                "severity": finding.severity,
+                "category": finding.category,
+                "claim": finding.claim,
+                "expected": finding.expected,
+                "actual": finding.actual,
+                "source": finding.source,
+                "fix": finding.fix,
+            }))
+        })
+        .collect()
+}

@@ -31,6 +31,11 @@ fn open(path: &str) -> bool {
     path == "/login" || path.starts_with("/assets/")
 }
 
+/// Whether a path is the MCP endpoint's.
+fn mcp(path: &str) -> bool {
+    path == "/mcp" || path.starts_with("/mcp/")
+}
+
 /// The person behind a request, `None` when it carries no token and
 /// needs none; an error when it needs one or carries one that is not
 /// (or no longer) valid.
@@ -43,9 +48,12 @@ pub(crate) async fn person(
     if open(path) {
         return Ok(None);
     }
-    let needed = !app.loopback || !matches!(*method, Method::GET | Method::HEAD);
+    // `/mcp` asks and reads through `POST` too: its tools that change
+    // state ask for the person themselves (`mcp`).
+    let writes = !matches!(*method, Method::GET | Method::HEAD) && !mcp(path);
+    let needed = !app.loopback || writes;
     let refuse = |message: &str| {
-        if path.starts_with("/api/") {
+        if path.starts_with("/api/") || mcp(path) {
             ApiError::new(StatusCode::UNAUTHORIZED, message).into_response()
         } else {
             login_page(StatusCode::UNAUTHORIZED, message)
@@ -240,6 +248,28 @@ mod tests {
             );
         }
         assert_eq!(asked(&app, Method::POST, "/login", &none).await, Ok(None));
+    }
+
+    #[tokio::test]
+    async fn mcp_reads_through_post_without_a_token_on_loopback_only() {
+        let (_dir, near) = app(true).await;
+        let none = HeaderMap::new();
+        assert_eq!(asked(&near, Method::POST, "/mcp", &none).await, Ok(None));
+        assert_eq!(
+            asked(&near, Method::POST, "/mcp", &bearer("baton_00")).await,
+            Err(StatusCode::UNAUTHORIZED),
+            "a forged token is refused before any tool runs"
+        );
+        assert_eq!(
+            asked(&near, Method::POST, "/mcpx", &none).await,
+            Err(StatusCode::UNAUTHORIZED),
+            "only /mcp itself"
+        );
+        let (_dir, far) = app(false).await;
+        assert_eq!(
+            asked(&far, Method::POST, "/mcp", &none).await,
+            Err(StatusCode::UNAUTHORIZED)
+        );
     }
 
     #[test]

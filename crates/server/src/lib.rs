@@ -26,6 +26,7 @@ mod governance_page;
 mod guard;
 mod hosts;
 mod html;
+pub mod mcp;
 mod pages;
 mod queue_page;
 mod routes;

@@ -9,7 +9,7 @@ use axum::routing::{get, post};
 
 use crate::app::App;
 use crate::error::ApiError;
-use crate::{api, auth, events, governance_page, guard, html, pages, queue_page, stage_page};
+use crate::{api, auth, events, governance_page, guard, html, mcp, pages, queue_page, stage_page};
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -38,6 +38,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/logout", post(auth::logout))
         .route("/assets/style.css", get(style))
         .route("/assets/live.js", get(script))
+        .nest_service("/mcp", mcp::http_service(app.store.clone()))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&app),

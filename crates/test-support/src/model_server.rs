@@ -17,8 +17,9 @@
 //! # What the fake model does
 //!
 //! It plays a script read from the conversation's user and system text:
-//! the `FAKE: write <path>`, `FAKE: shell <command>` and `FAKE: read <path>`
-//! lines in order, then a write of every `- /absolute/path` line under
+//! the `FAKE: write <path>`, `FAKE: shell <command>`, `FAKE: read <path>`
+//! and `FAKE: call <tool> <json-args>` lines in order (a call names any
+//! tool the CLI offers, such as an MCP server's `mcp__baton__report_progress`), then a write of every `- /absolute/path` line under
 //! `## Files to write` (baton's prompts list a stage's files there). Each
 //! answer is one call of a tool the CLI offers, with the argument names
 //! its schema declares: write with `Write` (Claude Code), `write_file`

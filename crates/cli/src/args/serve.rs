@@ -17,6 +17,10 @@ pub(crate) struct ServeArgs {
     pub(crate) allow_hosts: Vec<String>,
 }
 
+/// `baton mcp`: no arguments; what it needs comes from its environment.
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {}
+
 /// `baton token …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum TokenCommand {

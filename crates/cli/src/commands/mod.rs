@@ -15,6 +15,7 @@ pub(crate) mod hook;
 pub(crate) mod init;
 pub(crate) mod lint;
 pub(crate) mod list;
+pub(crate) mod mcp;
 mod notify;
 pub(crate) mod parse;
 pub(crate) mod prune;

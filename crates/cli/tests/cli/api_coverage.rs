@@ -78,6 +78,10 @@ const EXCLUDED: &[(&str, &str)] = &[
     ("prune", LOCAL_ADMIN),
     ("serve", "starts the server itself"),
     (
+        "mcp",
+        "the MCP server on stdio, for an agent CLI on this machine; the server speaks the same tools at /mcp",
+    ),
+    (
         "token create",
         "makes the tokens the API asks for; only a person at the machine may",
     ),

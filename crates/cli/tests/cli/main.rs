@@ -36,6 +36,7 @@ mod hostile;
 mod init;
 mod legacy_store;
 mod logs;
+mod mcp;
 mod notify;
 mod progress;
 mod project;

@@ -95,6 +95,36 @@ pub enum Entry {
         /// The next owner.
         next_owner: String,
     },
+    /// An agent's progress inside a stage (through `baton mcp`): a note,
+    /// not folded.
+    Progress {
+        /// The stage.
+        stage: String,
+        /// What the agent said.
+        message: String,
+    },
+    /// Evidence an agent recorded inside a stage: a command it ran and
+    /// how it ended, or a file with its hash. A note, not folded: evidence
+    /// is not a verdict.
+    Evidence {
+        /// The stage.
+        stage: String,
+        /// The command, for a command.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<String>,
+        /// Its exit code, for a command.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// The file, for a file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        /// The file's SHA-256 when recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
+        /// What it shows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
     /// A rule was waived by configuration (`[governance] self_review =
     /// "allow"`): recorded so the waiver is visible, not folded.
     Waived {
@@ -170,6 +200,14 @@ impl Entry {
         serde_json::from_value(value).map_err(|error| format!("{kind}: {error}"))
     }
 
+    /// The stage an agent's note is about, for notes that name one.
+    pub fn stage(&self) -> Option<&str> {
+        match self {
+            Entry::Progress { stage, .. } | Entry::Evidence { stage, .. } => Some(stage),
+            _ => None,
+        }
+    }
+
     /// The governance event, or `None` for a note the machine does not fold.
     pub fn event(&self) -> Option<Event> {
         Some(match self {
@@ -228,7 +266,9 @@ impl Entry {
                 residual_risk: residual_risk.clone(),
                 next_owner: next_owner.clone(),
             }),
-            Entry::Waived { .. } => return None,
+            Entry::Waived { .. } | Entry::Progress { .. } | Entry::Evidence { .. } => {
+                return None;
+            }
         })
     }
 }
@@ -263,6 +303,18 @@ mod tests {
                 findings: vec!["leak".into()],
             },
             Entry::Released {},
+            Entry::Progress {
+                stage: "draft".into(),
+                message: "half way".into(),
+            },
+            Entry::Evidence {
+                stage: "draft".into(),
+                command: Some("cargo test".into()),
+                exit_code: Some(0),
+                path: None,
+                sha256: None,
+                note: None,
+            },
             Entry::Waived {
                 rule: "self_review".into(),
                 reason: "allowed".into(),

@@ -113,9 +113,11 @@ pub fn decode(rows: &[LedgerEventRow]) -> Result<Vec<Recorded>, String> {
 }
 
 /// The owner of a scope: whoever recorded its first event, else `fallback`.
+/// An agent's progress or evidence inside a run makes no one its owner.
 pub fn owner(entries: &[Recorded], fallback: &Identity) -> Identity {
     entries
-        .first()
+        .iter()
+        .find(|recorded| recorded.entry.stage().is_none())
         .map_or_else(|| fallback.clone(), |first| first.identity.clone())
 }
 

@@ -24,7 +24,7 @@ mod ledger;
 pub(crate) use ledger::RunLedger;
 
 /// The identity the engine records the run's own entries under.
-pub(super) const ENGINE: &str = "baton";
+pub(crate) const ENGINE: &str = "baton";
 
 /// A validator that would share the producer's identity.
 #[derive(Debug, Clone, PartialEq, Eq)]

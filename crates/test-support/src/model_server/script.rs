@@ -2,7 +2,8 @@
 //! of them the conversation has reached.
 //!
 //! The actions are, in order, every `FAKE: write <path>`, `FAKE: shell
-//! <command>` and `FAKE: read <path>` line, then a write of every
+//! <command>`, `FAKE: read <path>` and `FAKE: call <tool> <json-args>`
+//! line (a call of that tool by name, when the CLI offers it), then a write of every
 //! `- /absolute/path` line under `## Files to write` or `## Files to
 //! correct` (baton's correction prompts list the files to fix there). Each
 //! answer makes one tool call; the conversation's earlier tool calls tell
@@ -55,6 +56,9 @@ enum Action {
     Write(String),
     Shell(String),
     Read(String),
+    /// A call of the named tool with these JSON arguments (an MCP
+    /// server's tool, say, as `mcp__baton__report_progress`).
+    Call(String, serde_json::Value),
 }
 
 /// What the fake model answers.
@@ -105,6 +109,12 @@ fn actions(text: &str) -> Vec<Action> {
             "write" => actions.push(Action::Write(argument)),
             "shell" => actions.push(Action::Shell(argument)),
             "read" => actions.push(Action::Read(argument)),
+            "call" => {
+                let (name, arguments) = argument.split_once(' ').unwrap_or((&argument, "{}"));
+                let arguments = serde_json::from_str(arguments.trim())
+                    .unwrap_or_else(|_| serde_json::Value::Object(serde_json::Map::new()));
+                actions.push(Action::Call(name.to_owned(), arguments));
+            }
             _ => {}
         }
     }
@@ -134,6 +144,7 @@ fn feasible(action: &Action, conversation: &Conversation) -> bool {
         }
         Action::Read(_) => tools::read_tool(tools).is_some() || tools::has_shell_tool(tools),
         Action::Shell(_) => tools::has_shell_tool(tools),
+        Action::Call(name, _) => tools.iter().any(|tool| tool.name == *name),
     }
 }
 
@@ -163,6 +174,10 @@ fn call(action: &Action, read_done: bool, conversation: &Conversation) -> Call {
     let unreachable = "feasible() checked that a tool exists";
     match action {
         Action::Shell(command) => tools::shell(tools, command).expect(unreachable),
+        Action::Call(name, arguments) => Call {
+            name: name.clone(),
+            input: tools::Input::Json(arguments.clone()),
+        },
         Action::Read(path) => {
             let absolute = conversation.absolute(path);
             tools::read(tools, &absolute)
@@ -211,6 +226,22 @@ mod tests {
                 Action::Shell("echo hi > x".to_owned()),
                 Action::Write("b.md".to_owned()),
                 Action::Write("/w/a.md".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_call_names_its_tool_and_arguments() {
+        let text =
+            "FAKE: call mcp__baton__report_progress {\"message\": \"half way\"}\nFAKE: call bare\n";
+        assert_eq!(
+            actions(text),
+            [
+                Action::Call(
+                    "mcp__baton__report_progress".to_owned(),
+                    serde_json::json!({"message": "half way"})
+                ),
+                Action::Call("bare".to_owned(), serde_json::json!({})),
             ]
         );
     }
