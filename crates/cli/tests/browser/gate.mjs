@@ -1,17 +1,12 @@
 // A person logs in with a token, opens the run from the runs list and
 // approves its gate; the run, waiting in another process, goes on.
 // Needs BATON_URL, BATON_RUN, BATON_TOKEN (see lib.mjs).
-import { env, fail, shot, waitForText, withPage } from "./lib.mjs";
+import { env, fail, login, shot, waitForText, withPage } from "./lib.mjs";
 
 const run = env("BATON_RUN");
 
 await withPage(async (page, base) => {
-  await page.goto(`${base}/login`);
-  await page.fill('input[name="token"]', env("BATON_TOKEN"));
-  await Promise.all([
-    page.waitForURL(`${base}/`),
-    page.click('form.login button[type="submit"]'),
-  ]);
+  await login(page, base);
   // The cookie is HttpOnly: no script on the page can read the token.
   const cookieSeenByScripts = await page.evaluate(() => document.cookie);
 

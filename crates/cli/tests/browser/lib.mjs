@@ -99,3 +99,13 @@ export async function shot(page, name) {
     await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
   }
 }
+
+// Logs in with BATON_TOKEN on the login page, landing on the runs list.
+export async function login(page, base) {
+  await page.goto(`${base}/login`);
+  await page.fill('input[name="token"]', env("BATON_TOKEN"));
+  await Promise.all([
+    page.waitForURL(`${base}/`),
+    page.click('form.login button[type="submit"]'),
+  ]);
+}

@@ -2,17 +2,12 @@
 // waiting in another process, runs the gate's stage again, the page offers
 // the gate anew, and the person approves the new outputs.
 // Needs BATON_URL, BATON_RUN, BATON_TOKEN (see lib.mjs).
-import { env, fail, shot, waitForText, withPage } from "./lib.mjs";
+import { env, fail, login, shot, waitForText, withPage } from "./lib.mjs";
 
 const run = env("BATON_RUN");
 
 await withPage(async (page, base) => {
-  await page.goto(`${base}/login`);
-  await page.fill('input[name="token"]', env("BATON_TOKEN"));
-  await Promise.all([
-    page.waitForURL(`${base}/`),
-    page.click('form.login button[type="submit"]'),
-  ]);
+  await login(page, base);
   await page.goto(`${base}/runs/${run}`);
   await page.fill('form.gate input[name="comment"]', "cover the error path too");
   await Promise.all([

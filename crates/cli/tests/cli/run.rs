@@ -735,16 +735,27 @@ fn a_full_disk_stops_the_run_cleanly_and_resume_finishes_it() {
     };
     let project = disk.dir.path();
     let database = project.join(".baton/baton.db");
-    std::fs::write(
-        project.join("wf.yaml"),
-        format!(
-            "{HEADER}{}{}",
-            // Fills the disk, then frees the space only when told to.
-            stage("fill", "if [ -f \"$BATON_PROJECT_DIR/go\" ]; then exit 0; fi; dd if=/dev/zero of=\"$BATON_PROJECT_DIR/ballast\" bs=64k 2>/dev/null || true", ""),
-            stage("after", "true", "    depends_on: [fill]\n")
-        ),
-    )
-    .expect("write");
+    // Fills the disk, then frees the space only when told to. The stages
+    // after it commit one by one, more than the write-ahead log held when
+    // the disk filled: the store copies the log into the database once per
+    // drive and then writes it from the start again, so fewer commits could
+    // fit in the space the log already had, and the run would not notice.
+    let mut stages = stage(
+        "fill",
+        "if [ -f \"$BATON_PROJECT_DIR/go\" ]; then exit 0; fi; dd if=/dev/zero of=\"$BATON_PROJECT_DIR/ballast\" bs=64k 2>/dev/null || true",
+        "",
+    );
+    let mut before = "fill".to_owned();
+    for n in 1..=12 {
+        let name = format!("after{n}");
+        stages.push_str(&stage(
+            &name,
+            "sleep 0.1",
+            &format!("    depends_on: [{before}]\n"),
+        ));
+        before = name;
+    }
+    std::fs::write(project.join("wf.yaml"), format!("{HEADER}{stages}")).expect("write");
     let baton_here = |args: &[&str]| {
         #[expect(
             clippy::disallowed_methods,
