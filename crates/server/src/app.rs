@@ -15,4 +15,6 @@ pub(crate) struct App {
     pub(crate) loopback: bool,
     /// Turns true when the server is to stop.
     pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
+    /// One watcher per followed run (see `events`).
+    pub(crate) watchers: crate::events::Watchers,
 }

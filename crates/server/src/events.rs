@@ -3,24 +3,34 @@
 //! changes.
 //!
 //! The store is polled: runs are driven by other processes, possibly on
-//! other machines, and the store is the one place all of them write. A
-//! poll every 250 ms is cheap next to a person's attention, and an event
-//! is sent only when the status object differs from the last one sent.
+//! other machines, and the store is the one place all of them write. One
+//! watcher per run reads it every 250 ms while anybody follows the run and
+//! hands each change to every follower, so fifty open pages cost the store
+//! what one does; an event is sent only when the status object differs
+//! from the last one.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{Path as Params, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use baton_engine::view::Status;
 use futures_util::Stream;
+use tokio::sync::watch;
 
 use crate::app::App;
 use crate::error::ApiError;
 
 /// How often the store is read for changes.
 const POLL: Duration = Duration::from_millis(250);
+
+/// The watcher of each followed run: its latest status object (`None`
+/// until the first read), which followers subscribe to.
+pub(crate) type Watchers = Mutex<HashMap<String, Arc<Latest>>>;
+
+type Latest = watch::Sender<Option<Arc<str>>>;
 
 /// The stream: the status at once, then each change, until the server
 /// stops or the run is deleted.
@@ -33,35 +43,79 @@ pub(crate) async fn events(
         .run(&run)
         .await
         .map_err(|error| ApiError::store(&error))?;
-    let stopping = app.stopping.clone();
-    let state = (app, run, String::new(), stopping, true);
-    let stream =
-        futures_util::stream::unfold(state, |(app, run, last, mut stopping, first)| async move {
-            let mut first = first;
-            loop {
-                if !first {
-                    tokio::select! {
-                        () = tokio::time::sleep(POLL) => {}
-                        _ = stopping.changed() => return None,
-                    }
-                }
-                first = false;
-                if *stopping.borrow() {
-                    return None;
-                }
-                match Status::read(&app.store, &run).await {
-                    Ok(status) => {
-                        let text = status.json().to_string();
-                        if text != last {
-                            let event = Event::default().event("status").data(&text);
-                            return Some((Ok(event), (app, run, text, stopping, false)));
-                        }
-                    }
-                    Err(baton_store::Error::NoSuchRun(_)) => return None,
-                    // A store that stumbles is read again at the next poll.
-                    Err(_) => {}
+    let mut latest = follow(&app, &run);
+    // The current status counts as a change for a new follower.
+    latest.mark_changed();
+    let stream = futures_util::stream::unfold(latest, |mut latest| async move {
+        loop {
+            latest.changed().await.ok()?;
+            let text = latest.borrow_and_update().clone();
+            if let Some(text) = text {
+                let event = Event::default().event("status").data(&*text);
+                return Some((Ok(event), latest));
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// A follower of `run`'s status: its watcher's, started if it has none.
+fn follow(app: &Arc<App>, run: &str) -> watch::Receiver<Option<Arc<str>>> {
+    let mut watchers = app.watchers.lock().expect("not poisoned");
+    if let Some(latest) = watchers.get(run) {
+        return latest.subscribe();
+    }
+    let latest = Arc::new(watch::channel(None).0);
+    let follower = latest.subscribe();
+    watchers.insert(run.to_owned(), Arc::clone(&latest));
+    tokio::spawn(watch_run(Arc::clone(app), run.to_owned(), latest));
+    follower
+}
+
+/// Reads `run`'s status every [`POLL`] while anybody follows it, sending
+/// each change; ends when the last follower leaves, the run is deleted or
+/// the server stops.
+async fn watch_run(app: Arc<App>, run: String, latest: Arc<Latest>) {
+    let mut stopping = app.stopping.clone();
+    let mut last = String::new();
+    loop {
+        if *stopping.borrow() || (latest.is_closed() && unwatch(&app, &run, &latest, false)) {
+            break;
+        }
+        match Status::read(&app.store, &run).await {
+            Ok(status) => {
+                let text = status.json().to_string();
+                if text != last {
+                    latest.send_replace(Some(Arc::from(text.as_str())));
+                    last = text;
                 }
             }
-        });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+            Err(baton_store::Error::NoSuchRun(_)) => break,
+            // A store that stumbles is read again at the next poll.
+            Err(_) => {}
+        }
+        tokio::select! {
+            () = tokio::time::sleep(POLL) => {}
+            _ = stopping.changed() => {}
+            () = latest.closed() => {}
+        }
+    }
+    unwatch(&app, &run, &latest, true);
+}
+
+/// Takes the watcher off the list — only when nobody follows any more,
+/// checked under the list's lock so a follower arriving meanwhile is not
+/// left with a watcher that stopped, unless `anyway`. Returns whether it did.
+fn unwatch(app: &App, run: &str, latest: &Arc<Latest>, anyway: bool) -> bool {
+    let mut watchers = app.watchers.lock().expect("not poisoned");
+    if !anyway && !latest.is_closed() {
+        return false;
+    }
+    if watchers
+        .get(run)
+        .is_some_and(|listed| Arc::ptr_eq(listed, latest))
+    {
+        watchers.remove(run);
+    }
+    true
 }

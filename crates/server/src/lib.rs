@@ -113,6 +113,7 @@ impl Bound {
             hosts: hosts::Hosts::new(&self.name, self.address.port(), &options.allow_hosts),
             loopback: self.address.ip().is_loopback(),
             stopping: stopping.clone(),
+            watchers: crate::events::Watchers::default(),
         });
         // Event streams never end by themselves: they are told to, or a
         // graceful shutdown would wait for every open page to close.
