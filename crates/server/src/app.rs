@@ -16,5 +16,13 @@ pub(crate) struct App {
     /// Turns true when the server is to stop.
     pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
     /// One watcher per followed run (see `events`).
-    pub(crate) watchers: crate::events::Watchers,
+    pub(crate) watchers: Watchers,
 }
+
+/// The watcher of each followed run: its latest status object (`None`
+/// until the first read), which followers subscribe to.
+pub(crate) type Watchers =
+    std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<Latest>>>;
+
+/// A run's latest status object, as its watcher read it.
+pub(crate) type Latest = tokio::sync::watch::Sender<Option<std::sync::Arc<str>>>;

@@ -170,7 +170,7 @@ mod tests {
             hosts: crate::hosts::Hosts::new("127.0.0.1", 7777, &[]),
             loopback,
             stopping: tokio::sync::watch::channel(false).1,
-            watchers: crate::events::Watchers::default(),
+            watchers: crate::app::Watchers::default(),
         };
         (dir, app)
     }

@@ -9,9 +9,8 @@
 //! what one does; an event is sent only when the status object differs
 //! from the last one.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path as Params, State};
@@ -20,17 +19,11 @@ use baton_engine::view::Status;
 use futures_util::Stream;
 use tokio::sync::watch;
 
-use crate::app::App;
+use crate::app::{App, Latest};
 use crate::error::ApiError;
 
 /// How often the store is read for changes.
 const POLL: Duration = Duration::from_millis(250);
-
-/// The watcher of each followed run: its latest status object (`None`
-/// until the first read), which followers subscribe to.
-pub(crate) type Watchers = Mutex<HashMap<String, Arc<Latest>>>;
-
-type Latest = watch::Sender<Option<Arc<str>>>;
 
 /// The stream: the status at once, then each change, until the server
 /// stops or the run is deleted.

@@ -113,7 +113,7 @@ impl Bound {
             hosts: hosts::Hosts::new(&self.name, self.address.port(), &options.allow_hosts),
             loopback: self.address.ip().is_loopback(),
             stopping: stopping.clone(),
-            watchers: crate::events::Watchers::default(),
+            watchers: crate::app::Watchers::default(),
         });
         // Event streams never end by themselves: they are told to, or a
         // graceful shutdown would wait for every open page to close.
