@@ -55,7 +55,18 @@ pub(crate) async fn log(
             format!("run {run} has no stage or unit named '{stage}'"),
         ));
     }
-    let sources = view::logs::sources(Path::new(&row.workspace), &stages, &units, Some(&stage));
+    let text = log_text(Path::new(&row.workspace), (&stages, &units), &stage).await;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+}
+
+/// The latest attempt's output then its errors; a stage run as units gives
+/// each unit's under a line naming it.
+pub(crate) async fn log_text(
+    workspace: &Path,
+    (stages, units): (&[baton_store::StageRow], &[baton_store::UnitRow]),
+    stage: &str,
+) -> String {
+    let sources = view::logs::sources(workspace, stages, units, Some(stage));
     let many = sources.len() > 1;
     let mut text = String::new();
     for source in sources {
@@ -71,7 +82,7 @@ pub(crate) async fn log(
             }
         }
     }
-    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+    text
 }
 
 /// `POST /api/runs/{run}/gates/{stage}/{decision}`, `approve`, `reject`

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use axum::extract::{Path as Params, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use baton_engine::view::{self, Status};
+use baton_engine::view::Status;
 use baton_store::FindingRow;
 use serde_json::Value;
 
@@ -163,21 +163,13 @@ fn findings_html(findings: &[FindingRow], index: i64) -> String {
     html
 }
 
-/// The end of the stage's latest log, as `GET …/log` gives it whole.
+/// The end of the stage's log, as `GET …/log` gives it whole.
 async fn log_tail(
     workspace: &Path,
-    (stages, units): (&[baton_store::StageRow], &[baton_store::UnitRow]),
+    rows: (&[baton_store::StageRow], &[baton_store::UnitRow]),
     stage: &str,
 ) -> String {
-    let sources = view::logs::sources(workspace, stages, units, Some(stage));
-    let mut text = String::new();
-    for source in sources {
-        for file in [&source.stdout, &source.stderr] {
-            if let Ok(bytes) = tokio::fs::read(file).await {
-                text.push_str(&String::from_utf8_lossy(&bytes));
-            }
-        }
-    }
+    let text = crate::api::log_text(workspace, rows, stage).await;
     let cut = text.len().saturating_sub(SHOWN_BYTES);
     let start = (cut..=text.len())
         .find(|&at| text.is_char_boundary(at))
