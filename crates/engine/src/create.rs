@@ -37,7 +37,7 @@ pub struct RunRequest {
     /// The project: where the store, workspaces and worktrees are, and
     /// what relative workflow paths start from.
     pub project_dir: PathBuf,
-    /// `--budget`, in dollars.
+    /// `--budget`, in dollars; the workflow's `budget_usd` when unset.
     pub budget_usd: Option<f64>,
 }
 
@@ -251,7 +251,8 @@ pub fn prepare_run(request: &RunRequest, driver: DriverMode) -> Result<Prepared>
             project_dir: request.project_dir.clone(),
             max_parallel: request.max_parallel.max(1),
             driver,
-            budget_usd: request.budget_usd,
+            // `--budget` wins over the workflow's `budget_usd`.
+            budget_usd: request.budget_usd.or(plan.budget_usd),
         },
         plan,
         new_run,

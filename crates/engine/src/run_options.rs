@@ -19,7 +19,8 @@ pub struct RunOptions {
     /// its own) so that older runs read as built-in without a migration.
     #[serde(default, skip_serializing_if = "DriverMode::is_builtin")]
     pub driver: DriverMode,
-    /// `--budget`: no agent stage starts once the run spent this many dollars.
+    /// `--budget`, else the workflow's `budget_usd`: no agent stage starts
+    /// once the run spent this many dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_usd: Option<f64>,
 }

@@ -154,6 +154,7 @@ pub fn compile(
         version: workflow.version.clone(),
         description: workflow.description.clone(),
         workspace_dir: workflow.workspace_dir.clone(),
+        budget_usd: workflow.budget_usd,
         contract_warnings: contract_warnings(&workflow.stages),
         params,
         stages,

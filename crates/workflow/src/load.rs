@@ -154,6 +154,7 @@ const TOP_KEYS: &[&str] = &[
     "stages",
     "include",
     "workspace_dir",
+    "budget_usd",
     "metadata",
     "fragment",
 ];
@@ -239,6 +240,7 @@ impl Reader<'_> {
         let workspace_dir = self
             .optional_string(root, "workspace_dir", "'workspace_dir'", "<global>")?
             .map(|spanned| spanned.value);
+        let budget_usd = self.budget(root)?;
         if let Some(metadata) = root.get("metadata")
             && !metadata.is_null()
             && metadata.as_map().is_none()
@@ -261,7 +263,33 @@ impl Reader<'_> {
             stages,
             includes,
             workspace_dir,
+            budget_usd,
         })
+    }
+    /// `budget_usd`: a positive number of dollars, or absent.
+    fn budget(&self, root: &Node) -> Result<Option<f64>, Diagnostic> {
+        let Some(node) = root.get("budget_usd").filter(|value| !value.is_null()) else {
+            return Ok(None);
+        };
+        let usd = match node.value {
+            Value::Int(number) => Some(number as f64),
+            Value::Float(number) => Some(number),
+            _ => None,
+        };
+        match usd {
+            Some(usd) if usd.is_finite() && usd > 0.0 => Ok(Some(usd)),
+            _ => Err(self
+                .error(
+                    "schema::type",
+                    format!(
+                        "'budget_usd' must be a positive number of dollars, got {}",
+                        describe(node)
+                    ),
+                    node.span,
+                )
+                .for_field("<global>", "budget_usd")
+                .with_help("write `budget_usd: 2.50`, or leave it out for a run without a budget")),
+        }
     }
     fn fragment_body(&mut self, root: &mut Node) -> Result<Fragment, Diagnostic> {
         self.unknown_keys(root, TOP_KEYS, "the fragment", "<global>");

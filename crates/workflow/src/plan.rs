@@ -17,6 +17,8 @@ pub struct Plan {
     pub description: String,
     /// `workspace_dir`, unrendered.
     pub workspace_dir: Option<String>,
+    /// `budget_usd`, in dollars.
+    pub budget_usd: Option<f64>,
     /// Resolved parameters: `work_dir`, then trigger params, then overrides.
     pub params: IndexMap<String, String>,
     /// Stages in index order.

@@ -54,6 +54,9 @@ pub struct Workflow {
     pub includes: Vec<Include>,
     /// `workspace_dir`, a template whose parent directory is the workspace base.
     pub workspace_dir: Option<String>,
+    /// `budget_usd`: no agent stage starts once the run spent this many
+    /// dollars (`--budget` on the command line overrides it).
+    pub budget_usd: Option<f64>,
 }
 
 /// `trigger`.

@@ -178,7 +178,7 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
             Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
         };
         report::emit(prepared.warnings(), as_json);
-        let budgeted = args.budget.is_some();
+        let budgeted = args.budget.or(prepared.plan().budget_usd).is_some();
         if let Some(code) =
             refuse_unready(prepared.plan(), drive.agents.as_deref(), budgeted, as_json)
         {

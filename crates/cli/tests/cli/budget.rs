@@ -135,3 +135,81 @@ fn a_budget_is_a_positive_number_of_dollars() {
         );
     }
 }
+
+/// `chain(shape)` with a top-level `budget_usd: value`.
+fn budgeted_chain(shape: &str, value: &str) -> String {
+    chain(shape).replacen("stages:\n", &format!("budget_usd: {value}\nstages:\n"), 1)
+}
+
+#[test]
+fn a_workflow_s_budget_usd_stops_the_agent_stages_and_the_command_line_s_wins() {
+    let project = Project::new();
+    agents(&project, "claude", "");
+    project.write("wf.yaml", &budgeted_chain("claude", "0.02"));
+    let run = project.baton(&["run", "wf.yaml", "--json"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let id = run_id(&run);
+    assert_eq!(ran(&project), ["a", "b"]);
+    let c = stage(&project.json(&["status", &id, "--json"]), "c").clone();
+    assert!(
+        c["error"].as_str().is_some_and(|error| error.contains(
+            "the run's budget of $0.02 is spent ($0.0246 so far): no agent stage starts"
+        )),
+        "{c}"
+    );
+    // The file's budget was recorded with the run, as --budget's is.
+    assert_eq!(project.baton(&["resume", &id]).code, 2);
+    assert_eq!(ran(&project), ["a", "b"]);
+
+    // --budget wins over the file's, whether larger or smaller.
+    let larger = project.baton(&["run", "wf.yaml", "--budget", "1"]);
+    assert_eq!(larger.code, 0, "{}", larger.stderr);
+    assert_eq!(ran(&project), ["a", "b", "a", "b", "c"]);
+    project.write("wf.yaml", &budgeted_chain("claude", "100"));
+    let smaller = project.baton(&["run", "wf.yaml", "--budget", "0.01"]);
+    assert_eq!(smaller.code, 2, "{}", smaller.stderr);
+    assert_eq!(ran(&project), ["a", "b", "a", "b", "c", "a"]);
+}
+
+#[test]
+fn a_workflow_s_budget_usd_needs_every_agent_s_spending_counted() {
+    let project = Project::new();
+    agents(&project, "gemini", "model = \"gemini-x\"\n");
+    project.write("wf.yaml", &budgeted_chain("gemini", "1"));
+    let refused = project.baton(&["run", "wf.yaml"]);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("[pricing] has no price for `gemini-x`"),
+        "{}",
+        refused.stderr
+    );
+    assert!(project.run_ids().is_empty(), "nothing was recorded");
+}
+
+#[test]
+fn a_workflow_s_budget_usd_that_is_no_positive_number_is_an_error_at_its_place() {
+    let project = Project::new();
+    for bad in ["-1", "0", "-0.5", "'$5'", "lots", "[1]", "{usd: 5}"] {
+        project.write("wf.yaml", &budgeted_chain("claude", bad));
+        for command in ["check", "run"] {
+            let out = project.baton(&[command, "wf.yaml"]);
+            assert_ne!(out.code, 0, "{command} {bad}: {}", out.stderr);
+            // The field is on line 5, its value from column 13.
+            assert!(
+                out.stderr.contains("wf.yaml:5:13"),
+                "{command} {bad}: {}",
+                out.stderr
+            );
+            assert!(
+                out.stderr
+                    .contains("'budget_usd' must be a positive number of dollars"),
+                "{command} {bad}: {}",
+                out.stderr
+            );
+        }
+    }
+    assert!(project.run_ids().is_empty(), "nothing was recorded");
+    assert!(ran(&project).is_empty());
+}
