@@ -10,6 +10,7 @@ mod args;
 mod commands;
 mod cutoff;
 mod exit_code;
+mod observe;
 mod output;
 mod progress;
 mod project;
@@ -69,6 +70,7 @@ pub fn main() -> ExitCode {
         output::stderr_line(&format!("error: {why}"));
         return ExitCode::from(exit_code::USAGE);
     }
+    let listening = observe::install(settings::observability());
     let code = match cli.command {
         Command::Parse(args) => commands::parse::run(&args),
         Command::Lint(args) => commands::lint::run(&args),
@@ -103,6 +105,7 @@ pub fn main() -> ExitCode {
         Command::Token(command) => commands::token::run(&command),
         Command::Mcp(_) => commands::mcp::run(),
     };
+    listening.finish();
     if let Some(writes) = baton_engine::failpoint::counted_writes() {
         output::stderr_line(&format!("baton: store writes: {writes}"));
     }

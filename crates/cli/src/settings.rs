@@ -71,6 +71,54 @@ pub(crate) fn project_from_env() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// Who listens to baton's spans, as the environment says.
+#[derive(Debug, Default)]
+pub(crate) struct Observability {
+    /// `BATON_LOG`: which spans to print to stderr, as `target=level`
+    /// directives (`baton=info`), if set and not empty.
+    pub(crate) log: Option<String>,
+    /// Where spans go over OpenTelemetry, if anywhere.
+    pub(crate) otlp: Option<Otlp>,
+}
+
+/// An OpenTelemetry collector to send spans to (OTLP over HTTP).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Otlp {
+    /// `BATON_OTLP_ENDPOINT`: the collector's base URL; spans go to its
+    /// `/v1/traces`.
+    Baton(String),
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`:
+    /// the exporter reads them itself, as every OpenTelemetry SDK does.
+    Standard,
+}
+
+/// `BATON_OTLP_ENDPOINT`, for the warning of a build without OpenTelemetry.
+pub(crate) const OTLP_ENDPOINT: &str = "BATON_OTLP_ENDPOINT";
+
+/// What `BATON_LOG` and the OTLP endpoint variables ask for.
+pub(crate) fn observability() -> Observability {
+    let var = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .map(|value| value.trim().to_owned())
+            .filter(|value| !value.is_empty())
+    };
+    let standard = [
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    ]
+    .into_iter()
+    .any(|name| var(name).is_some());
+    let otlp = match var(OTLP_ENDPOINT) {
+        Some(url) => Some(Otlp::Baton(url)),
+        None => standard.then_some(Otlp::Standard),
+    };
+    Observability {
+        log: var("BATON_LOG"),
+        otlp,
+    }
+}
+
 /// What `BATON_DATABASE_URL` accepts, for the error that refuses a value.
 const DATABASE_URL_ACCEPTS: &str = "a postgres:// or postgresql:// URL (PostgreSQL), sqlite://PATH or a plain file path (SQLite), or unset for .baton/baton.db";
 

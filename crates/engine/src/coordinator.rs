@@ -13,6 +13,7 @@ mod driver;
 mod launch;
 mod options;
 mod outcome;
+mod spans;
 
 use std::future::Future;
 use std::pin::Pin;

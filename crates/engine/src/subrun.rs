@@ -179,7 +179,10 @@ fn drive_child(
     drive: DriveChild,
 ) -> tokio::task::JoinHandle<Result<Outcome>> {
     let handle = tokio::runtime::Handle::current();
+    // The child's run span goes under this attempt's, across the thread.
+    let attempt = tracing::Span::current();
     tokio::task::spawn_blocking(move || {
+        let _inside = attempt.enter();
         let progress = |event: Progress| forward.send(event);
         handle.block_on(drive(&store, &child, &options, &progress))
     })

@@ -38,6 +38,7 @@ mod legacy_store;
 mod logs;
 mod mcp;
 mod notify;
+mod otel;
 mod progress;
 mod project;
 mod prune;

@@ -12,9 +12,11 @@ use std::time::Duration;
 use baton_store::{Lease, Store, Transition, UnitRow};
 use baton_workflow::Plan;
 use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
 
 use super::commits::{Announced, Commits, Shown, Sink, cheap};
 use super::launch::{Launch, Running, Slot, Spawner, starts_early, take_units};
+use super::spans::{self, Spans};
 use super::{DriveOptions, Outcome};
 use crate::attempt::{Finished, Report, Slots};
 use crate::envelopes::EnvelopeWriter;
@@ -54,9 +56,15 @@ pub(super) async fn drive_owned(
     progress: &(dyn Fn(Progress) + Sync),
     drive_child: DriveChild,
 ) -> Result<Outcome> {
-    let mut driver = Driver::open(store, lease, created, options, progress, drive_child).await?;
-    let end = driver.run().await?;
-    driver.finish(&end).await
+    let span = spans::run(&lease.run_id);
+    async {
+        let mut driver =
+            Driver::open(store, lease, created, options, progress, drive_child).await?;
+        let end = driver.run().await?;
+        driver.finish(&end).await
+    }
+    .instrument(span)
+    .await
 }
 
 /// A drive under way: what its loop keeps between steps.
@@ -76,6 +84,7 @@ struct Driver<'a> {
     /// own when it starts.
     recorded_units: HashMap<usize, Vec<UnitRow>>,
     running: HashMap<Slot, Running>,
+    spans: Spans,
     commits: Commits,
     spawner: Spawner,
     reports: mpsc::UnboundedReceiver<Report>,
@@ -181,6 +190,7 @@ impl<'a> Driver<'a> {
             gates: Gates::default(),
         };
         let mut driver = Driver {
+            spans: Spans::new(&plan.name),
             max_parallel: options
                 .max_parallel
                 .unwrap_or(spawner.run_options.max_parallel)
@@ -333,6 +343,8 @@ impl<'a> Driver<'a> {
                 attempt: self.run.attempt(index),
                 at: clock::now_ms(),
             });
+            self.spans
+                .stage_ended(index, &self.plan.stages[index], "interrupted");
             self.run.apply(Event::Interrupted { index });
         }
     }
@@ -366,11 +378,13 @@ impl<'a> Driver<'a> {
         match action {
             Action::End(_) => {}
             Action::Fail { index, error, .. } => {
-                let name = self.plan.stages[index].name();
-                (self.progress)(finished(name, "failed", Some(error)));
+                let stage = &self.plan.stages[index];
+                self.spans.stage_ended(index, stage, "failed");
+                (self.progress)(finished(stage.name(), "failed", Some(error)));
             }
             Action::Skip { index, .. } => {
                 let stage = &self.plan.stages[index];
+                self.spans.stage_ended(index, stage, "skipped");
                 write_skip_sentinels(stage, &self.workspace)?;
                 (self.progress)(finished(stage.name(), "skipped", None));
                 let times = (Some(now), Some(now));
@@ -378,6 +392,7 @@ impl<'a> Driver<'a> {
             }
             Action::Start { index, .. } => {
                 let stage = &self.plan.stages[index];
+                self.spans.stage_started(index, stage);
                 if !work::is_composite(stage) {
                     launches.push(Launch {
                         index,
@@ -436,6 +451,9 @@ impl<'a> Driver<'a> {
                 error: error.clone(),
             };
             self.run.apply(ended);
+            let status = if success { "success" } else { "failed" };
+            self.spans
+                .stage_ended(index, &self.plan.stages[index], status);
             let attempt = self.run.attempt(index);
             let finished = Finished::ended(index, attempt, (success, error), artifacts);
             self.commits.pending.push(finished.transition(now));
@@ -462,7 +480,10 @@ impl<'a> Driver<'a> {
         }
         for launch in launches {
             let attempt = self.run.attempt(launch.index);
-            if let Some(started) = self.spawner.spawn(launch, attempt, &mut self.running) {
+            let spawned = self
+                .spawner
+                .spawn(launch, attempt, &mut self.running, &self.spans);
+            if let Some(started) = spawned {
                 self.commits.shown.push(Shown::Start(started));
             }
         }
@@ -604,11 +625,16 @@ impl<'a> Driver<'a> {
             success: result.success,
             error: result.error.clone(),
         });
+        let stage = &self.plan.stages[result.index];
+        self.spans.stage_ended(result.index, stage, result.status());
         // The slot is free at once; the result is shown once it is committed.
         let started_at = self
             .running
             .remove(&Slot::Stage(result.index))
-            .map_or(now, |attempt| attempt.started_at);
+            .map_or(now, |attempt| {
+                spans::attempt_ended(&attempt.span, &result);
+                attempt.started_at
+            });
         self.commits.urgent |= !cheap(&self.plan.stages[result.index], started_at, now);
         let shown = Announced::arrived(result, (started_at, now), None);
         self.commits.shown.push(shown);
@@ -619,7 +645,10 @@ impl<'a> Driver<'a> {
             return;
         };
         let slot = self.running.remove(&Slot::Unit(result.index, key.clone()));
-        let started_at = slot.as_ref().map_or(now, |slot| slot.started_at);
+        let started_at = slot.as_ref().map_or(now, |slot| {
+            spans::attempt_ended(&slot.span, &result);
+            slot.started_at
+        });
         self.commits.urgent |= !cheap(&self.plan.stages[result.index], started_at, now);
         if let Some(composite) = self.composites.get_mut(&result.index) {
             composite.running = composite.running.saturating_sub(1);
@@ -651,6 +680,8 @@ impl<'a> Driver<'a> {
                 .map(|index| self.plan.stages[index].name().to_owned()),
             error: end.error(),
         };
+        let span = tracing::Span::current();
+        spans::run_ended(&span, &outcome.status, outcome.error.as_deref());
         self.commits.pending.push(Transition::RunStatus {
             status: outcome.status.clone(),
             at: clock::now_ms(),

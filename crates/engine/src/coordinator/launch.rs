@@ -10,8 +10,10 @@ use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Executor, FanOutMode, Isolation};
 use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
 
 use super::DriveOptions;
+use super::spans::Spans;
 use crate::attempt::{Attempt, Continuation, Finished, Params, Report, Slots, redacted};
 use crate::clock;
 use crate::progress::Progress;
@@ -35,6 +37,8 @@ pub(super) struct Running {
     /// For a unit: the stage it runs and its label, for its envelope.
     pub(super) stage: Option<PlanStage>,
     pub(super) label: Option<String>,
+    /// The attempt's span, which its end is recorded on.
+    pub(super) span: tracing::Span,
 }
 
 impl Drop for Running {
@@ -185,6 +189,7 @@ impl Spawner {
         launch: Launch,
         stage_attempt: i64,
         running: &mut HashMap<Slot, Running>,
+        spans: &Spans,
     ) -> Option<Progress> {
         let (stage_to_run, unit, label, attempt_number, extras) = match launch.unit {
             None => (
@@ -218,6 +223,7 @@ impl Spawner {
                         started_at: clock::now_ms(),
                         stage: None,
                         label: None,
+                        span: tracing::Span::none(),
                     },
                 );
                 return None;
@@ -238,19 +244,29 @@ impl Spawner {
             Some(key) => Slot::Unit(launch.index, key.clone()),
         };
         let kept = unit.as_ref().map(|_| stage_to_run.clone());
+        let span = spans.attempt(
+            launch.index,
+            &self.plan.stages[launch.index],
+            (attempt_number, unit.as_deref()),
+            self.options.agents.as_deref(),
+        );
         // The options ride along so that a sub-workflow attempt drives its
         // child run as this run is driven. Boxed: the attempt's future is
         // some 15 KB, which spawning would otherwise copy more than once.
-        tokio::spawn(subrun::OPTIONS.scope(
-            Arc::clone(&self.options),
-            Box::pin(run(
-                stage_to_run,
-                attempt,
-                cancel_receiver,
-                self.reports.clone(),
-                self.drive_child,
-            )),
-        ));
+        tokio::spawn(
+            subrun::OPTIONS
+                .scope(
+                    Arc::clone(&self.options),
+                    Box::pin(run(
+                        stage_to_run,
+                        attempt,
+                        cancel_receiver,
+                        self.reports.clone(),
+                        self.drive_child,
+                    )),
+                )
+                .instrument(span.clone()),
+        );
         running.insert(
             slot,
             Running {
@@ -258,6 +274,7 @@ impl Spawner {
                 started_at: clock::now_ms(),
                 stage: kept,
                 label,
+                span,
             },
         );
         started
