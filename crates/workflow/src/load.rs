@@ -26,6 +26,10 @@ pub const MAX_FILE_BYTES: usize = 32 * 1024 * 1024;
 
 /// What a YAML file turned out to be.
 #[derive(Debug, Clone)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per file read, moved once into the load; a box would only add an allocation"
+)]
 pub enum Document {
     /// A runnable workflow.
     Workflow(Workflow),
