@@ -13,7 +13,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path as Params, State};
+use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use baton_engine::view::Status;
 use futures_util::Stream;
@@ -21,12 +21,22 @@ use tokio::sync::watch;
 
 use crate::app::{App, Latest};
 use crate::error::ApiError;
+use crate::extract::Params;
+use crate::openapi::schemas::ErrorBody;
 
 /// How often the store is read for changes.
 const POLL: Duration = Duration::from_millis(250);
 
 /// The stream: the status at once, then each change, until the server
 /// stops or the run is deleted.
+#[utoipa::path(get, path = "/api/runs/{run}/events", tag = "runs", security((), ("bearer" = [])),
+    params(("run" = String, Path, description = "The run's full id")),
+    responses(
+        (status = 200, description = "Server-sent events: `status`, carrying the object \
+            `GET /api/runs/{run}` answers with, at once and each time it changes", body = String,
+         content_type = "text/event-stream"),
+        (status = 404, description = "No such run", body = ErrorBody),
+    ))]
 pub(crate) async fn events(
     State(app): State<Arc<App>>,
     Params(run): Params<String>,

@@ -6,13 +6,15 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path as Params, State};
+use axum::extract::State;
 use baton_engine::governance::{self, Identity, Scope, ScopeKind};
 use serde_json::Value;
 
 use crate::app::App;
 use crate::error::{ApiError, chain};
+use crate::extract::Params;
 use crate::html::escape;
+use crate::openapi::schemas::{ErrorBody, Governance};
 
 /// The summary of the run's governance ledger.
 pub(crate) async fn summary(app: &App, run: &str) -> Result<Value, ApiError> {
@@ -40,6 +42,12 @@ pub(crate) async fn summary(app: &App, run: &str) -> Result<Value, ApiError> {
 }
 
 /// `GET /api/runs/{run}/governance`.
+#[utoipa::path(get, path = "/api/runs/{run}/governance", tag = "runs", security((), ("bearer" = [])),
+    params(("run" = String, Path, description = "The run's full id")),
+    responses(
+        (status = 200, description = "The summary of the run's governance ledger", body = Governance),
+        (status = 404, description = "No such run", body = ErrorBody),
+    ))]
 pub(crate) async fn api(
     State(app): State<Arc<App>>,
     Params(run): Params<String>,
