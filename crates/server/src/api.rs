@@ -130,34 +130,41 @@ pub(crate) async fn decide(
             format!("no decision '{decision}': approve, reject or push-back"),
         ));
     };
-    let comment = if body.iter().all(u8::is_ascii_whitespace) {
-        None
-    } else {
-        let value: Value = serde_json::from_slice(&body).map_err(|error| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                format!("the body is not JSON: {error}"),
-            )
-        })?;
-        let Some(object) = value.as_object() else {
+    let comment = comment(&body)?;
+    let row = record(&app, person.as_ref(), &run, &stage, decision, comment).await?;
+    Ok(Json(view::decision_json(&run, &stage, &row)))
+}
+
+/// A decision's comment: from `{"comment": "..."}`; none from an empty
+/// body, `null`, or an object without one.
+fn comment(body: &[u8]) -> Result<Option<String>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|error| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("the body is not JSON: {error}"),
+        )
+    })?;
+    let comment = match &value {
+        Value::Null => None,
+        Value::Object(object) => object.get("comment"),
+        _ => {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
                 r#"the body is {"comment": "..."}"#,
             ));
-        };
-        match object.get("comment") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(comment)) => Some(comment.clone()),
-            Some(_) => {
-                return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "`comment` must be a string",
-                ));
-            }
         }
     };
-    let row = record(&app, person.as_ref(), &run, &stage, decision, comment).await?;
-    Ok(Json(view::decision_json(&run, &stage, &row)))
+    match comment {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(comment)) => Ok(Some(comment.clone())),
+        Some(_) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "`comment` must be a string",
+        )),
+    }
 }
 
 /// Records a decision through the one function `baton gate` uses, as the

@@ -15,6 +15,7 @@ mod compat_runs;
 mod compile_table;
 mod completions;
 mod concurrency;
+mod contract;
 mod crash;
 mod diagnostics;
 mod discovery;

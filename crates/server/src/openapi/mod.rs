@@ -45,6 +45,8 @@ const BEARER: &str = "bearer";
         queue_page::jobs,
         api::job,
     ),
+    // Path and query parameters' own types are not collected by themselves.
+    components(schemas(schemas::DecisionName, schemas::JobStatus)),
     modifiers(&Guarded),
     tags(
         (name = "runs", description = "Runs, their status, logs and events"),

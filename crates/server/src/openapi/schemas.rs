@@ -12,7 +12,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -344,7 +345,8 @@ pub(crate) enum ItemEdit {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct DropItem {
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 9_007_199_254_740_992_u64)]
+    #[serde(deserialize_with = "whole")]
     pub(crate) drop: usize,
 }
 
@@ -358,7 +360,8 @@ pub(crate) struct EditItem {
 /// Item `n` (from 1), the field to set and its new value.
 #[derive(Debug, Deserialize, ToSchema)]
 pub(crate) struct EditFields {
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 9_007_199_254_740_992_u64)]
+    #[serde(deserialize_with = "whole")]
     pub(crate) n: usize,
     pub(crate) field: String,
     pub(crate) value: String,
@@ -378,4 +381,27 @@ pub(crate) enum DecisionName {
     Approve,
     Reject,
     PushBack,
+}
+
+/// The largest whole number a JSON number written as a float holds exactly
+/// (2^53): the documented maximum of an item number.
+const EXACT: f64 = 9_007_199_254_740_992.0;
+
+/// An item number as JSON Schema counts integers: `3` and `3.0` alike.
+fn whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<usize, D::Error> {
+    let number = serde_json::Number::deserialize(deserializer)?;
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "only a whole number within usize's range is cast"
+    )]
+    let integral = number.as_u64().or_else(|| {
+        number
+            .as_f64()
+            .filter(|float| float.fract() == 0.0 && (0.0..=EXACT).contains(float))
+            .map(|float| float as u64)
+    });
+    integral
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| D::Error::custom("an item number is a whole number from 1"))
 }
