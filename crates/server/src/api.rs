@@ -10,7 +10,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use baton_engine::gate::{self, Decision};
+use baton_engine::gate;
 use baton_engine::view::{self, Status};
 use serde_json::Value;
 
@@ -103,91 +103,7 @@ pub(crate) async fn log_text(
     text
 }
 
-/// `POST /api/runs/{run}/gates/{stage}/{decision}`, `approve`, `reject`
-/// or `push-back`, with a `{"comment": "..."}` (optional but for a
-/// push-back): the decision as `baton gate approve --format json` prints
-/// it, recorded before the answer.
-#[utoipa::path(post, path = "/api/runs/{run}/gates/{stage}/{decision}", tag = "gates",
-    security(("bearer" = [])),
-    params(("run" = String, Path, description = "The run's full id"), ("stage" = String, Path, description = "A stage's name"),
-        ("decision" = schemas::DecisionName, Path, description = "What is decided")),
-    request_body(content = Option<schemas::DecisionBody>, description = "The comment, optional but for a push-back"),
-    responses(
-        (status = 200, description = "The decision, recorded", body = schemas::Decided),
-        (status = 400, description = "A body that is not a JSON object, a comment that is not a string, or a push-back without one", body = ErrorBody),
-        (status = 404, description = "No such run, stage, gate or decision", body = ErrorBody),
-        (status = 409, description = "The gate does not wait for a decision (not run yet, already decided, the run ended), or a stage after it ran on its outputs", body = ErrorBody),
-    ))]
-pub(crate) async fn decide(
-    State(app): State<Arc<App>>,
-    axum::Extension(person): axum::Extension<Option<Person>>,
-    Params((run, stage, decision)): Params<(String, String, String)>,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    let Some(decision) = Decision::from_name(&decision) else {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("no decision '{decision}': approve, reject or push-back"),
-        ));
-    };
-    let comment = comment(&body)?;
-    let row = record(&app, person.as_ref(), &run, &stage, decision, comment).await?;
-    Ok(Json(view::decision_json(&run, &stage, &row)))
-}
-
-/// A decision's comment: from `{"comment": "..."}`; none from an empty
-/// body, `null`, or an object without one.
-fn comment(body: &[u8]) -> Result<Option<String>, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
-    }
-    let value: Value = serde_json::from_slice(body).map_err(|error| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!("the body is not JSON: {error}"),
-        )
-    })?;
-    let comment = match &value {
-        Value::Null => None,
-        Value::Object(object) => object.get("comment"),
-        _ => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                r#"the body is {"comment": "..."}"#,
-            ));
-        }
-    };
-    match comment {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(comment)) => Ok(Some(comment.clone())),
-        Some(_) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "`comment` must be a string",
-        )),
-    }
-}
-
-/// Records a decision through the one function `baton gate` uses, as the
-/// person whose token the request carries.
-pub(crate) async fn record(
-    app: &App,
-    person: Option<&Person>,
-    run: &str,
-    stage: &str,
-    decision: Decision,
-    comment: Option<String>,
-) -> Result<baton_store::GateDecisionRow, ApiError> {
-    // The guard lets no POST through without a person; this is the
-    // handler's own check that it never records a decision by nobody.
-    let Some(Person(by)) = person else {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "a token is needed"));
-    };
-    gate::decide(&app.store, run, stage, decision, by, comment)
-        .await
-        .map_err(|error| gate_error(&error))
-}
-
-fn gate_error(error: &gate::Error) -> ApiError {
+pub(crate) fn gate_error(error: &gate::Error) -> ApiError {
     let status = match error {
         gate::Error::Store(store) => return ApiError::store(store),
         gate::Error::NoSuchStage { .. } | gate::Error::NotAGate { .. } => StatusCode::NOT_FOUND,
@@ -197,7 +113,8 @@ fn gate_error(error: &gate::Error) -> ApiError {
         | gate::Error::AlreadyDecided { .. }
         | gate::Error::RunEnded { .. }
         | gate::Error::Changed { .. } => StatusCode::CONFLICT,
-        gate::Error::Edit { .. } | gate::Error::NotEditable { .. } => StatusCode::BAD_REQUEST,
+        // A well-formed edit the gate's list, as it is now, cannot take.
+        gate::Error::Edit { .. } | gate::Error::NotEditable { .. } => StatusCode::CONFLICT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     ApiError::new(status, chain(error))
@@ -321,9 +238,9 @@ fn engine_error(error: &baton_engine::Error) -> ApiError {
     request_body = schemas::ItemEdit,
     responses(
         (status = 200, description = "The list as it is now", body = schemas::Edited),
-        (status = 400, description = "A body that is not an edit, or an edit the list cannot take", body = ErrorBody),
+        (status = 400, description = "A body that is not an edit", body = ErrorBody),
         (status = 404, description = "No such run, or no gate of that name in it", body = ErrorBody),
-        (status = 409, description = "The gate does not wait for a decision", body = ErrorBody),
+        (status = 409, description = "An edit the list as it is cannot take (no such item, no such field, no list), or a gate that does not wait for a decision", body = ErrorBody),
     ))]
 pub(crate) async fn edit_items(
     State(app): State<Arc<App>>,

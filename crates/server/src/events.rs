@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use crate::app::{App, Latest};
 use crate::error::ApiError;
 use crate::extract::Params;
-use crate::openapi::schemas::ErrorBody;
+use crate::openapi::schemas::{self, ErrorBody};
 
 /// How often the store is read for changes.
 const POLL: Duration = Duration::from_millis(250);
@@ -33,7 +33,8 @@ const POLL: Duration = Duration::from_millis(250);
     params(("run" = String, Path, description = "The run's full id")),
     responses(
         (status = 200, description = "Server-sent events: `status`, carrying the object \
-            `GET /api/runs/{run}` answers with, at once and each time it changes", body = String,
+            `GET /api/runs/{run}` answers with, at once and each time it changes",
+         body = schemas::StatusEvent,
          content_type = "text/event-stream"),
         (status = 404, description = "No such run", body = ErrorBody),
     ))]

@@ -20,6 +20,7 @@ mod api;
 mod app;
 mod auth;
 mod dag;
+mod decisions;
 mod error;
 mod events;
 mod extract;

@@ -17,7 +17,7 @@ use crate::app::App;
 use crate::auth::Person;
 use crate::error::ApiError;
 use crate::html::{escape, page};
-use crate::{api, dag, governance_page};
+use crate::{dag, decisions, governance_page};
 
 /// An error as a page: its status and its message, escaped.
 pub(crate) fn error_page(error: &ApiError) -> Response {
@@ -252,7 +252,7 @@ pub(crate) async fn decide(
         ));
     };
     let comment = Some(form.comment.trim().to_owned()).filter(|comment| !comment.is_empty());
-    match api::record(&app, person.as_ref(), &run, &stage, decision, comment).await {
+    match decisions::record(&app, person.as_ref(), &run, &stage, decision, comment).await {
         Ok(_) => (
             StatusCode::SEE_OTHER,
             [(header::LOCATION, format!("/runs/{}", encode(&run)))],

@@ -10,7 +10,8 @@ use axum::routing::{MethodRouter, get, post};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::{
-    api, auth, events, governance_page, guard, html, mcp, openapi, pages, queue_page, stage_page,
+    api, auth, decisions, events, governance_page, guard, html, mcp, openapi, pages, queue_page,
+    stage_page,
 };
 
 /// The JSON API: every route under `/api/`, and only these. Each is in the
@@ -29,8 +30,16 @@ pub(crate) fn api_routes() -> Vec<(&'static str, MethodRouter<Arc<App>>)> {
         ("/api/runs/{run}/gates/{stage}", get(api::gate)),
         ("/api/runs/{run}/gates/{stage}/items", post(api::edit_items)),
         (
-            "/api/runs/{run}/gates/{stage}/{decision}",
-            post(api::decide),
+            "/api/runs/{run}/gates/{stage}/approve",
+            post(decisions::approve),
+        ),
+        (
+            "/api/runs/{run}/gates/{stage}/reject",
+            post(decisions::reject),
+        ),
+        (
+            "/api/runs/{run}/gates/{stage}/push-back",
+            post(decisions::push_back),
         ),
         ("/api/runs/{run}/verify", get(api::verify)),
         ("/api/runs/{run}/cancel", post(api::cancel)),

@@ -14,7 +14,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi, PartialSchema};
 
-use crate::{api, events, governance_page, queue_page};
+use crate::{api, decisions, events, governance_page, queue_page};
 
 /// The name of the bearer-token scheme (the annotations spell it out: `utoipa` takes a literal there).
 const BEARER: &str = "bearer";
@@ -39,14 +39,16 @@ const BEARER: &str = "bearer";
         api::gates,
         api::gate,
         api::edit_items,
-        api::decide,
+        decisions::approve,
+        decisions::reject,
+        decisions::push_back,
         api::verify,
         api::cancel,
         queue_page::jobs,
         api::job,
     ),
     // Path and query parameters' own types are not collected by themselves.
-    components(schemas(schemas::DecisionName, schemas::JobStatus)),
+    components(schemas(schemas::JobStatus)),
     modifiers(&Guarded),
     tags(
         (name = "runs", description = "Runs, their status, logs and events"),

@@ -46,6 +46,15 @@ pub(crate) struct RunSummary {
     parent: Option<String>,
 }
 
+/// One server-sent event of `GET /api/runs/{run}/events`.
+#[derive(ToSchema)]
+pub(crate) struct StatusEvent {
+    /// Always `status`.
+    event: String,
+    /// The run's status, as `GET /api/runs/{run}` answers it, as JSON text.
+    data: String,
+}
+
 /// A run as `baton status RUN --format json` prints it.
 #[derive(ToSchema)]
 pub(crate) struct RunStatus {
@@ -324,11 +333,17 @@ pub(crate) struct Closure {
     blockers: Vec<String>,
 }
 
-/// A decision's body: the comment recorded with it, optional but for a
-/// push-back.
+/// An approval's or a rejection's body: a comment recorded with it.
 #[derive(ToSchema)]
 pub(crate) struct DecisionBody {
     comment: Option<String>,
+}
+
+/// A push-back's body: what to change, which the stage's agent is given.
+#[derive(ToSchema)]
+pub(crate) struct PushBackBody {
+    #[schema(pattern = r"\S")]
+    comment: String,
 }
 
 /// An edit of a gate's list: one of `{"drop": N}`,
@@ -372,15 +387,6 @@ pub(crate) struct EditFields {
 #[serde(deny_unknown_fields)]
 pub(crate) struct AddItem {
     pub(crate) add: String,
-}
-
-/// A decision on a gate.
-#[derive(ToSchema)]
-#[schema(rename_all = "kebab-case")]
-pub(crate) enum DecisionName {
-    Approve,
-    Reject,
-    PushBack,
 }
 
 /// The largest whole number a JSON number written as a float holds exactly
