@@ -22,7 +22,7 @@ use crate::serving::{HEADER, Server, cli_json, gate_workflow, project, token};
 
 /// Schemathesis's own time budget, in seconds: it stops generating when
 /// it is spent, or when every operation had its examples.
-const MAX_TIME_S: &str = "75";
+const MAX_TIME_S: &str = "40";
 /// How long it may take in all before the test kills it, and each of its
 /// requests: only a hung server or tool reaches them.
 const TIME_BUDGET: Duration = Duration::from_secs(300);

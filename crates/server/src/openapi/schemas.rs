@@ -411,3 +411,44 @@ fn whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<usize, D::Error> 
         .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| D::Error::custom("an item number is a whole number from 1"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(body: &str) -> Option<ItemEdit> {
+        serde_json::from_str(body).ok()
+    }
+
+    #[test]
+    fn an_item_edit_is_one_of_three_objects_with_whole_item_numbers() {
+        assert!(matches!(
+            parsed(r#"{"drop": 2}"#),
+            Some(ItemEdit::Drop(DropItem { drop: 2 }))
+        ));
+        assert!(matches!(
+            parsed(r#"{"drop": 2.0}"#),
+            Some(ItemEdit::Drop(DropItem { drop: 2 }))
+        ));
+        assert!(matches!(parsed(r#"{"add": "x"}"#), Some(ItemEdit::Add(_))));
+        let edit = parsed(r#"{"edit": {"n": 1, "field": "f", "value": "v"}}"#);
+        assert!(matches!(
+            edit,
+            Some(ItemEdit::Edit(EditItem {
+                edit: EditFields { n: 1, .. }
+            }))
+        ));
+        for refused in [
+            r#"{"drop": 2.5}"#,
+            r#"{"drop": -1}"#,
+            r#"{"drop": 1e300}"#,
+            r#"{"drop": "1"}"#,
+            r#"{"drop": 1, "add": "x"}"#,
+            r#"{"add": 3}"#,
+            r#"[]"#,
+            r#"{}"#,
+        ] {
+            assert!(parsed(refused).is_none(), "{refused}");
+        }
+    }
+}
