@@ -18,6 +18,7 @@ pub mod clock;
 mod control;
 mod coordinator;
 pub mod create;
+pub mod cutoff;
 mod digest;
 mod endpoint;
 mod envelopes;

@@ -18,14 +18,6 @@ use crate::app::App;
 use crate::auth::Person;
 use crate::error::{ApiError, chain};
 
-/// `GET /api/runs`: every run, oldest first, as `baton runs --format json`.
-pub(crate) async fn runs(State(app): State<Arc<App>>) -> Result<Json<Vec<Value>>, ApiError> {
-    let (runs, tallies) = tokio::try_join!(app.store.runs(), app.store.run_tallies())
-        .map_err(|error| ApiError::store(&error))?;
-    let runs: Vec<_> = runs.iter().collect();
-    Ok(Json(view::runs_json(&runs, &tallies)))
-}
-
 /// `GET /api/runs/{run}`: the run as `baton status RUN --format json`.
 pub(crate) async fn status(
     State(app): State<Arc<App>>,

@@ -30,6 +30,7 @@ pub mod mcp;
 mod pages;
 mod queue_page;
 mod routes;
+mod runs_page;
 mod stage_page;
 pub mod tokens;
 

@@ -9,7 +9,7 @@ use axum::extract::{Path as Params, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use baton_engine::gate::{Decision, GateState};
-use baton_engine::view::{self, Status};
+use baton_engine::view::Status;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -56,48 +56,6 @@ pub(crate) fn duration(value: &Value) -> String {
 pub(crate) fn status_span(status: &str) -> String {
     let status = escape(status);
     format!("<span class=\"status status-{status}\">{status}</span>")
-}
-
-/// `GET /`: every run, newest first.
-pub(crate) async fn runs(State(app): State<Arc<App>>) -> Response {
-    let (runs, tallies) = match tokio::try_join!(app.store.runs(), app.store.run_tallies()) {
-        Ok(read) => read,
-        Err(error) => return error_page(&ApiError::store(&error)),
-    };
-    let runs: Vec<_> = runs.iter().rev().collect();
-    let mut body = String::from("<h1>Runs</h1>");
-    if runs.is_empty() {
-        body.push_str("<p>No runs yet; start one with <code>baton run WORKFLOW</code>.</p>");
-        return page("runs", &body).into_response();
-    }
-    body.push_str(
-        "<table><thead><tr><th>run</th><th>status</th><th>workflow</th><th>started</th>\
-         <th>duration</th><th>stages</th></tr></thead><tbody>",
-    );
-    for run in view::runs_json(&runs, &tallies) {
-        let counts = run["stages"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(status, _)| *status != "total")
-            .map(|(status, count)| format!("{} {}", cell(count), escape(status)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let id = run["run_id"].as_str().unwrap_or_default();
-        let _ = write!(
-            body,
-            "<tr><td><a class=\"mono\" href=\"/runs/{link}\">{id}</a></td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{counts}</td></tr>",
-            status_span(run["status"].as_str().unwrap_or_default()),
-            cell(&run["workflow"]),
-            cell(&run["started_at"]),
-            duration(&run["duration_ms"]),
-            id = escape(id),
-            link = escape(&encode(id)),
-        );
-    }
-    body.push_str("</tbody></table>");
-    page("runs", &body).into_response()
 }
 
 /// `GET /runs/{run}`: the run, its gates with their forms, its DAG and

@@ -9,17 +9,19 @@ use axum::routing::{get, post};
 
 use crate::app::App;
 use crate::error::ApiError;
-use crate::{api, auth, events, governance_page, guard, html, mcp, pages, queue_page, stage_page};
+use crate::{
+    api, auth, events, governance_page, guard, html, mcp, pages, queue_page, runs_page, stage_page,
+};
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
-        .route("/", get(pages::runs))
+        .route("/", get(runs_page::page_of_runs))
         .route("/runs/{run}", get(pages::run))
         .route("/runs/{run}/gates/{stage}", post(pages::decide))
         .route("/runs/{run}/stages/{stage}", get(stage_page::stage))
         .route("/queue", get(queue_page::page_of_jobs))
         .route("/api/queue", get(queue_page::jobs))
-        .route("/api/runs", get(api::runs))
+        .route("/api/runs", get(runs_page::api))
         .route("/api/runs/{run}", get(api::status))
         .route("/api/runs/{run}/stages/{stage}/log", get(api::log))
         .route("/api/runs/{run}/events", get(events::events))
