@@ -9,7 +9,10 @@ use axum::routing::{get, post};
 
 use crate::app::App;
 use crate::error::ApiError;
-use crate::{api, auth, events, governance_page, guard, html, mcp, pages, queue_page, stage_page};
+use crate::{
+    api, auth, events, governance_page, guard, html, mcp, pages, queue_page, stage_page,
+    task_board, task_page,
+};
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -19,6 +22,11 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/runs/{run}/stages/{stage}", get(stage_page::stage))
         .route("/queue", get(queue_page::page_of_jobs))
         .route("/api/queue", get(queue_page::jobs))
+        .route("/tasks", get(task_board::board))
+        .route("/tasks/{name}", get(task_page::task))
+        .route("/api/tasks", get(task_board::list))
+        .route("/api/tasks/{name}", get(task_page::status))
+        .route("/api/tasks/{name}/governance", get(task_page::governance))
         .route("/api/runs", get(api::runs))
         .route("/api/runs/{run}", get(api::status))
         .route("/api/runs/{run}/stages/{stage}/log", get(api::log))
