@@ -2,14 +2,12 @@
 //! phases, one of them run to a failing verdict by the stand-in agents so
 //! that `task run` made its follow-ups, asked over plain HTTP.
 
-use std::path::Path;
-use std::time::{Duration, SystemTime};
-
 use serde_json::Value;
 
 use crate::project::Project;
 use crate::serving::Server;
 use crate::tasks::{FAIL, project_with, referee, task_dir};
+use crate::tasks_status::write_aged;
 
 /// A description holding markup that would run script on a page that
 /// placed it as markup.
@@ -22,21 +20,6 @@ pub(crate) const FOLLOW_UPS: [&str; 3] = [
     "parse-input-fix-issue-2",
     "parse-input-review-docs",
 ];
-
-/// Writes artifacts one second apart (oldest first), by hand.
-fn write_aged(dir: &Path, files: &[(&str, &str)]) {
-    let start = SystemTime::now() - Duration::from_secs(100);
-    for (n, (name, text)) in files.iter().enumerate() {
-        let path = dir.join(name);
-        std::fs::write(&path, text).expect("write");
-        let file = std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .expect("open");
-        file.set_modified(start + Duration::from_secs(n as u64))
-            .expect("set the time");
-    }
-}
 
 fn task_new(project: &Project, args: &[&str]) {
     let mut all = vec!["task", "new"];
