@@ -48,6 +48,7 @@ mod stage;
 pub mod stage_agent;
 mod start;
 mod subrun;
+pub mod tasks;
 mod usage;
 pub mod verify;
 pub mod view;

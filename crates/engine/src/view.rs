@@ -12,6 +12,7 @@ pub mod queue;
 pub mod retries;
 mod status;
 pub mod subruns;
+pub mod tasks;
 mod work;
 
 use std::collections::HashMap;

@@ -1,5 +1,6 @@
 //! What every handler shares.
 
+use baton_engine::tasks::Tasks;
 use baton_store::Store;
 
 use crate::hosts::Hosts;
@@ -17,6 +18,9 @@ pub(crate) struct App {
     pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
     /// One watcher per followed run (see `events`).
     pub(crate) watchers: Watchers,
+    /// The project's task folders, for the task board; `None` when the
+    /// server was given no project.
+    pub(crate) tasks: Option<Tasks>,
 }
 
 /// The watcher of each followed run: its latest status object (`None`

@@ -27,7 +27,7 @@ pub(crate) fn page(title: &str, body: &str) -> Html<String> {
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{} · baton</title><link rel=\"stylesheet\" href=\"/assets/style.css\">\
          <script src=\"/assets/live.js\" defer></script></head>\
-         <body><header><a href=\"/\">baton</a> <a href=\"/queue\">queue</a></header><main>{body}</main></body></html>\n",
+         <body><header><a href=\"/\">baton</a> <a href=\"/queue\">queue</a> <a href=\"/tasks\">tasks</a></header><main>{body}</main></body></html>\n",
         escape(title)
     ))
 }

@@ -88,7 +88,7 @@ pub(crate) async fn run(
     body.push_str(&stages(&json));
     // The ledger is a second read; a page without it is still worth showing.
     if let Ok(summary) = governance_page::summary(&app, &status.run.run_id).await {
-        body.push_str(&governance_page::section(&summary));
+        body.push_str(&governance_page::section(&summary, false));
     }
     body.push_str("</div>");
     page(&status.run.run_id, &body).into_response()

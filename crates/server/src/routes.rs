@@ -11,6 +11,7 @@ use crate::app::App;
 use crate::error::ApiError;
 use crate::{
     api, auth, events, governance_page, guard, html, mcp, pages, queue_page, runs_page, stage_page,
+    task_board, task_page,
 };
 
 pub(crate) fn router(app: Arc<App>) -> Router {
@@ -21,6 +22,11 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/runs/{run}/stages/{stage}", get(stage_page::stage))
         .route("/queue", get(queue_page::page_of_jobs))
         .route("/api/queue", get(queue_page::jobs))
+        .route("/tasks", get(task_board::board))
+        .route("/tasks/{name}", get(task_page::task))
+        .route("/api/tasks", get(task_board::list))
+        .route("/api/tasks/{name}", get(task_page::status))
+        .route("/api/tasks/{name}/governance", get(task_page::governance))
         .route("/api/runs", get(runs_page::api))
         .route("/api/runs/{run}", get(api::status))
         .route("/api/runs/{run}/stages/{stage}/log", get(api::log))

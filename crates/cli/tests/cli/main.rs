@@ -56,6 +56,7 @@ mod runs_list;
 mod secrets;
 mod serve;
 mod serve_runs;
+mod serve_tasks;
 mod serving;
 mod sqlite_log;
 mod state;
