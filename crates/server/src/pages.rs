@@ -196,7 +196,7 @@ fn graph(status: &Status) -> String {
             depends_on: dependencies.remove(stage.name.as_str()).unwrap_or_default(),
         })
         .collect();
-    format!("<h2>Plan</h2>{}", dag::svg(&nodes))
+    format!("<h2>Plan</h2>{}", dag::drawing(&nodes))
 }
 
 /// The stages table; each status cell names its stage for `live.js`.
