@@ -9,13 +9,19 @@ use axum::routing::{get, post};
 
 use crate::app::App;
 use crate::error::ApiError;
-use crate::{api, auth, events, governance_page, guard, html, mcp, pages, queue_page, stage_page};
+use crate::{
+    api, auth, events, gate_page, governance_page, guard, html, mcp, pages, queue_page, stage_page,
+};
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/", get(pages::runs))
         .route("/runs/{run}", get(pages::run))
         .route("/runs/{run}/gates/{stage}", post(pages::decide))
+        .route(
+            "/runs/{run}/gates/{stage}/items",
+            post(gate_page::edit_items),
+        )
         .route("/runs/{run}/stages/{stage}", get(stage_page::stage))
         .route("/queue", get(queue_page::page_of_jobs))
         .route("/api/queue", get(queue_page::jobs))
