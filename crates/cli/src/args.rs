@@ -695,6 +695,9 @@ pub(crate) struct GateDropArgs {
     pub(crate) gate: GateRef,
     /// The item's number, from 1 (as `baton gate show` numbers them).
     pub(crate) n: usize,
+    /// Who edits, recorded with the edit (default: as for `baton gate approve`).
+    #[arg(long = "as", value_name = "NAME")]
+    pub(crate) as_name: Option<String>,
 }
 
 /// `baton gate edit`.
@@ -707,6 +710,9 @@ pub(crate) struct GateEditArgs {
     /// `field=value`.
     #[arg(value_name = "FIELD=VALUE")]
     pub(crate) assignment: String,
+    /// Who edits, recorded with the edit (default: as for `baton gate approve`).
+    #[arg(long = "as", value_name = "NAME")]
+    pub(crate) as_name: Option<String>,
 }
 
 /// `baton gate add`.
@@ -716,6 +722,9 @@ pub(crate) struct GateAddArgs {
     pub(crate) gate: GateRef,
     /// The item to append.
     pub(crate) text: String,
+    /// Who edits, recorded with the edit (default: as for `baton gate approve`).
+    #[arg(long = "as", value_name = "NAME")]
+    pub(crate) as_name: Option<String>,
 }
 
 /// A budget: a positive number of dollars.

@@ -10,7 +10,7 @@
   }
   const run = root.dataset.run;
   const waiting = (status) =>
-    status.gates.filter((gate) => gate.status === "awaiting").map((gate) => gate.stage).join("\n");
+    status.gates.filter((gate) => gate.status === "awaiting" || gate.status === "stale").map((gate) => gate.stage).join("\n");
   // As the page was drawn: an event that says otherwise draws it anew.
   let gates = root.dataset.waiting ?? null;
 

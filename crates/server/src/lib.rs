@@ -22,6 +22,7 @@ mod auth;
 mod dag;
 mod error;
 mod events;
+mod gate_page;
 mod governance_page;
 mod guard;
 mod hosts;

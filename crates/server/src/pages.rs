@@ -8,7 +8,7 @@ use axum::Form;
 use axum::extract::{Path as Params, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use baton_engine::gate::{Decision, GateState};
+use baton_engine::gate::Decision;
 use baton_engine::view::Status;
 use serde::Deserialize;
 use serde_json::Value;
@@ -16,18 +16,9 @@ use serde_json::Value;
 use crate::app::App;
 use crate::auth::Person;
 use crate::error::ApiError;
+pub(crate) use crate::html::{encode, error_page};
 use crate::html::{escape, page};
-use crate::{api, dag, governance_page};
-
-/// An error as a page: its status and its message, escaped.
-pub(crate) fn error_page(error: &ApiError) -> Response {
-    let body = format!(
-        "<h1>{}</h1><p class=\"error\">{}</p><p><a href=\"/\">All runs</a></p>",
-        error.status.as_u16(),
-        escape(&error.message)
-    );
-    (error.status, page("error", &body)).into_response()
-}
+use crate::{api, dag, gate_page, governance_page};
 
 /// A cell of a JSON value: strings as they are, null as `-`.
 pub(crate) fn cell(value: &Value) -> String {
@@ -83,7 +74,7 @@ pub(crate) async fn run(
     if let Some(error) = &status.run.error {
         let _ = write!(body, "<p class=\"error\">{}</p>", escape(error));
     }
-    body.push_str(&gates(&status, person.as_ref()));
+    body.push_str(&gate_page::sections(&app, &status, person.as_ref()).await);
     body.push_str(&graph(&status));
     body.push_str(&stages(&json));
     // The ledger is a second read; a page without it is still worth showing.
@@ -101,45 +92,10 @@ pub(crate) fn waiting(status: &Status) -> String {
     let gates: Vec<&str> = status
         .gates
         .iter()
-        .filter(|gate| gate.state == GateState::Awaiting)
+        .filter(|gate| gate_page::waits(gate.state))
         .map(|gate| gate.stage.as_str())
         .collect();
     format!("{}|{}", gates.join("\n"), status.run.status)
-}
-
-/// A form per gate waiting for a decision, for a person logged in; a
-/// link to the login page for anyone else.
-fn gates(status: &Status, person: Option<&Person>) -> String {
-    let mut html = String::new();
-    for gate in &status.gates {
-        if gate.state != GateState::Awaiting || status.run.status != "awaiting_human" {
-            continue;
-        }
-        let stage = escape(&gate.stage);
-        let Some(Person(name)) = person else {
-            let _ = write!(
-                html,
-                "<div class=\"gate\"><p>Gate <strong>{stage}</strong> waits for a decision. \
-                 <a href=\"/login\">Log in</a> to decide.</p></div>"
-            );
-            continue;
-        };
-        let _ = write!(
-            html,
-            "<form class=\"gate\" method=\"post\" action=\"/runs/{run}/gates/{stage_link}\">\
-             <p>Gate <strong>{stage}</strong> waits for a decision \
-             (<a href=\"/api/runs/{run}/stages/{stage_link}/log\">its log</a>); \
-             you decide as {name}.</p>\
-             <label>Comment <input name=\"comment\"></label> \
-             <button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\
-             <button type=\"submit\" name=\"decision\" value=\"push-back\">Push back</button>\
-             <button type=\"submit\" name=\"decision\" value=\"reject\">Reject</button></form>",
-            run = escape(&encode(&status.run.run_id)),
-            stage_link = escape(&encode(&gate.stage)),
-            name = escape(name),
-        );
-    }
-    html
 }
 
 fn graph(status: &Status) -> String {
@@ -154,7 +110,7 @@ fn graph(status: &Status) -> String {
             depends_on: dependencies.remove(stage.name.as_str()).unwrap_or_default(),
         })
         .collect();
-    format!("<h2>Plan</h2>{}", dag::svg(&nodes))
+    format!("<h2>Plan</h2>{}", dag::drawing(&nodes))
 }
 
 /// The stages table; each status cell names its stage for `live.js`.
@@ -218,19 +174,4 @@ pub(crate) async fn decide(
             .into_response(),
         Err(error) => error_page(&error),
     }
-}
-
-/// A path segment percent-encoded: run ids are plain, but a redirect
-/// never carries what it was not sure of.
-pub(crate) fn encode(segment: &str) -> String {
-    segment
-        .bytes()
-        .map(|byte| {
-            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
-                char::from(byte).to_string()
-            } else {
-                format!("%{byte:02X}")
-            }
-        })
-        .collect()
 }

@@ -10,8 +10,8 @@ use axum::routing::{get, post};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::{
-    api, auth, events, governance_page, guard, html, mcp, pages, queue_page, runs_page, stage_page,
-    task_board, task_page,
+    api, auth, events, gate_page, governance_page, guard, html, mcp, pages, queue_page, runs_page,
+    stage_page, task_board, task_page,
 };
 
 pub(crate) fn router(app: Arc<App>) -> Router {
@@ -19,6 +19,10 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/", get(runs_page::page_of_runs))
         .route("/runs/{run}", get(pages::run))
         .route("/runs/{run}/gates/{stage}", post(pages::decide))
+        .route(
+            "/runs/{run}/gates/{stage}/items",
+            post(gate_page::edit_items),
+        )
         .route("/runs/{run}/stages/{stage}", get(stage_page::stage))
         .route("/queue", get(queue_page::page_of_jobs))
         .route("/api/queue", get(queue_page::jobs))
