@@ -114,6 +114,16 @@ class Browser:
         self.conn = websocket(pages[0]["webSocketDebuggerUrl"])
         self.calls = 0
         self.wait_for("document.readyState === 'complete'", 60)
+        # Chromium goes on working for a while after it shows its first
+        # page: wait until half a second passes with it (nearly) idle.
+        deadline = time.monotonic() + 60
+        used = cpu_seconds(self.process.pid)
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            now = cpu_seconds(self.process.pid)
+            if now - used < 0.02:
+                break
+            used = now
 
     def call(self, method, params):
         """The call's result, or None for an error (an evaluation while the
@@ -140,6 +150,28 @@ class Browser:
         self.conn.close()
         self.process.kill()
         self.process.wait()
+
+
+def cpu_seconds(root):
+    """User and system CPU seconds of process `root` and its descendants
+    alive now."""
+    parents, times = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = int(fields[11]) + int(fields[12])
+    tree, grew = {root}, True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    return sum(times.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
 
 
 def websocket(url):
@@ -198,8 +230,9 @@ def read_text(conn):
 
 
 def one(baton, text, clients, chromium):
-    """Wall seconds of one `baton run`, bytes the followers received, and
-    the seconds from the run's end to its page showing it (or None)."""
+    """Wall seconds of one `baton run`, bytes the followers received, the
+    seconds from the run's end to its page showing it (or None), and the
+    CPU seconds the server and the browser used during the run."""
     project = tempfile.mkdtemp(prefix="baton-sse-")
     try:
         with open(os.path.join(project, "wf.yaml"), "w") as f:
@@ -208,6 +241,7 @@ def one(baton, text, clients, chromium):
         stop, received, threads, browser, shown = threading.Event(), [], [], None, None
         if chromium:
             browser = Browser(chromium, f"http://{address}/", os.path.join(project, "browser"))
+        cpu = [cpu_seconds(server.pid), cpu_seconds(browser.process.pid) if browser else 0]
         started = time.monotonic()
         run = subprocess.Popen([baton, "run", "wf.yaml"], cwd=project,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -221,6 +255,8 @@ def one(baton, text, clients, chromium):
                 browser.call("Page.navigate", {"url": f"http://{address}/runs/{run_id}"})
         code = run.wait()
         wall = time.monotonic() - started
+        cpu = [cpu_seconds(server.pid) - cpu[0],
+               cpu_seconds(browser.process.pid) - cpu[1] if browser else 0]
         if browser:
             browser.wait_for("document.querySelector('[data-run-status]')?.textContent === 'success'", 60)
             shown = time.monotonic() - started - wall
@@ -233,7 +269,7 @@ def one(baton, text, clients, chromium):
         server.wait()
         if code != 0:
             sys.exit(f"baton run exited {code}")
-        return wall, sum(received), shown
+        return wall, sum(received), shown, cpu
     finally:
         shutil.rmtree(project, ignore_errors=True)
 
@@ -249,12 +285,14 @@ def main():
     args = parser.parse_args()
     baton = os.path.abspath(args.baton)
     text = workflow(args.shape, args.stages)
-    alone, followed, bytes_seen, shown = [], [], [], []
+    alone, followed, bytes_seen, shown, server_cpu, browser_cpu = [], [], [], [], [], []
     for _ in range(args.repeat):
         alone.append(one(baton, text, 0, None)[0])
-        wall, seen, after = one(baton, text, args.clients, args.browser)
+        wall, seen, after, (server, browser) = one(baton, text, args.clients, args.browser)
         followed.append(wall)
         bytes_seen.append(seen)
+        server_cpu.append(server)
+        browser_cpu.append(browser)
         if after is not None:
             shown.append(after)
     a, f = statistics.median(alone), statistics.median(followed)
@@ -263,6 +301,8 @@ def main():
     print(f"alone    median {a:.3f}s  all {' '.join(f'{x:.3f}' for x in alone)}")
     print(f"followed median {f:.3f}s  all {' '.join(f'{x:.3f}' for x in followed)}")
     print(f"ratio followed/alone {f / a:.3f}; the clients received {statistics.median(bytes_seen):.0f} bytes (median)")
+    print(f"CPU during the followed run, medians: server {statistics.median(server_cpu):.3f}s"
+          + (f", browser {statistics.median(browser_cpu):.3f}s" if args.browser else ""))
     if shown:
         print(f"the page showed the run's end {statistics.median(shown):.3f}s after it (median), "
               f"all {' '.join(f'{x:.3f}' for x in shown)}")
