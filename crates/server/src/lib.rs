@@ -20,6 +20,7 @@ mod api;
 mod app;
 mod auth;
 mod dag;
+mod delta;
 mod error;
 mod events;
 mod gate_page;

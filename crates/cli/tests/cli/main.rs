@@ -55,6 +55,7 @@ mod run_refs;
 mod runs_list;
 mod secrets;
 mod serve;
+mod serve_events;
 mod serve_gate;
 mod serve_runs;
 mod serve_tasks;
