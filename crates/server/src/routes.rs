@@ -10,8 +10,8 @@ use axum::routing::{MethodRouter, get, post};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::{
-    api, auth, decisions, events, governance_page, guard, html, mcp, openapi, pages, queue_page,
-    stage_page,
+    api, auth, decisions, events, gate_page, governance_page, guard, html, mcp, openapi, pages,
+    queue_page, runs_page, stage_page, task_board, task_page,
 };
 
 /// The JSON API: every route under `/api/`, and only these. Each is in the
@@ -21,7 +21,10 @@ pub(crate) fn api_routes() -> Vec<(&'static str, MethodRouter<Arc<App>>)> {
         ("/api/openapi.json", get(openapi::document)),
         ("/api/queue", get(queue_page::jobs)),
         ("/api/queue/{id}", get(api::job)),
-        ("/api/runs", get(api::runs)),
+        ("/api/runs", get(runs_page::api)),
+        ("/api/tasks", get(task_board::list)),
+        ("/api/tasks/{name}", get(task_page::status)),
+        ("/api/tasks/{name}/governance", get(task_page::governance)),
         ("/api/runs/{run}", get(api::status)),
         ("/api/runs/{run}/stages/{stage}/log", get(api::log)),
         ("/api/runs/{run}/events", get(events::events)),
@@ -52,9 +55,15 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         router = router.route(path, route);
     }
     router
-        .route("/", get(pages::runs))
+        .route("/", get(runs_page::page_of_runs))
+        .route("/tasks", get(task_board::board))
+        .route("/tasks/{name}", get(task_page::task))
         .route("/runs/{run}", get(pages::run))
         .route("/runs/{run}/gates/{stage}", post(pages::decide))
+        .route(
+            "/runs/{run}/gates/{stage}/items",
+            post(gate_page::edit_items),
+        )
         .route("/runs/{run}/stages/{stage}", get(stage_page::stage))
         .route("/queue", get(queue_page::page_of_jobs))
         .route("/login", get(auth::login_form).post(auth::login))

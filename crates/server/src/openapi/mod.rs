@@ -14,7 +14,9 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi, PartialSchema};
 
-use crate::{api, decisions, events, governance_page, queue_page};
+use crate::{
+    api, decisions, events, governance_page, queue_page, runs_page, task_board, task_page,
+};
 
 /// The name of the bearer-token scheme (the annotations spell it out: `utoipa` takes a literal there).
 const BEARER: &str = "bearer";
@@ -24,14 +26,17 @@ const BEARER: &str = "bearer";
     info(
         title = "baton serve",
         description = "The JSON API of `baton serve`: runs, their status, logs, gates, \
-                       verification and governance, and the job queue, in the shapes the \
+                       verification and governance, tasks, and the job queue, in the shapes the \
                        CLI prints with `--format json`. Every `POST` needs a person's token \
                        (`baton token create --name NAME`); reading needs one only when the \
                        server is bound beyond loopback."
     ),
     paths(
         document,
-        api::runs,
+        runs_page::api,
+        task_board::list,
+        task_page::status,
+        task_page::governance,
         api::status,
         api::log,
         events::events,
@@ -48,12 +53,13 @@ const BEARER: &str = "bearer";
         api::job,
     ),
     // Path and query parameters' own types are not collected by themselves.
-    components(schemas(schemas::JobStatus)),
+    components(schemas(schemas::JobStatus, schemas::RunStatusName)),
     modifiers(&Guarded),
     tags(
         (name = "runs", description = "Runs, their status, logs and events"),
         (name = "gates", description = "Human gates: reading, editing and deciding"),
         (name = "queue", description = "The durable job queue"),
+        (name = "tasks", description = "Task folders: their phases and governance"),
     )
 )]
 struct ApiDoc;

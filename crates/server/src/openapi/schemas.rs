@@ -46,12 +46,27 @@ pub(crate) struct RunSummary {
     parent: Option<String>,
 }
 
+/// A run's status, as a filter names it.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub(crate) enum RunStatusName {
+    Pending,
+    Running,
+    AwaitingHuman,
+    Success,
+    Failed,
+    Cancelled,
+    Rejected,
+}
+
 /// One server-sent event of `GET /api/runs/{run}/events`.
 #[derive(ToSchema)]
 pub(crate) struct StatusEvent {
-    /// Always `status`.
+    /// `status` (the whole object; always the first) or `delta` (the
+    /// same object with only the stages that changed).
     event: String,
-    /// The run's status, as `GET /api/runs/{run}` answers it, as JSON text.
+    /// The run's status, as `GET /api/runs/{run}` answers it (whole, or
+    /// with the changed stages only), as JSON text.
     data: String,
 }
 
@@ -304,6 +319,31 @@ pub(crate) struct Job {
     result: Option<Value>,
     #[schema(required = true)]
     error: Option<String>,
+}
+
+/// A task as `baton task list --format json` prints it.
+#[derive(ToSchema)]
+pub(crate) struct TaskSummary {
+    task: String,
+    /// Its phase, from the artifacts its folder holds; `?` when they
+    /// cannot be read.
+    phase: String,
+    /// `task`, `fix`, `review`, `tiebreak` or `sub-task`.
+    kind: String,
+    description: String,
+    archived: bool,
+}
+
+/// An active task as `baton task status NAME --format json` prints it.
+#[derive(ToSchema)]
+pub(crate) struct TaskStatus {
+    task: String,
+    phase: String,
+    /// The artifacts that show the phase.
+    signal: Vec<String>,
+    /// What `baton task run` does next.
+    next_phase: String,
+    why: String,
 }
 
 /// A run's governance, as `baton state summary --run RUN --format json`
