@@ -5,8 +5,11 @@ Each repetition runs the same workflow twice in fresh projects, with
 `baton serve` up in both: once alone, once while CLIENTS plain HTTP clients
 follow the run's server-sent events (`GET /api/runs/RUN/events`) and, with
 --browser, one headless Chromium shows its page (whose script follows the
-same events). Reported: the `baton run` wall times, medians, and their
-ratio (followed / alone).
+same events). The browser is started, and shows the server's runs list,
+before the run starts: its own start-up is not the run's. Once the run
+exists, the browser is sent to its page through the DevTools protocol.
+Reported: the `baton run` wall times, medians, and their ratio (followed /
+alone); with a browser, also how long after the run's end its page said so.
 
 Usage: python3 bench/sse_load.py --baton target/release/baton \
            [--shape wide] [--stages 1000] [--clients 50] [--repeat 5] \
@@ -14,6 +17,7 @@ Usage: python3 bench/sse_load.py --baton target/release/baton \
 """
 
 import argparse
+import base64
 import json
 import os
 import shutil
@@ -76,49 +80,196 @@ def follow(address, run, stop, received):
             received.append(len(data))
 
 
-def browse(chromium, address, run, scratch):
-    return subprocess.Popen(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={scratch}", "--remote-debugging-port=0",
-         f"http://{address}/runs/{run}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+class Browser:
+    """A headless Chromium with one page, driven through the DevTools
+    protocol over a WebSocket (a minimal client: text frames, one call at
+    a time)."""
+
+    def __init__(self, chromium, url, scratch):
+        self.process = subprocess.Popen(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={scratch}", "--remote-debugging-port=0", url],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60
+        port_file = os.path.join(scratch, "DevToolsActivePort")
+        while not os.path.exists(port_file) or not open(port_file).read().strip():
+            if time.monotonic() > deadline:
+                sys.exit("Chromium never opened its DevTools port")
+            time.sleep(0.05)
+        port = open(port_file).read().split()[0]
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5) as answer:
+                    pages = [t for t in json.load(answer) if t["type"] == "page"]
+                if pages:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                sys.exit("Chromium shows no page")
+            time.sleep(0.05)
+        self.conn = websocket(pages[0]["webSocketDebuggerUrl"])
+        self.calls = 0
+        self.wait_for("document.readyState === 'complete'", 60)
+        # Chromium goes on working for a while after it shows its first
+        # page: wait until half a second passes with it (nearly) idle.
+        deadline = time.monotonic() + 60
+        used = cpu_seconds(self.process.pid)
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            now = cpu_seconds(self.process.pid)
+            if now - used < 0.02:
+                break
+            used = now
+
+    def call(self, method, params):
+        """The call's result, or None for an error (an evaluation while the
+        page reloads has no context to run in)."""
+        self.calls += 1
+        send_text(self.conn, json.dumps({"id": self.calls, "method": method, "params": params}))
+        while True:
+            answer = json.loads(read_text(self.conn))
+            if answer.get("id") == self.calls:
+                return answer.get("result")
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        return (result or {}).get("result", {}).get("value")
+
+    def wait_for(self, expression, seconds):
+        deadline = time.monotonic() + seconds
+        while not self.evaluate(expression):
+            if time.monotonic() > deadline:
+                sys.exit(f"the page never had {expression}")
+            time.sleep(0.02)
+
+    def close(self):
+        self.conn.close()
+        self.process.kill()
+        self.process.wait()
+
+
+def cpu_seconds(root):
+    """User and system CPU seconds of process `root` and its descendants
+    alive now."""
+    parents, times = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = int(fields[11]) + int(fields[12])
+    tree, grew = {root}, True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    return sum(times.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
+
+
+def websocket(url):
+    """An open WebSocket connection to `ws://HOST:PORT/PATH`."""
+    address, path = url.removeprefix("ws://").split("/", 1)
+    host, port = address.rsplit(":", 1)
+    conn = socket.create_connection((host, int(port)), timeout=60)
+    key = base64.b64encode(os.urandom(16)).decode()
+    conn.sendall(f"GET /{path} HTTP/1.1\r\nHost: {address}\r\nUpgrade: websocket\r\n"
+                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                 "Sec-WebSocket-Version: 13\r\n\r\n".encode())
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        byte = conn.recv(1)
+        if not byte:
+            sys.exit("DevTools closed the connection")
+        head += byte
+    if not head.startswith(b"HTTP/1.1 101"):
+        sys.exit(f"DevTools said {head!r}")
+    return conn
+
+
+def send_text(conn, text):
+    payload = text.encode()
+    mask = os.urandom(4)
+    if len(payload) < 126:
+        head = bytes([0x81, 0x80 | len(payload)])
+    else:
+        head = bytes([0x81, 0x80 | 126]) + len(payload).to_bytes(2, "big")
+    conn.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+
+def read_exact(conn, size):
+    data = b""
+    while len(data) < size:
+        more = conn.recv(size - len(data))
+        if not more:
+            sys.exit("DevTools closed the connection")
+        data += more
+    return data
+
+
+def read_text(conn):
+    """The next whole text message (continuation frames joined)."""
+    message = b""
+    while True:
+        first, second = read_exact(conn, 2)
+        size = second & 0x7F
+        if size == 126:
+            size = int.from_bytes(read_exact(conn, 2), "big")
+        elif size == 127:
+            size = int.from_bytes(read_exact(conn, 8), "big")
+        message += read_exact(conn, size)
+        if first & 0x80:
+            return message.decode()
 
 
 def one(baton, text, clients, chromium):
-    """Wall seconds of one `baton run`, and bytes the followers received."""
+    """Wall seconds of one `baton run`, bytes the followers received, the
+    seconds from the run's end to its page showing it (or None), and the
+    CPU seconds the server and the browser used during the run."""
     project = tempfile.mkdtemp(prefix="baton-sse-")
     try:
         with open(os.path.join(project, "wf.yaml"), "w") as f:
             f.write(text)
         server, address = start_server(baton, project)
-        stop, received, threads, browser = threading.Event(), [], [], None
+        stop, received, threads, browser, shown = threading.Event(), [], [], None, None
+        if chromium:
+            browser = Browser(chromium, f"http://{address}/", os.path.join(project, "browser"))
+        cpu = [cpu_seconds(server.pid), cpu_seconds(browser.process.pid) if browser else 0]
         started = time.monotonic()
         run = subprocess.Popen([baton, "run", "wf.yaml"], cwd=project,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if clients:
+        if clients or browser:
             run_id = newest_run(address, started + 60)
             for _ in range(clients):
                 thread = threading.Thread(target=follow, args=(address, run_id, stop, received))
                 thread.start()
                 threads.append(thread)
-            if chromium:
-                browser = browse(chromium, address, run_id, os.path.join(project, "browser"))
+            if browser:
+                browser.call("Page.navigate", {"url": f"http://{address}/runs/{run_id}"})
         code = run.wait()
         wall = time.monotonic() - started
+        cpu = [cpu_seconds(server.pid) - cpu[0],
+               cpu_seconds(browser.process.pid) - cpu[1] if browser else 0]
+        if browser:
+            browser.wait_for("document.querySelector('[data-run-status]')?.textContent === 'success'", 60)
+            shown = time.monotonic() - started - wall
         stop.set()
         for thread in threads:
             thread.join()
         if browser:
-            browser.kill()
-            browser.wait()
+            browser.close()
         server.kill()
         server.wait()
         if code != 0:
             sys.exit(f"baton run exited {code}")
-        return wall, sum(received)
+        return wall, sum(received), shown, cpu
     finally:
         shutil.rmtree(project, ignore_errors=True)
 
@@ -134,18 +285,27 @@ def main():
     args = parser.parse_args()
     baton = os.path.abspath(args.baton)
     text = workflow(args.shape, args.stages)
-    alone, followed, bytes_seen = [], [], []
+    alone, followed, bytes_seen, shown, server_cpu, browser_cpu = [], [], [], [], [], []
     for _ in range(args.repeat):
         alone.append(one(baton, text, 0, None)[0])
-        wall, seen = one(baton, text, args.clients, args.browser)
+        wall, seen, after, (server, browser) = one(baton, text, args.clients, args.browser)
         followed.append(wall)
         bytes_seen.append(seen)
+        server_cpu.append(server)
+        browser_cpu.append(browser)
+        if after is not None:
+            shown.append(after)
     a, f = statistics.median(alone), statistics.median(followed)
     print(f"{args.shape} {args.stages} stages, {args.clients} SSE clients"
           f"{' + a browser' if args.browser else ''}, {args.repeat} runs each")
     print(f"alone    median {a:.3f}s  all {' '.join(f'{x:.3f}' for x in alone)}")
     print(f"followed median {f:.3f}s  all {' '.join(f'{x:.3f}' for x in followed)}")
     print(f"ratio followed/alone {f / a:.3f}; the clients received {statistics.median(bytes_seen):.0f} bytes (median)")
+    print(f"CPU during the followed run, medians: server {statistics.median(server_cpu):.3f}s"
+          + (f", browser {statistics.median(browser_cpu):.3f}s" if args.browser else ""))
+    if shown:
+        print(f"the page showed the run's end {statistics.median(shown):.3f}s after it (median), "
+              f"all {' '.join(f'{x:.3f}' for x in shown)}")
 
 
 if __name__ == "__main__":

@@ -131,7 +131,7 @@ pub(crate) enum Command {
 
     /// List recorded runs, oldest first: status, duration, stage counts and cost.
     #[command(
-        after_help = "Examples:\n  baton runs\n  baton runs --status failed --since 7d\n  baton runs --limit 5 --format json\n  baton runs --since 2026-12-01\n\nA run can be named by `latest` or by the start of its id wherever a run id is taken (`baton status latest`, `baton logs 3f2`).\n\nExit codes: 0 listed (even if none), 2 usage error, 4 store unavailable."
+        after_help = "Examples:\n  baton runs\n  baton runs --status failed --since 7d\n  baton runs --workflow review --limit 3\n  baton runs --limit 5 --format json\n  baton runs --since 2026-12-01\n\nA run can be named by `latest` or by the start of its id wherever a run id is taken (`baton status latest`, `baton logs 3f2`).\n\nExit codes: 0 listed (even if none), 2 usage error, 4 store unavailable."
     )]
     Runs(Deferred<RunsArgs>),
 
@@ -382,8 +382,8 @@ pub(crate) struct ListArgs {
 pub(crate) struct PruneArgs {
     /// Delete runs that finished before then: an age (30d, 12h, 2w) or a
     /// UTC date (2026-12-01).
-    #[arg(long, value_name = "DURATION|DATE", value_parser = crate::cutoff::parse)]
-    pub(crate) older_than: crate::cutoff::Cutoff,
+    #[arg(long, value_name = "DURATION|DATE", value_parser = baton_engine::cutoff::parse)]
+    pub(crate) older_than: baton_engine::cutoff::Cutoff,
     /// List what would be deleted, and what kept; delete nothing.
     #[arg(long)]
     pub(crate) dry_run: bool,
@@ -403,17 +403,33 @@ pub(crate) struct CompletionsArgs {
 #[derive(Debug, Args)]
 pub(crate) struct RunsArgs {
     /// Only runs with this status.
-    #[arg(long, value_name = "STATUS", value_parser = ["pending", "running", "awaiting_human", "success", "failed", "cancelled", "rejected"])]
+    #[arg(long, value_name = "STATUS", value_parser = baton_engine::view::RUN_STATUSES)]
     pub(crate) status: Option<String>,
+    /// Only runs of the workflow with this name (its `name:`, as the
+    /// list's `workflow` column shows it).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) workflow: Option<String>,
     /// Only the N most recent runs (of those the other filters keep).
     #[arg(long, value_name = "N")]
     pub(crate) limit: Option<usize>,
     /// Only runs started since then: an age (7d, 12h, 30m, 2w) or a UTC
     /// date (2026-12-01, 2026-12-01T08:30:00Z).
-    #[arg(long, value_name = "DURATION|DATE", value_parser = crate::cutoff::parse)]
-    pub(crate) since: Option<crate::cutoff::Cutoff>,
+    #[arg(long, value_name = "DURATION|DATE", value_parser = baton_engine::cutoff::parse)]
+    pub(crate) since: Option<baton_engine::cutoff::Cutoff>,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
+}
+
+impl RunsArgs {
+    /// The runs these flags keep.
+    pub(crate) fn filter(&self) -> baton_engine::view::RunFilter {
+        baton_engine::view::RunFilter {
+            status: self.status.clone(),
+            workflow: self.workflow.clone(),
+            since: self.since,
+            limit: self.limit,
+        }
+    }
 }
 
 /// `baton status`.
@@ -679,6 +695,9 @@ pub(crate) struct GateDropArgs {
     pub(crate) gate: GateRef,
     /// The item's number, from 1 (as `baton gate show` numbers them).
     pub(crate) n: usize,
+    /// Who edits, recorded with the edit (default: as for `baton gate approve`).
+    #[arg(long = "as", value_name = "NAME")]
+    pub(crate) as_name: Option<String>,
 }
 
 /// `baton gate edit`.
@@ -691,6 +710,9 @@ pub(crate) struct GateEditArgs {
     /// `field=value`.
     #[arg(value_name = "FIELD=VALUE")]
     pub(crate) assignment: String,
+    /// Who edits, recorded with the edit (default: as for `baton gate approve`).
+    #[arg(long = "as", value_name = "NAME")]
+    pub(crate) as_name: Option<String>,
 }
 
 /// `baton gate add`.
@@ -700,6 +722,9 @@ pub(crate) struct GateAddArgs {
     pub(crate) gate: GateRef,
     /// The item to append.
     pub(crate) text: String,
+    /// Who edits, recorded with the edit (default: as for `baton gate approve`).
+    #[arg(long = "as", value_name = "NAME")]
+    pub(crate) as_name: Option<String>,
 }
 
 /// A budget: a positive number of dollars.

@@ -8,7 +8,6 @@
 
 mod args;
 mod commands;
-mod cutoff;
 mod exit_code;
 mod observe;
 mod output;

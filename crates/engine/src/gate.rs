@@ -12,9 +12,11 @@
 //! stale output.
 
 mod artifact;
+mod diff;
 pub(crate) mod edit;
 mod error;
 pub mod list;
+mod show;
 mod stage;
 
 use std::path::Path;
@@ -22,9 +24,11 @@ use std::path::Path;
 use baton_store::{GateDecided, GateDecisionRow, NewGateDecision, RunRow, Store, Transition};
 use baton_workflow::Plan;
 
+pub use diff::{Change, OutputDiff, Since};
 pub use edit::{Edited, edit};
 pub use error::{Error, Result};
 pub use list::{GateEdit, ListKind};
+pub use show::show;
 
 pub(crate) use crate::run_state::{Gates, rejection_error};
 use crate::{clock, owner, workspace};
@@ -126,6 +130,9 @@ pub struct Output {
     pub content: Option<String>,
     /// The list it holds, if this is the editable output.
     pub list: Option<(ListKind, Vec<String>)>,
+    /// How it differs from what the gate's latest decision was made on
+    /// (`None` before the first decision).
+    pub diff: Option<OutputDiff>,
 }
 
 /// A gate with its outputs.
@@ -133,8 +140,12 @@ pub struct Output {
 pub struct GateView {
     /// Where it stands.
     pub status: GateStatus,
-    /// Its outputs, in `writes_to` order (a directory's files expanded).
+    /// Its outputs, in `writes_to` order (a directory's files expanded),
+    /// then any output decided on that is gone.
     pub outputs: Vec<Output>,
+    /// The decision its outputs are compared with: its latest (`None`
+    /// while it waits for its first).
+    pub since: Option<Since>,
 }
 
 /// Where a gate stands given its decisions and its artifact hash now.
@@ -216,47 +227,6 @@ pub async fn list(store: &Store, run_id: Option<&str>) -> Result<Vec<GateStatus>
     Ok(gates)
 }
 
-/// A gate with its outputs' contents.
-///
-/// # Errors
-///
-/// No such run or stage, the stage is not a gate, or the store fails.
-pub async fn show(store: &Store, run_id: &str, stage: &str) -> Result<GateView> {
-    let run = store.run(run_id).await?;
-    edit::finish_interrupted(Path::new(&run.workspace), &store.artifacts(run_id).await?);
-    let stages = store.stages(run_id).await?;
-    let gate = find_stage(&run, &stages, stage)?;
-    if !gate.human_gate {
-        return Err(Error::NotAGate {
-            stage: stage.to_owned(),
-        });
-    }
-    let decisions = store.gate_decisions(run_id).await?;
-    let workspace = Path::new(&run.workspace);
-    let editable = edit::editable(workspace, &gate.writes_to).map(|(path, _, _)| path);
-    let outputs = artifact::files(workspace, &gate.writes_to)
-        .into_iter()
-        .map(|(path, _)| {
-            let content = std::fs::read(workspace.join(&path))
-                .ok()
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
-            let list = content
-                .as_deref()
-                .filter(|_| editable.as_deref() == Some(path.as_str()))
-                .and_then(|text| list::detect(text).map(|kind| (kind, list::items(kind, text))));
-            Output {
-                path,
-                content,
-                list,
-            }
-        })
-        .collect();
-    Ok(GateView {
-        status: status_of(&run, &gate, &decisions),
-        outputs,
-    })
-}
-
 /// Records a decision on a gate, against its stage's current attempt and
 /// its artifact as it is now. A rejection also ends the run as `rejected`
 /// at once when no live process drives it (a driver waiting at the gate
@@ -311,15 +281,18 @@ pub async fn decide(
             status: run.status,
         });
     }
+    // The outputs are read once: what is kept is what the hash covers.
+    let (sha256, outputs) = artifact::snapshot(Path::new(&run.workspace), &gate.writes_to);
     let new = NewGateDecision {
         run_id: run_id.to_owned(),
         index: gate.stage.index,
         attempt: gate.stage.attempts,
-        sha256: artifact::current_hash(Path::new(&run.workspace), &gate.writes_to),
+        sha256,
         decision: decision.as_str().to_owned(),
         decided_by: by.to_owned(),
         decided_at: clock::now_ms(),
         comment,
+        outputs,
     };
     let row = match store.decide_gate(&new).await? {
         GateDecided::Recorded(row) => row,

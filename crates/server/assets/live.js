@@ -1,5 +1,6 @@
 // Live updates of a run's page: the run's status object arrives as a
-// server-sent event each time it changes, and the states shown follow it.
+// server-sent event, then what changed in it each time it changes, and
+// the states shown follow it.
 // Text is set with textContent only: nothing received becomes markup.
 "use strict";
 
@@ -10,7 +11,7 @@
   }
   const run = root.dataset.run;
   const waiting = (status) =>
-    status.gates.filter((gate) => gate.status === "awaiting").map((gate) => gate.stage).join("\n");
+    status.gates.filter((gate) => gate.status === "awaiting" || gate.status === "stale").map((gate) => gate.stage).join("\n");
   // As the page was drawn: an event that says otherwise draws it anew.
   let gates = root.dataset.waiting ?? null;
 
@@ -58,9 +59,59 @@
       .catch(() => {});
   }
 
-  const source = new EventSource("/api/runs/" + encodeURIComponent(run) + "/events");
-  source.addEventListener("status", (event) => {
-    const status = JSON.parse(event.data);
+  // The cells and boxes of each stage, found once, with the state and
+  // duration they show: an event then touches only the stages whose state
+  // it changes (the first one included, though it names every stage).
+  const shown = new Map();
+  function shownOf(name) {
+    let entry = shown.get(name);
+    if (entry === undefined) {
+      entry = { status: [], duration: [], node: [], state: null, text: null };
+      shown.set(name, entry);
+    }
+    return entry;
+  }
+  for (const cell of root.querySelectorAll("[data-stage-status]")) {
+    const entry = shownOf(cell.dataset.stageStatus);
+    entry.status.push(cell);
+    entry.state = cell.textContent.trim();
+  }
+  for (const cell of root.querySelectorAll("[data-stage-duration]")) {
+    const entry = shownOf(cell.dataset.stageDuration);
+    entry.duration.push(cell);
+    entry.text = cell.textContent;
+  }
+  for (const node of root.querySelectorAll("svg.dag g[data-stage]")) {
+    shownOf(node.dataset.stage).node.push(node);
+  }
+
+  function showStage(stage) {
+    const entry = shown.get(stage.stage);
+    if (entry === undefined) {
+      return;
+    }
+    const text = duration(stage.duration_ms);
+    if (entry.state === stage.status && entry.text === text) {
+      return;
+    }
+    entry.state = stage.status;
+    entry.text = text;
+    for (const cell of entry.status) {
+      setStatus(cell, stage.status);
+    }
+    for (const cell of entry.duration) {
+      cell.textContent = text;
+    }
+    for (const node of entry.node) {
+      node.setAttribute("class", "node node-" + stage.status);
+    }
+  }
+
+  // The whole status object as the events built it: a `status` event
+  // replaces it, a `delta` event carries the run's fields and the stages
+  // that changed.
+  let status = null;
+  function show(changed) {
     // A gate that starts or stops waiting changes the forms: draw the page anew.
     const now = waiting(status) + "|" + status.status;
     if (gates !== null && gates !== now) {
@@ -70,29 +121,41 @@
     }
     gates = now;
     const runStatus = root.querySelector("[data-run-status]");
-    if (runStatus) {
+    if (runStatus && runStatus.textContent !== status.status) {
       setStatus(runStatus, status.status);
     }
     if (log) {
       const mine = status.stages.find((stage) => stage.stage === log.dataset.stage);
       follow(mine !== undefined && mine.status === "running");
     }
-    for (const stage of status.stages) {
-      for (const cell of root.querySelectorAll("[data-stage-status]")) {
-        if (cell.dataset.stageStatus === stage.stage) {
-          setStatus(cell, stage.status);
-        }
-      }
-      for (const cell of root.querySelectorAll("[data-stage-duration]")) {
-        if (cell.dataset.stageDuration === stage.stage) {
-          cell.textContent = duration(stage.duration_ms);
-        }
-      }
-      for (const node of root.querySelectorAll("svg.dag g[data-stage]")) {
-        if (node.dataset.stage === stage.stage) {
-          node.setAttribute("class", "node node-" + stage.status);
-        }
+    for (const stage of changed) {
+      showStage(stage);
+    }
+  }
+
+  // Where each stage is in `status.stages`: a delta comes only while the
+  // list of stages stays the same.
+  let at = new Map();
+  const source = new EventSource("/api/runs/" + encodeURIComponent(run) + "/events");
+  source.addEventListener("status", (event) => {
+    status = JSON.parse(event.data);
+    at = new Map(status.stages.map((stage, index) => [stage.stage, index]));
+    show(status.stages);
+  });
+  source.addEventListener("delta", (event) => {
+    if (status === null) {
+      return;
+    }
+    const delta = JSON.parse(event.data);
+    const changed = delta.stages;
+    delta.stages = status.stages;
+    for (const stage of changed) {
+      const index = at.get(stage.stage);
+      if (index !== undefined) {
+        delta.stages[index] = stage;
       }
     }
+    status = delta;
+    show(changed);
   });
 })();

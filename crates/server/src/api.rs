@@ -7,26 +7,26 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path as Params, State};
+use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use baton_engine::gate::{self, Decision};
+use baton_engine::gate;
 use baton_engine::view::{self, Status};
 use serde_json::Value;
 
 use crate::app::App;
 use crate::auth::Person;
 use crate::error::{ApiError, chain};
-
-/// `GET /api/runs`: every run, oldest first, as `baton runs --format json`.
-pub(crate) async fn runs(State(app): State<Arc<App>>) -> Result<Json<Vec<Value>>, ApiError> {
-    let (runs, tallies) = tokio::try_join!(app.store.runs(), app.store.run_tallies())
-        .map_err(|error| ApiError::store(&error))?;
-    let runs: Vec<_> = runs.iter().collect();
-    Ok(Json(view::runs_json(&runs, &tallies)))
-}
+use crate::extract::Params;
+use crate::openapi::schemas::{self, ErrorBody};
 
 /// `GET /api/runs/{run}`: the run as `baton status RUN --format json`.
+#[utoipa::path(get, path = "/api/runs/{run}", tag = "runs", security((), ("bearer" = [])),
+    params(("run" = String, Path, description = "The run's full id")),
+    responses(
+        (status = 200, description = "The run's status", body = schemas::RunStatus),
+        (status = 404, description = "No such run", body = ErrorBody),
+    ))]
 pub(crate) async fn status(
     State(app): State<Arc<App>>,
     Params(run): Params<String>,
@@ -40,6 +40,14 @@ pub(crate) async fn status(
 /// `GET /api/runs/{run}/stages/{stage}/log`: the latest attempt's output
 /// then its errors, as text; a stage run as units gives each unit's under
 /// a line naming it.
+#[utoipa::path(get, path = "/api/runs/{run}/stages/{stage}/log", tag = "runs",
+    security((), ("bearer" = [])),
+    params(("run" = String, Path, description = "The run's full id"), ("stage" = String, Path, description = "A stage's name, or a unit's label")),
+    responses(
+        (status = 200, description = "The latest attempt's output then its errors", body = String,
+         content_type = "text/plain"),
+        (status = 404, description = "No such run, or no such stage or unit in it", body = ErrorBody),
+    ))]
 pub(crate) async fn log(
     State(app): State<Arc<App>>,
     Params((run, stage)): Params<(String, String)>,
@@ -85,67 +93,7 @@ pub(crate) async fn log_text(
     text
 }
 
-/// `POST /api/runs/{run}/gates/{stage}/{decision}`, `approve`, `reject`
-/// or `push-back`, with a `{"comment": "..."}` (optional but for a
-/// push-back): the decision as `baton gate approve --format json` prints
-/// it, recorded before the answer.
-pub(crate) async fn decide(
-    State(app): State<Arc<App>>,
-    axum::Extension(person): axum::Extension<Option<Person>>,
-    Params((run, stage, decision)): Params<(String, String, String)>,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    let Some(decision) = Decision::from_name(&decision) else {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("no decision '{decision}': approve, reject or push-back"),
-        ));
-    };
-    let comment = if body.iter().all(u8::is_ascii_whitespace) {
-        None
-    } else {
-        let value: Value = serde_json::from_slice(&body).map_err(|error| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                format!("the body is not JSON: {error}"),
-            )
-        })?;
-        match value.get("comment") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(comment)) => Some(comment.clone()),
-            Some(_) => {
-                return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "`comment` must be a string",
-                ));
-            }
-        }
-    };
-    let row = record(&app, person.as_ref(), &run, &stage, decision, comment).await?;
-    Ok(Json(view::decision_json(&run, &stage, &row)))
-}
-
-/// Records a decision through the one function `baton gate` uses, as the
-/// person whose token the request carries.
-pub(crate) async fn record(
-    app: &App,
-    person: Option<&Person>,
-    run: &str,
-    stage: &str,
-    decision: Decision,
-    comment: Option<String>,
-) -> Result<baton_store::GateDecisionRow, ApiError> {
-    // The guard lets no POST through without a person; this is the
-    // handler's own check that it never records a decision by nobody.
-    let Some(Person(by)) = person else {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "a token is needed"));
-    };
-    gate::decide(&app.store, run, stage, decision, by, comment)
-        .await
-        .map_err(|error| gate_error(&error))
-}
-
-fn gate_error(error: &gate::Error) -> ApiError {
+pub(crate) fn gate_error(error: &gate::Error) -> ApiError {
     let status = match error {
         gate::Error::Store(store) => return ApiError::store(store),
         gate::Error::NoSuchStage { .. } | gate::Error::NotAGate { .. } => StatusCode::NOT_FOUND,
@@ -155,7 +103,8 @@ fn gate_error(error: &gate::Error) -> ApiError {
         | gate::Error::AlreadyDecided { .. }
         | gate::Error::RunEnded { .. }
         | gate::Error::Changed { .. } => StatusCode::CONFLICT,
-        gate::Error::Edit { .. } | gate::Error::NotEditable { .. } => StatusCode::BAD_REQUEST,
+        // A well-formed edit the gate's list, as it is now, cannot take.
+        gate::Error::Edit { .. } | gate::Error::NotEditable { .. } => StatusCode::CONFLICT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     ApiError::new(status, chain(error))
@@ -163,6 +112,12 @@ fn gate_error(error: &gate::Error) -> ApiError {
 
 /// `GET /api/runs/{run}/gates`: the run's gates, waiting or decided, as
 /// `baton gate list RUN --format json`.
+#[utoipa::path(get, path = "/api/runs/{run}/gates", tag = "gates", security((), ("bearer" = [])),
+    params(("run" = String, Path, description = "The run's full id")),
+    responses(
+        (status = 200, description = "The run's gates, waiting or decided", body = Vec<schemas::Gate>),
+        (status = 404, description = "No such run", body = ErrorBody),
+    ))]
 pub(crate) async fn gates(
     State(app): State<Arc<App>>,
     Params(run): Params<String>,
@@ -175,6 +130,13 @@ pub(crate) async fn gates(
 
 /// `GET /api/runs/{run}/gates/{stage}`: a gate with its outputs, as
 /// `baton gate show RUN STAGE --format json`.
+#[utoipa::path(get, path = "/api/runs/{run}/gates/{stage}", tag = "gates",
+    security((), ("bearer" = [])),
+    params(("run" = String, Path, description = "The run's full id"), ("stage" = String, Path, description = "A stage's name")),
+    responses(
+        (status = 200, description = "The gate with its outputs", body = schemas::GateView),
+        (status = 404, description = "No such run, or no gate of that name in it", body = ErrorBody),
+    ))]
 pub(crate) async fn gate(
     State(app): State<Arc<App>>,
     Params((run, stage)): Params<(String, String)>,
@@ -187,6 +149,13 @@ pub(crate) async fn gate(
 
 /// `GET /api/runs/{run}/verify`: the recorded outputs checked against the
 /// workspace, as `baton verify RUN --format json`.
+#[utoipa::path(get, path = "/api/runs/{run}/verify", tag = "runs", security((), ("bearer" = [])),
+    params(("run" = String, Path, description = "The run's full id")),
+    responses(
+        (status = 200, description = "The recorded outputs checked against the workspace", body = schemas::Verification),
+        (status = 404, description = "No such run", body = ErrorBody),
+        (status = 409, description = "The run cannot be verified", body = ErrorBody),
+    ))]
 pub(crate) async fn verify(
     State(app): State<Arc<App>>,
     Params(run): Params<String>,
@@ -199,6 +168,13 @@ pub(crate) async fn verify(
 
 /// `POST /api/runs/{run}/cancel`: as `baton cancel RUN`, answered with
 /// what it says.
+#[utoipa::path(post, path = "/api/runs/{run}/cancel", tag = "runs", security(("bearer" = [])),
+    params(("run" = String, Path, description = "The run's full id")),
+    responses(
+        (status = 200, description = "What `baton cancel RUN` says", body = schemas::Cancelled),
+        (status = 404, description = "No such run", body = ErrorBody),
+        (status = 409, description = "The run cannot be cancelled", body = ErrorBody),
+    ))]
 pub(crate) async fn cancel(
     State(app): State<Arc<App>>,
     axum::Extension(person): axum::Extension<Option<Person>>,
@@ -216,6 +192,13 @@ pub(crate) async fn cancel(
 }
 
 /// `GET /api/queue/{id}`: one job, as `baton queue show ID --format json`.
+#[utoipa::path(get, path = "/api/queue/{id}", tag = "queue", security((), ("bearer" = [])),
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The job", body = schemas::Job),
+        (status = 400, description = "An id that is not a number", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ))]
 pub(crate) async fn job(
     State(app): State<Arc<App>>,
     Params(id): Params<i64>,
@@ -239,41 +222,58 @@ fn engine_error(error: &baton_engine::Error) -> ApiError {
 /// `{"edit": {"n": N, "field": "…", "value": "…"}}` or `{"add": "…"}`: an
 /// edit of the gate's list, as `baton gate drop|edit|add` makes it, answered
 /// with the list as it is now.
+#[utoipa::path(post, path = "/api/runs/{run}/gates/{stage}/items", tag = "gates",
+    security(("bearer" = [])),
+    params(("run" = String, Path, description = "The run's full id"), ("stage" = String, Path, description = "A stage's name")),
+    request_body = schemas::ItemEdit,
+    responses(
+        (status = 200, description = "The list as it is now", body = schemas::Edited),
+        (status = 400, description = "A body that is not an edit", body = ErrorBody),
+        (status = 404, description = "No such run, or no gate of that name in it", body = ErrorBody),
+        (status = 409, description = "An edit the list as it is cannot take (no such item, no such field, no list), or a gate that does not wait for a decision", body = ErrorBody),
+    ))]
 pub(crate) async fn edit_items(
     State(app): State<Arc<App>>,
     axum::Extension(person): axum::Extension<Option<Person>>,
     Params((run, stage)): Params<(String, String)>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    if person.is_none() {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "a token is needed"));
-    }
     let change = item_edit(&body).ok_or_else(|| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             r#"the body is {"drop": N}, {"edit": {"n": N, "field": "…", "value": "…"}} or {"add": "…"}"#,
         )
     })?;
-    let edited = gate::edit(&app.store, &run, &stage, &change)
-        .await
-        .map_err(|error| gate_error(&error))?;
+    let edited = edit_as(&app, person.as_ref(), &run, &stage, &change).await?;
     Ok(Json(view::gates::edited_json(&run, &stage, &edited)))
 }
 
+/// Edits a gate's list through the one function `baton gate drop|edit|add`
+/// uses, as the person whose token the request carries.
+pub(crate) async fn edit_as(
+    app: &App,
+    person: Option<&Person>,
+    run: &str,
+    stage: &str,
+    change: &gate::GateEdit,
+) -> Result<gate::Edited, ApiError> {
+    // As for decisions: never an edit by nobody, whatever the guard let by.
+    let Some(Person(by)) = person else {
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "a token is needed"));
+    };
+    gate::edit(&app.store, run, stage, change, by)
+        .await
+        .map_err(|error| gate_error(&error))
+}
+
 fn item_edit(body: &[u8]) -> Option<gate::GateEdit> {
-    let value: Value = serde_json::from_slice(body).ok()?;
-    let object = value.as_object().filter(|object| object.len() == 1)?;
-    let number = |value: &Value| value.as_u64().and_then(|n| usize::try_from(n).ok());
-    if let Some(n) = object.get("drop") {
-        return Some(gate::GateEdit::Drop(number(n)?));
-    }
-    if let Some(text) = object.get("add") {
-        return Some(gate::GateEdit::Add(text.as_str()?.to_owned()));
-    }
-    let edit = object.get("edit")?;
-    Some(gate::GateEdit::Edit {
-        n: number(edit.get("n")?)?,
-        field: edit.get("field")?.as_str()?.to_owned(),
-        value: edit.get("value")?.as_str()?.to_owned(),
+    Some(match serde_json::from_slice(body).ok()? {
+        schemas::ItemEdit::Drop(item) => gate::GateEdit::Drop(item.drop),
+        schemas::ItemEdit::Add(item) => gate::GateEdit::Add(item.add),
+        schemas::ItemEdit::Edit(item) => gate::GateEdit::Edit {
+            n: item.edit.n,
+            field: item.edit.field,
+            value: item.edit.value,
+        },
     })
 }

@@ -1,5 +1,6 @@
 //! What every handler shares.
 
+use baton_engine::tasks::Tasks;
 use baton_store::Store;
 
 use crate::hosts::Hosts;
@@ -17,6 +18,9 @@ pub(crate) struct App {
     pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
     /// One watcher per followed run (see `events`).
     pub(crate) watchers: Watchers,
+    /// The project's task folders, for the task board; `None` when the
+    /// server was given no project.
+    pub(crate) tasks: Option<Tasks>,
 }
 
 /// The watcher of each followed run: its latest status object (`None`
@@ -25,4 +29,16 @@ pub(crate) type Watchers =
     std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<Latest>>>;
 
 /// A run's latest status object, as its watcher read it.
-pub(crate) type Latest = tokio::sync::watch::Sender<Option<std::sync::Arc<str>>>;
+pub(crate) type Latest = tokio::sync::watch::Sender<Option<std::sync::Arc<Version>>>;
+
+/// One change of a followed run's status object.
+#[derive(Debug)]
+pub(crate) struct Version {
+    /// Counts the watcher's changes: a follower that sent the one before
+    /// this can send its delta, any other sends the whole object.
+    pub(crate) number: u64,
+    /// The whole object's JSON text.
+    pub(crate) whole: String,
+    /// What changed since the one before (see `delta::Change`).
+    pub(crate) delta: Option<String>,
+}

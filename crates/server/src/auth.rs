@@ -171,6 +171,7 @@ mod tests {
             loopback,
             stopping: tokio::sync::watch::channel(false).1,
             watchers: crate::app::Watchers::default(),
+            tasks: None,
         };
         (dir, app)
     }

@@ -1,21 +1,18 @@
 //! A run's DAG as inline SVG, from the dependencies its recorded plan
-//! holds.
-//!
-//! A stand-in layout for now: each stage in the column of its depth (the
-//! length of its longest chain of dependencies), in index order down the
-//! column, with straight lines for edges. Crossings are not minimised.
+//! holds. Where the boxes go is [`layout`]'s; the drawing is this
+//! module's: a box per stage coloured by its status, its name escaped and
+//! cut short (the full name in its title), a line per dependency.
 
-use std::collections::HashMap;
+mod layout;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 
 use serde_json::Value;
 
 use crate::html::escape;
+use layout::{HEIGHT, WIDTH};
 
-const WIDTH: usize = 170;
-const HEIGHT: usize = 30;
-const COLUMN: usize = 210;
-const ROW: usize = 46;
-const MARGIN: usize = 10;
 /// Characters of a name shown in a box; the full name is in its title.
 const SHOWN: usize = 22;
 
@@ -46,81 +43,68 @@ pub(crate) fn dependencies(plan: &Value) -> HashMap<&str, Vec<&str>> {
         .collect()
 }
 
-/// Each node's depth: 0 without dependencies, else one more than its
-/// deepest dependency. A dependency on an unknown name is ignored; a cycle
-/// (a plan never has one) stops at the number of nodes.
-fn depths(nodes: &[Node<'_>]) -> Vec<usize> {
-    let index: HashMap<&str, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(at, node)| (node.name, at))
-        .collect();
-    let mut depth = vec![0; nodes.len()];
-    for _ in 0..nodes.len() {
-        let mut changed = false;
-        for (at, node) in nodes.iter().enumerate() {
-            let deepest = node
-                .depends_on
-                .iter()
-                .filter_map(|name| index.get(name))
-                .map(|&dependency| depth[dependency] + 1)
-                .max()
-                .unwrap_or(0);
-            if deepest > depth[at] {
-                depth[at] = deepest;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    depth
-}
-
-/// The SVG: a box per stage (class `node-<status>`, `data-stage` naming
-/// it for the live updates), a line per dependency.
-pub(crate) fn svg(nodes: &[Node<'_>]) -> String {
-    let depth = depths(nodes);
-    let mut rows_used: HashMap<usize, usize> = HashMap::new();
-    let mut place = Vec::with_capacity(nodes.len());
-    for &column in &depth {
-        let row = rows_used.entry(column).or_default();
-        place.push((MARGIN + column * COLUMN, MARGIN + *row * ROW));
-        *row += 1;
-    }
-    let columns = depth.iter().max().map_or(0, |deepest| deepest + 1);
-    let rows = rows_used.values().max().copied().unwrap_or(0);
-    let width = 2 * MARGIN + columns.saturating_sub(1) * COLUMN + WIDTH;
-    let height = 2 * MARGIN + rows.saturating_sub(1) * ROW + HEIGHT;
+/// The edges as (dependency, dependant) positions in `nodes`: a name no
+/// node has, a stage depending on itself and a repeated dependency are
+/// left out.
+fn edges(nodes: &[Node<'_>]) -> Vec<(usize, usize)> {
     let at: HashMap<&str, usize> = nodes
         .iter()
         .enumerate()
         .map(|(at, node)| (node.name, at))
         .collect();
-    let mut svg = format!(
-        "<svg class=\"dag\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-label=\"the run's stages and their dependencies\">"
-    );
+    let mut seen = HashSet::new();
+    let mut edges = Vec::new();
     for (to, node) in nodes.iter().enumerate() {
-        for from in node.depends_on.iter().filter_map(|name| at.get(name)) {
-            let (x1, y1) = place[*from];
-            let (x2, y2) = place[to];
-            svg.push_str(&format!(
-                "<line x1=\"{}\" y1=\"{}\" x2=\"{x2}\" y2=\"{}\"/>",
-                x1 + WIDTH,
-                y1 + HEIGHT / 2,
-                y2 + HEIGHT / 2
-            ));
+        for &from in node.depends_on.iter().filter_map(|name| at.get(name)) {
+            if from != to && seen.insert((from, to)) {
+                edges.push((from, to));
+            }
         }
     }
-    for (node, (x, y)) in nodes.iter().zip(&place) {
+    edges
+}
+
+/// The drawing: a note when the run is too large for the layered layout,
+/// then the SVG, a box per stage (class `node-<status>`, `data-stage`
+/// naming it for the live updates) and a line per dependency.
+pub(crate) fn drawing(nodes: &[Node<'_>]) -> String {
+    let edges = edges(nodes);
+    let laid = layout::lay_out(nodes.len(), &edges);
+    let mut html = String::new();
+    if !laid.layered {
+        let _ = write!(
+            html,
+            "<p class=\"note\">{} stages: drawn by depth, crossings not minimised \
+             (the layered layout takes up to {} stages).</p>",
+            nodes.len(),
+            layout::LAYERED_MAX
+        );
+    }
+    let (width, height) = laid.size;
+    let _ = write!(
+        html,
+        "<svg class=\"dag\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-label=\"the run's stages and their dependencies\">"
+    );
+    for &(from, to) in &edges {
+        let (x1, y1) = laid.place[from];
+        let (x2, y2) = laid.place[to];
+        let _ = write!(
+            html,
+            "<line x1=\"{}\" y1=\"{}\" x2=\"{x2}\" y2=\"{}\"/>",
+            x1 + WIDTH,
+            y1 + HEIGHT / 2,
+            y2 + HEIGHT / 2
+        );
+    }
+    for (node, (x, y)) in nodes.iter().zip(&laid.place) {
         let shown: String = node.name.chars().take(SHOWN).collect();
         let ellipsis = if node.name.chars().count() > SHOWN {
             "…"
         } else {
             ""
         };
-        svg.push_str(&format!(
+        let _ = write!(
+            html,
             "<g class=\"node node-{status}\" data-stage=\"{name}\"><title>{name}: {status}</title>\
              <rect x=\"{x}\" y=\"{y}\" width=\"{WIDTH}\" height=\"{HEIGHT}\" rx=\"4\"/>\
              <text x=\"{}\" y=\"{}\">{}{ellipsis}</text></g>",
@@ -129,58 +113,11 @@ pub(crate) fn svg(nodes: &[Node<'_>]) -> String {
             escape(&shown),
             status = escape(node.status),
             name = escape(node.name),
-        ));
+        );
     }
-    svg.push_str("</svg>");
-    svg
+    html.push_str("</svg>");
+    html
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn node<'a>(name: &'a str, depends_on: &[&'a str]) -> Node<'a> {
-        Node {
-            name,
-            status: "pending",
-            depends_on: depends_on.to_vec(),
-        }
-    }
-
-    #[test]
-    fn a_stage_sits_one_column_past_its_deepest_dependency() {
-        let nodes = [
-            node("a", &[]),
-            node("b", &["a"]),
-            node("c", &["a", "b"]),
-            node("d", &[]),
-            node("e", &["missing"]),
-        ];
-        assert_eq!(depths(&nodes), [0, 1, 2, 0, 0]);
-    }
-
-    #[test]
-    fn names_are_escaped_in_text_titles_and_attributes() {
-        let nodes = [
-            node("<script>alert(1)</script>", &[]),
-            node("x\"onload=\"y", &["<script>alert(1)</script>"]),
-        ];
-        let svg = svg(&nodes);
-        assert!(!svg.contains("<script>"), "{svg}");
-        assert!(!svg.contains("\"onload"), "{svg}");
-        assert!(svg.contains("&lt;script&gt;"), "{svg}");
-        assert_eq!(svg.matches("<line ").count(), 1, "{svg}");
-    }
-
-    #[test]
-    fn dependencies_are_read_from_the_plan_s_stage_details() {
-        let plan = serde_json::json!({"stage_details": {
-            "a": {"depends_on": []},
-            "b": {"depends_on": ["a"]},
-        }});
-        let found = dependencies(&plan);
-        assert_eq!(found["b"], ["a"]);
-        assert!(found["a"].is_empty());
-        assert!(dependencies(&Value::Null).is_empty());
-    }
-}
+mod tests;

@@ -1,7 +1,10 @@
 //! Building pages: the one escaping function every shown string goes
-//! through, and the frame every page shares.
+//! through, the frame every page shares, an error as a page, and path
+//! segments encoded for links and redirects.
 
-use axum::response::Html;
+use axum::response::{Html, IntoResponse, Response};
+
+use crate::error::ApiError;
 
 /// Text made safe to place in HTML, as element content or as a quoted
 /// attribute value.
@@ -27,9 +30,34 @@ pub(crate) fn page(title: &str, body: &str) -> Html<String> {
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{} · baton</title><link rel=\"stylesheet\" href=\"/assets/style.css\">\
          <script src=\"/assets/live.js\" defer></script></head>\
-         <body><header><a href=\"/\">baton</a> <a href=\"/queue\">queue</a></header><main>{body}</main></body></html>\n",
+         <body><header><a href=\"/\">baton</a> <a href=\"/queue\">queue</a> <a href=\"/tasks\">tasks</a></header><main>{body}</main></body></html>\n",
         escape(title)
     ))
+}
+
+/// An error as a page: its status and its message, escaped.
+pub(crate) fn error_page(error: &ApiError) -> Response {
+    let body = format!(
+        "<h1>{}</h1><p class=\"error\">{}</p><p><a href=\"/\">All runs</a></p>",
+        error.status.as_u16(),
+        escape(&error.message)
+    );
+    (error.status, page("error", &body)).into_response()
+}
+
+/// A path segment percent-encoded: run ids are plain, but a redirect
+/// never carries what it was not sure of.
+pub(crate) fn encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
+                char::from(byte).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -20,17 +20,25 @@ mod api;
 mod app;
 mod auth;
 mod dag;
+mod decisions;
+mod delta;
 mod error;
 mod events;
+mod extract;
+mod gate_page;
 mod governance_page;
 mod guard;
 mod hosts;
 mod html;
 pub mod mcp;
+mod openapi;
 mod pages;
 mod queue_page;
 mod routes;
+mod runs_page;
 mod stage_page;
+mod task_board;
+mod task_page;
 pub mod tokens;
 
 use std::net::SocketAddr;
@@ -48,6 +56,9 @@ pub struct Options {
     /// name in their `Host` header (the machine's name when bound to a
     /// wildcard address).
     pub allow_hosts: Vec<String>,
+    /// The project directory whose `tasks/` the task board shows (the one
+    /// holding the store's `.baton/`); without one the board says so.
+    pub project: Option<std::path::PathBuf>,
 }
 
 /// A listener bound and not yet serving.
@@ -114,6 +125,10 @@ impl Bound {
             loopback: self.address.ip().is_loopback(),
             stopping: stopping.clone(),
             watchers: crate::app::Watchers::default(),
+            tasks: options
+                .project
+                .as_deref()
+                .map(baton_engine::tasks::Tasks::new),
         });
         // Event streams never end by themselves: they are told to, or a
         // graceful shutdown would wait for every open page to close.

@@ -8,26 +8,17 @@ use axum::Form;
 use axum::extract::{Path as Params, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use baton_engine::gate::{Decision, GateState};
-use baton_engine::view::{self, Status};
+use baton_engine::gate::Decision;
+use baton_engine::view::Status;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::app::App;
 use crate::auth::Person;
 use crate::error::ApiError;
+pub(crate) use crate::html::{encode, error_page};
 use crate::html::{escape, page};
-use crate::{api, dag, governance_page};
-
-/// An error as a page: its status and its message, escaped.
-pub(crate) fn error_page(error: &ApiError) -> Response {
-    let body = format!(
-        "<h1>{}</h1><p class=\"error\">{}</p><p><a href=\"/\">All runs</a></p>",
-        error.status.as_u16(),
-        escape(&error.message)
-    );
-    (error.status, page("error", &body)).into_response()
-}
+use crate::{dag, decisions, gate_page, governance_page};
 
 /// A cell of a JSON value: strings as they are, null as `-`.
 pub(crate) fn cell(value: &Value) -> String {
@@ -58,48 +49,6 @@ pub(crate) fn status_span(status: &str) -> String {
     format!("<span class=\"status status-{status}\">{status}</span>")
 }
 
-/// `GET /`: every run, newest first.
-pub(crate) async fn runs(State(app): State<Arc<App>>) -> Response {
-    let (runs, tallies) = match tokio::try_join!(app.store.runs(), app.store.run_tallies()) {
-        Ok(read) => read,
-        Err(error) => return error_page(&ApiError::store(&error)),
-    };
-    let runs: Vec<_> = runs.iter().rev().collect();
-    let mut body = String::from("<h1>Runs</h1>");
-    if runs.is_empty() {
-        body.push_str("<p>No runs yet; start one with <code>baton run WORKFLOW</code>.</p>");
-        return page("runs", &body).into_response();
-    }
-    body.push_str(
-        "<table><thead><tr><th>run</th><th>status</th><th>workflow</th><th>started</th>\
-         <th>duration</th><th>stages</th></tr></thead><tbody>",
-    );
-    for run in view::runs_json(&runs, &tallies) {
-        let counts = run["stages"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(status, _)| *status != "total")
-            .map(|(status, count)| format!("{} {}", cell(count), escape(status)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let id = run["run_id"].as_str().unwrap_or_default();
-        let _ = write!(
-            body,
-            "<tr><td><a class=\"mono\" href=\"/runs/{link}\">{id}</a></td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{counts}</td></tr>",
-            status_span(run["status"].as_str().unwrap_or_default()),
-            cell(&run["workflow"]),
-            cell(&run["started_at"]),
-            duration(&run["duration_ms"]),
-            id = escape(id),
-            link = escape(&encode(id)),
-        );
-    }
-    body.push_str("</tbody></table>");
-    page("runs", &body).into_response()
-}
-
 /// `GET /runs/{run}`: the run, its gates with their forms, its DAG and
 /// its stages; `live.js` keeps the states current.
 pub(crate) async fn run(
@@ -125,12 +74,12 @@ pub(crate) async fn run(
     if let Some(error) = &status.run.error {
         let _ = write!(body, "<p class=\"error\">{}</p>", escape(error));
     }
-    body.push_str(&gates(&status, person.as_ref()));
+    body.push_str(&gate_page::sections(&app, &status, person.as_ref()).await);
     body.push_str(&graph(&status));
     body.push_str(&stages(&json));
     // The ledger is a second read; a page without it is still worth showing.
     if let Ok(summary) = governance_page::summary(&app, &status.run.run_id).await {
-        body.push_str(&governance_page::section(&summary));
+        body.push_str(&governance_page::section(&summary, false));
     }
     body.push_str("</div>");
     page(&status.run.run_id, &body).into_response()
@@ -143,45 +92,10 @@ pub(crate) fn waiting(status: &Status) -> String {
     let gates: Vec<&str> = status
         .gates
         .iter()
-        .filter(|gate| gate.state == GateState::Awaiting)
+        .filter(|gate| gate_page::waits(gate.state))
         .map(|gate| gate.stage.as_str())
         .collect();
     format!("{}|{}", gates.join("\n"), status.run.status)
-}
-
-/// A form per gate waiting for a decision, for a person logged in; a
-/// link to the login page for anyone else.
-fn gates(status: &Status, person: Option<&Person>) -> String {
-    let mut html = String::new();
-    for gate in &status.gates {
-        if gate.state != GateState::Awaiting || status.run.status != "awaiting_human" {
-            continue;
-        }
-        let stage = escape(&gate.stage);
-        let Some(Person(name)) = person else {
-            let _ = write!(
-                html,
-                "<div class=\"gate\"><p>Gate <strong>{stage}</strong> waits for a decision. \
-                 <a href=\"/login\">Log in</a> to decide.</p></div>"
-            );
-            continue;
-        };
-        let _ = write!(
-            html,
-            "<form class=\"gate\" method=\"post\" action=\"/runs/{run}/gates/{stage_link}\">\
-             <p>Gate <strong>{stage}</strong> waits for a decision \
-             (<a href=\"/api/runs/{run}/stages/{stage_link}/log\">its log</a>); \
-             you decide as {name}.</p>\
-             <label>Comment <input name=\"comment\"></label> \
-             <button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\
-             <button type=\"submit\" name=\"decision\" value=\"push-back\">Push back</button>\
-             <button type=\"submit\" name=\"decision\" value=\"reject\">Reject</button></form>",
-            run = escape(&encode(&status.run.run_id)),
-            stage_link = escape(&encode(&gate.stage)),
-            name = escape(name),
-        );
-    }
-    html
 }
 
 fn graph(status: &Status) -> String {
@@ -196,7 +110,7 @@ fn graph(status: &Status) -> String {
             depends_on: dependencies.remove(stage.name.as_str()).unwrap_or_default(),
         })
         .collect();
-    format!("<h2>Plan</h2>{}", dag::svg(&nodes))
+    format!("<h2>Plan</h2>{}", dag::drawing(&nodes))
 }
 
 /// The stages table; each status cell names its stage for `live.js`.
@@ -252,7 +166,7 @@ pub(crate) async fn decide(
         ));
     };
     let comment = Some(form.comment.trim().to_owned()).filter(|comment| !comment.is_empty());
-    match api::record(&app, person.as_ref(), &run, &stage, decision, comment).await {
+    match decisions::record(&app, person.as_ref(), &run, &stage, decision, comment).await {
         Ok(_) => (
             StatusCode::SEE_OTHER,
             [(header::LOCATION, format!("/runs/{}", encode(&run)))],
@@ -260,19 +174,4 @@ pub(crate) async fn decide(
             .into_response(),
         Err(error) => error_page(&error),
     }
-}
-
-/// A path segment percent-encoded: run ids are plain, but a redirect
-/// never carries what it was not sure of.
-pub(crate) fn encode(segment: &str) -> String {
-    segment
-        .bytes()
-        .map(|byte| {
-            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
-                char::from(byte).to_string()
-            } else {
-                format!("%{byte:02X}")
-            }
-        })
-        .collect()
 }

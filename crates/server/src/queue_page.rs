@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use baton_engine::view::queue::{STATUSES, job_json};
@@ -17,7 +17,9 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::error::ApiError;
+use crate::extract::Filters;
 use crate::html::{escape, page};
+use crate::openapi::schemas::{ErrorBody, Job, JobStatus};
 use crate::pages::{cell, error_page, status_span};
 
 /// Jobs one page of the API answers at most, and its default.
@@ -38,9 +40,21 @@ pub(crate) struct Filter {
 }
 
 /// `GET /api/queue?status=&queue=&limit=&after=`: jobs, oldest first.
+#[utoipa::path(get, path = "/api/queue", tag = "queue", security((), ("bearer" = [])),
+    params(
+        ("status" = Option<JobStatus>, Query, description = "Only jobs of this status"),
+        ("queue" = Option<String>, Query, description = "Only jobs of this queue"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 10_000,
+         description = "At most this many jobs (default 500)"),
+        ("after" = Option<i64>, Query, description = "Only jobs with a greater id: the last id of one page lists the next"),
+    ),
+    responses(
+        (status = 200, description = "The jobs, oldest first", body = Vec<Job>),
+        (status = 400, description = "An unknown status or filter, or a limit out of range", body = ErrorBody),
+    ))]
 pub(crate) async fn jobs(
     State(app): State<Arc<App>>,
-    Query(filter): Query<Filter>,
+    Filters(filter): Filters<Filter>,
 ) -> Result<Json<Vec<Value>>, ApiError> {
     if let Some(status) = filter
         .status

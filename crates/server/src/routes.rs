@@ -5,35 +5,67 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 
 use crate::app::App;
 use crate::error::ApiError;
-use crate::{api, auth, events, governance_page, guard, html, mcp, pages, queue_page, stage_page};
+use crate::{
+    api, auth, decisions, events, gate_page, governance_page, guard, html, mcp, openapi, pages,
+    queue_page, runs_page, stage_page, task_board, task_page,
+};
+
+/// The JSON API: every route under `/api/`, and only these. Each is in the
+/// OpenAPI document (`openapi`, which tests it).
+pub(crate) fn api_routes() -> Vec<(&'static str, MethodRouter<Arc<App>>)> {
+    vec![
+        ("/api/openapi.json", get(openapi::document)),
+        ("/api/queue", get(queue_page::jobs)),
+        ("/api/queue/{id}", get(api::job)),
+        ("/api/runs", get(runs_page::api)),
+        ("/api/tasks", get(task_board::list)),
+        ("/api/tasks/{name}", get(task_page::status)),
+        ("/api/tasks/{name}/governance", get(task_page::governance)),
+        ("/api/runs/{run}", get(api::status)),
+        ("/api/runs/{run}/stages/{stage}/log", get(api::log)),
+        ("/api/runs/{run}/events", get(events::events)),
+        ("/api/runs/{run}/governance", get(governance_page::api)),
+        ("/api/runs/{run}/gates", get(api::gates)),
+        ("/api/runs/{run}/gates/{stage}", get(api::gate)),
+        ("/api/runs/{run}/gates/{stage}/items", post(api::edit_items)),
+        (
+            "/api/runs/{run}/gates/{stage}/approve",
+            post(decisions::approve),
+        ),
+        (
+            "/api/runs/{run}/gates/{stage}/reject",
+            post(decisions::reject),
+        ),
+        (
+            "/api/runs/{run}/gates/{stage}/push-back",
+            post(decisions::push_back),
+        ),
+        ("/api/runs/{run}/verify", get(api::verify)),
+        ("/api/runs/{run}/cancel", post(api::cancel)),
+    ]
+}
 
 pub(crate) fn router(app: Arc<App>) -> Router {
-    Router::new()
-        .route("/", get(pages::runs))
+    let mut router = Router::new();
+    for (path, route) in api_routes() {
+        router = router.route(path, route);
+    }
+    router
+        .route("/", get(runs_page::page_of_runs))
+        .route("/tasks", get(task_board::board))
+        .route("/tasks/{name}", get(task_page::task))
         .route("/runs/{run}", get(pages::run))
         .route("/runs/{run}/gates/{stage}", post(pages::decide))
+        .route(
+            "/runs/{run}/gates/{stage}/items",
+            post(gate_page::edit_items),
+        )
         .route("/runs/{run}/stages/{stage}", get(stage_page::stage))
         .route("/queue", get(queue_page::page_of_jobs))
-        .route("/api/queue", get(queue_page::jobs))
-        .route("/api/runs", get(api::runs))
-        .route("/api/runs/{run}", get(api::status))
-        .route("/api/runs/{run}/stages/{stage}/log", get(api::log))
-        .route("/api/runs/{run}/events", get(events::events))
-        .route("/api/runs/{run}/governance", get(governance_page::api))
-        .route("/api/runs/{run}/gates", get(api::gates))
-        .route("/api/runs/{run}/gates/{stage}", get(api::gate))
-        .route("/api/runs/{run}/gates/{stage}/items", post(api::edit_items))
-        .route("/api/runs/{run}/verify", get(api::verify))
-        .route("/api/runs/{run}/cancel", post(api::cancel))
-        .route("/api/queue/{id}", get(api::job))
-        .route(
-            "/api/runs/{run}/gates/{stage}/{decision}",
-            post(api::decide),
-        )
         .route("/login", get(auth::login_form).post(auth::login))
         .route("/logout", post(auth::logout))
         .route("/assets/style.css", get(style))

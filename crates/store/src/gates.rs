@@ -12,6 +12,7 @@ use serde_json::json;
 use sqlx::AssertSqlSafe;
 
 use crate::columns::{Columns, FromColumns};
+use crate::gate_outputs::{self, DecidedOutput};
 use crate::{Error, Result, Store};
 
 /// A decision to record on a gate.
@@ -33,6 +34,8 @@ pub struct NewGateDecision {
     pub decided_at: i64,
     /// Why, if they said.
     pub comment: Option<String>,
+    /// The artifact's outputs as they were, kept with the decision.
+    pub outputs: Vec<DecidedOutput>,
 }
 
 /// A decision as stored.
@@ -71,6 +74,8 @@ pub struct ArtifactEdit {
     pub bytes: i64,
     /// When (ms).
     pub at: i64,
+    /// Who edited.
+    pub by: String,
 }
 
 /// What [`Store::decide_gate`] did.
@@ -110,7 +115,7 @@ impl FromColumns for GateDecisionRow {
 impl Store {
     /// Records a decision on a gate unless one exists for the same attempt
     /// and artifact hash, in which case that one is returned. A recorded
-    /// decision appends a `gate_approved`, `gate_rejected` or
+    /// decision keeps its outputs ([`Store::decided_outputs`]) and appends a `gate_approved`, `gate_rejected` or
     /// `gate_pushed_back` event in the same transaction.
     ///
     /// # Errors
@@ -161,6 +166,13 @@ impl Store {
         ];
         let inserted = tx.execute(insert, &args, "record a gate decision").await? == 1;
         if inserted {
+            let key = (
+                decision.run_id.as_str(),
+                decision.index,
+                decision.attempt,
+                decision.sha256.as_str(),
+            );
+            gate_outputs::insert(&mut tx, key, &decision.outputs).await?;
             let log = "INSERT INTO events (run_id, at, kind, detail) VALUES ($1, $2, $3, $4)";
             let args = [
                 run[0],
@@ -200,7 +212,7 @@ impl Store {
 
     /// Replaces the recorded hash and size of one output of a stage, if the
     /// recorded hash is still `edit.expected_sha256` (compare-and-swap), and
-    /// logs a `gate_output_edited` event. Returns false, changing nothing,
+    /// logs a `gate_output_edited` event naming who edited. Returns false, changing nothing,
     /// when the recorded hash is another (someone else edited it meanwhile)
     /// or the output is not recorded.
     ///
@@ -213,6 +225,7 @@ impl Store {
             "path": edit.path,
             "from": edit.expected_sha256,
             "sha256": edit.new_sha256,
+            "by": edit.by,
         })
         .to_string();
         let mut tx = self.begin().await?;

@@ -36,6 +36,7 @@ mod sqlite;
 
 // The handle, and the queries written once over it.
 mod apply;
+mod gate_outputs;
 mod gates;
 mod leases;
 mod ledger;
@@ -50,6 +51,7 @@ mod units;
 mod usage;
 
 pub use error::{Error, Result};
+pub use gate_outputs::DecidedOutput;
 pub use gates::{ArtifactEdit, GateDecided, GateDecisionRow, NewGateDecision};
 pub use ledger::{LedgerEventRow, LedgerScope};
 pub use model::{

@@ -23,6 +23,7 @@ const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0006_run_documents.sql"),
     include_str!("../migrations/sqlite/0007_usage_resumed.sql"),
     include_str!("../migrations/sqlite/0008_tokens.sql"),
+    include_str!("../migrations/sqlite/0009_gate_outputs.sql"),
 ];
 const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0001_runs.sql"),
@@ -33,6 +34,7 @@ const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0006_run_documents.sql"),
     include_str!("../migrations/postgres/0007_usage_resumed.sql"),
     include_str!("../migrations/postgres/0008_tokens.sql"),
+    include_str!("../migrations/postgres/0009_gate_outputs.sql"),
 ];
 
 /// The schema the SQLite migrations build, for a new store (see the file's

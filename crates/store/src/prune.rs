@@ -22,13 +22,14 @@ pub struct RunTally {
 }
 
 /// Every table whose rows belong to one run, children before `runs`.
-const RUN_TABLES: [&str; 9] = [
+const RUN_TABLES: [&str; 10] = [
     "stages",
     "attempts",
     "artifacts",
     "events",
     "units",
     "gate_decisions",
+    "gate_outputs",
     "findings",
     "usage",
     "run_documents",

@@ -17,6 +17,7 @@ pub mod model_server;
 pub mod needs;
 pub mod openai;
 pub mod procs;
+pub mod schemathesis;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,6 +1,6 @@
 //! What some tests need from outside the repository — a PostgreSQL server,
-//! the compat corpus, the agent CLIs' help texts, a browser — and what
-//! happens when it is missing.
+//! the compat corpus, the agent CLIs' help texts, a browser, schemathesis —
+//! and what happens when it is missing.
 //!
 //! A missing need fails the test with a message that says how to provide
 //! it. It skips the test (saying so on stderr) only when `BATON_TEST_SKIP`
@@ -25,6 +25,8 @@ pub enum Need {
     /// Chromium and playwright-core: `BATON_TEST_CHROMIUM`,
     /// `BATON_TEST_PLAYWRIGHT`.
     Browser,
+    /// Schemathesis, the API contract tests' tool: `BATON_TEST_SCHEMATHESIS`.
+    Schemathesis,
 }
 
 impl Need {
@@ -37,6 +39,7 @@ impl Need {
             Self::AgentHelp => "agent-help",
             Self::AgentClis => "agent-clis",
             Self::Browser => "browser",
+            Self::Schemathesis => "schemathesis",
         }
     }
 
@@ -56,6 +59,9 @@ impl Need {
             }
             Self::Browser => {
                 "run ./scripts/test, which installs them (scripts/lib/chromium.sh), or set BATON_TEST_CHROMIUM to a Chromium and BATON_TEST_PLAYWRIGHT to a node_modules directory holding playwright-core"
+            }
+            Self::Schemathesis => {
+                "run ./scripts/test, which installs it (scripts/lib/schemathesis.sh), or set BATON_TEST_SCHEMATHESIS to its `st` program"
             }
         }
     }
@@ -136,5 +142,6 @@ fn need_name(need: Need) -> &'static str {
         Need::AgentHelp => "the agent CLIs' --help texts",
         Need::AgentClis => "the pinned agent CLIs",
         Need::Browser => "Chromium and playwright-core",
+        Need::Schemathesis => "schemathesis",
     }
 }

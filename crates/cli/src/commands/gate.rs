@@ -22,7 +22,9 @@ pub(crate) fn run(command: &GateCommand) -> u8 {
         GateCommand::Approve(args) => decide(args, Decision::Approve),
         GateCommand::Reject(args) => decide(args, Decision::Reject),
         GateCommand::PushBack(args) => decide(args, Decision::PushBack),
-        GateCommand::Drop(args) => edit(&args.gate, GateEdit::Drop(args.n)),
+        GateCommand::Drop(args) => {
+            edit(&args.gate, GateEdit::Drop(args.n), args.as_name.as_deref())
+        }
         GateCommand::Edit(args) => match args.assignment.split_once('=') {
             Some((field, value)) if !field.is_empty() => edit(
                 &args.gate,
@@ -31,6 +33,7 @@ pub(crate) fn run(command: &GateCommand) -> u8 {
                     field: field.to_owned(),
                     value: value.to_owned(),
                 },
+                args.as_name.as_deref(),
             ),
             _ => {
                 output::stderr_line(&format!(
@@ -40,7 +43,11 @@ pub(crate) fn run(command: &GateCommand) -> u8 {
                 exit_code::USAGE
             }
         },
-        GateCommand::Add(args) => edit(&args.gate, GateEdit::Add(args.text.clone())),
+        GateCommand::Add(args) => edit(
+            &args.gate,
+            GateEdit::Add(args.text.clone()),
+            args.as_name.as_deref(),
+        ),
     }
 }
 
@@ -170,6 +177,43 @@ fn view_text(view: &GateView) -> String {
             (_, None) => text.push_str("(missing)\n"),
         }
     }
+    text.push_str(&changes_text(view));
+    text
+}
+
+/// How each output differs from what the latest decision was made on.
+fn changes_text(view: &GateView) -> String {
+    let Some(since) = &view.since else {
+        return "\nchanges: none to show, the gate waits for its first decision\n".to_owned();
+    };
+    let row = &since.decision;
+    let mut text = format!(
+        "\nchanges since the {} by {} at {} (attempt {}):\n",
+        row.decision.replace('_', " "),
+        row.decided_by,
+        utc(row.decided_at),
+        row.attempt
+    );
+    for output in &view.outputs {
+        let Some(diff) = &output.diff else { continue };
+        match (&diff.unified, diff.change) {
+            (Some(unified), _) => {
+                text.push_str(&format!(
+                    "── {} ({}) ──\n{unified}",
+                    output.path,
+                    diff.change.as_str()
+                ));
+                if diff.truncated {
+                    text.push_str("(only the start of the output is compared)\n");
+                }
+            }
+            (None, gate::Change::NotKept) => text.push_str(&format!(
+                "{}: changed (its content at the decision was not kept)\n",
+                output.path
+            )),
+            (None, change) => text.push_str(&format!("{}: {}\n", output.path, change.as_str())),
+        }
+    }
     text
 }
 
@@ -240,10 +284,11 @@ fn decide(args: &GateDecideArgs, decision: Decision) -> u8 {
     })
 }
 
-fn edit(gate_ref: &GateRef, change: GateEdit) -> u8 {
+fn edit(gate_ref: &GateRef, change: GateEdit, as_name: Option<&str>) -> u8 {
     block_on_exit(async {
+        let by = decider(as_name).await;
         let (store, run_id) = run_ref::open_with_run(&gate_ref.run).await?;
-        let edited = gate::edit(&store, &run_id, &gate_ref.stage, &change)
+        let edited = gate::edit(&store, &run_id, &gate_ref.stage, &change, &by)
             .await
             .map_err(|error| failure(&error))?;
         let (run, stage) = (&run_id, &gate_ref.stage);

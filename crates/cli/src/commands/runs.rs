@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use baton_engine::view::{cost_usd, duration_ms, runs_json};
+use baton_engine::view::{cost_usd, duration_ms, runs_json, select_runs};
 use baton_engine::workspace::utc;
 use baton_store::{RunRow, RunTally};
 
@@ -29,7 +29,7 @@ pub(crate) fn run(args: &RunsArgs) -> u8 {
         let store = open_store().await?;
         let (all, tallies) = tokio::try_join!(store.runs(), store.run_tallies())
             .map_err(|error| unavailable(&error))?;
-        let runs = selected(&all, args, baton_engine::clock::now_ms());
+        let runs = select_runs(&all, &args.filter(), baton_engine::clock::now_ms());
         let text = match args.format.format() {
             Format::Json => output::json(&runs_json(&runs, &tallies)),
             Format::Yaml => output::yaml(&runs_json(&runs, &tallies)),
@@ -48,25 +48,6 @@ pub(crate) fn run(args: &RunsArgs) -> u8 {
         output::stdout(&text);
         Ok(exit_code::SUCCESS)
     })
-}
-
-/// The runs the filters keep, oldest first: the most recent `--limit` of
-/// those with the `--status` that started at or after `--since`.
-fn selected<'a>(runs: &'a [RunRow], args: &RunsArgs, now_ms: i64) -> Vec<&'a RunRow> {
-    let since = args.since.map(|cutoff| cutoff.at(now_ms));
-    let kept: Vec<&RunRow> = runs
-        .iter()
-        .filter(|run| {
-            args.status
-                .as_ref()
-                .is_none_or(|status| &run.status == status)
-        })
-        .filter(|run| since.is_none_or(|since| run.created_at >= since))
-        .collect();
-    let skip = args
-        .limit
-        .map_or(0, |limit| kept.len().saturating_sub(limit));
-    kept.into_iter().skip(skip).collect()
 }
 
 /// `3 success, 1 failed, 2 pending`.
@@ -128,78 +109,6 @@ fn table(runs: &[&RunRow], tallies: &HashMap<String, RunTally>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cutoff::Cutoff;
-
-    fn run(id: &str, status: &str, created_at: i64) -> RunRow {
-        RunRow {
-            run_id: id.to_owned(),
-            workflow: "w".to_owned(),
-            workflow_path: "w.yaml".to_owned(),
-            workspace: String::new(),
-            status: status.to_owned(),
-            created_at,
-            finished_at: None,
-            plan: String::new(),
-            params: String::new(),
-            sources: String::new(),
-            options: String::new(),
-            error: None,
-            lease_owner: None,
-            lease_epoch: 0,
-            lease_until: 0,
-        }
-    }
-
-    fn args(status: Option<&str>, limit: Option<usize>, since: Option<Cutoff>) -> RunsArgs {
-        RunsArgs {
-            status: status.map(str::to_owned),
-            limit,
-            since,
-            format: crate::args::FormatArgs {
-                format: Format::Table,
-                json: false,
-            },
-        }
-    }
-
-    #[test]
-    fn filters_keep_the_most_recent_matching_runs_oldest_first() {
-        let runs = [
-            run("a", "failed", 1_000),
-            run("b", "success", 2_000),
-            run("c", "failed", 3_000),
-            run("d", "failed", 4_000),
-        ];
-        let ids = |kept: Vec<&RunRow>| {
-            kept.iter()
-                .map(|run| run.run_id.clone())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            ids(selected(&runs, &args(Some("failed"), Some(2), None), 5_000)),
-            ["c", "d"]
-        );
-        assert_eq!(
-            ids(selected(
-                &runs,
-                &args(None, None, Some(Cutoff::Ago(2_500))),
-                5_000
-            )),
-            ["c", "d"]
-        );
-        assert_eq!(
-            ids(selected(
-                &runs,
-                &args(None, None, Some(Cutoff::At(2_000))),
-                5_000
-            )),
-            ["b", "c", "d"]
-        );
-        assert_eq!(
-            ids(selected(&runs, &args(None, Some(0), None), 5_000)),
-            Vec::<String>::new()
-        );
-    }
 
     #[test]
     fn the_stages_cell_names_statuses_in_a_fixed_order() {

@@ -29,6 +29,7 @@ pub(crate) fn run(args: &ServeArgs) -> u8 {
         }
         let options = baton_server::Options {
             allow_hosts: args.allow_hosts.clone(),
+            project: Some(super::project_dir()),
         };
         match bound.serve(store, options, stopped()).await {
             Ok(()) => exit_code::SUCCESS,

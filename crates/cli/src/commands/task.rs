@@ -1,7 +1,8 @@
 //! `baton task new|list|status|next|archive`; `task run` is in `task_run.rs`.
 
+use baton_engine::view::tasks::{describe, next_step};
 use baton_lifecycle::next;
-use baton_lifecycle::phase::{Phase, Status};
+use baton_lifecycle::phase::Phase;
 use baton_lifecycle::verdict::kebab;
 use serde_json::{Value, json};
 
@@ -61,75 +62,9 @@ fn new(args: &NewArgs) -> Result<u8, tasks::Error> {
     Ok(exit_code::SUCCESS)
 }
 
-/// What `task status` says about one task: the detected phase and what the
-/// runner would do next.
-pub(crate) fn describe(tasks: &Tasks, name: &str) -> Result<Value, tasks::Error> {
-    let dir = tasks.active(name)?;
-    let record = tasks::read_record(&dir)?;
-    let status = tasks::status(&dir)?;
-    let redo = tasks::redo_research(&dir, &record)?;
-    let next_phase = next_step(tasks, &status, &record, redo)?;
-    let mut why = status.why.clone();
-    why.push_str(&format!("; the table's next: {}", status.next_phase));
-    if redo {
-        why.push_str("; SPEC.md is still the copy this tie-break started with");
-    }
-    Ok(json!({
-        "task": name,
-        "phase": status.phase.name(),
-        "signal": status.signal,
-        "next_phase": next_phase,
-        "why": why,
-    }))
-}
-
-/// The next thing `task run` does, by name: a phase, waiting for
-/// sub-tasks, or acting on the verdict.
-fn next_step(
-    tasks: &Tasks,
-    status: &Status,
-    record: &Record,
-    redo: bool,
-) -> Result<String, tasks::Error> {
-    if status.counted.contains(&"DECOMPOSITION.md") {
-        if record.sub_tasks.is_empty() {
-            return Ok("create the sub-tasks listed in DECOMPOSITION.md".to_owned());
-        }
-        let waiting = tasks::unsettled(tasks, &record.sub_tasks)?;
-        if !waiting.is_empty() {
-            return Ok(format!("wait for sub-tasks: {}", waiting.join(", ")));
-        }
-    }
-    Ok(
-        match next::phases(status, record.optional(), redo).first() {
-            Some(phase) => phase.name().to_owned(),
-            None => "verdict: complete, or follow-up tasks".to_owned(),
-        },
-    )
-}
-
 fn list(args: &ListArgs) -> Result<u8, tasks::Error> {
     let tasks = project();
-    let names = tasks.names(args.archived)?;
-    let root = if args.archived {
-        tasks.archive_root()
-    } else {
-        tasks.root()
-    };
-    let mut rows = Vec::new();
-    for name in &names {
-        let dir = root.join(name);
-        let phase =
-            tasks::status(&dir).map_or_else(|_| "?".to_owned(), |s| s.phase.name().to_owned());
-        let record = tasks::read_record(&dir).unwrap_or_default();
-        rows.push(json!({
-            "task": name,
-            "phase": phase,
-            "kind": record.kind,
-            "description": record.description,
-            "archived": args.archived,
-        }));
-    }
+    let rows = baton_engine::view::tasks::list(&tasks, args.archived)?;
     match args.format.format() {
         Format::Json => output::write_json(&rows),
         Format::Yaml => output::stdout(&output::yaml(&rows)),

@@ -4,41 +4,11 @@
 
 use std::path::Path;
 
-use baton_lifecycle::verdict::{COPIED_FILES, FollowUp, FollowUpKind};
-
-use super::error::{Error, Result, io};
-use super::folders::{Tasks, check_name};
-use super::record::{
-    Planned, RECORD, Record, SubRef, TaskKind, file_sha256, now_utc, read_record, write_record,
+use baton_engine::tasks::{
+    Error, Planned, RECORD, Record, Result, SubRef, TaskKind, Tasks, check_name, file_sha256, io,
+    now_utc, read_record, write_record,
 };
-
-impl Planned {
-    /// The plan for one of the lifecycle's follow-ups of `task`. A follow-up
-    /// of a sub-task (its source is a sub-task's short name) copies that
-    /// sub-task's reports.
-    pub(crate) fn of(task: &str, follow: &FollowUp, subs: &[SubRef]) -> Planned {
-        let kind = match follow.kind {
-            FollowUpKind::Fix => TaskKind::Fix,
-            FollowUpKind::Review => TaskKind::Review,
-            FollowUpKind::TieBreak => TaskKind::Tiebreak,
-        };
-        let sub = subs.iter().find(|sub| {
-            follow.source == sub.short
-                && [
-                    format!("{task}-fix-{}", sub.short),
-                    format!("{task}-tiebreak-{}", sub.short),
-                ]
-                .iter()
-                .any(|base| follow.name.starts_with(base.as_str()))
-        });
-        Planned {
-            kind,
-            name: follow.name.clone(),
-            source: follow.source.clone(),
-            copy_from: sub.map_or_else(|| task.to_owned(), |sub| sub.name.clone()),
-        }
-    }
-}
+use baton_lifecycle::verdict::COPIED_FILES;
 
 /// Creates `tasks/<name>/` with its record for `task new`.
 pub(crate) fn create_task(tasks: &Tasks, name: &str, record: &Record) -> Result<()> {

@@ -1,66 +1,18 @@
-//! Task folders on disk (docs/tasks.md): `tasks/<name>/` holds a task's
-//! artifacts and its record `task.json`; `tasks/archive/<name>/` holds the
-//! tasks that left the active list. The decisions (phase, next phases,
-//! verdicts) are the pure `baton-lifecycle` crate's; this module gathers
-//! the facts for it and carries its decisions out.
+//! Task folders as `baton task` changes them: creating follow-ups and
+//! sub-tasks (`follow`), the workflow of a task's remaining phases
+//! (`workflow`), and the lock a `task run` holds. Reading the folders
+//! (names, records, phases) is `baton_engine::tasks`', which `baton serve`
+//! shares.
 
-mod error;
-mod folders;
 pub(crate) mod follow;
-mod record;
 pub(crate) mod workflow;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use baton_lifecycle::phase::{self, FileInfo, Status};
-
-pub(crate) use error::{Error, io};
-pub(crate) use folders::{ARCHIVE_DIR, TASKS_DIR, Tasks, check_name};
-pub(crate) use record::{
-    Handled, Planned, Record, SubRef, file_sha256, now_utc, read_record, write_record,
+pub(crate) use baton_engine::tasks::{
+    ARCHIVE_DIR, Error, Handled, Planned, Record, Result, TASKS_DIR, Tasks, check_name, io,
+    now_utc, read_record, redo_research, status, unsettled, write_record,
 };
-
-use error::Result;
-
-/// The phase of a task folder, from its artifacts' sizes and times.
-pub(crate) fn status(dir: &Path) -> Result<Status> {
-    let mut files = BTreeMap::new();
-    for row in phase::TABLE {
-        let Some(name) = row.artifact else { continue };
-        let path = dir.join(name);
-        let metadata = match std::fs::metadata(&path) {
-            Ok(metadata) if metadata.is_file() => metadata,
-            Ok(_) => continue,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(error) => return Err(io(&path)(error)),
-        };
-        // Whitespace alone is empty: an agent that wrote a blank line did
-        // not write the artifact.
-        let non_empty = metadata.len() > 0
-            && std::fs::read(&path)
-                .map_err(io(&path))?
-                .iter()
-                .any(|byte| !byte.is_ascii_whitespace());
-        let modified = metadata.modified().map_err(io(&path))?;
-        files.insert(
-            name.to_owned(),
-            FileInfo {
-                non_empty,
-                modified,
-            },
-        );
-    }
-    Ok(phase::detect(&files))
-}
-
-/// Whether a tie-break task's `SPEC.md` is still the copy it started with.
-pub(crate) fn redo_research(dir: &Path, record: &Record) -> Result<bool> {
-    let Some(copy) = &record.spec_copy_sha256 else {
-        return Ok(false);
-    };
-    Ok(file_sha256(&dir.join("SPEC.md"))?.as_deref() == Some(copy.as_str()))
-}
 
 /// Holds `.baton/tasks/<name>/lock` while a `task run` works on the task:
 /// two at once would create two runs writing the same artifacts. The
@@ -81,19 +33,4 @@ pub(crate) fn lock(project: &Path, name: &str) -> Result<std::fs::File> {
         Err(std::fs::TryLockError::WouldBlock) => Err(Error::Busy(name.to_owned())),
         Err(std::fs::TryLockError::Error(error)) => Err(io(&path)(error)),
     }
-}
-
-/// The sub-tasks without a verdict that counts (an archived sub-task passed).
-pub(crate) fn unsettled(tasks: &Tasks, subs: &[SubRef]) -> Result<Vec<String>> {
-    let mut waiting = Vec::new();
-    for sub in subs {
-        if tasks.archive_root().join(&sub.name).is_dir() {
-            continue;
-        }
-        let dir = tasks.root().join(&sub.name);
-        if !dir.is_dir() || status(&dir)?.phase != phase::Phase::Referee {
-            waiting.push(sub.name.clone());
-        }
-    }
-    Ok(waiting)
 }

@@ -14,12 +14,9 @@
 
 use std::path::{Path, PathBuf};
 
+use baton_engine::tasks::{Error, Record, Result, TASKS_DIR, TaskKind, io};
 use baton_lifecycle::phase::Phase;
 use serde_json::{Value, json};
-
-use super::error::{Error, Result, io};
-use super::folders::TASKS_DIR;
-use super::record::{Record, TaskKind};
 
 /// Where the task's workflow and run workspaces live, relative to the
 /// project.

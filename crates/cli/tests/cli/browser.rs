@@ -11,6 +11,9 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+mod findings;
+mod task_board;
+
 use baton_test_support::browser::{Browser, browser};
 use serde_json::Value;
 

@@ -9,7 +9,7 @@ use crate::project::Project;
 use crate::tasks::{names, task_dir};
 
 /// Writes artifacts one second apart (oldest first), by hand.
-fn write_aged(dir: &Path, files: &[(&str, &str)]) {
+pub(crate) fn write_aged(dir: &Path, files: &[(&str, &str)]) {
     std::fs::create_dir_all(dir).expect("dir");
     let start = SystemTime::now() - Duration::from_secs(100);
     for (n, (name, text)) in files.iter().enumerate() {

@@ -57,8 +57,8 @@ pub(crate) fn editable(
         })
 }
 
-/// Applies `change` to the gate's editable output. Allowed after a
-/// decision too: the decision then no longer matches the artifact, so an
+/// Applies `change` to the gate's editable output, as `by` (recorded with
+/// the edit's event). Allowed after a decision too: the decision then no longer matches the artifact, so an
 /// approval goes stale and the run stops at the gate again.
 ///
 /// # Errors
@@ -66,7 +66,13 @@ pub(crate) fn editable(
 /// No such run or stage, not a gate, not yet succeeded, no editable
 /// output, an item number out of range, a concurrent change
 /// ([`Error::Changed`]), or an I/O or store failure.
-pub async fn edit(store: &Store, run_id: &str, stage: &str, change: &GateEdit) -> Result<Edited> {
+pub async fn edit(
+    store: &Store,
+    run_id: &str,
+    stage: &str,
+    change: &GateEdit,
+    by: &str,
+) -> Result<Edited> {
     let run = store.run(run_id).await?;
     let stages = store.stages(run_id).await?;
     let gate = find_stage(&run, &stages, stage)?;
@@ -109,6 +115,7 @@ pub async fn edit(store: &Store, run_id: &str, stage: &str, change: &GateEdit) -
         new_sha256: new_sha256.clone(),
         bytes: i64::try_from(rewritten.len()).unwrap_or(i64::MAX),
         at: clock::now_ms(),
+        by: by.to_owned(),
     };
     let swapped = match store.replace_artifact(&swap).await {
         Ok(swapped) => swapped,

@@ -24,7 +24,9 @@ pub fn status_json(status: &GateStatus) -> Value {
     })
 }
 
-/// A gate with its outputs, their contents and the list a gate edit changes.
+/// A gate with its outputs, their contents, the list a gate edit changes,
+/// and how each differs from what the gate's latest decision was made on
+/// (`since_decision` names that decision; both `null` before the first).
 pub fn view_json(view: &GateView) -> Value {
     let mut value = status_json(&view.status);
     value["outputs"] = view
@@ -35,9 +37,24 @@ pub fn view_json(view: &GateView) -> Value {
                 "path": output.path,
                 "content": output.content,
                 "list": output.list.as_ref().map(|(kind, items)| json!({"kind": kind.as_str(), "items": items})),
+                "diff": output.diff.as_ref().map(|diff| json!({
+                    "change": diff.change.as_str(),
+                    "unified": diff.unified,
+                    "truncated": diff.truncated,
+                })),
             })
         })
         .collect();
+    value["since_decision"] = view.since.as_ref().map_or(Value::Null, |since| {
+        let row = &since.decision;
+        json!({
+            "decision": row.decision,
+            "decided_by": row.decided_by,
+            "decided_at": utc(row.decided_at),
+            "attempt": row.attempt,
+            "outputs_kept": since.kept,
+        })
+    });
     value
 }
 

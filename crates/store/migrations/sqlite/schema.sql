@@ -201,3 +201,15 @@ CREATE TABLE tokens (
     sha256     TEXT NOT NULL UNIQUE,
     created_at BIGINT NOT NULL
 );
+
+CREATE TABLE gate_outputs (
+    run_id    TEXT NOT NULL,
+    idx       BIGINT NOT NULL,
+    attempt   BIGINT NOT NULL,
+    sha256    TEXT NOT NULL,
+    path      TEXT NOT NULL,
+    file_sha256 TEXT NOT NULL,
+    content   TEXT,
+    truncated BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, idx, attempt, sha256, path)
+);

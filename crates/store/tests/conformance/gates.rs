@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use baton_store::{
-    ArtifactEdit, Error, GateDecided, GateDecisionRow, NewGateDecision, Store, Transition,
+    ArtifactEdit, DecidedOutput, Error, GateDecided, GateDecisionRow, NewGateDecision, Store,
+    Transition,
 };
 use tokio::sync::Barrier;
 
@@ -63,6 +64,7 @@ fn decision(attempt: i64, hash: &str, what: &str, by: &str, at: i64) -> NewGateD
         decided_by: by.to_owned(),
         decided_at: at,
         comment: Some(format!("{by} says {what}")),
+        outputs: Vec::new(),
     }
 }
 
@@ -159,6 +161,7 @@ fn edit(expected: char, new: char, at: i64) -> ArtifactEdit {
         new_sha256: sha(new),
         bytes: 12,
         at,
+        by: "ada".to_owned(),
     }
 }
 
@@ -181,6 +184,52 @@ pub(crate) async fn replace_artifact_is_a_compare_and_swap(fresh: Fresh) {
     assert_eq!(
         gate_events(&event_kinds(&store, "r1").await),
         ["gate_output_edited"]
+    );
+    let events = store.events("r1", 0).await.unwrap();
+    let detail: serde_json::Value = serde_json::from_str(&events.last().unwrap().detail).unwrap();
+    assert_eq!(detail["by"], "ada");
+}
+
+pub(crate) async fn a_decision_keeps_the_outputs_it_was_made_on(fresh: Fresh) {
+    let store = gated_run(&fresh).await;
+    let kept = |path: &str, content: Option<&str>, truncated| DecidedOutput {
+        path: path.to_owned(),
+        sha256: sha('c'),
+        content: content.map(str::to_owned),
+        truncated,
+    };
+    let mut approve = decision(1, &sha('a'), "approve", "ada", 4000);
+    approve.outputs = vec![
+        kept("outputs/b.md", None, true),
+        kept("outputs/a.json", Some("[1, 2]\n"), false),
+    ];
+    store.decide_gate(&approve).await.unwrap();
+    let read = store
+        .decided_outputs("r1", GATE, 1, &sha('a'))
+        .await
+        .unwrap();
+    assert_eq!(
+        read,
+        [approve.outputs[1].clone(), approve.outputs[0].clone()]
+    );
+    // The loser of a race keeps nothing of its own.
+    let mut late = decision(1, &sha('a'), "reject", "bob", 5000);
+    late.outputs = vec![kept("outputs/c.md", Some("late"), false)];
+    store.decide_gate(&late).await.unwrap();
+    assert_eq!(
+        store
+            .decided_outputs("r1", GATE, 1, &sha('a'))
+            .await
+            .unwrap(),
+        read
+    );
+    // Another decision's outputs are its own; none recorded, none read.
+    assert!(
+        store
+            .decided_outputs("r1", GATE, 2, &sha('a'))
+            .await
+            .unwrap()
+            .is_empty()
     );
 }
 

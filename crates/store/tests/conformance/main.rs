@@ -108,6 +108,7 @@ conformance! {
         concurrent_edits_one_wins,
         concurrent_decisions_record_exactly_one,
         rejected_run_is_terminal,
+        a_decision_keeps_the_outputs_it_was_made_on,
     ],
     ledger: [
         appends_are_numbered_per_scope,

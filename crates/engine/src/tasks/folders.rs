@@ -6,43 +6,44 @@ use std::path::{Path, PathBuf};
 use super::error::{Error, Result, io};
 
 /// The folder of active tasks, relative to the project.
-pub(crate) const TASKS_DIR: &str = "tasks";
+pub const TASKS_DIR: &str = "tasks";
 /// The folder of archived tasks, inside [`TASKS_DIR`]; never a task name.
-pub(crate) const ARCHIVE_DIR: &str = "archive";
+pub const ARCHIVE_DIR: &str = "archive";
 /// The project's tasks.
 #[derive(Debug, Clone)]
-pub(crate) struct Tasks {
+pub struct Tasks {
     /// The project directory.
-    pub(crate) project: PathBuf,
+    pub project: PathBuf,
 }
 
 impl Tasks {
-    pub(crate) fn new(project: &Path) -> Tasks {
+    /// The tasks of the project at `project`.
+    pub fn new(project: &Path) -> Tasks {
         Tasks {
             project: project.to_path_buf(),
         }
     }
 
     /// `tasks/`.
-    pub(crate) fn root(&self) -> PathBuf {
+    pub fn root(&self) -> PathBuf {
         self.project.join(TASKS_DIR)
     }
 
     /// `tasks/archive/`.
-    pub(crate) fn archive_root(&self) -> PathBuf {
+    pub fn archive_root(&self) -> PathBuf {
         self.root().join(ARCHIVE_DIR)
     }
 
     /// Whether a name is taken, active or archived (so an archived task's
     /// name is never reused for a new one).
-    pub(crate) fn taken(&self, name: &str) -> bool {
+    pub fn taken(&self, name: &str) -> bool {
         name == ARCHIVE_DIR
             || self.root().join(name).exists()
             || self.archive_root().join(name).exists()
     }
 
     /// The folder of an active task.
-    pub(crate) fn active(&self, name: &str) -> Result<PathBuf> {
+    pub fn active(&self, name: &str) -> Result<PathBuf> {
         check_name(name)?;
         let dir = self.root().join(name);
         if dir.is_dir() {
@@ -55,7 +56,7 @@ impl Tasks {
     }
 
     /// The folder of a task, active or archived, if it exists.
-    pub(crate) fn anywhere(&self, name: &str) -> Option<PathBuf> {
+    pub fn anywhere(&self, name: &str) -> Option<PathBuf> {
         check_name(name).ok()?;
         [self.root().join(name), self.archive_root().join(name)]
             .into_iter()
@@ -63,7 +64,7 @@ impl Tasks {
     }
 
     /// The names of the active (or archived) tasks, sorted.
-    pub(crate) fn names(&self, archived: bool) -> Result<Vec<String>> {
+    pub fn names(&self, archived: bool) -> Result<Vec<String>> {
         let root = if archived {
             self.archive_root()
         } else {
@@ -86,7 +87,7 @@ impl Tasks {
 
     /// Moves an active task to `tasks/archive/` (never deletes): under its
     /// own name, or the first free `-N` suffix.
-    pub(crate) fn archive(&self, name: &str) -> Result<String> {
+    pub fn archive(&self, name: &str) -> Result<String> {
         let from = self.active(name)?;
         let archive = self.archive_root();
         std::fs::create_dir_all(&archive).map_err(io(&archive))?;
@@ -101,7 +102,7 @@ impl Tasks {
 
 /// Names are what `kebab` makes: they never climb out of `tasks/`, and fit
 /// in one file name (255 bytes).
-pub(crate) fn check_name(name: &str) -> Result<()> {
+pub fn check_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name != ARCHIVE_DIR
         && name.len() <= 255

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// Why a task operation failed; every message names the task or file.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum Error {
+pub enum Error {
     /// Not a name `task new` could have made.
     #[error(
         "'{0}' is not a task name: use lowercase letters, digits and '-' (as `baton task list` shows them)"
@@ -39,10 +39,10 @@ pub(crate) enum Error {
 }
 
 /// `Result` with [`Error`].
-pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// An I/O error about `path`.
-pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+pub fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |source| Error::Io {
         path: path.to_path_buf(),
         source,

@@ -5,7 +5,7 @@
 
 /// A point in time as typed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Cutoff {
+pub enum Cutoff {
     /// This many milliseconds before now.
     Ago(i64),
     /// This instant, in milliseconds since the Unix epoch.
@@ -14,7 +14,7 @@ pub(crate) enum Cutoff {
 
 impl Cutoff {
     /// The instant, given the time now.
-    pub(crate) fn at(self, now_ms: i64) -> i64 {
+    pub fn at(self, now_ms: i64) -> i64 {
         match self {
             Cutoff::Ago(ms) => now_ms.saturating_sub(ms),
             Cutoff::At(ms) => ms,
@@ -25,7 +25,7 @@ impl Cutoff {
 const EXPECTED: &str = "write an age such as 7d, 12h, 30m or 2w, or a UTC date such as 2026-12-01 (or 2026-12-01T08:30:00Z)";
 
 /// Reads an age or a date (a clap value parser).
-pub(crate) fn parse(text: &str) -> Result<Cutoff, String> {
+pub fn parse(text: &str) -> Result<Cutoff, String> {
     let text = text.trim();
     if let Some(ms) = age_ms(text) {
         return Ok(Cutoff::Ago(ms));
@@ -124,7 +124,7 @@ mod tests {
     #[test]
     fn dates_are_utc_and_agree_with_the_formatter() {
         for ms in [0, 1_764_547_200_000, 1_709_164_800_000, 951_782_400_000] {
-            let text = baton_engine::workspace::utc(ms);
+            let text = crate::workspace::utc(ms);
             assert_eq!(parse(&text), Ok(Cutoff::At(ms)), "{text}");
             assert_eq!(
                 parse(&text[..10]),

@@ -1,0 +1,101 @@
+//! The runs list of `baton serve`, as a page and through the API: the
+//! filters `baton runs` takes, with the same answers.
+
+use crate::baton;
+use crate::serving::{HEADER, Server, cli_json, project};
+
+/// A workflow named `name` whose one stage exits with `code`.
+fn workflow(name: &str, code: u8) -> String {
+    HEADER.replace("name: t\n", &format!("name: {name}\n"))
+        + &format!(
+            "  - name: only
+    kind: execute
+    description: d
+    executor: inline
+    script: exit {code}
+"
+        )
+}
+
+#[test]
+fn the_runs_page_and_api_filter_the_runs_as_baton_runs_does() {
+    let dir = project(&workflow("build", 0));
+    std::fs::write(dir.path().join("fails.yaml"), workflow("check", 3)).expect("write");
+    for file in ["wf.yaml", "fails.yaml", "wf.yaml"] {
+        baton(dir.path(), &["run", file]);
+    }
+    let server = Server::start(dir.path());
+
+    for (query, flags) in [
+        ("", vec![]),
+        ("?status=failed", vec!["--status", "failed"]),
+        (
+            "?workflow=build&limit=1",
+            vec!["--workflow", "build", "--limit", "1"],
+        ),
+        (
+            "?since=1d&status=success",
+            vec!["--since", "1d", "--status", "success"],
+        ),
+        (
+            "?workflow=nothing-by-this-name",
+            vec!["--workflow", "nothing-by-this-name"],
+        ),
+    ] {
+        let answer = server.get(&format!("/api/runs{query}"));
+        assert_eq!(answer.status, 200, "{query}: {answer:?}");
+        let mut args = vec!["runs", "--format", "json"];
+        args.extend(flags);
+        assert_eq!(answer.json(), cli_json(dir.path(), &args), "{query}");
+    }
+    let failed = cli_json(dir.path(), &["runs", "--status", "failed", "--json"]);
+    assert_eq!(failed.as_array().map(Vec::len), Some(1), "{failed}");
+    let failed_id = failed[0]["run_id"].as_str().expect("run_id");
+    let built = cli_json(dir.path(), &["runs", "--workflow", "build", "--json"]);
+    assert_eq!(built.as_array().map(Vec::len), Some(2), "{built}");
+
+    for query in [
+        "?status=sideways",
+        "?since=yesterday",
+        "?limit=-1",
+        "?colour=red",
+    ] {
+        let refused = server.get(&format!("/api/runs{query}"));
+        assert_eq!(refused.status, 400, "{query}: {refused:?}");
+        let page = server.get(&format!("/{query}"));
+        assert_eq!(page.status, 400, "{query}: {page:?}");
+    }
+    let refused = server.get("/api/runs?status=sideways");
+    let message = refused.json()["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains("awaiting_human"),
+        "names the statuses: {message}"
+    );
+
+    let page = server.get("/?status=failed");
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(page.body.contains(failed_id), "{}", page.body);
+    for run in built.as_array().expect("runs") {
+        let id = run["run_id"].as_str().expect("run_id");
+        assert!(!page.body.contains(id), "{id} is not failed: {}", page.body);
+    }
+    assert!(
+        page.body.contains("<option selected>failed</option>"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("<th>cost</th>"), "{}", page.body);
+
+    let hostile = server.get("/?workflow=%22%3E%3Cscript%3Ealert(1)%3C%2Fscript%3E");
+    assert_eq!(hostile.status, 200, "{hostile:?}");
+    assert!(!hostile.body.contains("<script>alert"), "{}", hostile.body);
+    assert!(
+        hostile.body.contains("&quot;&gt;&lt;script&gt;"),
+        "{}",
+        hostile.body
+    );
+    assert!(hostile.body.contains("No run matches"), "{}", hostile.body);
+}
