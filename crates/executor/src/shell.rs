@@ -34,7 +34,10 @@
 //! heredoc line would end the heredoc early is not substituted, and after a
 //! heredoc word that is not plain ([`heredoc`]) no value is placed at all.
 //! In a quoted heredoc inside backticks, a value with a backtick or a
-//! backslash is refused: bash reads backticks before the heredoc.
+//! backslash is refused: bash reads backticks before the heredoc. After a
+//! heredoc begun inside backticks that close before its body, no value is
+//! placed: bash reads that body only inside them, so the lines after are
+//! code that look like it.
 //! Unknown names, `${VAR}` and `{{ … }}` are copied byte for byte.
 
 use std::collections::{HashMap, VecDeque};
@@ -108,6 +111,8 @@ pub fn substitute<V: AsRef<str>>(
         env: Vec::new(),
         error: None,
         unclear_heredoc: None,
+        backticks: Vec::new(),
+        heredoc_left_in_backticks: None,
     }
     .run(&lookup)
 }
@@ -283,6 +288,14 @@ struct Lexer<'s> {
     /// The word of a heredoc whose end is not known (see [`heredoc`]):
     /// no value may be placed after it.
     unclear_heredoc: Option<String>,
+    /// For each backtick substitution open, how many heredocs were pending
+    /// when it opened.
+    backticks: Vec<usize>,
+    /// The word of a heredoc begun inside backticks that closed before its
+    /// body: bash reads the body only inside the backticks, so the lines
+    /// after them are code this lexer would take for the body. No value
+    /// may be placed after it.
+    heredoc_left_in_backticks: Option<String>,
 }
 
 impl Lexer<'_> {
@@ -366,10 +379,7 @@ impl Lexer<'_> {
                     i + 1
                 }
                 b'$' => self.dollar(i, next),
-                b'`' => {
-                    self.stack.push(Context::Backtick);
-                    i + 1
-                }
+                b'`' => self.open_backtick(i),
                 _ => i + 1,
             },
             Context::Heredoc(heredoc) => {
@@ -390,10 +400,7 @@ impl Lexer<'_> {
                         i + 1
                     }
                     b'$' => self.dollar(i, next),
-                    b'`' => {
-                        self.stack.push(Context::Backtick);
-                        i + 1
-                    }
+                    b'`' => self.open_backtick(i),
                     _ => i + 1,
                 }
             }
@@ -475,14 +482,8 @@ impl Lexer<'_> {
                 i + 1
             }
             b'$' => self.dollar(i, next),
-            b'`' if *self.top() == Context::Backtick => {
-                self.stack.pop();
-                i + 1
-            }
-            b'`' => {
-                self.stack.push(Context::Backtick);
-                i + 1
-            }
+            b'`' if *self.top() == Context::Backtick => self.close_backtick(i),
+            b'`' => self.open_backtick(i),
             b'}' if matches!(self.top(), Context::Parameter(_)) => {
                 self.stack.pop();
                 i + 1
@@ -604,6 +605,28 @@ impl Lexer<'_> {
         }
     }
 
+    /// A backtick substitution opens at `i`.
+    fn open_backtick(&mut self, i: usize) -> usize {
+        self.stack.push(Context::Backtick);
+        self.backticks.push(self.pending_heredocs.len());
+        i + 1
+    }
+
+    /// The backtick substitution open closes at `i`. A heredoc begun
+    /// inside it whose body has not started never gets one outside it.
+    fn close_backtick(&mut self, i: usize) -> usize {
+        self.stack.pop();
+        let before = self.backticks.pop().unwrap_or(0);
+        if self.pending_heredocs.len() > before {
+            let inner = self.pending_heredocs.split_off(before);
+            if let Some(heredoc) = inner.front() {
+                self.heredoc_left_in_backticks
+                    .get_or_insert_with(|| heredoc.delimiter.clone());
+            }
+        }
+        i + 1
+    }
+
     /// At the start of a heredoc body line: if the line is the delimiter,
     /// ends the heredoc (starting the next pending one) and returns the
     /// position after the line.
@@ -667,6 +690,13 @@ impl Lexer<'_> {
     /// What `{name}` at `i` becomes in the current context, or `None` when
     /// it is left as it is.
     fn replacement(&mut self, i: usize, name: &str, value: &str) -> Option<String> {
+        if let Some(word) = &self.heredoc_left_in_backticks {
+            let message = format!(
+                "`{{{name}}}` comes after a heredoc (`<<{word}`) begun inside backticks that close before its body, so baton cannot tell how bash reads the lines after them; use `$( … )` with the heredoc's body inside it, or a file"
+            );
+            self.error.get_or_insert(message);
+            return None;
+        }
         if let Some(word) = &self.unclear_heredoc {
             let message = format!(
                 "`{{{name}}}` comes after a heredoc (`<<{word}`) whose delimiter is not a plain word, so baton cannot tell where that heredoc ends or whether bash reads its lines as text; write the delimiter as EOF, 'EOF' or \"EOF\" (letters, digits and _.,:@%+=/- only)"
@@ -1025,6 +1055,20 @@ mod tests {
         }
         // Before such a heredoc, values are placed as usual.
         check("echo {n}\ncat <<$X\n", "echo \"${BATON_P_n}\"\ncat <<$X\n");
+    }
+
+    #[test]
+    fn no_value_is_placed_after_a_heredoc_begun_in_backticks_that_close_first() {
+        // Bash reads such a heredoc's body only inside the backticks: the
+        // next line is code, not the body it looks like.
+        for script in ["`<<''<x`\n{v}\n", "x=`cat <<EOF `\n{v}\nEOF\n"] {
+            let error = substitute(script, |name| (name == "v").then_some("x")).expect_err(script);
+            assert!(error.contains("begun inside backticks"), "{error}");
+        }
+        // A heredoc pending before the backticks keeps its body after them.
+        check("cat <<'E'; x=`pwd`\n{n}\nE", "cat <<'E'; x=`pwd`\n42\nE");
+        // One whose body is inside the backticks is read as before.
+        check("x=`cat <<'E'\n{n}\nE\n`", "x=`cat <<'E'\n42\nE\n`");
     }
 
     #[test]
