@@ -1,6 +1,8 @@
-//! The JSON API: the same values `baton runs`, `baton status` and
-//! `baton gate approve|reject` print with `--format json`, built by the
-//! same functions (`baton_engine::view`).
+//! The JSON API of a run, its gates and a job: the same values `baton
+//! status`, `logs`, `gate list|show|drop|edit|add`, `verify`, `cancel` and
+//! `queue show` print with `--format json`, built by the same functions
+//! (`baton_engine::view`). The runs list is in `runs_page.rs`, gate
+//! decisions in `decisions.rs`, tasks in `task_board.rs` and `task_page.rs`.
 
 use std::path::Path;
 use std::sync::Arc;
