@@ -14,6 +14,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use crate::args::Format;
+
 /// Writes text to stdout, made [`printable`]; a broken pipe is ignored.
 pub(crate) fn stdout(text: &str) {
     let mut out = io::stdout().lock();
@@ -220,6 +222,15 @@ impl<W: Write> Write for JsonEscapes<W> {
 /// YAML.
 pub(crate) fn yaml<T: Serialize>(value: &T) -> String {
     serde_saphyr::to_string(value).expect("results are plain data")
+}
+
+/// [`yaml`] for `--format yaml`, else [`json`].
+pub(crate) fn json_or_yaml<T: Serialize>(format: Format, value: &T) -> String {
+    if format == Format::Yaml {
+        yaml(value)
+    } else {
+        json(value)
+    }
 }
 
 /// Rows as aligned columns with a header; empty cells print as `-`.

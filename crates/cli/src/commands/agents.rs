@@ -92,11 +92,7 @@ pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
                     })
                 })
                 .collect();
-            if args.format.format() == Format::Json {
-                output::json(&rows)
-            } else {
-                output::yaml(&rows)
-            }
+            output::json_or_yaml(args.format.format(), &rows)
         }
         Format::Table => {
             let rows: Vec<Vec<String>> = results

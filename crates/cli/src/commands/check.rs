@@ -138,11 +138,7 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
                 }),
                 ready,
             };
-            output::stdout(&if as_json {
-                output::json(&view)
-            } else {
-                output::yaml(&view)
-            });
+            output::stdout(&output::json_or_yaml(format, &view));
         }
         Format::Table => {
             let mut text = table(&lint, &rows);

@@ -107,11 +107,7 @@ pub(crate) fn run(args: &InitArgs) -> u8 {
                 files: &files,
                 next,
             };
-            output::stdout(&if args.format.format() == Format::Json {
-                output::json(&view)
-            } else {
-                output::yaml(&view)
-            });
+            output::stdout(&output::json_or_yaml(args.format.format(), &view));
         }
         Format::Table => output::stdout(&report(&candidates, &roles, &files, &next)),
     }

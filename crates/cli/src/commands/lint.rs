@@ -37,11 +37,7 @@ pub(crate) fn run(args: &LintArgs) -> u8 {
                 dag_depth: lint.dag_depth,
                 fragment: lint.fragment,
             };
-            output::stdout(&if format == Format::Json {
-                output::json(&view)
-            } else {
-                output::yaml(&view)
-            });
+            output::stdout(&output::json_or_yaml(format, &view));
         }
         Format::Table => {
             report::human(&lint.warnings);

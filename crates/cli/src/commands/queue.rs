@@ -120,8 +120,7 @@ fn print_report(report: &WorkerReport, owner: &str, format: Format) {
         "reaped": report.reaped,
     });
     match format {
-        Format::Json => output::stdout(&output::json(&value)),
-        Format::Yaml => output::stdout(&output::yaml(&value)),
+        Format::Json | Format::Yaml => output::stdout(&output::json_or_yaml(format, &value)),
         Format::Table => output::stderr_line(&format!(
             "worker {owner}: {} claimed, {} succeeded, {} failed, {} dead, {} requeued, {} stale outcomes rejected, {} leases lost, {} expired leases reaped",
             report.claimed,
@@ -163,8 +162,7 @@ pub(crate) fn run(command: &QueueCommand) -> u8 {
 
 fn print(value: &Value, format: Format, table: impl FnOnce() -> String) {
     match format {
-        Format::Json => output::stdout(&output::json(value)),
-        Format::Yaml => output::stdout(&output::yaml(value)),
+        Format::Json | Format::Yaml => output::stdout(&output::json_or_yaml(format, value)),
         Format::Table => output::stdout(&table()),
     }
 }

@@ -20,8 +20,7 @@ pub(super) async fn render(
         .await
         .map_err(|error| store_error(&error))?;
     Ok(match format {
-        Format::Json => output::json(&status.json()),
-        Format::Yaml => output::yaml(&status.json()),
+        Format::Json | Format::Yaml => output::json_or_yaml(format, &status.json()),
         Format::Table => table(&status),
     })
 }

@@ -36,11 +36,7 @@ pub(crate) fn run(command: &TokenCommand) -> u8 {
                             .iter()
                             .map(|row| json!({"name": row.name, "created_at": utc(row.created_at)}))
                             .collect();
-                        if args.format.format() == Format::Json {
-                            output::json(&rows)
-                        } else {
-                            output::yaml(&rows)
-                        }
+                        output::json_or_yaml(args.format.format(), &rows)
                     }
                     Format::Table => {
                         if rows.is_empty() {

@@ -32,10 +32,8 @@ async fn verify(store: &baton_store::Store, reference: &str, format: Format) -> 
     };
     let intact = verification.intact();
     let value = baton_engine::view::gates::verification_json(&verification);
-    if format == Format::Json {
-        output::stdout(&output::json(&value));
-    } else if format == Format::Yaml {
-        output::stdout(&output::yaml(&value));
+    if format != Format::Table {
+        output::stdout(&output::json_or_yaml(format, &value));
     } else {
         let external = store
             .run(&run_id)
