@@ -106,13 +106,7 @@ async fn keep_worktrees_with_work(store: &Store, project: &Path, choices: &mut [
 /// A child run goes only with its parent, and a parent only with all its
 /// children: keeps the rest of a family any member of which is kept.
 fn hold_families(runs: &[RunRow], choices: &mut [Choice]) {
-    let parents: HashMap<&str, String> = runs
-        .iter()
-        .filter_map(|run| {
-            baton_engine::view::subruns::parent_of(run)
-                .map(|(parent, _)| (run.run_id.as_str(), parent))
-        })
-        .collect();
+    let parents = parents(runs);
     let recorded: HashSet<&str> = runs.iter().map(|run| run.run_id.as_str()).collect();
     loop {
         let going: HashSet<String> = choices
@@ -143,6 +137,16 @@ fn hold_families(runs: &[RunRow], choices: &mut [Choice]) {
     }
 }
 
+/// Each sub-run's parent, by the sub-run's id.
+fn parents(runs: &[RunRow]) -> HashMap<&str, String> {
+    runs.iter()
+        .filter_map(|run| {
+            baton_engine::view::subruns::parent_of(run)
+                .map(|(parent, _)| (run.run_id.as_str(), parent))
+        })
+        .collect()
+}
+
 /// How deep a run sits under other runs (0 for a top-level run).
 fn depth(parents: &HashMap<&str, String>, run_id: &str) -> usize {
     let mut depth = 0;
@@ -167,13 +171,7 @@ async fn delete(
     choices: &mut [Choice],
     now: i64,
 ) -> Result<(), baton_store::Error> {
-    let parents: HashMap<&str, String> = runs
-        .iter()
-        .filter_map(|run| {
-            baton_engine::view::subruns::parent_of(run)
-                .map(|(parent, _)| (run.run_id.as_str(), parent))
-        })
-        .collect();
+    let parents = parents(runs);
     let mut order: Vec<usize> = (0..choices.len()).collect();
     order.sort_by_key(|&index| std::cmp::Reverse(depth(&parents, &choices[index].run_id)));
     for index in order {
@@ -234,6 +232,11 @@ fn report(choices: &[Choice], args: &PruneArgs, cutoff: i64) {
         .filter(|choice| choice.kept.is_some())
         .collect();
     let format = args.format.format();
+    let verb = if args.dry_run {
+        "would prune"
+    } else {
+        "pruned"
+    };
     if format != Format::Table {
         let value = json!({
             "dry_run": args.dry_run,
@@ -251,17 +254,8 @@ fn report(choices: &[Choice], args: &PruneArgs, cutoff: i64) {
                 "reason": choice.kept,
             })).collect::<Vec<_>>(),
         });
-        output::stdout(&if format == Format::Json {
-            output::json(&value)
-        } else {
-            output::yaml(&value)
-        });
+        output::stdout(&output::json_or_yaml(format, &value));
     } else {
-        let verb = if args.dry_run {
-            "would prune"
-        } else {
-            "pruned"
-        };
         let mut text = String::new();
         for choice in &going {
             text.push_str(&format!(
@@ -284,12 +278,7 @@ fn report(choices: &[Choice], args: &PruneArgs, cutoff: i64) {
         output::stdout(&text);
     }
     output::stderr_line(&format!(
-        "{} {} run(s) that ended before {}; kept {}{}",
-        if args.dry_run {
-            "would prune"
-        } else {
-            "pruned"
-        },
+        "{verb} {} run(s) that ended before {}; kept {}{}",
         going.len(),
         utc(cutoff),
         kept.len(),
