@@ -46,7 +46,7 @@ impl IntoResponse for ApiError {
 }
 
 /// An error and its sources on one line.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+pub fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -45,6 +45,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use app::App;
+pub use error::chain;
 
 use baton_store::Store;
 use tokio::net::TcpListener;

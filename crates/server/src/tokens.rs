@@ -9,7 +9,6 @@
 use std::io::Read;
 
 use baton_store::{Store, TokenRow};
-use sha2::{Digest, Sha256};
 
 /// Why a token was not made or revoked.
 #[derive(Debug, thiserror::Error)]
@@ -96,7 +95,7 @@ fn valid_name(name: &str) -> bool {
 }
 
 fn hash(token: &str) -> String {
-    hex(&Sha256::digest(token.as_bytes()))
+    baton_engine::create::sha256_hex(token.as_bytes())
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -5,17 +5,7 @@ use baton_engine::governance;
 
 use crate::{exit_code, output, report, tasks};
 
-/// An error and its sources on one line.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
+pub(crate) use baton_server::chain;
 
 pub(crate) fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
     match error {

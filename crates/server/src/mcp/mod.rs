@@ -34,6 +34,7 @@ use rmcp::{RoleServer, ServerHandler, ServiceExt, tool_handler};
 use serde_json::Value;
 
 use crate::auth::Person;
+use crate::error::chain;
 
 /// What `baton mcp` was started with.
 #[derive(Debug, Clone, Default)]
@@ -122,11 +123,6 @@ type Answer = Result<CallToolResult, String>;
 fn json(value: &Value) -> Answer {
     let text = serde_json::to_string_pretty(value).map_err(|error| error.to_string())?;
     Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
-}
-
-/// An error and its sources on one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    crate::error::chain(error)
 }
 
 impl Baton {
