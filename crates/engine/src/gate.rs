@@ -32,7 +32,7 @@ pub use show::show;
 
 pub(crate) use crate::run_state::{Gates, rejection_error};
 use crate::{clock, owner, workspace};
-use stage::{GateStage, find_stage, gate_stage, recorded_plan};
+use stage::{GateStage, find_gate, gate_stage, recorded_plan};
 
 /// A decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,18 +250,7 @@ pub async fn decide(
     // was cut short.
     edit::finish_interrupted(Path::new(&run.workspace), &store.artifacts(run_id).await?);
     let stages = store.stages(run_id).await?;
-    let gate = find_stage(&run, &stages, stage)?;
-    if !gate.human_gate {
-        return Err(Error::NotAGate {
-            stage: stage.to_owned(),
-        });
-    }
-    if gate.stage.status != "success" {
-        return Err(Error::NotReady {
-            stage: stage.to_owned(),
-            status: gate.stage.status.clone(),
-        });
-    }
+    let gate = find_gate(&run, &stages, stage)?.succeeded()?;
     if decision == Decision::PushBack {
         refuse_push_back(&run, &stages, stage, comment.as_deref())?;
     }

@@ -19,7 +19,7 @@ use baton_store::{ArtifactEdit, Store};
 
 use super::error::{Error, Result};
 use super::list::{self, GateEdit, ListKind};
-use super::stage::find_stage;
+use super::stage::find_gate;
 use crate::clock;
 use crate::digest::sha256_hex;
 use crate::workspace::output_path;
@@ -75,18 +75,7 @@ pub async fn edit(
 ) -> Result<Edited> {
     let run = store.run(run_id).await?;
     let stages = store.stages(run_id).await?;
-    let gate = find_stage(&run, &stages, stage)?;
-    if !gate.human_gate {
-        return Err(Error::NotAGate {
-            stage: stage.to_owned(),
-        });
-    }
-    if gate.stage.status != "success" {
-        return Err(Error::NotReady {
-            stage: stage.to_owned(),
-            status: gate.stage.status.clone(),
-        });
-    }
+    let gate = find_gate(&run, &stages, stage)?.succeeded()?;
     let workspace = Path::new(&run.workspace);
     finish_interrupted(workspace, &store.artifacts(run_id).await?);
     let (path, kind, text) =

@@ -6,8 +6,8 @@ use std::path::Path;
 use baton_store::{DecidedOutput, GateDecisionRow, Store};
 
 use super::diff::{self, Change, OutputDiff, Since};
-use super::stage::{GateStage, find_stage};
-use super::{Error, GateStatus, GateView, Output, Result, artifact, edit, list, status_of};
+use super::stage::{GateStage, find_gate};
+use super::{GateStatus, GateView, Output, Result, artifact, edit, list, status_of};
 
 /// A gate with its outputs' contents.
 ///
@@ -18,12 +18,7 @@ pub async fn show(store: &Store, run_id: &str, stage: &str) -> Result<GateView> 
     let run = store.run(run_id).await?;
     edit::finish_interrupted(Path::new(&run.workspace), &store.artifacts(run_id).await?);
     let stages = store.stages(run_id).await?;
-    let gate = find_stage(&run, &stages, stage)?;
-    if !gate.human_gate {
-        return Err(Error::NotAGate {
-            stage: stage.to_owned(),
-        });
-    }
+    let gate = find_gate(&run, &stages, stage)?;
     let decisions = store.gate_decisions(run_id).await?;
     let latest = decisions
         .iter()

@@ -12,8 +12,9 @@ pub(super) struct GateStage {
     pub(super) human_gate: bool,
 }
 
-/// The stage `name` of the run with what its recorded plan says about it.
-pub(super) fn find_stage(run: &RunRow, stages: &[StageRow], name: &str) -> Result<GateStage> {
+/// The gate stage `name` of the run with what its recorded plan says
+/// about it; an error when there is no such stage or it is not a gate.
+pub(super) fn find_gate(run: &RunRow, stages: &[StageRow], name: &str) -> Result<GateStage> {
     let stage = stages
         .iter()
         .find(|stage| stage.name == name)
@@ -21,7 +22,27 @@ pub(super) fn find_stage(run: &RunRow, stages: &[StageRow], name: &str) -> Resul
             run_id: run.run_id.clone(),
             stage: name.to_owned(),
         })?;
-    Ok(gate_stage(&recorded_plan(run), stage))
+    let gate = gate_stage(&recorded_plan(run), stage);
+    if !gate.human_gate {
+        return Err(Error::NotAGate {
+            stage: name.to_owned(),
+        });
+    }
+    Ok(gate)
+}
+
+impl GateStage {
+    /// The gate, if its stage has succeeded: only then is there something
+    /// to decide on or edit.
+    pub(super) fn succeeded(self) -> Result<GateStage> {
+        if self.stage.status != "success" {
+            return Err(Error::NotReady {
+                stage: self.stage.name,
+                status: self.stage.status,
+            });
+        }
+        Ok(self)
+    }
 }
 
 /// The plan recorded with `run`, parsed; read once for all of its stages,
