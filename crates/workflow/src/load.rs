@@ -443,13 +443,8 @@ impl Reader<'_> {
                     )
                     .with_help("write `include: [{path: workflows/shared/x.yaml}]`"));
             }
-            let Some(path_node) = entry.get("path").filter(|value| !value.is_null()) else {
-                return Err(self.error(
-                    "schema::missing-key",
-                    "include entry missing required key 'path'",
-                    entry.span,
-                ));
-            };
+            let path_node =
+                self.present(entry, "path", "include entry missing required key 'path'")?;
             let path = Spanned::new(path_node.python_str(), path_node.span);
             self.unknown_keys(
                 entry,

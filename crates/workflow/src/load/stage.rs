@@ -330,13 +330,7 @@ impl Reader<'_> {
             &format!("the agent of stage '{stage_name}'"),
             stage_name,
         );
-        if node.get("role").is_none_or(Node::is_null) {
-            return Err(self.error(
-                "schema::missing-key",
-                "agent missing required key 'role'",
-                node.span,
-            ));
-        }
+        self.present(node, "role", "agent missing required key 'role'")?;
         let role = self.required_string(node, "role", "agent 'role'", stage_name)?;
         let tools = match node.get("tools") {
             Some(tools) if tools.is_truthy() && tools.as_seq().is_none() => {
@@ -403,24 +397,16 @@ impl Reader<'_> {
                     item.span,
                 ));
             }
-            if item.get("name").is_none_or(Node::is_null) {
-                return Err(self.error(
-                    "schema::missing-key",
-                    "output missing required key 'name'",
-                    item.span,
-                ));
-            }
+            self.present(item, "name", "output missing required key 'name'")?;
             let name = self
                 .required_string(item, "name", "output 'name'", stage_name)?
                 .value;
             self.unknown_keys(item, OUTPUT_KEYS, &format!("output '{name}'"), stage_name);
-            let Some(mode_node) = item.get("mode").filter(|value| !value.is_null()) else {
-                return Err(self.error(
-                    "schema::missing-key",
-                    format!("output '{name}' missing required key 'mode'"),
-                    item.span,
-                ));
-            };
+            let mode_node = self.present(
+                item,
+                "mode",
+                format!("output '{name}' missing required key 'mode'"),
+            )?;
             let mode = self.keyword(mode_node, OutputMode::from_name, OutputMode::NAMES, || {
                 format!("output '{name}' has invalid mode")
             })?;
@@ -485,13 +471,11 @@ impl Reader<'_> {
             &format!("the validation of stage '{stage_name}'"),
             stage_name,
         );
-        let Some(strategy_node) = node.get("strategy").filter(|value| !value.is_null()) else {
-            return Err(self.error(
-                "schema::missing-key",
-                "validation missing required key 'strategy'",
-                node.span,
-            ));
-        };
+        let strategy_node = self.present(
+            node,
+            "strategy",
+            "validation missing required key 'strategy'",
+        )?;
         let strategy = self.keyword(strategy_node, Strategy::from_name, Strategy::NAMES, || {
             "validation has invalid strategy".to_owned()
         })?;
@@ -563,13 +547,11 @@ impl Reader<'_> {
             ));
         }
         for key in ["id", "description"] {
-            if node.get(key).is_none_or(Node::is_null) {
-                return Err(self.error(
-                    "schema::missing-key",
-                    format!("domain_rule missing required key '{key}'"),
-                    node.span,
-                ));
-            }
+            self.present(
+                node,
+                key,
+                format!("domain_rule missing required key '{key}'"),
+            )?;
         }
         let id = node.get("id").expect("checked above").python_str();
         self.unknown_keys(node, RULE_KEYS, &format!("domain rule '{id}'"), stage_name);
@@ -618,13 +600,8 @@ impl Reader<'_> {
             stage_name,
         );
         for key in ["source", "field", "key"] {
-            if node.get(key).is_none_or(Node::is_null) {
-                return Err(self.error(
-                    "schema::missing-key",
-                    format!("stage '{stage_name}' fan_out missing required key '{key}'"),
-                    node.span,
-                ));
-            }
+            let message = format!("stage '{stage_name}' fan_out missing required key '{key}'");
+            self.present(node, key, message)?;
         }
         let mode = match node.get("mode").filter(|value| !value.is_null()) {
             None => FanOutMode::Agent,
@@ -711,15 +688,9 @@ impl Reader<'_> {
                 &format!("a validates_output entry of stage '{stage_name}'"),
                 stage_name,
             );
-            let Some(path_node) = entry.get("path").filter(|value| !value.is_null()) else {
-                return Err(self.error(
-                    "schema::missing-key",
-                    format!(
-                        "stage '{stage_name}' validates_output entry missing required key 'path'"
-                    ),
-                    entry.span,
-                ));
-            };
+            let message =
+                format!("stage '{stage_name}' validates_output entry missing required key 'path'");
+            let path_node = self.present(entry, "path", message)?;
             let path_text = path_node.python_str();
             if !is_workspace_relative(&path_text) {
                 return Err(self

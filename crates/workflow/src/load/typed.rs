@@ -40,6 +40,18 @@ impl Reader<'_> {
         }
         Err(diagnostic)
     }
+    /// The value of `key`, or a missing-key error at `node` with `message`
+    /// when it is absent or null.
+    pub(super) fn present<'n>(
+        &self,
+        node: &'n Node,
+        key: &str,
+        message: impl Into<String>,
+    ) -> Result<&'n Node, Diagnostic> {
+        node.get(key)
+            .filter(|value| !value.is_null())
+            .ok_or_else(|| self.error("schema::missing-key", message, node.span))
+    }
     pub(super) fn required_string(
         &self,
         node: &Node,
