@@ -7,7 +7,7 @@ use baton_workflow::plan::PlanStage;
 use tokio::sync::watch;
 
 use crate::attempt::{Attempt, Finished};
-use crate::outputs::{snapshot, verify};
+use crate::outputs::{snapshot, verify_attempt};
 use crate::usage::Meter;
 
 /// Runs one attempt against the endpoint.
@@ -29,13 +29,7 @@ pub(crate) async fn execute(
             finished.error = Some("cancelled".to_owned());
         }
         Err(error) => finished.error = Some(error.to_string()),
-        Ok(_) => match verify(stage, &attempt.workspace, &before, attempt.defer_checks) {
-            Ok(artifacts) => {
-                finished.success = true;
-                finished.artifacts = artifacts;
-            }
-            Err(error) => finished.error = Some(error),
-        },
+        Ok(_) => verify_attempt(&mut finished, stage, attempt, &before),
     }
     finished
 }

@@ -6,9 +6,27 @@ use std::path::{Path, PathBuf};
 
 use baton_workflow::plan::PlanStage;
 
+use crate::attempt::{Attempt, Finished};
 use crate::checks;
 use crate::digest::artifact;
 use crate::workspace::{self, output_path};
+
+/// Records on `finished` what [`verify`] finds of the attempt's outputs:
+/// success with their hashes, or why not.
+pub(crate) fn verify_attempt(
+    finished: &mut Finished,
+    stage: &PlanStage,
+    attempt: &Attempt,
+    before: &Snapshot,
+) {
+    match verify(stage, &attempt.workspace, before, attempt.defer_checks) {
+        Ok(artifacts) => {
+            finished.success = true;
+            finished.artifacts = artifacts;
+        }
+        Err(error) => finished.error = Some(error),
+    }
+}
 
 /// The declared outputs exist, were written during this attempt, and pass
 /// their checks (unless `defer_checks`); returns their hashes.

@@ -28,7 +28,7 @@ use tokio::sync::watch;
 use crate::attempt::{
     Attempt, Finished, RUN_MARKER, environment, idempotency_key, substitute_script,
 };
-use crate::outputs::{Snapshot, snapshot, verify};
+use crate::outputs::{Snapshot, snapshot, verify_attempt};
 use crate::queue::{self, ScriptJob, ScriptPayload, kind};
 
 /// How often the attempt looks at its job.
@@ -96,13 +96,7 @@ pub(crate) async fn run(
     // An adopted job may have written its outputs before this attempt
     // began: what it wrote counts.
     let before = if adopted { Snapshot::new() } else { before };
-    match verify(stage, &attempt.workspace, &before, attempt.defer_checks) {
-        Ok(artifacts) => {
-            finished.success = true;
-            finished.artifacts = artifacts;
-        }
-        Err(error) => finished.error = Some(error),
-    }
+    verify_attempt(&mut finished, stage, attempt, &before);
     finished
 }
 

@@ -18,7 +18,7 @@ use baton_workflow::schema::Executor;
 use tokio::sync::{mpsc, watch};
 
 use crate::attempt::{Attempt, Finished, Report, redacted, unit_label};
-use crate::outputs::{snapshot, verify};
+use crate::outputs::{snapshot, verify_attempt};
 use crate::retries::Retry;
 use crate::session::{self, Resume};
 use crate::usage::Meter;
@@ -375,13 +375,7 @@ async fn execute(
         finished.error = Some(error);
         return finished;
     }
-    match verify(stage, &attempt.workspace, &before, attempt.defer_checks) {
-        Ok(artifacts) => {
-            finished.success = true;
-            finished.artifacts = artifacts;
-        }
-        Err(error) => finished.error = Some(error),
-    }
+    verify_attempt(&mut finished, stage, attempt, &before);
     // A verified isolated stage is merged back before its dependants run.
     if let Some(worktree) = worktree.filter(|_| finished.success)
         && let Err(error) = worktree.integrate(stage, &attempt.run_id).await

@@ -43,7 +43,7 @@ use crate::coordinator::{DriveOptions, Outcome};
 use crate::create;
 use crate::digest::sha256_hex;
 use crate::loader::FsLoader;
-use crate::outputs::{Snapshot, verify};
+use crate::outputs::{Snapshot, verify_attempt};
 use crate::progress::Progress;
 use crate::{Error, Result, clock};
 
@@ -143,18 +143,7 @@ pub(crate) async fn run(
             // only the parent stage's declared files are checked, and an
             // empty snapshot counts them all as fresh, because a resumed
             // parent finds a child that finished before the crash.
-            match verify(
-                stage,
-                &attempt.workspace,
-                &Snapshot::new(),
-                attempt.defer_checks,
-            ) {
-                Ok(artifacts) => {
-                    finished.success = true;
-                    finished.artifacts = artifacts;
-                }
-                Err(error) => finished.error = Some(error),
-            }
+            verify_attempt(&mut finished, stage, attempt, &Snapshot::new());
         }
         Ok(outcome) => finished.error = Some(failure_message(&child, attempt, &outcome)),
         Err(error) => finished.error = Some(format!("sub-workflow run {child}: {error}")),
