@@ -67,12 +67,7 @@ pub(super) async fn handed_out(store: &Store, opened: &Opened, name: &str) -> Re
         if rows[index].status == "running" {
             return match unit.status.as_str() {
                 "running" if !unit_is_script(opened, unit, now) => {
-                    let context = work::Context {
-                        plan: &opened.plan,
-                        stage,
-                        workspace: &opened.workspace,
-                        now,
-                    };
+                    let context = opened.context(stage, now);
                     let materialized = work::materialize(&context, unit).map_err(Error::Refused)?;
                     Ok(Target::Unit {
                         index,

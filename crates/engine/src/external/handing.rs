@@ -124,12 +124,7 @@ pub(super) fn unit_is_script(opened: &Opened, unit: &UnitRow, now: i64) -> bool 
     let Ok(index) = usize::try_from(unit.index) else {
         return false;
     };
-    let context = work::Context {
-        plan: &opened.plan,
-        stage: &opened.plan.stages[index],
-        workspace: &opened.workspace,
-        now,
-    };
+    let context = opened.context(&opened.plan.stages[index], now);
     work::materialize(&context, unit)
         .is_ok_and(|materialized| materialized.stage.spec.runs_script())
 }

@@ -111,6 +111,18 @@ struct Opened {
     workspace: PathBuf,
 }
 
+impl Opened {
+    /// What the work of `stage` is carried out with, at `now`.
+    fn context<'a>(&'a self, stage: &'a PlanStage, now: i64) -> work::Context<'a> {
+        work::Context {
+            plan: &self.plan,
+            stage,
+            workspace: &self.workspace,
+            now,
+        }
+    }
+}
+
 async fn open(store: &Store, run_id: &str) -> Result<Opened> {
     let run = store.run(run_id).await?;
     let options: RunOptions = serde_json::from_str(&run.options).map_err(|_| {

@@ -199,12 +199,7 @@ impl Pass {
             }
             return Ok(());
         }
-        let context = work::Context {
-            plan: &opened.plan,
-            stage,
-            workspace: &opened.workspace,
-            now,
-        };
+        let context = opened.context(stage, now);
         if !waiting.is_empty() {
             return self.start_units(&context, &waiting);
         }

@@ -50,12 +50,7 @@ pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
             continue;
         }
         // A stage running as units: the units out are what is listed.
-        let context = work::Context {
-            plan: &opened.plan,
-            stage,
-            workspace: &opened.workspace,
-            now: clock::now_ms(),
-        };
+        let context = opened.context(stage, clock::now_ms());
         for unit in out {
             if let Ok(materialized) = work::materialize(&context, unit) {
                 ready.push(Ready {
