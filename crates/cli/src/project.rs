@@ -112,7 +112,8 @@ fn rebase(cwd: &Path, project: &Path, path: &str) -> String {
     if cwd == project || Path::new(path).is_absolute() {
         return path.to_owned();
     }
-    let full = normalize(&cwd.join(path));
+    // Lexically: the current directory has no symbolic links to see through.
+    let full = baton_workflow::loader::normalize(&cwd.join(path));
     match full.strip_prefix(project) {
         Ok(inside) if !inside.as_os_str().is_empty() => inside.to_string_lossy().into_owned(),
         _ => full.to_string_lossy().into_owned(),
@@ -150,12 +151,6 @@ pub(crate) fn keep_state_out_of_git(create: bool) -> Result<(), String> {
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(error) => Err(format!("cannot write {}: {error}", ignore.display())),
     }
-}
-
-/// `path` normalised lexically: the current directory has no symbolic
-/// links to see through.
-fn normalize(path: &Path) -> PathBuf {
-    baton_workflow::loader::normalize(path)
 }
 
 #[cfg(test)]

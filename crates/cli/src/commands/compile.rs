@@ -196,7 +196,7 @@ fn plan_view(plan: &Plan) -> PlanView<'_> {
         total_stages: plan.stages.len(),
         total_groups: plan.groups.len(),
         max_parallelism: plan.max_parallelism(),
-        compiled_at: now_utc(),
+        compiled_at: baton_engine::workspace::utc(baton_engine::clock::now_ms()),
         contract_warnings: plan.contract_warnings.len(),
         groups: plan
             .groups
@@ -414,11 +414,6 @@ fn run_by(spec: &baton_workflow::schema::Stage) -> String {
         Executor::Inline => "agent:inline".to_owned(),
         Executor::Agent => format!("agent:{}", spec.agent.role),
     }
-}
-
-/// The current time as `YYYY-MM-DDTHH:MM:SSZ`.
-fn now_utc() -> String {
-    baton_engine::workspace::utc(baton_engine::clock::now_ms())
 }
 
 /// `baton run --dry-run`: the plan, and nothing recorded or run.

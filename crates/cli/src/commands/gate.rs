@@ -3,16 +3,13 @@
 
 use baton_engine::gate::{self, Decision, GateEdit, GateView};
 use baton_engine::view::gates::{status_json, view_json};
+use baton_engine::workspace::utc;
 
 use super::errors::chain;
 use super::run_ref;
 use super::runtime::{block_on_exit, open_store};
 use crate::args::{Format, GateCommand, GateDecideArgs, GateRef};
 use crate::{exit_code, output};
-
-fn utc(ms: i64) -> String {
-    baton_engine::workspace::utc(ms)
-}
 
 /// Runs a `baton gate` subcommand.
 pub(crate) fn run(command: &GateCommand) -> u8 {

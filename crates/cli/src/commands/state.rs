@@ -1,7 +1,7 @@
 //! `baton state show|check|record|summary|list`: a thin adapter over
 //! `baton_engine::governance`.
 
-use baton_engine::governance::{self, FindingStatus, Report, Scope};
+use baton_engine::governance::{self, FindingStatus, Report, Scope, stage_name};
 use serde_json::{Value, json};
 
 use super::errors::governance_error;
@@ -48,10 +48,6 @@ async fn with_report(args: &ScopeArgs, then: impl FnOnce(&Scope, &Report) -> u8)
         .await
         .map_err(|error| governance_error(&error))?;
     Ok(then(&scope, &report))
-}
-
-fn stage_name(stage: governance::Stage) -> &'static str {
-    governance::stage_name(stage)
 }
 
 fn show(scope: &Scope, report: &Report, format: Format) -> u8 {

@@ -5,14 +5,10 @@ use baton_lifecycle::governance::{FindingStatus, Identity, Stage};
 use serde_json::{Value, json};
 
 use super::codec::Entry;
-use super::{Report, Scope, ScopeKind};
+use super::{Report, Scope, ScopeKind, stage_name};
 
 fn who(identity: &Identity) -> Value {
     json!({"profile": identity.profile, "model": identity.model, "session": identity.session})
-}
-
-fn stage(stage: Stage) -> &'static str {
-    super::stage_name(stage)
 }
 
 /// The summary of `report` for `scope`.
@@ -68,8 +64,8 @@ pub fn summary(scope: &Scope, report: &Report) -> Value {
             "validation_intent": state.validation_intent(),
         },
         "workflow_state": {
-            "stage": stage(state.stage()),
-            "next_stages": report.next_stages().iter().map(|s| stage(*s)).collect::<Vec<_>>(),
+            "stage": stage_name(state.stage()),
+            "next_stages": report.next_stages().iter().map(|s| stage_name(*s)).collect::<Vec<_>>(),
             "events": report.entries.len(),
             "owner": who(state.owner()),
         },
