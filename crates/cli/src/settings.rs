@@ -37,17 +37,19 @@ pub(crate) fn millis(name: &str) -> Option<std::time::Duration> {
         .map(std::time::Duration::from_millis)
 }
 
+/// A variable's value, trimmed, if it is set and not blank.
+fn var(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
 /// What `baton mcp` learns from its environment: the run and stage of the
 /// stage process that started it (`BATON_RUN_ID`, `BATON_STAGE`, set by
 /// baton for every stage and passed on by the agent CLI), and a person's
 /// token (`BATON_TOKEN`).
 pub(crate) fn mcp_context() -> baton_server::mcp::StdioContext {
-    let var = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .map(|value| value.trim().to_owned())
-            .filter(|value| !value.is_empty())
-    };
     baton_server::mcp::StdioContext {
         stage: var("BATON_RUN_ID").zip(var("BATON_STAGE")),
         token: var("BATON_TOKEN"),
@@ -97,12 +99,6 @@ pub(crate) const OTLP_ENDPOINT: &str = "BATON_OTLP_ENDPOINT";
 
 /// What `BATON_LOG` and the OTLP endpoint variables ask for.
 pub(crate) fn observability() -> Observability {
-    let var = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .map(|value| value.trim().to_owned())
-            .filter(|value| !value.is_empty())
-    };
     let standard = [
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
