@@ -1,21 +1,40 @@
 //! The rules each event must pass: [`apply`] checks an event's evidence
 //! and folds it into the state, or refuses it.
 
-use super::events::{Action, Event, Identity, target};
+use super::events::{Action, Closure, Event, Identity, target};
 use super::guidance;
 use super::refusal::{Refusal, RefusalKind, refuse};
+use super::stages::Stage;
 use super::state::{FindingStatus, State, Validation, Visibility};
 
 /// Applies one event. On success returns the new state and what the caller
 /// should do; on refusal the state is unchanged (the caller keeps its copy).
 pub fn apply(state: &State, event: &Event) -> Result<(State, Vec<Action>), Refusal> {
+    fold(state, event, true).map(|(next, actions, _)| (next, actions))
+}
+
+/// Folds `event` into `state`, checking each rule on the way. `strict`
+/// ([`apply`]): the first rule broken refuses the event. Otherwise
+/// ([`super::observe`]): the first rule broken is returned beside the new
+/// state, and the event has its own effect but nothing the broken rule
+/// would have granted.
+pub(super) fn fold(
+    state: &State,
+    event: &Event,
+    strict: bool,
+) -> Result<(State, Vec<Action>, Option<Refusal>), Refusal> {
+    let mut broken = None;
+    // Whether the rule holds; a broken one refuses the event when strict.
+    let mut holds = |rule: Result<(), Refusal>| match rule {
+        Ok(()) => Ok(true),
+        Err(refusal) if strict => Err(refusal),
+        Err(refusal) => {
+            broken.get_or_insert(refusal);
+            Ok(false)
+        }
+    };
     let target = target(event);
-    if !state.may_follow(target) {
-        return Err(refuse(
-            RefusalKind::IllegalTransition,
-            guidance::missing(state, target),
-        ));
-    }
+    holds(in_order(state, target))?;
     let mut next = state.clone();
     next.seq += 1;
     next.stage = target;
@@ -29,91 +48,123 @@ pub fn apply(state: &State, event: &Event) -> Result<(State, Vec<Action>), Refus
             validation_intent,
             validation_claimed,
         } => {
-            if validation_intent.trim().is_empty() {
-                return Err(refuse(
-                    RefusalKind::MissingEvidence,
-                    "a plan must say how the work will be validated.",
-                ));
+            let said = stated(
+                validation_intent,
+                "a plan must say how the work will be validated.",
+            );
+            if holds(said)? {
+                next.validation_intent = Some(validation_intent.clone());
+                next.validation_claimed = *validation_claimed;
             }
-            next.validation_intent = Some(validation_intent.clone());
-            next.validation_claimed = *validation_claimed;
         }
-        Event::Edited { path, .. } => edit(&mut next, path, &mut actions)?,
+        Event::Edited { path, .. } => {
+            holds(may_edit(&next, path))?;
+            record_edit(&mut next, path, &mut actions);
+        }
         Event::Validated {
             command,
             exit_code,
             covered,
         } => {
-            retry(&next, command, *exit_code)?;
+            holds(retry(&next, command, *exit_code))?;
             validate(&mut next, command, *exit_code, covered, &mut actions);
         }
         Event::Reviewed { reviewer, findings } => {
-            independent(&state.owner, reviewer)?;
-            next.independent_review = true;
+            // Concerns raised are concerns, whoever raised them.
             next.findings
                 .extend(findings.iter().map(|f| (f.clone(), FindingStatus::Open)));
+            if holds(independent(&state.owner, reviewer))? {
+                next.independent_review = true;
+            }
         }
         Event::Repaired { finding } => {
-            set_finding(
+            let open = FindingStatus::Open;
+            if holds(set_finding(
                 &mut next,
                 *finding,
-                FindingStatus::Open,
+                open,
                 FindingStatus::Repaired,
-            )?;
-            actions.push(Action::ReReviewRequired { finding: *finding });
+            ))? {
+                actions.push(Action::ReReviewRequired { finding: *finding });
+            }
         }
         Event::ReReviewed {
             reviewer,
             finding,
             resolved,
         } => {
-            independent(&state.owner, reviewer)?;
-            let to = if *resolved {
-                FindingStatus::Resolved
-            } else {
-                FindingStatus::Open
-            };
-            set_finding(&mut next, *finding, FindingStatus::Repaired, to)?;
+            if holds(independent(&state.owner, reviewer))? {
+                let to = if *resolved {
+                    FindingStatus::Resolved
+                } else {
+                    FindingStatus::Open
+                };
+                holds(set_finding(
+                    &mut next,
+                    *finding,
+                    FindingStatus::Repaired,
+                    to,
+                ))?;
+            }
         }
         Event::NewEvidence { path, note } => {
-            if note.trim().is_empty() {
-                return Err(refuse(
-                    RefusalKind::MissingEvidence,
-                    "new evidence must say what is new.",
-                ));
+            if holds(stated(note, "new evidence must say what is new."))? {
+                next.new_evidence(path);
             }
-            next.new_evidence(path);
         }
-        Event::Released => next.ready_to_close()?,
+        Event::Released => {
+            holds(next.ready_to_close())?;
+        }
         Event::HandedOff { next_owner } => {
-            if next_owner.trim().is_empty() {
-                return Err(refuse(
-                    RefusalKind::MissingEvidence,
-                    "a handoff must name the next owner.",
-                ));
-            }
+            holds(stated(next_owner, "a handoff must name the next owner."))?;
         }
         Event::Closed(closure) => {
-            next.ready_to_close()?;
-            let fields = [
-                ("what is proven", &closure.proven),
-                ("what is not proven", &closure.not_proven),
-                ("the residual risk", &closure.residual_risk),
-                ("the next owner", &closure.next_owner),
-            ];
-            if let Some((name, _)) = fields.iter().find(|(_, value)| value.trim().is_empty()) {
-                return Err(refuse(
-                    RefusalKind::MissingEvidence,
-                    format!("closure must state {name}."),
-                ));
-            }
+            holds(next.ready_to_close())?;
+            holds(closure_complete(closure))?;
             actions.push(Action::Closed(closure.clone()));
         }
     }
-    Ok((next, actions))
+    Ok((next, actions, broken))
 }
 
-fn edit(next: &mut State, path: &str, actions: &mut Vec<Action>) -> Result<(), Refusal> {
+/// The event's stage may follow the current one.
+fn in_order(state: &State, target: Stage) -> Result<(), Refusal> {
+    if state.may_follow(target) {
+        Ok(())
+    } else {
+        Err(refuse(
+            RefusalKind::IllegalTransition,
+            guidance::missing(state, target),
+        ))
+    }
+}
+
+/// Evidence that must not be blank.
+fn stated(text: &str, otherwise: &str) -> Result<(), Refusal> {
+    if text.trim().is_empty() {
+        return Err(refuse(RefusalKind::MissingEvidence, otherwise));
+    }
+    Ok(())
+}
+
+fn closure_complete(closure: &Closure) -> Result<(), Refusal> {
+    let fields = [
+        ("what is proven", &closure.proven),
+        ("what is not proven", &closure.not_proven),
+        ("the residual risk", &closure.residual_risk),
+        ("the next owner", &closure.next_owner),
+    ];
+    match fields.iter().find(|(_, value)| value.trim().is_empty()) {
+        Some((name, _)) => Err(refuse(
+            RefusalKind::MissingEvidence,
+            format!("closure must state {name}."),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The rules an edit must pass.
+fn may_edit(next: &State, path: &str) -> Result<(), Refusal> {
     // Clarifying and planning are asked for only where they can be seen.
     let sees_all = next.visibility == Visibility::Everything;
     let missing = if sees_all && !next.clarified {
@@ -143,12 +194,11 @@ fn edit(next: &mut State, path: &str, actions: &mut Vec<Action>) -> Result<(), R
             ),
         ));
     }
-    record_edit(next, path, actions);
     Ok(())
 }
 
 /// An edit's effect, once its rules are checked (or, when observing, broken).
-pub(super) fn record_edit(next: &mut State, path: &str, actions: &mut Vec<Action>) {
+fn record_edit(next: &mut State, path: &str, actions: &mut Vec<Action>) {
     let was_fresh = next.validations.iter().rev().any(|v| {
         v.exit_code == 0 && v.covers(path) && next.last_edit.get(path).is_none_or(|&e| v.seq > e)
     });
@@ -181,7 +231,7 @@ fn retry(state: &State, command: &str, exit_code: i32) -> Result<(), Refusal> {
     Ok(())
 }
 
-pub(super) fn validate(
+fn validate(
     next: &mut State,
     command: &str,
     exit_code: i32,
@@ -240,7 +290,7 @@ fn independent(owner: &Identity, reviewer: &Identity) -> Result<(), Refusal> {
     Ok(())
 }
 
-pub(super) fn set_finding(
+fn set_finding(
     next: &mut State,
     finding: usize,
     from: FindingStatus,
