@@ -100,65 +100,50 @@ fn evaluate(check: &Check, value: &Value, workspace: &Path) -> (bool, String) {
             (non_empty, format!("top level is {}", kind(value)))
         }
         Check::HasKey(key) => match value {
-            Value::Object(map) => (
-                map.contains_key(key),
-                format!(
-                    "key '{key}' {}",
-                    if map.contains_key(key) {
-                        "present"
-                    } else {
-                        "missing"
-                    }
-                ),
-            ),
+            Value::Object(map) => {
+                let present = map.contains_key(key);
+                let word = if present { "present" } else { "missing" };
+                (present, format!("key '{key}' {word}"))
+            }
             _ => (
                 false,
                 format!("top level is {}, not an object", kind(value)),
             ),
         },
         Check::ValuesHaveKey(key) => match value {
-            Value::Object(map) => {
-                let missing: Vec<&str> = map
-                    .iter()
-                    .filter(|(_, item)| item.get(key).is_none() || !item.is_object())
-                    .map(|(name, _)| name.as_str())
-                    .take(3)
-                    .collect();
-                (
-                    missing.is_empty(),
-                    if missing.is_empty() {
-                        format!("every value has '{key}'")
-                    } else {
-                        format!("values without '{key}': {}", missing.join(", "))
-                    },
-                )
-            }
+            Value::Object(map) => every_has(map.iter(), "value", key),
             _ => (
                 false,
                 format!("top level is {}, not an object", kind(value)),
             ),
         },
         Check::ListItemsHaveKey(key) => match value {
-            Value::Array(items) => {
-                let missing: Vec<String> = items
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, item)| item.get(key).is_none() || !item.is_object())
-                    .map(|(index, _)| index.to_string())
-                    .take(3)
-                    .collect();
-                (
-                    missing.is_empty(),
-                    if missing.is_empty() {
-                        format!("every item has '{key}'")
-                    } else {
-                        format!("items without '{key}': {}", missing.join(", "))
-                    },
-                )
-            }
+            Value::Array(items) => every_has(items.iter().enumerate(), "item", key),
             _ => (false, format!("top level is {}, not a list", kind(value))),
         },
         Check::Schema(path) => schema(value, &workspace.join(path), path),
+    }
+}
+
+/// Whether every one of `named` (a `what`, with the name a message gives
+/// it) is an object with `key`; the message names the first three without.
+fn every_has<'a, N: std::fmt::Display>(
+    named: impl Iterator<Item = (N, &'a Value)>,
+    what: &str,
+    key: &str,
+) -> (bool, String) {
+    let missing: Vec<String> = named
+        .filter(|(_, item)| item.get(key).is_none() || !item.is_object())
+        .map(|(name, _)| name.to_string())
+        .take(3)
+        .collect();
+    if missing.is_empty() {
+        (true, format!("every {what} has '{key}'"))
+    } else {
+        (
+            false,
+            format!("{what}s without '{key}': {}", missing.join(", ")),
+        )
     }
 }
 
