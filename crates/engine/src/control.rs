@@ -17,31 +17,25 @@ pub(crate) const TTL_MS: i64 = 10_000;
 /// Takes the lease for a quick change: free, expired, or held by a dead process.
 pub(crate) async fn take(store: &Store, run_id: &str) -> Result<Lease> {
     let me = owner::me();
-    match store
+    let mut taken = store
         .acquire(run_id, &me, clock::now_ms(), TTL_MS, None)
-        .await
+        .await;
+    if let Err(StoreError::Held { owner, .. }) = &taken
+        && owner::provably_dead(owner)
     {
-        Ok(lease) => Ok(lease),
-        Err(StoreError::Held { owner, .. }) if owner::provably_dead(&owner) => {
-            match store
-                .acquire(run_id, &me, clock::now_ms(), TTL_MS, Some(&owner))
-                .await
-            {
-                Ok(lease) => Ok(lease),
-                // Someone else took the run from the dead holder first.
-                Err(StoreError::Held { owner, .. }) => Err(Error::Owned {
-                    run_id: run_id.to_owned(),
-                    owner,
-                }),
-                Err(other) => Err(other.into()),
-            }
-        }
-        Err(StoreError::Held { owner, .. }) => Err(Error::Owned {
+        // Someone else may take the run from the dead holder first.
+        let dead = owner.clone();
+        taken = store
+            .acquire(run_id, &me, clock::now_ms(), TTL_MS, Some(&dead))
+            .await;
+    }
+    taken.map_err(|error| match error {
+        StoreError::Held { owner, .. } => Error::Owned {
             run_id: run_id.to_owned(),
             owner,
-        }),
-        Err(other) => Err(other.into()),
-    }
+        },
+        other => other.into(),
+    })
 }
 
 /// Sets a stage and every stage that depends on it (transitively) back to
