@@ -6,12 +6,7 @@ use sha2::{Digest, Sha256};
 
 /// Hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for byte in digest {
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
+    format!("{:x}", Sha256::digest(bytes))
 }
 
 /// An output as the store records it: (path, sha256, bytes), whichever
