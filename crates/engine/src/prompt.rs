@@ -112,12 +112,7 @@ pub fn render(plan: &Plan, stage: &PlanStage, workspace: &Path) -> String {
     }
 
     let files = files_to_write(stage, workspace);
-    if !files.is_empty() {
-        let _ = writeln!(prompt, "\n## Files to write\n");
-        for file in &files {
-            let _ = writeln!(prompt, "- {file}");
-        }
-    }
+    section(&mut prompt, "Files to write", &files);
     if !stage.spec.validates_output.is_empty() {
         let _ = writeln!(prompt, "\n## Output checks\n");
         for entry in &stage.spec.validates_output {
@@ -131,19 +126,13 @@ pub fn render(plan: &Plan, stage: &PlanStage, workspace: &Path) -> String {
         }
     }
     let later = later_checks(plan, stage, workspace);
-    if !later.is_empty() {
-        let _ = writeln!(prompt, "\n## Checks later stages make on these files\n");
-        for line in &later {
-            let _ = writeln!(prompt, "- {line}");
-        }
-    }
+    section(
+        &mut prompt,
+        "Checks later stages make on these files",
+        &later,
+    );
     let sources = fan_out_sources(plan, stage, workspace);
-    if !sources.is_empty() {
-        let _ = writeln!(prompt, "\n## Fan-out source\n");
-        for line in &sources {
-            let _ = writeln!(prompt, "- {line}");
-        }
-    }
+    section(&mut prompt, "Fan-out source", &sources);
     completion(&mut prompt, stage);
     prompt
 }
@@ -162,14 +151,19 @@ pub fn continued(stage: &PlanStage, workspace: &Path, task: &str) -> String {
         task.trim_end()
     );
     let files = files_to_write(stage, workspace);
-    if !files.is_empty() {
-        let _ = writeln!(prompt, "\n## Files to write\n");
-        for file in &files {
-            let _ = writeln!(prompt, "- {file}");
-        }
-    }
+    section(&mut prompt, "Files to write", &files);
     completion(&mut prompt, stage);
     prompt
+}
+
+/// A section of `lines` as a list under `title`; nothing without lines.
+fn section(prompt: &mut String, title: &str, lines: &[String]) {
+    if !lines.is_empty() {
+        let _ = writeln!(prompt, "\n## {title}\n");
+        for line in lines {
+            let _ = writeln!(prompt, "- {line}");
+        }
+    }
 }
 
 fn completion(prompt: &mut String, stage: &PlanStage) {
