@@ -221,12 +221,8 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
         .unwrap_or("item")
         .to_owned();
     let parent = context.stage;
-    let key_name = parent
-        .spec
-        .fan_out
-        .as_ref()
-        .map(|fan_out| fan_out.key.clone())
-        .unwrap_or_default();
+    let fan_out = parent.spec.fan_out.as_ref().expect("a fan-out stage");
+    let key_name = &fan_out.key;
     // The placeholder values: every scalar field of an object item, and the
     // key (raw in text, sanitised in file names).
     let mut values: Vec<(String, String)> = Vec::new();
@@ -237,7 +233,7 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
             }
         }
     }
-    values.retain(|(field, _)| *field != key_name);
+    values.retain(|(field, _)| field != key_name);
     values.push((key_name.clone(), unit.key.clone()));
     let lookup_text = |placeholder: &str| {
         values
@@ -246,7 +242,7 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
             .map(|(_, value)| value.as_str())
     };
     let lookup_file = |placeholder: &str| {
-        if placeholder == key_name {
+        if placeholder == key_name.as_str() {
             Some(name.as_str())
         } else {
             None
@@ -254,20 +250,13 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
     };
     let mut stage: PlanStage = parent.clone();
     let spec = std::sync::Arc::make_mut(&mut stage.spec);
-    if let Some(fan_out) = parent
-        .spec
-        .fan_out
-        .as_ref()
-        .filter(|fan_out| fan_out.mode == baton_workflow::schema::FanOutMode::WorkerQueue)
-    {
+    if fan_out.mode == baton_workflow::schema::FanOutMode::WorkerQueue {
         // One queue job per item runs `fan_out.script`; the stage-level
         // script is not enqueued as well.
         spec.executor = baton_workflow::schema::Executor::WorkerQueue;
         spec.script.clone_from(&fan_out.script);
     }
-    if let Some(fan_out) = &parent.spec.fan_out
-        && fan_out.isolation == baton_workflow::schema::Isolation::Worktree
-    {
+    if fan_out.isolation == baton_workflow::schema::Isolation::Worktree {
         // `fan_out.isolation` gives each child a worktree of its own.
         spec.agent.isolation = fan_out.isolation;
     }
@@ -282,12 +271,7 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
     let pretty = serde_json::to_string_pretty(&item).unwrap_or_default();
     description.push_str(&format!(
         "\n\n## Item\n\nThis is one item ({}) of a fan-out over '{}':\n\n```json\n{pretty}\n```\n",
-        unit.label,
-        parent
-            .spec
-            .fan_out
-            .as_ref()
-            .map_or("", |fan_out| fan_out.field.as_str())
+        unit.label, fan_out.field
     ));
     stage.description = description;
     for declared in &mut spec.writes_to {
