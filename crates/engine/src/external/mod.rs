@@ -111,18 +111,6 @@ struct Opened {
     workspace: PathBuf,
 }
 
-impl Opened {
-    /// What the work of `stage` is carried out with, at `now`.
-    fn context<'a>(&'a self, stage: &'a PlanStage, now: i64) -> work::Context<'a> {
-        work::Context {
-            plan: &self.plan,
-            stage,
-            workspace: &self.workspace,
-            now,
-        }
-    }
-}
-
 async fn open(store: &Store, run_id: &str) -> Result<Opened> {
     let run = store.run(run_id).await?;
     let options: RunOptions = serde_json::from_str(&run.options).map_err(|_| {
@@ -165,6 +153,16 @@ impl Opened {
         let gates = crate::gate::Gates::load(store, run_id, plan, &self.workspace).await?;
         let run = RunState::new(Arc::clone(plan), self.params.clone(), &rows, gates);
         Ok((rows, run))
+    }
+
+    /// What the work of `stage` is carried out with, at `now`.
+    fn context<'a>(&'a self, stage: &'a PlanStage, now: i64) -> work::Context<'a> {
+        work::Context {
+            plan: &self.plan,
+            stage,
+            workspace: &self.workspace,
+            now,
+        }
     }
 }
 

@@ -96,18 +96,12 @@ pub(super) async fn run_script(
                     | Report::Retry(_)
                     | Report::SubRun { .. },
                 ) => {}
-                None => break Finished {
+                None => break Finished::before_start(
                     index,
-                    unit: None,
-                    attempt: 0,
-                    success: false,
-                    exit_code: None,
-                    error: Some("the script's attempt ended without a result".to_owned()),
-                    artifacts: Vec::new(),
-                    cancelled: false,
-                    usage: None,
-                    resumed: None,
-                },
+                    None,
+                    0,
+                    "the script's attempt ended without a result".to_owned(),
+                ),
             },
             _ = renew.tick() => {
                 store.renew(lease, clock::now_ms(), ttl).await?;
