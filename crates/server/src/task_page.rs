@@ -164,11 +164,7 @@ fn artifacts(dir: &Path, counted: &[&str]) -> Result<Vec<Artifact>, ApiError> {
 fn follow_ups(tasks: &Tasks, name: &str) -> Vec<FollowUp> {
     let mut found = Vec::new();
     for archived in [false, true] {
-        let root = if archived {
-            tasks.archive_root()
-        } else {
-            tasks.root()
-        };
+        let root = tasks.root_of(archived);
         for other in tasks.names(archived).unwrap_or_default() {
             let Ok(record) = tasks::read_record(&root.join(&other)) else {
                 continue;

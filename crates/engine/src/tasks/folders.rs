@@ -34,6 +34,15 @@ impl Tasks {
         self.root().join(ARCHIVE_DIR)
     }
 
+    /// [`Tasks::archive_root`] for the archived tasks, else [`Tasks::root`].
+    pub fn root_of(&self, archived: bool) -> PathBuf {
+        if archived {
+            self.archive_root()
+        } else {
+            self.root()
+        }
+    }
+
     /// Whether a name is taken, active or archived (so an archived task's
     /// name is never reused for a new one).
     pub fn taken(&self, name: &str) -> bool {
@@ -65,11 +74,7 @@ impl Tasks {
 
     /// The names of the active (or archived) tasks, sorted.
     pub fn names(&self, archived: bool) -> Result<Vec<String>> {
-        let root = if archived {
-            self.archive_root()
-        } else {
-            self.root()
-        };
+        let root = self.root_of(archived);
         let entries = match std::fs::read_dir(&root) {
             Ok(entries) => entries,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -73,11 +73,7 @@ pub fn next_step(
 ///
 /// The tasks folder cannot be read.
 pub fn list(tasks: &Tasks, archived: bool) -> tasks::Result<Vec<Value>> {
-    let root = if archived {
-        tasks.archive_root()
-    } else {
-        tasks.root()
-    };
+    let root = tasks.root_of(archived);
     let rows = tasks
         .names(archived)?
         .iter()
