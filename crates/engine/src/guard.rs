@@ -75,10 +75,7 @@ pub(crate) async fn contain(
         let root = baton_executor::git::top_level(&attempt.project_dir)
             .await
             .unwrap_or_else(|| attempt.project_dir.clone());
-        let place = attempt
-            .workspace
-            .join("dispatch")
-            .join(format!("{}.contain", stage.file_stem()));
+        let place = crate::workspace::dispatch_file(&attempt.workspace, stage, "contain");
         let scratch = place.join("scratch");
         let report = place.join("changes.txt");
         // A report left by an earlier attempt must not stand for this one.

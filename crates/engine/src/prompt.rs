@@ -182,12 +182,7 @@ fn completion(prompt: &mut String, stage: &PlanStage) {
 /// files, as `<path>: check, check`: a producer that knows them writes what
 /// its consumers accept.
 pub(crate) fn later_checks(plan: &Plan, stage: &PlanStage, workspace: &Path) -> Vec<String> {
-    let own: Vec<String> = stage
-        .spec
-        .writes_to
-        .iter()
-        .map(|declared| output_path(&declared.value))
-        .collect();
+    let own = crate::workspace::declared_outputs(stage);
     let mut lines = Vec::new();
     for other in plan
         .stages

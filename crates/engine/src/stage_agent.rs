@@ -355,12 +355,7 @@ impl StageAgent {
                 identity: format!(", made under the same identity `{}`", maker.profile),
             });
         }
-        Ok(target
-            .spec
-            .writes_to
-            .iter()
-            .map(|declared| crate::workspace::output_path(&declared.value))
-            .collect())
+        Ok(crate::workspace::declared_outputs(target))
     }
 
     /// `path` made absolute and checked to be inside the project or the

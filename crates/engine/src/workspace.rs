@@ -13,6 +13,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use baton_workflow::plan::PlanStage;
 use serde_json::Value;
 
 /// Where a `writes_to` entry lives: entries starting with `outputs/`,
@@ -25,6 +26,12 @@ pub fn output_path(relative: &str) -> String {
     } else {
         format!("outputs/{relative}")
     }
+}
+
+/// Where each of the stage's `writes_to` entries lives ([`output_path`]).
+pub fn declared_outputs(stage: &PlanStage) -> Vec<String> {
+    let declared = stage.spec.writes_to.iter();
+    declared.map(|path| output_path(&path.value)).collect()
 }
 
 /// Where `relative` (a declared output's workspace path) really leads when
@@ -92,13 +99,22 @@ pub fn write_replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if write_unnamed_then_link(parent, path, bytes).is_ok() {
         return Ok(());
     }
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = parent.join(format!(".{name}.{}.tmp", std::process::id()));
+    let temporary = temporary_path(path);
     create_new(&temporary)?.write_all(bytes)?;
     std::fs::rename(&temporary, path)
+}
+
+/// The last component of `path` as text (lossy), empty when it has none.
+pub fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// `.NAME.PID.tmp` beside `path`: where this process writes a file whole
+/// before it takes `path`'s name.
+pub fn temporary_path(path: &Path) -> PathBuf {
+    path.with_file_name(format!(".{}.{}.tmp", file_name(path), std::process::id()))
 }
 
 /// Writes `bytes` to a file with no name in `parent` (`O_TMPFILE`) and
@@ -213,6 +229,13 @@ impl serde::Serialize for Envelope<'_> {
         map.serialize_entry("metadata", &serde_json::Map::new())?;
         map.end()
     }
+}
+
+/// `dispatch/NNN-name.SUFFIX`: one of the files of the stage's dispatch
+/// (`json`, `prompt.md`, `access`, …).
+pub fn dispatch_file(root: &Path, stage: &PlanStage, suffix: &str) -> PathBuf {
+    root.join("dispatch")
+        .join(format!("{}.{suffix}", stage.file_stem()))
 }
 
 /// `stages/NNN-name.json`.

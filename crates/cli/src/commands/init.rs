@@ -5,7 +5,7 @@
 //! `baton.toml` gets only a role → profile map: the profiles themselves stay
 //! built in, so a later baton's defaults for them apply to this project too.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use baton_executor::profile::{CheckResult, Config, Kind, Profile};
 use serde::Serialize;
@@ -219,7 +219,7 @@ fn write_file(path: &Path, text: &str, force: bool) -> Result<&'static str, Stri
     if existed && !force {
         return Ok("kept");
     }
-    let temporary = temporary_path(path);
+    let temporary = baton_engine::workspace::temporary_path(path);
     std::fs::write(&temporary, text)
         .map_err(|error| format!("cannot write {}: {error}", temporary.display()))?;
     let placed = if force {
@@ -234,14 +234,6 @@ fn write_file(path: &Path, text: &str, force: bool) -> Result<&'static str, Stri
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok("kept"),
         Err(error) => Err(format!("cannot write {}: {error}", path.display())),
     }
-}
-
-fn temporary_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
 fn next_commands(nothing_found: bool) -> Vec<String> {

@@ -220,9 +220,7 @@ pub async fn complete(store: &Store, run_id: &str, name: &str) -> Result<Complet
 /// `dispatch/NNN-name.merging`: an isolated stage verified by `complete`
 /// whose merge and result are not recorded yet.
 pub(super) fn merging_path(workspace: &Path, stage: &PlanStage) -> PathBuf {
-    workspace
-        .join("dispatch")
-        .join(format!("{}.merging", stage.file_stem()))
+    crate::workspace::dispatch_file(workspace, stage, "merging")
 }
 
 /// Finishes the merges `complete` began and did not record (baton died

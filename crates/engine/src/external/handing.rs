@@ -32,9 +32,7 @@ pub(super) fn hand_out(
     )
     .map_err(io)?;
     workspace::write_atomic(
-        &workspace
-            .join("dispatch")
-            .join(format!("{}.prompt.md", stage.file_stem())),
+        &crate::workspace::dispatch_file(workspace, stage, "prompt.md"),
         prompt.as_bytes(),
     )
     .map_err(io)?;

@@ -211,13 +211,9 @@ fn unsupported(stage: &PlanStage) -> Option<&'static str> {
 /// `dispatch/NNN-name.before.json`: the outputs' fingerprints when `next`
 /// handed the stage out.
 fn before_path(workspace: &Path, stage: &PlanStage) -> PathBuf {
-    workspace
-        .join("dispatch")
-        .join(format!("{}.before.json", stage.file_stem()))
+    workspace::dispatch_file(workspace, stage, "before.json")
 }
 
 fn dispatch_path(workspace: &Path, stage: &PlanStage) -> PathBuf {
-    workspace
-        .join("dispatch")
-        .join(format!("{}.json", stage.file_stem()))
+    workspace::dispatch_file(workspace, stage, "json")
 }

@@ -22,7 +22,7 @@ use super::list::{self, GateEdit, ListKind};
 use super::stage::find_gate;
 use crate::clock;
 use crate::digest::sha256_hex;
-use crate::workspace::output_path;
+use crate::workspace::{self, output_path};
 
 /// What an edit did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,10 +194,7 @@ fn writer_alive(rest: &str) -> bool {
 
 /// Writes `bytes` to a new temporary file next to `target`, flushed to disk.
 fn write_temporary(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
-    let name = target
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = workspace::file_name(target);
     let temporary = target.with_file_name(format!(
         ".{name}.gate-edit.{}.{}.tmp",
         std::process::id(),

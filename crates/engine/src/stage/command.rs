@@ -12,7 +12,7 @@ use baton_workflow::schema::Executor;
 use crate::attempt::{Attempt, environment, idempotency_key, substitute_script};
 use crate::session::Resume;
 use crate::usage::Meter;
-use crate::workspace::{self, output_path};
+use crate::workspace;
 use crate::worktree::Worktree;
 
 /// How an attempt runs.
@@ -129,10 +129,7 @@ fn agent_command(
     if let Some(decision) = attempt.push_back.as_ref().filter(|_| resume.is_none()) {
         prompt.push_str(&crate::prompt::pushed_back(decision));
     }
-    let dispatch_path = attempt
-        .workspace
-        .join("dispatch")
-        .join(format!("{}.json", stage.file_stem()));
+    let dispatch_path = workspace::dispatch_file(&attempt.workspace, stage, "json");
     // The record of the dispatch keeps no secret a prompt was given; the
     // prompt file is what the agent reads.
     let recorded = baton_executor::redact::Redactor::global();
@@ -146,10 +143,7 @@ fn agent_command(
         ),
     )
     .map_err(|error| format!("cannot write {}: {error}", dispatch_path.display()))?;
-    let prompt_file = attempt
-        .workspace
-        .join("dispatch")
-        .join(format!("{}.prompt.md", stage.file_stem()));
+    let prompt_file = workspace::dispatch_file(&attempt.workspace, stage, "prompt.md");
     workspace::write_atomic(&prompt_file, prompt.as_bytes())
         .map_err(|error| format!("cannot write {}: {error}", prompt_file.display()))?;
     let model = spec
@@ -170,11 +164,7 @@ fn agent_command(
             api_key_env: agent.profile.api_key_env.clone(),
             prompt,
             workspace: attempt.workspace.clone(),
-            allowed: spec
-                .writes_to
-                .iter()
-                .map(|declared| output_path(&declared.value))
-                .collect(),
+            allowed: workspace::declared_outputs(stage),
             response_log: base.stdout_log,
             wall_timeout: agent.profile.limits.wall.unwrap_or(attempt.limits.wall),
         };
@@ -267,9 +257,6 @@ fn access_request(
         mode,
         project,
         workspace,
-        files_dir: attempt
-            .workspace
-            .join("dispatch")
-            .join(format!("{}.access", stage.file_stem())),
+        files_dir: workspace::dispatch_file(&attempt.workspace, stage, "access"),
     }
 }

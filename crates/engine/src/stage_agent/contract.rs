@@ -53,8 +53,7 @@ pub(super) fn contract(plan: &Plan, stage: &PlanStage, workspace: &Path, run_id:
             json!({"stage": upstream.name(), "outputs": outputs})
         })
         .collect();
-    let dispatch = workspace.join("dispatch");
-    let prompt = dispatch.join(format!("{}.prompt.md", stage.file_stem()));
+    let prompt = crate::workspace::dispatch_file(workspace, stage, "prompt.md");
     json!({
         "run_id": run_id,
         "workflow": plan.name,
@@ -68,6 +67,6 @@ pub(super) fn contract(plan: &Plan, stage: &PlanStage, workspace: &Path, run_id:
         "upstream": upstream,
         "prompt_path": prompt,
         "prompt_written": prompt.is_file(),
-        "dispatch_path": dispatch.join(format!("{}.json", stage.file_stem())),
+        "dispatch_path": crate::workspace::dispatch_file(workspace, stage, "json"),
     })
 }

@@ -48,10 +48,7 @@ pub(super) fn fill_inputs(
         // The stage's result file, and its fan-out children's.
         let stem = source.file_stem();
         for result in &results {
-            let name = result
-                .file_name()
-                .map(|name| name.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            let name = crate::workspace::file_name(result);
             if name.starts_with(&stem) && name.ends_with(".json") {
                 copy(result, &inputs.join("stages").join(&name))?;
             }
