@@ -223,16 +223,11 @@ impl Reader<'_> {
     fn workflow(&mut self, root: &mut Node) -> Result<Workflow, Diagnostic> {
         self.unknown_keys(root, TOP_KEYS, "the workflow", "<global>");
         for key in ["name", "version", "description", "trigger", "stages"] {
-            if root.get(key).is_none_or(Node::is_null) {
-                return Err(self
-                    .error(
-                        "schema::missing-key",
-                        format!("missing required key '{key}'"),
-                        root.span,
-                    )
-                    .with_label("in this mapping")
-                    .with_help(format!("add a top-level `{key}:`")));
-            }
+            self.present(root, key, format!("missing required key '{key}'"))
+                .map_err(|error| {
+                    let help = format!("add a top-level `{key}:`");
+                    error.with_label("in this mapping").with_help(help)
+                })?;
         }
         let name = self.required_string(root, "name", "'name'", "<global>")?;
         let version = self.version(root.get("version").expect("checked above"))?;
@@ -245,18 +240,9 @@ impl Reader<'_> {
             .optional_string(root, "workspace_dir", "'workspace_dir'", "<global>")?
             .map(|spanned| spanned.value);
         let budget_usd = self.budget(root)?;
-        if let Some(metadata) = root.get("metadata")
-            && !metadata.is_null()
-            && metadata.as_map().is_none()
-        {
-            return Err(self.error(
-                "schema::type",
-                format!(
-                    "'metadata' must be a mapping, got {}",
-                    metadata.value.python_type()
-                ),
-                metadata.span,
-            ));
+        if let Some(metadata) = root.get("metadata").filter(|value| !value.is_null()) {
+            let got = metadata.value.python_type();
+            self.mapping(metadata, format!("'metadata' must be a mapping, got {got}"))?;
         }
         Ok(Workflow {
             file: Arc::clone(self.file),
@@ -330,9 +316,7 @@ impl Reader<'_> {
         }
     }
     fn trigger(&mut self, node: &Node) -> Result<Trigger, Diagnostic> {
-        if node.as_map().is_none() {
-            return Err(self.error("schema::type", "'trigger' must be a mapping", node.span));
-        }
+        self.mapping(node, "'trigger' must be a mapping")?;
         self.unknown_keys(node, TRIGGER_KEYS, "'trigger'", "<global>");
         let Some(source) = node.get("source") else {
             return Err(self
@@ -431,18 +415,14 @@ impl Reader<'_> {
         };
         let mut includes = Vec::with_capacity(entries.len());
         for entry in entries {
-            if entry.as_map().is_none() {
-                return Err(self
-                    .error(
-                        "schema::type",
-                        format!(
-                            "'include' entry must be a mapping, got {}",
-                            entry.value.python_type()
-                        ),
-                        entry.span,
-                    )
-                    .with_help("write `include: [{path: workflows/shared/x.yaml}]`"));
-            }
+            let got = entry.value.python_type();
+            self.mapping(
+                entry,
+                format!("'include' entry must be a mapping, got {got}"),
+            )
+            .map_err(|error| {
+                error.with_help("write `include: [{path: workflows/shared/x.yaml}]`")
+            })?;
             let path_node =
                 self.present(entry, "path", "include entry missing required key 'path'")?;
             let path = Spanned::new(path_node.python_str(), path_node.span);
@@ -468,16 +448,11 @@ impl Reader<'_> {
                 }
             }
             if let Some(params) = entry.get("params").filter(|value| !value.is_null()) {
-                if params.as_map().is_none() {
-                    return Err(self.error(
-                        "schema::type",
-                        format!(
-                            "{context} 'params' must be a mapping, got {}",
-                            params.value.python_type()
-                        ),
-                        params.span,
-                    ));
-                }
+                let got = params.value.python_type();
+                self.mapping(
+                    params,
+                    format!("{context} 'params' must be a mapping, got {got}"),
+                )?;
                 self.warnings.push(
                     Diagnostic::warning(
                         "include::params-ignored",

@@ -48,28 +48,15 @@ impl Reader<'_> {
         reason = "one check after another, in the reference engine's order"
     )]
     pub(super) fn stage(&mut self, node: &Node) -> Result<Stage, Diagnostic> {
-        if node.as_map().is_none() {
-            return Err(self.error("schema::type", "stage entry must be a mapping", node.span));
-        }
+        self.mapping(node, "stage entry must be a mapping")?;
         for key in ["name", "kind", "description"] {
-            if node.get(key).is_none_or(Node::is_null) {
-                return Err(self
-                    .error(
-                        "schema::missing-key",
-                        format!("stage missing required key '{key}'"),
-                        node.span,
-                    )
-                    .with_label("this stage"));
-            }
+            self.present(node, key, format!("stage missing required key '{key}'"))
+                .map_err(|error| error.with_label("this stage"))?;
         }
         let name = self.required_string(node, "name", "stage 'name'", "<global>")?;
         let stage_name = name.value.clone();
-        self.unknown_keys(
-            node,
-            STAGE_KEYS,
-            &format!("stage '{stage_name}'"),
-            &stage_name,
-        );
+        let owner = format!("stage '{stage_name}'");
+        self.unknown_keys(node, STAGE_KEYS, &owner, &stage_name);
 
         let executor = match node.get("executor").filter(|value| !value.is_null()) {
             None => Executor::Agent,
@@ -158,24 +145,9 @@ impl Reader<'_> {
             &format!("stage '{stage_name}' 'description'"),
             &stage_name,
         )?;
-        let depends_on = self.name_list(
-            node,
-            "depends_on",
-            &format!("stage '{stage_name}'"),
-            &stage_name,
-        )?;
-        let reads_from = self.name_list(
-            node,
-            "reads_from",
-            &format!("stage '{stage_name}'"),
-            &stage_name,
-        )?;
-        let writes_to = self.name_list(
-            node,
-            "writes_to",
-            &format!("stage '{stage_name}'"),
-            &stage_name,
-        )?;
+        let depends_on = self.name_list(node, "depends_on", &owner, &stage_name)?;
+        let reads_from = self.name_list(node, "reads_from", &owner, &stage_name)?;
+        let writes_to = self.name_list(node, "writes_to", &owner, &stage_name)?;
         let human_gate = match node.get("human_gate") {
             Some(value) => self.flag(
                 value,
@@ -319,11 +291,8 @@ impl Reader<'_> {
         }
     }
     pub(super) fn agent(&mut self, node: &Node, stage_name: &str) -> Result<Agent, Diagnostic> {
-        if node.as_map().is_none() {
-            return Err(self
-                .error("schema::type", "'agent' must be a mapping", node.span)
-                .with_help("write `agent: {role: researcher}`"));
-        }
+        self.mapping(node, "'agent' must be a mapping")
+            .map_err(|error| error.with_help("write `agent: {role: researcher}`"))?;
         self.unknown_keys(
             node,
             AGENT_KEYS,
@@ -390,13 +359,7 @@ impl Reader<'_> {
         )?;
         let mut outputs = Vec::with_capacity(items.len());
         for item in items {
-            if item.as_map().is_none() {
-                return Err(self.error(
-                    "schema::type",
-                    "output entry must be a mapping",
-                    item.span,
-                ));
-            }
+            self.mapping(item, "output entry must be a mapping")?;
             self.present(item, "name", "output missing required key 'name'")?;
             let name = self
                 .required_string(item, "name", "output 'name'", stage_name)?
@@ -412,16 +375,10 @@ impl Reader<'_> {
             })?;
             let (mut subcommand, mut query, mut flags) = (None, None, None);
             if let Some(mapping) = item.get("input_mapping").filter(|value| !value.is_null()) {
-                if mapping.as_map().is_none() {
-                    return Err(self.error(
-                        "schema::type",
-                        format!(
-                            "output '{name}' 'input_mapping' must be a mapping, got {}",
-                            mapping.value.python_type()
-                        ),
-                        mapping.span,
-                    ));
-                }
+                let got = mapping.value.python_type();
+                let message =
+                    format!("output '{name}' 'input_mapping' must be a mapping, got {got}");
+                self.mapping(mapping, message)?;
                 self.unknown_keys(
                     mapping,
                     INPUT_MAPPING_KEYS,
@@ -462,9 +419,7 @@ impl Reader<'_> {
         node: &Node,
         stage_name: &str,
     ) -> Result<Validation, Diagnostic> {
-        if node.as_map().is_none() {
-            return Err(self.error("schema::type", "'validation' must be a mapping", node.span));
-        }
+        self.mapping(node, "'validation' must be a mapping")?;
         self.unknown_keys(
             node,
             VALIDATION_KEYS,
@@ -539,13 +494,7 @@ impl Reader<'_> {
         node: &Node,
         stage_name: &str,
     ) -> Result<DomainRule, Diagnostic> {
-        if node.as_map().is_none() {
-            return Err(self.error(
-                "schema::type",
-                "domain_rule entry must be a mapping",
-                node.span,
-            ));
-        }
+        self.mapping(node, "domain_rule entry must be a mapping")?;
         for key in ["id", "description"] {
             self.present(
                 node,
@@ -586,13 +535,10 @@ impl Reader<'_> {
         })
     }
     pub(super) fn fan_out(&mut self, node: &Node, stage_name: &str) -> Result<FanOut, Diagnostic> {
-        if node.as_map().is_none() {
-            return Err(self.error(
-                "schema::type",
-                format!("stage '{stage_name}' fan_out must be a mapping"),
-                node.span,
-            ));
-        }
+        self.mapping(
+            node,
+            format!("stage '{stage_name}' fan_out must be a mapping"),
+        )?;
         self.unknown_keys(
             node,
             FAN_OUT_KEYS,
@@ -675,13 +621,8 @@ impl Reader<'_> {
         };
         let mut checks_out = Vec::with_capacity(entries.len());
         for entry in entries {
-            if entry.as_map().is_none() {
-                return Err(self.error(
-                    "schema::type",
-                    format!("stage '{stage_name}' validates_output entry must be a mapping"),
-                    entry.span,
-                ));
-            }
+            let message = format!("stage '{stage_name}' validates_output entry must be a mapping");
+            self.mapping(entry, message)?;
             self.unknown_keys(
                 entry,
                 CHECK_KEYS,

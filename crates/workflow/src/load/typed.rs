@@ -40,6 +40,17 @@ impl Reader<'_> {
         }
         Err(diagnostic)
     }
+    /// A type error at `node` with `message` unless it is a mapping.
+    pub(super) fn mapping(
+        &self,
+        node: &Node,
+        message: impl Into<String>,
+    ) -> Result<(), Diagnostic> {
+        match node.as_map() {
+            Some(_) => Ok(()),
+            None => Err(self.error("schema::type", message, node.span)),
+        }
+    }
     /// The value of `key`, or a missing-key error at `node` with `message`
     /// when it is absent or null.
     pub(super) fn present<'n>(
