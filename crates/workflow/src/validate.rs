@@ -65,11 +65,7 @@ fn unique_names(stages: &[Arc<Stage>]) -> Result<HashMap<&str, usize>, Vec<Diagn
             );
         }
     }
-    if errors.is_empty() {
-        Ok(positions)
-    } else {
-        Err(errors)
-    }
+    found(errors, positions)
 }
 
 fn references(
@@ -116,11 +112,7 @@ fn references(
         }
         dependencies.push(edges);
     }
-    if errors.is_empty() {
-        Ok(dependencies)
-    } else {
-        Err(errors)
-    }
+    found(errors, dependencies)
 }
 
 /// Depth-first search from each stage in file order; the first stage that is
@@ -236,11 +228,7 @@ fn reads_are_ancestors(
             }
         }
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors)
-    }
+    found(errors, ())
 }
 
 /// Stage names without path separators or control characters, and
@@ -284,8 +272,13 @@ fn paths_stay_in_workspace(stages: &[Arc<Stage>]) -> Result<(), Vec<Diagnostic>>
             }
         }
     }
+    found(errors, ())
+}
+
+/// `value` when nothing was found wrong, else every error found.
+fn found<T>(errors: Vec<Diagnostic>, value: T) -> Result<T, Vec<Diagnostic>> {
     if errors.is_empty() {
-        Ok(())
+        Ok(value)
     } else {
         Err(errors)
     }
