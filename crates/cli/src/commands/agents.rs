@@ -13,12 +13,9 @@ use crate::{exit_code, output, settings};
 /// when a profile a role is mapped to (`[agents.*]`) cannot run here, or a
 /// probe fails.
 pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
-    let config = match settings::agent_config(&super::project_dir()) {
+    let config = match super::or_usage(settings::agent_config(&super::project_dir())) {
         Ok(config) => config,
-        Err(error) => {
-            output::stderr_line(&format!("error: {error}"));
-            return exit_code::USAGE;
-        }
+        Err(code) => return code,
     };
     if let Some(unknown) = args
         .profiles
@@ -50,12 +47,9 @@ pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
             .iter()
             .map(|(name, _, result)| (*name, result.clone()))
             .collect();
-        match agents_probe::run(&config, targets, &checks, args.timeout) {
+        match super::or_usage(agents_probe::run(&config, targets, &checks, args.timeout)) {
             Ok(probed) => Some(probed),
-            Err(error) => {
-                output::stderr_line(&format!("error: {error}"));
-                return exit_code::USAGE;
-            }
+            Err(code) => return code,
         }
     } else {
         None

@@ -63,12 +63,9 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
     } else {
         None
     };
-    let agents = match settings::project_agents(&super::project_dir()) {
+    let agents = match super::or_usage(settings::project_agents(&super::project_dir())) {
         Ok(agents) => agents,
-        Err(error) => {
-            output::stderr_line(&format!("error: {error}"));
-            return exit_code::USAGE;
-        }
+        Err(code) => return code,
     };
     let found = match &plan {
         Some(plan) => check_agents(plan, agents.as_ref()),
@@ -81,12 +78,9 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
     let mut checked = found.checked.clone();
     let probed = match (&agents, args.probe) {
         (Some(config), true) if lint.valid && checked.problems.is_empty() => {
-            match probe(config, &found, args.timeout) {
+            match super::or_usage(probe(config, &found, args.timeout)) {
                 Ok(probed) => Some(probed),
-                Err(error) => {
-                    output::stderr_line(&format!("error: {error}"));
-                    return exit_code::USAGE;
-                }
+                Err(code) => return code,
             }
         }
         _ => None,

@@ -437,12 +437,9 @@ pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as
     }
     // What `run` checks before it records anything, and more: each
     // profile's CLI is asked for its version, as `baton check` does.
-    let agents = match crate::settings::project_agents(&super::project_dir()) {
+    let agents = match super::or_usage(crate::settings::project_agents(&super::project_dir())) {
         Ok(agents) => agents,
-        Err(error) => {
-            output::stderr_line(&format!("error: {error}"));
-            return exit_code::USAGE;
-        }
+        Err(code) => return code,
     };
     let checked = super::check::check_agents(&plan, agents.as_ref()).checked;
     for problem in &checked.problems {

@@ -22,10 +22,7 @@ pub(crate) fn drive_options(
     wait_gates: bool,
     local_worker: bool,
 ) -> Result<DriveOptions, u8> {
-    let agents = settings::project_agents(&super::project_dir()).map_err(|error| {
-        output::stderr_line(&format!("error: {error}"));
-        exit_code::USAGE
-    })?;
+    let agents = super::or_usage(settings::project_agents(&super::project_dir()))?;
     // Only agents are contained, so only a project with agents pays for the
     // check.
     let contain_helper = agents.as_ref().and_then(|_| contain_helper());

@@ -75,6 +75,19 @@ pub(crate) fn workflow_file(file: &str) -> String {
     crate::project::from_cwd(file)
 }
 
+/// The value of `result`, or exit `code` after its error.
+pub(crate) fn or_exit<T>(result: Result<T, impl std::fmt::Display>, code: u8) -> Result<T, u8> {
+    result.map_err(|error| {
+        output::stderr_line(&format!("error: {error}"));
+        code
+    })
+}
+
+/// [`or_exit`] with the usage exit code.
+pub(crate) fn or_usage<T>(result: Result<T, impl std::fmt::Display>) -> Result<T, u8> {
+    or_exit(result, exit_code::USAGE)
+}
+
 /// Compile options from `--params`: `work_dir` defaults to `<project>/out`.
 ///
 /// # Errors

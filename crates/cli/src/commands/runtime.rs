@@ -33,14 +33,10 @@ pub(crate) fn block_on_exit(future: impl Future<Output = Result<u8, u8>>) -> u8 
 
 /// Opens the store, or prints why not.
 pub(crate) async fn open_store() -> Result<Store, u8> {
-    let location = settings::store_location(&super::project_dir()).map_err(|why| {
-        output::stderr_line(&format!("error: {why}"));
-        exit_code::STORE_UNAVAILABLE
-    })?;
-    crate::project::keep_state_out_of_git(location.is_in_project()).map_err(|why| {
-        output::stderr_line(&format!("error: {why}"));
-        exit_code::STORE_UNAVAILABLE
-    })?;
+    let unavailable = exit_code::STORE_UNAVAILABLE;
+    let location = super::or_exit(settings::store_location(&super::project_dir()), unavailable)?;
+    let kept_out = crate::project::keep_state_out_of_git(location.is_in_project());
+    super::or_exit(kept_out, unavailable)?;
     location.open().await.map_err(|error| {
         output::stderr_line(&format!("error: {}", chain(&error)));
         output::stderr_line("hint: check that the database file is writable, or that BATON_DATABASE_URL points at a running PostgreSQL");

@@ -53,10 +53,7 @@ pub(crate) fn watch(args: &StatusArgs) -> u8 {
 
 /// Whether the run has stopped, and how.
 async fn stopped(store: &Store, run_id: &str) -> Result<Option<Stopped>, u8> {
-    let run = store.run(run_id).await.map_err(|error| {
-        output::stderr_line(&format!("error: {error}"));
-        exit_code::STORE_UNAVAILABLE
-    })?;
+    let run = super::or_exit(store.run(run_id).await, exit_code::STORE_UNAVAILABLE)?;
     Ok(match run.status.as_str() {
         "success" | "failed" | "rejected" | "cancelled" => Some(Stopped::Ended(run.status)),
         "awaiting_human" => Some(Stopped::AtGate),

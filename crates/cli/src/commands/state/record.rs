@@ -87,10 +87,7 @@ fn entry(event: &RecordEvent) -> Result<Entry, String> {
 
 pub(super) async fn record(args: &RecordArgs) -> Result<u8, u8> {
     let mut scope = scope(&args.scope);
-    let entry = entry(&args.event).map_err(|why| {
-        output::stderr_line(&format!("error: {why}"));
-        exit_code::USAGE
-    })?;
+    let entry = crate::commands::or_usage(entry(&args.event))?;
     let mut identity = person(&scope).await;
     if let Some(profile) = &args.as_profile {
         identity.profile = profile.clone();
