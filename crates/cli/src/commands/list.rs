@@ -45,8 +45,7 @@ pub(crate) fn run(args: &ListArgs) -> u8 {
         output::stderr_line(&format!("No workflows found under {dir}"));
     }
     let text = match args.format.format() {
-        Format::Json => output::json(&rows),
-        Format::Yaml => output::yaml(&rows),
+        format @ (Format::Json | Format::Yaml) => output::json_or_yaml(format, &rows),
         Format::Table => {
             let cells: Vec<Vec<String>> = rows
                 .iter()

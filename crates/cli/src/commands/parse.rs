@@ -66,8 +66,7 @@ pub(crate) fn run(args: &FileArgs) -> u8 {
             .collect(),
     };
     let text = match format {
-        Format::Json => output::json(&parsed),
-        Format::Yaml => output::yaml(&parsed),
+        format @ (Format::Json | Format::Yaml) => output::json_or_yaml(format, &parsed),
         Format::Table => {
             let mut text = format!(
                 "name: {}\nversion: {}\ndescription: {}\ntrigger_source: {}\nstage_count: {}\n\n",

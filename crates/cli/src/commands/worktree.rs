@@ -42,8 +42,7 @@ fn failed(error: &baton_engine::AdminError) -> u8 {
 
 fn list(entries: &[baton_engine::WorktreeEntry], args: &WorktreeArgs) {
     let text = match args.format.format() {
-        Format::Json => output::json(entries),
-        Format::Yaml => output::yaml(&entries),
+        format @ (Format::Json | Format::Yaml) => output::json_or_yaml(format, &entries),
         Format::Table => {
             if entries.is_empty() {
                 output::stderr_line("No baton branches here");
@@ -71,8 +70,7 @@ fn list(entries: &[baton_engine::WorktreeEntry], args: &WorktreeArgs) {
 
 fn prune(pruned: &baton_engine::Pruned, args: &WorktreeArgs) {
     let text = match args.format.format() {
-        Format::Json => output::json(pruned),
-        Format::Yaml => output::yaml(pruned),
+        format @ (Format::Json | Format::Yaml) => output::json_or_yaml(format, pruned),
         Format::Table => {
             let mut lines = Vec::new();
             for path in &pruned.removed_worktrees {
