@@ -231,6 +231,11 @@ pub(crate) fn human(duration: Duration) -> String {
     }
 }
 
+/// [`human`] of a recorded number of milliseconds.
+pub(crate) fn human_ms(ms: i64) -> String {
+    human(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
+}
+
 /// The `{elapsed_human}` template key: a bar's elapsed time, in tenths.
 fn elapsed_key(state: &ProgressState, out: &mut dyn std::fmt::Write) {
     let elapsed = state.elapsed();
@@ -418,9 +423,7 @@ impl Live {
                     indent(depth),
                     style.apply_to(format!("{mark:<7}")),
                     pad(&stage, state.name_width),
-                    self.styles.dim.apply_to(human(Duration::from_millis(
-                        u64::try_from(duration_ms).unwrap_or(0)
-                    ))),
+                    self.styles.dim.apply_to(human_ms(duration_ms)),
                 );
                 if let Some(attempt) = attempt.filter(|attempt| attempt != "attempt 1") {
                     line.push_str(&format!("  {}", self.styles.dim.apply_to(attempt)));

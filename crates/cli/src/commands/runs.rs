@@ -79,14 +79,7 @@ fn table(runs: &[&RunRow], tallies: &HashMap<String, RunTally>) -> String {
                 run.workflow.clone(),
                 run.status.clone(),
                 utc(run.created_at),
-                duration_ms(run).map_or_else(
-                    || "-".to_owned(),
-                    |ms| {
-                        crate::progress::human(std::time::Duration::from_millis(
-                            u64::try_from(ms).unwrap_or(0),
-                        ))
-                    },
-                ),
+                duration_ms(run).map_or_else(|| "-".to_owned(), crate::progress::human_ms),
                 stages_cell(tally),
                 cost_usd(tally).map_or_else(|| "-".to_owned(), baton_engine::view::cost::dollars),
             ]
