@@ -98,13 +98,11 @@ async fn drive_task(
             if finished {
                 let project = &tasks.project;
                 ledger::record_run(store_of(store).await?, project, name, &dir, &run_id).await?;
-            }
-            record.run_id = None;
-            if finished {
                 // A tie-break's Research ran in it (a run starts there
                 // while the spec is the copy), even if it wrote the same text.
                 record.spec_copy_sha256 = None;
             }
+            record.run_id = None;
             tasks::write_record(&dir, &record)?;
             continue;
         }
