@@ -23,7 +23,7 @@ use crate::retries::Retry;
 use crate::session::{self, Resume};
 use crate::usage::Meter;
 use crate::worktree::Worktree;
-use command::{Launch, command};
+use command::{Launch, Process, command};
 
 /// Runs the attempt and sends its reports.
 pub(crate) async fn run(
@@ -81,20 +81,7 @@ pub(crate) async fn launch(
 ) -> Finished {
     match command(stage, attempt, worktree, resume) {
         Err(error) => failed(attempt, error),
-        Ok(Launch::Process {
-            spec,
-            success_codes,
-            meter,
-            own_files,
-            slot,
-        }) => {
-            let process = Process {
-                spec: *spec,
-                success_codes,
-                meter,
-                own_files,
-                slot,
-            };
+        Ok(Launch::Process(process)) => {
             run_process(stage, attempt, &process, cancel, reports, worktree).await
         }
         Ok(Launch::Endpoint { request, meter }) => {
@@ -157,15 +144,6 @@ async fn resumed(
 
 fn note(reports: &mpsc::UnboundedSender<Report>, note: String) {
     let _ = reports.send(Report::Note { note });
-}
-
-/// A process to run for an attempt, as [`Launch::Process`] holds it.
-struct Process {
-    spec: ProcessSpec,
-    success_codes: Vec<i32>,
-    meter: Option<Meter>,
-    own_files: Vec<String>,
-    slot: Option<(String, Arc<tokio::sync::Semaphore>)>,
 }
 
 /// Runs the attempt's process. An agent that reported a rate limit or a

@@ -17,19 +17,23 @@ use crate::worktree::Worktree;
 
 /// How an attempt runs.
 pub(super) enum Launch {
-    /// A process, and how to read its usage afterwards (agents only).
-    Process {
-        spec: Box<ProcessSpec>,
-        success_codes: Vec<i32>,
-        meter: Option<Meter>,
-        /// Repository files the agent CLI keeps for itself (see
-        /// `AccessRule::own_files`).
-        own_files: Vec<String>,
-        /// The profile's slots, when it limits how many run at once.
-        slot: Option<(String, Arc<tokio::sync::Semaphore>)>,
-    },
+    /// A process.
+    Process(Box<Process>),
     /// A request to an OpenAI-compatible endpoint.
     Endpoint { request: ChatRequest, meter: Meter },
+}
+
+/// A process to run for an attempt, and how to read its usage afterwards
+/// (agents only).
+pub(super) struct Process {
+    pub(super) spec: ProcessSpec,
+    pub(super) success_codes: Vec<i32>,
+    pub(super) meter: Option<Meter>,
+    /// Repository files the agent CLI keeps for itself (see
+    /// `AccessRule::own_files`).
+    pub(super) own_files: Vec<String>,
+    /// The profile's slots, when it limits how many run at once.
+    pub(super) slot: Option<(String, Arc<tokio::sync::Semaphore>)>,
 }
 
 /// The process to run for the stage (with the exit codes that mean
@@ -78,13 +82,13 @@ pub(super) fn command(
         .as_ref()
         .filter(|_| spec.executor == Executor::Inline)
     {
-        Some(script) => Ok(Launch::Process {
-            spec: Box::new(shell_command(base, &script.value, attempt)?),
+        Some(script) => Ok(Launch::Process(Box::new(Process {
+            spec: shell_command(base, &script.value, attempt)?,
             success_codes: vec![0],
             meter: None,
             own_files: Vec::new(),
             slot: None,
-        }),
+        }))),
         None => agent_command(base, stage, attempt, worktree, resume),
     }
 }
@@ -217,16 +221,16 @@ fn agent_command(
     if let Some(grace) = limits.kill_grace {
         base.kill_grace = grace;
     }
-    Ok(Launch::Process {
+    Ok(Launch::Process(Box::new(Process {
         success_codes: agent.profile.success.exit_codes.clone(),
-        spec: Box::new(base),
+        spec: base,
         meter: Some(meter),
         own_files: command.own_files,
         slot: attempt
             .slots
             .of(agent.profile_name)
             .map(|slots| (agent.profile_name.to_owned(), Arc::clone(slots))),
-    })
+    })))
 }
 
 /// Where an agent works and what it may change: in the project directory
