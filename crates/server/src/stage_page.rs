@@ -170,11 +170,7 @@ async fn log_tail(
     stage: &str,
 ) -> String {
     let text = crate::api::log_text(workspace, rows, stage).await;
-    let cut = text.len().saturating_sub(SHOWN_BYTES);
-    let start = (cut..=text.len())
-        .find(|&at| text.is_char_boundary(at))
-        .unwrap_or(0);
-    text[start..].to_owned()
+    text[text.ceil_char_boundary(text.len().saturating_sub(SHOWN_BYTES))..].to_owned()
 }
 
 /// A file's text, lossy, cut at [`SHOWN_BYTES`]; `None` when it cannot be read.

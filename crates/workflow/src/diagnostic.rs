@@ -51,7 +51,7 @@ impl SourceFile {
     /// or at most [`MAX_SNIPPET_CHARS`] of it around the place.
     pub fn snippet_range(&self, offset: usize) -> std::ops::Range<usize> {
         let text = self.text.as_str();
-        let offset = floor_char_boundary(text, offset.min(text.len()));
+        let offset = text.floor_char_boundary(offset);
         let starts = self.line_starts();
         let line_start = starts[starts.partition_point(|start| *start <= offset) - 1];
         let line_end = text[offset..]
@@ -72,13 +72,6 @@ impl SourceFile {
 /// The byte offset of the `n`th character of `text`, or its length.
 fn nth_char(text: &str, n: usize) -> usize {
     text.char_indices().nth(n).map_or(text.len(), |(at, _)| at)
-}
-
-fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    offset
 }
 
 /// `text` with every control character but tab and line breaks replaced,
@@ -129,7 +122,7 @@ fn line_starts(text: &str) -> Vec<usize> {
 /// The one-based line and column (in characters) of a byte offset, lines
 /// counted as the parser counts them (see [`line_starts`]).
 pub(crate) fn line_column(text: &str, offset: usize) -> (u32, u32) {
-    let offset = floor_char_boundary(text, offset.min(text.len()));
+    let offset = text.floor_char_boundary(offset);
     let starts = line_starts(&text[..offset]);
     let line_start = starts.last().copied().unwrap_or(0);
     let number = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
@@ -155,8 +148,10 @@ impl SourceCode for SourceFile {
         let shown = self.shown.get_or_init(|| shown(&self.text));
         let mut range = self.snippet_range(span.offset());
         if context_lines_before == 0 && context_lines_after == 0 {
-            range.start =
-                floor_char_boundary(&self.text, span.offset()).clamp(range.start, range.end);
+            range.start = self
+                .text
+                .floor_char_boundary(span.offset())
+                .clamp(range.start, range.end);
         }
         let starts = self.line_starts();
         let line = starts.partition_point(|start| *start <= range.start) - 1;

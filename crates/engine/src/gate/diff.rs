@@ -103,11 +103,7 @@ pub(crate) fn compare(now: (&str, Option<&str>), then: Option<&DecidedOutput>) -
 
 /// `text` cut to at most `limit` bytes, at a character's start.
 fn cut(text: &str, limit: usize) -> &str {
-    let mut end = limit.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    &text[..text.floor_char_boundary(limit)]
 }
 
 /// The unified diff of two texts, by line, three lines of context.

@@ -214,11 +214,7 @@ fn spec(job: &JobRow, payload: &ScriptPayload, options: &WorkerOptions) -> Proce
 
 /// The last `limit` bytes of `text`, cut at a character boundary.
 fn last_chars(text: &str, limit: usize) -> &str {
-    let mut start = text.len().saturating_sub(limit);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
+    &text[text.ceil_char_boundary(text.len().saturating_sub(limit))..]
 }
 
 /// The end of a log file ("" when the job wrote nothing: the executor
