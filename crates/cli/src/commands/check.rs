@@ -39,7 +39,6 @@ struct CheckJson<'a> {
     ready: bool,
 }
 
-/// Runs the command.
 pub(crate) fn run(args: &CheckArgs) -> u8 {
     let format = args.format.format();
     let as_json = format == Format::Json;

@@ -8,7 +8,6 @@ use crate::args::{CompileArgs, CompileFormat};
 use crate::commands::graph;
 use crate::{exit_code, output, report};
 
-/// Runs the command.
 pub(crate) fn run(args: &CompileArgs) -> u8 {
     let format = if args.json {
         CompileFormat::Json

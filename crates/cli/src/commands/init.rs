@@ -73,7 +73,6 @@ struct InitJson<'a> {
     next: Vec<String>,
 }
 
-/// Runs the command.
 pub(crate) fn run(args: &InitArgs) -> u8 {
     let project = super::current_dir();
     let candidates = detect();

@@ -17,7 +17,6 @@ struct LintJson<'a> {
     fragment: bool,
 }
 
-/// Runs the command.
 pub(crate) fn run(args: &LintArgs) -> u8 {
     let options = match super::compile_options(&args.params) {
         Ok(options) => options,

@@ -23,7 +23,6 @@ struct Row {
 /// Directories never searched: they hold build output or dependencies.
 const SKIPPED_DIRS: &[&str] = &["target", "node_modules", ".git", ".baton"];
 
-/// Runs the command.
 pub(crate) fn run(args: &ListArgs) -> u8 {
     let dir = args.dir.clone().unwrap_or_else(|| {
         if Path::new("workflows").is_dir() {

@@ -24,7 +24,6 @@ struct StageRow<'a> {
     required: bool,
 }
 
-/// Runs the command.
 pub(crate) fn run(args: &FileArgs) -> u8 {
     let format = args.format.format();
     let as_json = format == Format::Json;

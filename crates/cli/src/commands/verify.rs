@@ -6,7 +6,6 @@ use super::runtime::{block_on_exit, open_store};
 use crate::args::{Format, VerifyArgs};
 use crate::{exit_code, output};
 
-/// Runs the command.
 pub(crate) fn run(args: &VerifyArgs) -> u8 {
     let format = args.format.format();
     block_on_exit(async {

@@ -166,12 +166,7 @@ impl Reader<'_> {
             )?,
             _ => true,
         };
-        let when = self.optional_string(
-            node,
-            "when",
-            &format!("stage '{stage_name}' 'when'"),
-            &stage_name,
-        )?;
+        let when = self.optional_string(node, "when", &format!("{owner} 'when'"), &stage_name)?;
 
         Ok(Stage {
             file: Arc::clone(self.file),
