@@ -231,6 +231,15 @@ impl serde::Serialize for Envelope<'_> {
     }
 }
 
+/// `c` where a file or branch name may hold it (`[A-Za-z0-9._-]`), else `_`.
+pub(crate) fn name_char(c: char) -> char {
+    if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+        c
+    } else {
+        '_'
+    }
+}
+
 /// `dispatch/NNN-name.SUFFIX`: one of the files of the stage's dispatch
 /// (`json`, `prompt.md`, `access`, …).
 pub fn dispatch_file(root: &Path, stage: &PlanStage, suffix: &str) -> PathBuf {

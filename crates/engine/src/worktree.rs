@@ -126,16 +126,7 @@ const MERGE_FAILED: &str = "merge-failed";
 /// A git ref component from a name: only `[A-Za-z0-9._-]`, no leading dot,
 /// no `..`, no `.lock` ending (`git check-ref-format`).
 fn ref_component(name: &str) -> String {
-    let mut text: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let mut text: String = name.chars().map(workspace::name_char).collect();
     while text.contains("..") {
         text = text.replace("..", "_.");
     }

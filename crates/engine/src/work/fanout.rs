@@ -195,13 +195,7 @@ fn file_names(keys: &[String]) -> Vec<String> {
 fn sanitise(key: &str) -> String {
     let mut name: String = key
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
+        .map(crate::workspace::name_char)
         .take(MAX_NAME_LEN)
         .collect();
     if name.starts_with('.') {
