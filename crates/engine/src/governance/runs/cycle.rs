@@ -14,6 +14,18 @@ use super::{resolve, validated, validator_roles};
 use crate::work;
 
 impl RunLedger {
+    /// The files of `judged` edited so far, or `<stage>/` when none is
+    /// known: what a validation by `stage` covers.
+    pub(super) fn covered(&self, judged: &[&PlanStage], stage: &PlanStage) -> Vec<String> {
+        let edited = judged.iter().filter_map(|s| self.edited.get(s.name()));
+        let covered: Vec<String> = edited.flatten().cloned().collect();
+        if covered.is_empty() {
+            vec![format!("{}/", stage.name())]
+        } else {
+            covered
+        }
+    }
+
     /// One validation cycle: a validation of the validated stages' files,
     /// the re-review of what the last correction repaired, and the new
     /// blocking findings as a review.
@@ -56,10 +68,6 @@ impl RunLedger {
         if !judged.iter().any(|s| s.index == stage.index) {
             judged.push(stage);
         }
-        let covered: Vec<String> = judged
-            .iter()
-            .flat_map(|s| self.edited.get(s.name()).cloned().unwrap_or_default())
-            .collect();
         out.push(self.record(
             Entry::Validated {
                 command: format!(
@@ -67,11 +75,7 @@ impl RunLedger {
                     stage.name()
                 ),
                 exit_code: i32::from(!blocking.is_empty()),
-                covered: if covered.is_empty() {
-                    vec![format!("{}/", stage.name())]
-                } else {
-                    covered
-                },
+                covered: self.covered(&judged, stage),
             },
             &judge,
             now,

@@ -215,11 +215,6 @@ impl RunLedger {
                     // A success means its output checks passed: a validation
                     // of its files, by baton.
                     if !stage.spec.validates_output.is_empty() {
-                        let covered: Vec<String> = self
-                            .edited
-                            .get(stage.name())
-                            .map(|paths| paths.iter().cloned().collect())
-                            .unwrap_or_default();
                         let engine = Identity {
                             profile: ENGINE.to_owned(),
                             model: None,
@@ -228,11 +223,7 @@ impl RunLedger {
                         let entry = Entry::Validated {
                             command: format!("output checks of {}", stage.name()),
                             exit_code: 0,
-                            covered: if covered.is_empty() {
-                                vec![format!("{}/", stage.name())]
-                            } else {
-                                covered
-                            },
+                            covered: self.covered(&[stage], stage),
                         };
                         out.push(self.record(entry, &engine, now));
                     }
