@@ -10,13 +10,13 @@ use super::notify::Notifier;
 use crate::args::Format;
 use crate::{exit_code, output, progress, settings};
 
-/// Drive options with the project's agent profiles, or the usage exit code.
 /// Jobs the local worker runs at once (the run's own jobs are bounded by
 /// its `--max-parallel` anyway).
 const LOCAL_WORKER_CONCURRENCY: usize = 8;
 /// How often the local worker looks for jobs while the queue is empty.
 const LOCAL_WORKER_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// Drive options with the project's agent profiles, or the usage exit code.
 pub(crate) fn drive_options(
     accept_changes: bool,
     wait_gates: bool,

@@ -2,22 +2,15 @@
 //! (`baton_server::mcp`), until the client closes the session.
 
 use super::errors::chain;
-use super::runtime::{block_on, open_store};
-use crate::{exit_code, output, settings};
+use super::runtime::{block_on_exit, open_store};
+use crate::{exit_code, settings};
 
 /// Serves one MCP session on stdio.
 pub(crate) fn run() -> u8 {
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
-        match baton_server::mcp::serve_stdio(store, settings::mcp_context()).await {
-            Ok(()) => exit_code::SUCCESS,
-            Err(error) => {
-                output::stderr_line(&format!("error: {}", chain(&error)));
-                exit_code::USAGE
-            }
-        }
+    block_on_exit(async {
+        let store = open_store().await?;
+        let served = baton_server::mcp::serve_stdio(store, settings::mcp_context()).await;
+        super::or_exit(served.map_err(|error| chain(&error)), exit_code::USAGE)?;
+        Ok(exit_code::SUCCESS)
     })
 }

@@ -2,25 +2,18 @@
 //! SIGINT or SIGTERM.
 
 use super::errors::chain;
-use super::runtime::{block_on, open_store};
+use super::runtime::{block_on_exit, open_store};
 use crate::args::serve::ServeArgs;
 use crate::{exit_code, output};
 
 /// Binds, prints the URL (one line, so a script can read the port), and
 /// serves until told to stop.
 pub(crate) fn run(args: &ServeArgs) -> u8 {
-    block_on(async {
-        let store = match open_store().await {
-            Ok(store) => store,
-            Err(code) => return code,
-        };
-        let bound = match baton_server::bind(&args.bind).await {
-            Ok(bound) => bound,
-            Err(error) => {
-                output::stderr_line(&format!("error: cannot listen on {}: {error}", args.bind));
-                return exit_code::USAGE;
-            }
-        };
+    block_on_exit(async {
+        let store = open_store().await?;
+        let bound = baton_server::bind(&args.bind).await;
+        let listening = bound.map_err(|error| format!("cannot listen on {}: {error}", args.bind));
+        let bound = super::or_exit(listening, exit_code::USAGE)?;
         output::stdout(&format!("listening on {}\n", bound.url()));
         if !bound.address().ip().is_loopback() {
             output::stderr_line(
@@ -31,13 +24,10 @@ pub(crate) fn run(args: &ServeArgs) -> u8 {
             allow_hosts: args.allow_hosts.clone(),
             project: Some(super::project_dir()),
         };
-        match bound.serve(store, options, stopped()).await {
-            Ok(()) => exit_code::SUCCESS,
-            Err(error) => {
-                output::stderr_line(&format!("error: the server stopped: {}", chain(&error)));
-                exit_code::USAGE
-            }
-        }
+        let served = bound.serve(store, options, stopped()).await;
+        let served = served.map_err(|error| format!("the server stopped: {}", chain(&error)));
+        super::or_exit(served, exit_code::USAGE)?;
+        Ok(exit_code::SUCCESS)
     })
 }
 
