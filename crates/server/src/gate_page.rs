@@ -19,7 +19,7 @@ use crate::api;
 use crate::app::App;
 use crate::auth::Person;
 use crate::error::ApiError;
-use crate::html::{encode, error_page, escape};
+use crate::html::{PageError, encode, escape};
 
 /// A section per gate waiting for a decision (its first, or a new one once
 /// its outputs changed after the last): its forms for a person
@@ -237,17 +237,8 @@ pub(crate) async fn edit_items(
     axum::Extension(person): axum::Extension<Option<Person>>,
     Params((run, stage)): Params<(String, String)>,
     Form(form): Form<ItemForm>,
-) -> Response {
-    let change = match form.change() {
-        Ok(change) => change,
-        Err(error) => return error_page(&error),
-    };
-    match api::edit_as(&app, person.as_ref(), &run, &stage, &change).await {
-        Ok(_) => (
-            StatusCode::SEE_OTHER,
-            [(header::LOCATION, format!("/runs/{}", encode(&run)))],
-        )
-            .into_response(),
-        Err(error) => error_page(&error),
-    }
+) -> Result<Response, PageError> {
+    api::edit_as(&app, person.as_ref(), &run, &stage, &form.change()?).await?;
+    let back = format!("/runs/{}", encode(&run));
+    Ok((StatusCode::SEE_OTHER, [(header::LOCATION, back)]).into_response())
 }

@@ -35,14 +35,26 @@ pub(crate) fn page(title: &str, body: &str) -> Html<String> {
     ))
 }
 
-/// An error as a page: its status and its message, escaped.
-pub(crate) fn error_page(error: &ApiError) -> Response {
-    let body = format!(
-        "<h1>{}</h1><p class=\"error\">{}</p><p><a href=\"/\">All runs</a></p>",
-        error.status.as_u16(),
-        escape(&error.message)
-    );
-    (error.status, page("error", &body)).into_response()
+/// An error a page's handler ends with by `?`, shown as a page: its
+/// status and its message, escaped.
+pub(crate) struct PageError(ApiError);
+
+impl From<ApiError> for PageError {
+    fn from(error: ApiError) -> Self {
+        PageError(error)
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let error = self.0;
+        let body = format!(
+            "<h1>{}</h1><p class=\"error\">{}</p><p><a href=\"/\">All runs</a></p>",
+            error.status.as_u16(),
+            escape(&error.message)
+        );
+        (error.status, page("error", &body)).into_response()
+    }
 }
 
 /// A path segment percent-encoded: run ids are plain, but a redirect

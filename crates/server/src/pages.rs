@@ -16,8 +16,8 @@ use serde_json::Value;
 use crate::app::App;
 use crate::auth::Person;
 use crate::error::ApiError;
-pub(crate) use crate::html::{encode, error_page};
-use crate::html::{escape, page};
+pub(crate) use crate::html::encode;
+use crate::html::{PageError, escape, page};
 use crate::{dag, decisions, gate_page, governance_page};
 
 /// A cell of a JSON value: strings as they are, null as `-`.
@@ -55,11 +55,10 @@ pub(crate) async fn run(
     State(app): State<Arc<App>>,
     axum::Extension(person): axum::Extension<Option<Person>>,
     Params(run): Params<String>,
-) -> Response {
-    let status = match Status::read(&app.store, &run).await {
-        Ok(status) => status,
-        Err(error) => return error_page(&ApiError::store(&error)),
-    };
+) -> Result<Response, PageError> {
+    let status = Status::read(&app.store, &run)
+        .await
+        .map_err(|error| ApiError::store(&error))?;
     let json = status.json();
     let id = escape(&status.run.run_id);
     let mut body = format!(
@@ -82,7 +81,7 @@ pub(crate) async fn run(
         body.push_str(&governance_page::section(&summary, false));
     }
     body.push_str("</div>");
-    page(&status.run.run_id, &body).into_response()
+    Ok(page(&status.run.run_id, &body).into_response())
 }
 
 /// The gates waiting and the run's status as this page was drawn, in the
@@ -158,20 +157,13 @@ pub(crate) async fn decide(
     axum::Extension(person): axum::Extension<Option<Person>>,
     Params((run, stage)): Params<(String, String)>,
     Form(form): Form<GateForm>,
-) -> Response {
+) -> Result<Response, PageError> {
     let Some(decision) = Decision::from_name(&form.decision) else {
-        return error_page(&ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "the decision is approve, reject or push-back",
-        ));
+        let message = "the decision is approve, reject or push-back";
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, message).into());
     };
     let comment = Some(form.comment.trim().to_owned()).filter(|comment| !comment.is_empty());
-    match decisions::record(&app, person.as_ref(), &run, &stage, decision, comment).await {
-        Ok(_) => (
-            StatusCode::SEE_OTHER,
-            [(header::LOCATION, format!("/runs/{}", encode(&run)))],
-        )
-            .into_response(),
-        Err(error) => error_page(&error),
-    }
+    decisions::record(&app, person.as_ref(), &run, &stage, decision, comment).await?;
+    let back = format!("/runs/{}", encode(&run));
+    Ok((StatusCode::SEE_OTHER, [(header::LOCATION, back)]).into_response())
 }

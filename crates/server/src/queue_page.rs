@@ -18,9 +18,9 @@ use serde_json::Value;
 use crate::app::App;
 use crate::error::ApiError;
 use crate::extract::Filters;
-use crate::html::{escape, page};
+use crate::html::{PageError, escape, page};
 use crate::openapi::schemas::{ErrorBody, Job, JobStatus};
-use crate::pages::{cell, error_page, status_span};
+use crate::pages::{cell, status_span};
 
 /// Jobs one page of the API answers at most, and its default.
 const MOST: i64 = 10_000;
@@ -87,18 +87,19 @@ pub(crate) async fn jobs(
 }
 
 /// `GET /queue`: the counts by queue and status, then each status's jobs.
-pub(crate) async fn page_of_jobs(State(app): State<Arc<App>>) -> Response {
-    let counts = match app.store.job_counts().await {
-        Ok(counts) => counts,
-        Err(error) => return error_page(&ApiError::store(&error)),
-    };
+pub(crate) async fn page_of_jobs(State(app): State<Arc<App>>) -> Result<Response, PageError> {
+    let counts = app
+        .store
+        .job_counts()
+        .await
+        .map_err(|error| ApiError::store(&error))?;
     let mut body = String::from("<h1>Queue</h1>");
     if counts.is_empty() {
         body.push_str(
             "<p>No jobs. Stages with <code>executor: worker_queue</code> and \
              <code>baton queue enqueue</code> add them; <code>baton worker</code> works them.</p>",
         );
-        return page("queue", &body).into_response();
+        return Ok(page("queue", &body).into_response());
     }
     body.push_str("<table><thead><tr><th>queue</th>");
     for status in STATUSES {
@@ -120,12 +121,9 @@ pub(crate) async fn page_of_jobs(State(app): State<Arc<App>>) -> Response {
     }
     body.push_str("</tbody></table>");
     for status in STATUSES {
-        match status_table(&app, status).await {
-            Ok(table) => body.push_str(&table),
-            Err(error) => return error_page(&error),
-        }
+        body.push_str(&status_table(&app, status).await?);
     }
-    page("queue", &body).into_response()
+    Ok(page("queue", &body).into_response())
 }
 
 /// The first jobs of one status, with their lease.

@@ -16,9 +16,9 @@ use serde_json::Value;
 use crate::app::App;
 use crate::error::ApiError;
 use crate::extract::Filters;
-use crate::html::{escape, page};
+use crate::html::{PageError, escape, page};
 use crate::openapi::schemas::{ErrorBody, RunStatusName, RunSummary};
-use crate::pages::{cell, duration, encode, error_page, status_span};
+use crate::pages::{cell, duration, encode, status_span};
 
 /// The filters as a query string carries them: `baton runs`'s flags.
 #[derive(Debug, Default, Deserialize)]
@@ -113,12 +113,9 @@ pub(crate) async fn api(
 pub(crate) async fn page_of_runs(
     State(app): State<Arc<App>>,
     Query(query): Query<RunsQuery>,
-) -> Response {
+) -> Result<Response, PageError> {
     let query = query.without_blanks();
-    let runs = match runs_json(&app, &query).await {
-        Ok(runs) => runs,
-        Err(error) => return error_page(&error),
-    };
+    let runs = runs_json(&app, &query).await?;
     let mut body = String::from("<h1>Runs</h1>");
     body.push_str(&form(&query));
     if runs.is_empty() {
@@ -130,7 +127,7 @@ pub(crate) async fn page_of_runs(
         } else {
             "<p>No runs yet; start one with <code>baton run WORKFLOW</code>.</p>"
         });
-        return page("runs", &body).into_response();
+        return Ok(page("runs", &body).into_response());
     }
     body.push_str(
         "<table><thead><tr><th>run</th><th>status</th><th>workflow</th><th>started</th>\
@@ -140,7 +137,7 @@ pub(crate) async fn page_of_runs(
         row(&mut body, run);
     }
     body.push_str("</tbody></table>");
-    page("runs", &body).into_response()
+    Ok(page("runs", &body).into_response())
 }
 
 /// One run's row.

@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::error::ApiError;
-use crate::html::{escape, page};
-use crate::pages::{cell, duration, encode, error_page, status_span};
+use crate::html::{PageError, escape, page};
+use crate::pages::{cell, duration, encode, status_span};
 
 /// At most this much of an output, a prompt or a log is shown.
 const SHOWN_BYTES: usize = 64 * 1024;
@@ -27,15 +27,13 @@ const SHOWN_BYTES: usize = 64 * 1024;
 pub(crate) async fn stage(
     State(app): State<Arc<App>>,
     Params((run, stage)): Params<(String, String)>,
-) -> Response {
-    let (status, findings, units) = match tokio::try_join!(
+) -> Result<Response, PageError> {
+    let (status, findings, units) = tokio::try_join!(
         Status::read(&app.store, &run),
         app.store.findings(&run),
         app.store.units(&run)
-    ) {
-        Ok(read) => read,
-        Err(error) => return error_page(&ApiError::store(&error)),
-    };
+    )
+    .map_err(|error| ApiError::store(&error))?;
     let json = status.json();
     let Some(entry) = json["stages"]
         .as_array()
@@ -44,7 +42,7 @@ pub(crate) async fn stage(
         .find(|entry| entry["stage"] == stage.as_str())
     else {
         let missing = format!("run {run} has no stage named '{stage}'");
-        return error_page(&ApiError::new(StatusCode::NOT_FOUND, missing));
+        return Err(ApiError::new(StatusCode::NOT_FOUND, missing).into());
     };
     let workspace = Path::new(&status.run.workspace);
     let index = entry["index"].as_i64().unwrap_or(-1);
@@ -81,7 +79,7 @@ pub(crate) async fn stage(
         escape(&stage),
         escape(&log_tail(workspace, (&status.stages, &units), &stage).await)
     );
-    page(&stage, &body).into_response()
+    Ok(page(&stage, &body).into_response())
 }
 
 /// The stage's declared outputs, each as it is now.

@@ -19,9 +19,9 @@ use serde_json::Value;
 use crate::app::App;
 use crate::error::ApiError;
 use crate::extract::Filters;
-use crate::html::{escape, page};
+use crate::html::{PageError, escape, page};
 use crate::openapi::schemas::{ErrorBody, TaskSummary};
-use crate::pages::{encode, error_page};
+use crate::pages::encode;
 
 /// The phases a task reaches only when it asked for them: their columns
 /// are drawn only while a task is in them.
@@ -129,15 +129,9 @@ fn read_board(tasks: &Tasks) -> Result<Board, ApiError> {
 
 /// `GET /tasks`: a column per phase, in the table's order, each active
 /// task a card in its phase's column.
-pub(crate) async fn board(State(app): State<Arc<App>>) -> Response {
-    let tasks = match project_tasks(&app) {
-        Ok(tasks) => tasks,
-        Err(error) => return error_page(&error),
-    };
-    let board = match blocking(move || read_board(&tasks)).await {
-        Ok(board) => board,
-        Err(error) => return error_page(&error),
-    };
+pub(crate) async fn board(State(app): State<Arc<App>>) -> Result<Response, PageError> {
+    let tasks = project_tasks(&app)?;
+    let board = blocking(move || read_board(&tasks)).await?;
     let mut body = String::from("<h1>Tasks</h1>");
     if board.cards.is_empty() && board.unreadable.is_empty() {
         body.push_str(
@@ -163,7 +157,7 @@ pub(crate) async fn board(State(app): State<Arc<App>>) -> Response {
             board.archived
         );
     }
-    page("tasks", &body).into_response()
+    Ok(page("tasks", &body).into_response())
 }
 
 /// The columns: every phase of the table but the optional ones no task

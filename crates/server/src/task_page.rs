@@ -25,9 +25,9 @@ use crate::app::App;
 use crate::error::ApiError;
 use crate::extract::Params;
 use crate::governance_page;
-use crate::html::{escape, page};
+use crate::html::{PageError, escape, page};
 use crate::openapi::schemas::{ErrorBody, Governance, TaskStatus};
-use crate::pages::{cell, error_page};
+use crate::pages::cell;
 use crate::task_board::{blocking, came_from, kind_name, project_tasks, task_error, task_link};
 
 /// The folder of an active task, refused when it is a symbolic link (it
@@ -182,16 +182,13 @@ fn follow_ups(tasks: &Tasks, name: &str) -> Vec<FollowUp> {
 }
 
 /// `GET /tasks/{name}`.
-pub(crate) async fn task(State(app): State<Arc<App>>, Params(name): Params<String>) -> Response {
-    let tasks = match project_tasks(&app) {
-        Ok(tasks) => tasks,
-        Err(error) => return error_page(&error),
-    };
+pub(crate) async fn task(
+    State(app): State<Arc<App>>,
+    Params(name): Params<String>,
+) -> Result<Response, PageError> {
+    let tasks = project_tasks(&app)?;
     let key = name.clone();
-    let facts = match blocking(move || read_facts(&tasks, &key)).await {
-        Ok(facts) => facts,
-        Err(error) => return error_page(&error),
-    };
+    let facts = blocking(move || read_facts(&tasks, &key)).await?;
     let mut body = header(&name, &facts);
     body.push_str(&artifacts_table(&facts.artifacts));
     body.push_str(&follow_ups_list(&facts.follow_ups));
@@ -210,7 +207,7 @@ pub(crate) async fn task(State(app): State<Arc<App>>, Params(name): Params<Strin
             );
         }
     }
-    page(&name, &body).into_response()
+    Ok(page(&name, &body).into_response())
 }
 
 /// The name, description, kind and origin, then the status as `task
