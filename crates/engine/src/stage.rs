@@ -172,7 +172,7 @@ async fn run_process(
         let mut finished = execute(
             stage,
             attempt,
-            (process.spec.clone(), &process.own_files),
+            (ProcessSpec::clone(&process.spec), &process.own_files),
             &process.success_codes,
             cancel.clone(),
             reports,

@@ -18,7 +18,7 @@ use crate::worktree::Worktree;
 /// How an attempt runs.
 pub(super) enum Launch {
     /// A process.
-    Process(Box<Process>),
+    Process(Process),
     /// A request to an OpenAI-compatible endpoint.
     Endpoint { request: ChatRequest, meter: Meter },
 }
@@ -26,7 +26,7 @@ pub(super) enum Launch {
 /// A process to run for an attempt, and how to read its usage afterwards
 /// (agents only).
 pub(super) struct Process {
-    pub(super) spec: ProcessSpec,
+    pub(super) spec: Box<ProcessSpec>,
     pub(super) success_codes: Vec<i32>,
     pub(super) meter: Option<Meter>,
     /// Repository files the agent CLI keeps for itself (see
@@ -82,13 +82,13 @@ pub(super) fn command(
         .as_ref()
         .filter(|_| spec.executor == Executor::Inline)
     {
-        Some(script) => Ok(Launch::Process(Box::new(Process {
-            spec: shell_command(base, &script.value, attempt)?,
+        Some(script) => Ok(Launch::Process(Process {
+            spec: Box::new(shell_command(base, &script.value, attempt)?),
             success_codes: vec![0],
             meter: None,
             own_files: Vec::new(),
             slot: None,
-        }))),
+        })),
         None => agent_command(base, stage, attempt, worktree, resume),
     }
 }
@@ -221,16 +221,16 @@ fn agent_command(
     if let Some(grace) = limits.kill_grace {
         base.kill_grace = grace;
     }
-    Ok(Launch::Process(Box::new(Process {
+    Ok(Launch::Process(Process {
         success_codes: agent.profile.success.exit_codes.clone(),
-        spec: base,
+        spec: Box::new(base),
         meter: Some(meter),
         own_files: command.own_files,
         slot: attempt
             .slots
             .of(agent.profile_name)
             .map(|slots| (agent.profile_name.to_owned(), Arc::clone(slots))),
-    })))
+    }))
 }
 
 /// Where an agent works and what it may change: in the project directory
