@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 
 use baton_store::{NewUnit, UnitRow};
 use baton_workflow::plan::PlanStage;
+use baton_workflow::schema::{Executor, FanOutMode, Isolation};
 use serde_json::Value;
 
 use super::context::{Context, ITEM, Materialized, Step, unit_stage_name};
@@ -215,8 +216,10 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
         .unwrap_or("item")
         .to_owned();
     let parent = context.stage;
-    let fan_out = parent.spec.fan_out.as_ref().expect("a fan-out stage");
-    let key_name = &fan_out.key;
+    let fan_out = parent.spec.fan_out.as_ref();
+    let key_name = fan_out
+        .map(|fan_out| fan_out.key.clone())
+        .unwrap_or_default();
     // The placeholder values: every scalar field of an object item, and the
     // key (raw in text, sanitised in file names).
     let mut values: Vec<(String, String)> = Vec::new();
@@ -227,7 +230,7 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
             }
         }
     }
-    values.retain(|(field, _)| field != key_name);
+    values.retain(|(field, _)| *field != key_name);
     values.push((key_name.clone(), unit.key.clone()));
     let lookup_text = |placeholder: &str| {
         values
@@ -236,7 +239,7 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
             .map(|(_, value)| value.as_str())
     };
     let lookup_file = |placeholder: &str| {
-        if placeholder == key_name.as_str() {
+        if placeholder == key_name {
             Some(name.as_str())
         } else {
             None
@@ -244,13 +247,13 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
     };
     let mut stage: PlanStage = parent.clone();
     let spec = std::sync::Arc::make_mut(&mut stage.spec);
-    if fan_out.mode == baton_workflow::schema::FanOutMode::WorkerQueue {
+    if let Some(fan_out) = fan_out.filter(|fan_out| fan_out.mode == FanOutMode::WorkerQueue) {
         // One queue job per item runs `fan_out.script`; the stage-level
         // script is not enqueued as well.
-        spec.executor = baton_workflow::schema::Executor::WorkerQueue;
+        spec.executor = Executor::WorkerQueue;
         spec.script.clone_from(&fan_out.script);
     }
-    if fan_out.isolation == baton_workflow::schema::Isolation::Worktree {
+    if let Some(fan_out) = fan_out.filter(|fan_out| fan_out.isolation == Isolation::Worktree) {
         // `fan_out.isolation` gives each child a worktree of its own.
         spec.agent.isolation = fan_out.isolation;
     }
@@ -265,7 +268,8 @@ pub(crate) fn child(context: &Context<'_>, unit: &UnitRow) -> Result<Materialize
     let pretty = serde_json::to_string_pretty(&item).unwrap_or_default();
     description.push_str(&format!(
         "\n\n## Item\n\nThis is one item ({}) of a fan-out over '{}':\n\n```json\n{pretty}\n```\n",
-        unit.label, fan_out.field
+        unit.label,
+        fan_out.map_or("", |fan_out| fan_out.field.as_str())
     ));
     stage.description = description;
     for declared in &mut spec.writes_to {
