@@ -33,9 +33,7 @@ pub(crate) async fn status(
     State(app): State<Arc<App>>,
     Params(run): Params<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let status = Status::read(&app.store, &run)
-        .await
-        .map_err(|error| ApiError::store(&error))?;
+    let status = Status::read(&app.store, &run).await?;
     Ok(Json(status.json()))
 }
 
@@ -56,8 +54,7 @@ pub(crate) async fn log(
 ) -> Result<Response, ApiError> {
     let store = &app.store;
     let (row, stages, units) =
-        tokio::try_join!(store.run(&run), store.stages(&run), store.units(&run))
-            .map_err(|error| ApiError::store(&error))?;
+        tokio::try_join!(store.run(&run), store.stages(&run), store.units(&run))?;
     if !stages.iter().any(|row| row.name == stage) && !units.iter().any(|unit| unit.label == stage)
     {
         return Err(ApiError::new(
@@ -205,11 +202,7 @@ pub(crate) async fn job(
     State(app): State<Arc<App>>,
     Params(id): Params<i64>,
 ) -> Result<Json<Value>, ApiError> {
-    let job = app
-        .store
-        .job(id)
-        .await
-        .map_err(|error| ApiError::store(&error))?;
+    let job = app.store.job(id).await?;
     Ok(Json(view::queue::job_json(&job)))
 }
 

@@ -12,6 +12,13 @@ pub(crate) struct ApiError {
     pub(crate) message: String,
 }
 
+/// A store that failed, for `?`: as [`ApiError::store`] says.
+impl From<baton_store::Error> for ApiError {
+    fn from(error: baton_store::Error) -> Self {
+        ApiError::store(&error)
+    }
+}
+
 impl ApiError {
     pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
         ApiError {

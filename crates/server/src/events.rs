@@ -49,10 +49,7 @@ pub(crate) async fn events(
     Params(run): Params<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     // An unknown run is a 404, not an empty stream.
-    app.store
-        .run(&run)
-        .await
-        .map_err(|error| ApiError::store(&error))?;
+    app.store.run(&run).await?;
     let mut latest = follow(&app, &run);
     // The current status counts as a change for a new follower.
     latest.mark_changed();

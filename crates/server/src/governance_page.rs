@@ -19,10 +19,7 @@ use crate::openapi::schemas::{ErrorBody, Governance};
 /// The summary of the run's governance ledger.
 pub(crate) async fn summary(app: &App, run: &str) -> Result<Value, ApiError> {
     // The run must exist: its ledger alone says nothing of a typo.
-    app.store
-        .run(run)
-        .await
-        .map_err(|error| ApiError::store(&error))?;
+    app.store.run(run).await?;
     let scope = Scope {
         kind: ScopeKind::Run,
         key: run.to_owned(),

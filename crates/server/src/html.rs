@@ -45,6 +45,12 @@ impl From<ApiError> for PageError {
     }
 }
 
+impl From<baton_store::Error> for PageError {
+    fn from(error: baton_store::Error) -> Self {
+        PageError(error.into())
+    }
+}
+
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         let error = self.0;

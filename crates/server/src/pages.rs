@@ -56,9 +56,7 @@ pub(crate) async fn run(
     axum::Extension(person): axum::Extension<Option<Person>>,
     Params(run): Params<String>,
 ) -> Result<Response, PageError> {
-    let status = Status::read(&app.store, &run)
-        .await
-        .map_err(|error| ApiError::store(&error))?;
+    let status = Status::read(&app.store, &run).await?;
     let json = status.json();
     let id = escape(&status.run.run_id);
     let mut body = format!(

@@ -81,18 +81,13 @@ pub(crate) async fn jobs(
             limit: Some(limit),
             after: filter.after,
         })
-        .await
-        .map_err(|error| ApiError::store(&error))?;
+        .await?;
     Ok(Json(jobs.iter().map(job_json).collect()))
 }
 
 /// `GET /queue`: the counts by queue and status, then each status's jobs.
 pub(crate) async fn page_of_jobs(State(app): State<Arc<App>>) -> Result<Response, PageError> {
-    let counts = app
-        .store
-        .job_counts()
-        .await
-        .map_err(|error| ApiError::store(&error))?;
+    let counts = app.store.job_counts().await?;
     let mut body = String::from("<h1>Queue</h1>");
     if counts.is_empty() {
         body.push_str(
@@ -133,11 +128,7 @@ async fn status_table(app: &App, status: &str) -> Result<String, ApiError> {
         limit: Some(SHOWN),
         ..JobFilter::default()
     };
-    let jobs = app
-        .store
-        .jobs(&filter)
-        .await
-        .map_err(|error| ApiError::store(&error))?;
+    let jobs = app.store.jobs(&filter).await?;
     if jobs.is_empty() {
         return Ok(String::new());
     }

@@ -80,8 +80,7 @@ impl RunsQuery {
 /// The runs the filter keeps, oldest first, as `baton runs --format json`.
 async fn runs_json(app: &App, query: &RunsQuery) -> Result<Vec<Value>, ApiError> {
     let filter = query.filter()?;
-    let (runs, tallies) = tokio::try_join!(app.store.runs(), app.store.run_tallies())
-        .map_err(|error| ApiError::store(&error))?;
+    let (runs, tallies) = tokio::try_join!(app.store.runs(), app.store.run_tallies())?;
     let kept = view::select_runs(&runs, &filter, baton_engine::clock::now_ms());
     Ok(view::runs_json(&kept, &tallies))
 }

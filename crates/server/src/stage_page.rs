@@ -32,8 +32,7 @@ pub(crate) async fn stage(
         Status::read(&app.store, &run),
         app.store.findings(&run),
         app.store.units(&run)
-    )
-    .map_err(|error| ApiError::store(&error))?;
+    )?;
     let json = status.json();
     let Some(entry) = json["stages"]
         .as_array()
