@@ -107,6 +107,24 @@
     }
   }
 
+  // How many stages stand in each state, in the order the page names them.
+  const counts = root.querySelector("[data-run-counts]");
+  function showCounts() {
+    const order = counts.dataset.runCounts.split(" ");
+    const counted = new Map();
+    for (const stage of status.stages) {
+      counted.set(stage.status, (counted.get(stage.status) ?? 0) + 1);
+    }
+    const rank = (name) => (order.indexOf(name) === -1 ? order.length : order.indexOf(name));
+    const parts = [...counted.entries()]
+      .sort((a, b) => rank(a[0]) - rank(b[0]))
+      .map(([name, count]) => count + " " + name);
+    const text = status.stages.length + " stages: " + parts.join(", ");
+    if (counts.textContent !== text) {
+      counts.textContent = text;
+    }
+  }
+
   // The whole status object as the events built it: a `status` event
   // replaces it, a `delta` event carries the run's fields and the stages
   // that changed.
@@ -127,6 +145,9 @@
     if (log) {
       const mine = status.stages.find((stage) => stage.stage === log.dataset.stage);
       follow(mine !== undefined && mine.status === "running");
+    }
+    if (counts) {
+      showCounts();
     }
     for (const stage of changed) {
       showStage(stage);

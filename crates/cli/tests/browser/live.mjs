@@ -32,6 +32,15 @@ await withPage(async (page, base) => {
   // Within 1 s is what a person sees as live; 5 s leaves room for a busy
   // machine, and the measured latency is reported for a reader to judge.
   await page.waitForFunction(() => window.__finishedAt !== undefined, null, { timeout: 5_000 });
+  // `hold` starts after `wait` ends, maybe an event later: the counts
+  // are read once they say so, or as they stand after 5 s.
+  await page
+    .waitForFunction(
+      () => document.querySelector("[data-run-counts]").textContent.includes("1 running, 1 success"),
+      null,
+      { timeout: 5_000 },
+    )
+    .catch(() => {});
   return await page.evaluate(
     ([cell, statusShowedAt]) => ({
       latencyMs: window.__finishedAt - statusShowedAt,
@@ -39,6 +48,7 @@ await withPage(async (page, base) => {
       cellText: document.querySelector(cell).textContent.trim(),
       nodeClass: document.querySelector('svg.dag g[data-stage="wait"]')?.getAttribute("class"),
       runStatus: document.querySelector("[data-run-status]").textContent.trim(),
+      counts: document.querySelector("[data-run-counts]").textContent.trim(),
     }),
     [cell, statusShowedAt],
   );

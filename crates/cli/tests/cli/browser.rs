@@ -214,6 +214,10 @@ fn a_stage_s_state_on_the_page_follows_the_run_without_a_reload() {
     assert_eq!(result["cellText"], "success", "{result}");
     assert_eq!(result["nodeClass"], "node node-success", "{result}");
     assert_eq!(result["runStatus"], "running", "{result}");
+    assert_eq!(
+        result["counts"], "2 stages: 1 running, 1 success",
+        "the counts follow too: {result}"
+    );
 
     std::fs::write(dir.path().join("go2"), "").expect("write go2");
     assert_run_succeeds(&mut running);
