@@ -30,6 +30,13 @@ pub(super) fn recorded_plan(run: &RunRow) -> serde_json::Value {
     serde_json::from_str(&run.plan).unwrap_or_default()
 }
 
+/// Whether the recorded plan makes `stage` a human gate.
+pub(super) fn is_gate(plan: &serde_json::Value, stage: &StageRow) -> bool {
+    plan["stage_details"][stage.name.as_str()]["human_gate"]
+        .as_bool()
+        .unwrap_or(false)
+}
+
 pub(super) fn gate_stage(plan: &serde_json::Value, stage: &StageRow) -> GateStage {
     let detail = &plan["stage_details"][stage.name.as_str()];
     GateStage {
