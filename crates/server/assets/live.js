@@ -130,8 +130,9 @@
   // that changed.
   let status = null;
   function show(changed) {
-    // A gate that starts or stops waiting changes the forms: draw the page anew.
-    const now = waiting(status) + "|" + status.status;
+    // A gate that starts or stops waiting changes the forms: draw the page
+    // anew. Anything else, the run's end included, is shown in place.
+    const now = waiting(status) + "|" + (status.status === "awaiting_human");
     if (gates !== null && gates !== now) {
       source.close();
       window.location.reload();
@@ -141,6 +142,15 @@
     const runStatus = root.querySelector("[data-run-status]");
     if (runStatus && runStatus.textContent !== status.status) {
       setStatus(runStatus, status.status);
+    }
+    const finished = root.querySelector("[data-run-finished]");
+    if (finished && finished.textContent !== (status.finished_at ?? "-")) {
+      finished.textContent = status.finished_at ?? "-";
+    }
+    const error = root.querySelector("[data-run-error]");
+    if (error && error.textContent !== (status.error ?? "")) {
+      error.textContent = status.error ?? "";
+      error.hidden = !status.error;
     }
     if (log) {
       const mine = status.stages.find((stage) => stage.stage === log.dataset.stage);

@@ -94,9 +94,6 @@ pub(crate) async fn run(
     }
     let json = status.json();
     let mut body = heading(&status, &json);
-    if let Some(error) = &status.run.error {
-        let _ = write!(body, "<p class=\"error\">{}</p>", escape(error));
-    }
     body.push_str(&gate_page::sections(&app, &status, person.as_ref()).await);
     body.push_str(&counts(&status));
     if status.stages.len() <= DRAWN_HERE {
@@ -138,19 +135,28 @@ fn heading(status: &Status, json: &Value) -> String {
     let id = escape(&status.run.run_id);
     format!(
         "<div id=\"run\" data-run=\"{id}\" data-waiting=\"{}\"><h1 class=\"mono\"><a href=\"/runs/{}\">{id}</a></h1>\
-         <p>workflow {} · <span data-run-status>{}</span> · started {} · finished {}</p>",
+         <p>workflow {} · <span data-run-status>{}</span> · started {} · finished <span data-run-finished>{}</span></p>\
+         <p class=\"error\" data-run-error{}>{}</p>",
         escape(&waiting(status)),
         escape(&encode(&status.run.run_id)),
         escape(&status.run.workflow),
         status_span(&status.run.status),
         cell(&json["started_at"]),
         cell(&json["finished_at"]),
+        if status.run.error.is_some() {
+            ""
+        } else {
+            " hidden"
+        },
+        escape(status.run.error.as_deref().unwrap_or_default()),
     )
 }
 
-/// The gates waiting and the run's status as this page was drawn, in the
-/// words `live.js` compares each event's with: when they differ, the page
-/// is drawn anew (a change between drawing and subscribing included).
+/// The gates waiting, and whether the run waits at one, as this page was
+/// drawn, in the words `live.js` compares each event's with: when they
+/// differ, the gate forms differ, and the page is drawn anew (a change
+/// between drawing and subscribing included). Any other change, the run's
+/// end included, is shown in place.
 pub(crate) fn waiting(status: &Status) -> String {
     let gates: Vec<&str> = status
         .gates
@@ -158,7 +164,11 @@ pub(crate) fn waiting(status: &Status) -> String {
         .filter(|gate| gate_page::waits(gate.state))
         .map(|gate| gate.stage.as_str())
         .collect();
-    format!("{}|{}", gates.join("\n"), status.run.status)
+    format!(
+        "{}|{}",
+        gates.join("\n"),
+        status.run.status == "awaiting_human"
+    )
 }
 
 /// How many stages stand in each state, most telling first, in the words
