@@ -124,6 +124,11 @@ pub(crate) async fn plan(State(app): State<Arc<App>>, Params(run): Params<String
     };
     let json = status.json();
     let mut body = heading(&status, &json);
+    let _ = write!(
+        body,
+        "<p><a href=\"/runs/{}\">the run's page</a></p>",
+        escape(&encode(&status.run.run_id))
+    );
     body.push_str(&graph(&status));
     body.push_str("</div>");
     page(&format!("{} plan", status.run.run_id), &body).into_response()
@@ -134,11 +139,10 @@ pub(crate) async fn plan(State(app): State<Arc<App>>, Params(run): Params<String
 fn heading(status: &Status, json: &Value) -> String {
     let id = escape(&status.run.run_id);
     format!(
-        "<div id=\"run\" data-run=\"{id}\" data-waiting=\"{}\"><h1 class=\"mono\"><a href=\"/runs/{}\">{id}</a></h1>\
+        "<div id=\"run\" data-run=\"{id}\" data-waiting=\"{}\"><h1 class=\"mono\">{id}</h1>\
          <p>workflow {} · <span data-run-status>{}</span> · started {} · finished <span data-run-finished>{}</span></p>\
          <p class=\"error\" data-run-error{}>{}</p>",
         escape(&waiting(status)),
-        escape(&encode(&status.run.run_id)),
         escape(&status.run.workflow),
         status_span(&status.run.status),
         cell(&json["started_at"]),

@@ -185,6 +185,12 @@ fn a_big_run_s_page_counts_its_stages_pages_its_table_and_draws_its_plan_apart()
         plan.body.contains(&format!("data-run=\"{run}\"")),
         "live.js follows it"
     );
+    assert!(
+        plan.body
+            .contains(&format!("<a href=\"/runs/{run}\">the run's page</a>")),
+        "{}",
+        plan.body
+    );
 
     for query in ["?from=150", "?from=-1", "?from=many"] {
         let refused = server.get(&format!("/runs/{run}{query}"));
