@@ -232,7 +232,8 @@ def read_text(conn):
 def one(baton, text, clients, chromium):
     """Wall seconds of one `baton run`, bytes the followers received, the
     seconds from the run's end to its page showing it (or None), and the
-    CPU seconds the server and the browser used during the run."""
+    CPU seconds the server, the browser and this script (its client
+    threads) used during the run."""
     project = tempfile.mkdtemp(prefix="baton-sse-")
     try:
         with open(os.path.join(project, "wf.yaml"), "w") as f:
@@ -241,7 +242,8 @@ def one(baton, text, clients, chromium):
         stop, received, threads, browser, shown = threading.Event(), [], [], None, None
         if chromium:
             browser = Browser(chromium, f"http://{address}/", os.path.join(project, "browser"))
-        cpu = [cpu_seconds(server.pid), cpu_seconds(browser.process.pid) if browser else 0]
+        cpu = [cpu_seconds(server.pid), cpu_seconds(browser.process.pid) if browser else 0,
+               time.process_time()]
         started = time.monotonic()
         run = subprocess.Popen([baton, "run", "wf.yaml"], cwd=project,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -256,7 +258,8 @@ def one(baton, text, clients, chromium):
         code = run.wait()
         wall = time.monotonic() - started
         cpu = [cpu_seconds(server.pid) - cpu[0],
-               cpu_seconds(browser.process.pid) - cpu[1] if browser else 0]
+               cpu_seconds(browser.process.pid) - cpu[1] if browser else 0,
+               time.process_time() - cpu[2]]
         if browser:
             browser.wait_for("document.querySelector('[data-run-status]')?.textContent === 'success'", 60)
             shown = time.monotonic() - started - wall
@@ -285,14 +288,15 @@ def main():
     args = parser.parse_args()
     baton = os.path.abspath(args.baton)
     text = workflow(args.shape, args.stages)
-    alone, followed, bytes_seen, shown, server_cpu, browser_cpu = [], [], [], [], [], []
+    alone, followed, bytes_seen, shown, server_cpu, browser_cpu, client_cpu = [], [], [], [], [], [], []
     for _ in range(args.repeat):
         alone.append(one(baton, text, 0, None)[0])
-        wall, seen, after, (server, browser) = one(baton, text, args.clients, args.browser)
+        wall, seen, after, (server, browser, clients) = one(baton, text, args.clients, args.browser)
         followed.append(wall)
         bytes_seen.append(seen)
         server_cpu.append(server)
         browser_cpu.append(browser)
+        client_cpu.append(clients)
         if after is not None:
             shown.append(after)
     a, f = statistics.median(alone), statistics.median(followed)
@@ -302,7 +306,8 @@ def main():
     print(f"followed median {f:.3f}s  all {' '.join(f'{x:.3f}' for x in followed)}")
     print(f"ratio followed/alone {f / a:.3f}; the clients received {statistics.median(bytes_seen):.0f} bytes (median)")
     print(f"CPU during the followed run, medians: server {statistics.median(server_cpu):.3f}s"
-          + (f", browser {statistics.median(browser_cpu):.3f}s" if args.browser else ""))
+          + (f", browser {statistics.median(browser_cpu):.3f}s" if args.browser else "")
+          + f", this script (the clients, the DevTools calls) {statistics.median(client_cpu):.3f}s")
     if shown:
         print(f"the page showed the run's end {statistics.median(shown):.3f}s after it (median), "
               f"all {' '.join(f'{x:.3f}' for x in shown)}")

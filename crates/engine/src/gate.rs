@@ -21,7 +21,9 @@ mod stage;
 
 use std::path::Path;
 
-use baton_store::{GateDecided, GateDecisionRow, NewGateDecision, RunRow, Store, Transition};
+use baton_store::{
+    GateDecided, GateDecisionRow, NewGateDecision, RunRow, StageRow, Store, Transition,
+};
 use baton_workflow::Plan;
 
 pub use diff::{Change, OutputDiff, Since};
@@ -32,7 +34,7 @@ pub use show::show;
 
 pub(crate) use crate::run_state::{Gates, rejection_error};
 use crate::{clock, owner, workspace};
-use stage::{GateStage, find_gate, gate_stage, recorded_plan};
+use stage::{GateStage, find_gate, gate_stage, is_gate, recorded_plan};
 
 /// A decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,19 +214,39 @@ pub async fn list(store: &Store, run_id: Option<&str>) -> Result<Vec<GateStatus>
     let mut gates = Vec::new();
     for run in runs {
         let stages = store.stages(&run.run_id).await?;
-        let decisions = store.gate_decisions(&run.run_id).await?;
-        let plan = recorded_plan(&run);
-        for stage in &stages {
-            let gate = gate_stage(&plan, stage);
-            let decided = decisions
-                .iter()
-                .any(|decision| decision.index == stage.index);
-            if gate.human_gate && (stage.status == "success" || decided) {
-                gates.push(status_of(&run, &gate, &decisions));
-            }
-        }
+        gates.extend(of_run(store, &run, &stages).await?);
     }
     Ok(gates)
+}
+
+/// The gates of `run`, whose stages the caller has read: as [`list`]
+/// finds them, without reading the run and its stages again.
+///
+/// # Errors
+///
+/// The store fails.
+pub async fn of_run(store: &Store, run: &RunRow, stages: &[StageRow]) -> Result<Vec<GateStatus>> {
+    let plan = recorded_plan(run);
+    let gated: Vec<GateStage> = stages
+        .iter()
+        .filter(|stage| is_gate(&plan, stage))
+        .map(|stage| gate_stage(&plan, stage))
+        .collect();
+    // Most runs have no gate: their decisions need no reading.
+    if gated.is_empty() {
+        return Ok(Vec::new());
+    }
+    let decisions = store.gate_decisions(&run.run_id).await?;
+    Ok(gated
+        .iter()
+        .filter(|gate| {
+            gate.stage.status == "success"
+                || decisions
+                    .iter()
+                    .any(|decision| decision.index == gate.stage.index)
+        })
+        .map(|gate| status_of(run, gate, &decisions))
+        .collect())
 }
 
 /// Records a decision on a gate, against its stage's current attempt and

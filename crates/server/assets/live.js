@@ -107,13 +107,32 @@
     }
   }
 
+  // How many stages stand in each state, in the order the page names them.
+  const counts = root.querySelector("[data-run-counts]");
+  function showCounts() {
+    const order = counts.dataset.runCounts.split(" ");
+    const counted = new Map();
+    for (const stage of status.stages) {
+      counted.set(stage.status, (counted.get(stage.status) ?? 0) + 1);
+    }
+    const rank = (name) => (order.indexOf(name) === -1 ? order.length : order.indexOf(name));
+    const parts = [...counted.entries()]
+      .sort((a, b) => rank(a[0]) - rank(b[0]))
+      .map(([name, count]) => count + " " + name);
+    const text = status.stages.length + " stages: " + parts.join(", ");
+    if (counts.textContent !== text) {
+      counts.textContent = text;
+    }
+  }
+
   // The whole status object as the events built it: a `status` event
   // replaces it, a `delta` event carries the run's fields and the stages
   // that changed.
   let status = null;
   function show(changed) {
-    // A gate that starts or stops waiting changes the forms: draw the page anew.
-    const now = waiting(status) + "|" + status.status;
+    // A gate that starts or stops waiting changes the forms: draw the page
+    // anew. Anything else, the run's end included, is shown in place.
+    const now = waiting(status) + "|" + (status.status === "awaiting_human");
     if (gates !== null && gates !== now) {
       source.close();
       window.location.reload();
@@ -124,9 +143,21 @@
     if (runStatus && runStatus.textContent !== status.status) {
       setStatus(runStatus, status.status);
     }
+    const finished = root.querySelector("[data-run-finished]");
+    if (finished && finished.textContent !== (status.finished_at ?? "-")) {
+      finished.textContent = status.finished_at ?? "-";
+    }
+    const error = root.querySelector("[data-run-error]");
+    if (error && error.textContent !== (status.error ?? "")) {
+      error.textContent = status.error ?? "";
+      error.hidden = !status.error;
+    }
     if (log) {
       const mine = status.stages.find((stage) => stage.stage === log.dataset.stage);
       follow(mine !== undefined && mine.status === "running");
+    }
+    if (counts) {
+      showCounts();
     }
     for (const stage of changed) {
       showStage(stage);

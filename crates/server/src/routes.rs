@@ -59,6 +59,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/tasks", get(task_board::board))
         .route("/tasks/{name}", get(task_page::task))
         .route("/runs/{run}", get(pages::run))
+        .route("/runs/{run}/plan", get(pages::plan))
         .route("/runs/{run}/gates/{stage}", post(pages::decide))
         .route(
             "/runs/{run}/gates/{stage}/items",

@@ -93,6 +93,25 @@ impl Store {
         self.fetch_all(AssertSqlSafe(sql), &[], "list runs").await
     }
 
+    /// The runs whose recorded options name a parent run (`parent_run`):
+    /// the child runs of sub-workflow stages, without reading every
+    /// other run's documents.
+    ///
+    /// # Errors
+    ///
+    /// The read fails.
+    pub async fn child_runs(&self) -> Result<Vec<RunRow>> {
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM {RUNS} WHERE d.options LIKE $1 ORDER BY r.created_at, r.run_id"
+        );
+        self.fetch_all(
+            AssertSqlSafe(sql),
+            &["%\"parent_run\":%".into()],
+            "list child runs",
+        )
+        .await
+    }
+
     /// One run.
     ///
     /// # Errors

@@ -157,8 +157,8 @@ fn a_gate_approved_on_the_page_lets_the_run_waiting_in_another_process_succeed()
 }
 
 /// `wait` runs until the project holds `go`, then `hold` until it holds
-/// `go2`: between the two the run is still running, so the page has no
-/// reason to reload.
+/// `go2`: the page follows the one, then the other, then the run's end,
+/// all without a reload.
 fn waiting_workflow() -> String {
     format!(
         "{HEADER}  - name: wait
@@ -205,6 +205,10 @@ fn a_stage_s_state_on_the_page_follows_the_run_without_a_reload() {
         || stage_status(dir.path(), &run, "wait") == "success",
     );
     page.say("FINISHED");
+    assert_eq!(page.read_line(), "SHOWN");
+    std::fs::write(dir.path().join("go2"), "").expect("write go2");
+    assert_run_succeeds(&mut running);
+    page.say("ENDED");
     let result = page.finish();
     eprintln!(
         "the page showed `wait` finished {} ms after `baton status` did",
@@ -214,9 +218,21 @@ fn a_stage_s_state_on_the_page_follows_the_run_without_a_reload() {
     assert_eq!(result["cellText"], "success", "{result}");
     assert_eq!(result["nodeClass"], "node node-success", "{result}");
     assert_eq!(result["runStatus"], "running", "{result}");
-
-    std::fs::write(dir.path().join("go2"), "").expect("write go2");
-    assert_run_succeeds(&mut running);
+    assert_eq!(
+        result["counts"], "2 stages: 1 running, 1 success",
+        "the counts follow too: {result}"
+    );
+    let end = &result["end"];
+    assert_eq!(
+        end["sameDocument"], true,
+        "the run's end reloaded the page: {result}"
+    );
+    assert_eq!(end["counts"], "2 stages: 2 success", "{result}");
+    let finished = end["finished"].as_str().unwrap_or_default();
+    assert!(
+        finished.ends_with('Z') && finished.len() >= 20,
+        "a finishing time: {result}"
+    );
 }
 
 /// Texts a run records, each markup that would run script if a page

@@ -99,3 +99,123 @@ fn the_runs_page_and_api_filter_the_runs_as_baton_runs_does() {
     );
     assert!(hostile.body.contains("No run matches"), "{}", hostile.body);
 }
+
+#[test]
+fn a_big_run_s_page_counts_its_stages_pages_its_table_and_draws_its_plan_apart() {
+    let mut text = HEADER.to_owned();
+    for at in 0..150 {
+        // One stage skipped, so the counts and the cells have two states.
+        let when = if at == 120 {
+            "    when: '\"a\" contains \"b\"'\n"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "  - name: s{at:03}\n    kind: execute\n    description: d\n    executor: inline\n    script: 'true'\n{when}"
+        ));
+    }
+    let dir = project(&text);
+    baton(dir.path(), &["run", "wf.yaml"]);
+    let run = cli_json(dir.path(), &["runs", "--json"])[0]["run_id"]
+        .as_str()
+        .expect("run_id")
+        .to_owned();
+    let server = Server::start(dir.path());
+
+    let first = server.get(&format!("/runs/{run}"));
+    assert_eq!(first.status, 200, "{first:?}");
+    assert!(
+        first
+            .body
+            .contains(">150 stages: 149 success, 1 skipped</p>"),
+        "{}",
+        first.body
+    );
+    assert!(first.body.contains("stages 1–100 of 150"), "{}", first.body);
+    assert!(
+        first
+            .body
+            .contains(&format!("href=\"/runs/{run}?from=100\">next 100</a>")),
+        "{}",
+        first.body
+    );
+    assert!(!first.body.contains("previous 100"), "{}", first.body);
+    assert_eq!(first.body.matches("data-stage-status=").count(), 100);
+    assert!(first.body.contains("data-stage-status=\"s099\""));
+    assert!(!first.body.contains("data-stage-status=\"s100\""));
+    assert!(!first.body.contains("<svg"), "no drawing of 150 boxes here");
+    assert!(
+        first
+            .body
+            .contains(&format!("<a href=\"/runs/{run}/plan\">")),
+        "{}",
+        first.body
+    );
+
+    let second = server.get(&format!("/runs/{run}?from=100"));
+    assert_eq!(second.status, 200, "{second:?}");
+    assert!(
+        second.body.contains("stages 101–150 of 150"),
+        "{}",
+        second.body
+    );
+    assert!(
+        second
+            .body
+            .contains(&format!("href=\"/runs/{run}?from=0\">previous 100</a>")),
+        "{}",
+        second.body
+    );
+    assert!(!second.body.contains("next 100"), "{}", second.body);
+    assert_eq!(second.body.matches("data-stage-status=").count(), 50);
+    assert!(
+        second
+            .body
+            .contains("data-stage-status=\"s120\"><span class=\"status status-skipped\">")
+    );
+
+    let plan = server.get(&format!("/runs/{run}/plan"));
+    assert_eq!(plan.status, 200, "{plan:?}");
+    assert_eq!(plan.body.matches("<g class=\"node").count(), 150);
+    assert!(
+        plan.body
+            .contains("<g class=\"node node-skipped\" data-stage=\"s120\">")
+    );
+    assert!(
+        plan.body.contains(&format!("data-run=\"{run}\"")),
+        "live.js follows it"
+    );
+    assert!(
+        plan.body
+            .contains(&format!("<a href=\"/runs/{run}\">the run's page</a>")),
+        "{}",
+        plan.body
+    );
+
+    for query in ["?from=150", "?from=-1", "?from=many"] {
+        let refused = server.get(&format!("/runs/{run}{query}"));
+        assert_eq!(refused.status, 400, "{query}: {refused:?}");
+    }
+    let missing = server.get("/runs/no-such-run/plan");
+    assert_eq!(missing.status, 404, "{missing:?}");
+}
+
+#[test]
+fn a_small_run_s_page_draws_its_plan_and_shows_every_stage_unpaged() {
+    let dir = project(&workflow("build", 0));
+    baton(dir.path(), &["run", "wf.yaml"]);
+    let run = cli_json(dir.path(), &["runs", "--json"])[0]["run_id"]
+        .as_str()
+        .expect("run_id")
+        .to_owned();
+    let server = Server::start(dir.path());
+    let page = server.get(&format!("/runs/{run}"));
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(
+        page.body.contains(">1 stages: 1 success</p>"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("<svg class=\"dag\""), "{}", page.body);
+    assert!(!page.body.contains("class=\"pager\""), "{}", page.body);
+}

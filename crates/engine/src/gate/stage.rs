@@ -1,5 +1,7 @@
 //! A gate's stage as the plan recorded with its run describes it.
 
+use std::collections::HashMap;
+
 use baton_store::{RunRow, StageRow};
 
 use super::error::{Error, Result};
@@ -45,22 +47,42 @@ impl GateStage {
     }
 }
 
-/// The plan recorded with `run`, parsed; read once for all of its stages,
-/// since a large run's plan is slow to parse once per stage.
-pub(super) fn recorded_plan(run: &RunRow) -> serde_json::Value {
+/// What the plan recorded with `run` says of its stages as gates: read
+/// once for all of its stages, and only these fields (a large run's plan
+/// is slow to parse whole, and a run's status reads it at every poll).
+pub(super) fn recorded_plan(run: &RunRow) -> RecordedPlan {
     serde_json::from_str(&run.plan).unwrap_or_default()
 }
 
-pub(super) fn gate_stage(plan: &serde_json::Value, stage: &StageRow) -> GateStage {
-    let detail = &plan["stage_details"][stage.name.as_str()];
+/// The fields of a recorded plan a gate needs.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(super) struct RecordedPlan {
+    #[serde(default)]
+    stage_details: HashMap<String, Detail>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+struct Detail {
+    #[serde(default)]
+    human_gate: bool,
+    #[serde(default)]
+    writes_to: Vec<String>,
+}
+
+/// Whether the recorded plan makes `stage` a human gate.
+pub(super) fn is_gate(plan: &RecordedPlan, stage: &StageRow) -> bool {
+    plan.stage_details
+        .get(&stage.name)
+        .is_some_and(|detail| detail.human_gate)
+}
+
+pub(super) fn gate_stage(plan: &RecordedPlan, stage: &StageRow) -> GateStage {
+    let detail = plan.stage_details.get(&stage.name);
     GateStage {
         stage: stage.clone(),
-        writes_to: detail["writes_to"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|path| path.as_str().map(str::to_owned))
-            .collect(),
-        human_gate: detail["human_gate"].as_bool().unwrap_or(false),
+        writes_to: detail
+            .map(|detail| detail.writes_to.clone())
+            .unwrap_or_default(),
+        human_gate: detail.is_some_and(|detail| detail.human_gate),
     }
 }

@@ -42,7 +42,7 @@ impl Status {
         let (run, stages) = tokio::try_join!(store.run(run_id), store.stages(run_id))?;
         // Gate decisions, units and findings are extra detail: a failure to
         // read them hides them.
-        let gates = crate::gate::list(store, Some(run_id))
+        let gates = crate::gate::of_run(store, &run, &stages)
             .await
             .unwrap_or_default();
         let work = Work::read(store, run_id).await;

@@ -29,10 +29,10 @@ pub struct SubRuns {
 }
 
 impl SubRuns {
-    /// Reads every run's parent link. A failure to read shows no children:
+    /// Reads the child runs' parent links. A failure to read shows no children:
     /// they are extra detail.
     pub async fn read(store: &baton_store::Store) -> SubRuns {
-        let runs = store.runs().await.unwrap_or_default();
+        let runs = store.child_runs().await.unwrap_or_default();
         SubRuns {
             children: runs
                 .into_iter()

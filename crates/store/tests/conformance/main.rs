@@ -56,6 +56,7 @@ conformance! {
     runs: [
         create_run_and_read_it_back,
         runs_are_listed_oldest_first,
+        child_runs_are_those_whose_options_name_a_parent,
         duplicate_run_id_is_refused,
         unknown_run_is_an_error,
     ],

@@ -96,6 +96,30 @@ pub(crate) async fn runs_are_listed_oldest_first(fresh: Fresh) {
     assert_eq!(event_kinds(&store, "late").await, ["run_created"]);
 }
 
+pub(crate) async fn child_runs_are_those_whose_options_name_a_parent(fresh: Fresh) {
+    let store = fresh.open().await;
+    assert!(store.child_runs().await.unwrap().is_empty());
+    let mut child = new_run("parent-build", 2000, &["a"]);
+    child.options = r#"{"max_parallel":2,"parent_run":"parent","parent_stage":"build"}"#.to_owned();
+    store.create_run(&child).await.unwrap();
+    store
+        .create_run(&new_run("parent", 1000, &["build"]))
+        .await
+        .unwrap();
+    // A run whose options only mention the word elsewhere is no child.
+    let mut other = new_run("other", 3000, &["a"]);
+    other.options = r#"{"note":"parent_run"}"#.to_owned();
+    store.create_run(&other).await.unwrap();
+    let ids: Vec<String> = store
+        .child_runs()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|run| run.run_id)
+        .collect();
+    assert_eq!(ids, ["parent-build"]);
+}
+
 pub(crate) async fn duplicate_run_id_is_refused(fresh: Fresh) {
     let store = fresh.open().await;
     store
