@@ -100,6 +100,18 @@ fn the_runs_page_and_api_filter_the_runs_as_baton_runs_does() {
     assert!(hostile.body.contains("No run matches"), "{}", hostile.body);
 }
 
+/// A project whose `wf.yaml` is `text`, run once, and a server of it.
+fn run_and_serve(text: &str) -> (tempfile::TempDir, String, Server) {
+    let dir = project(text);
+    baton(dir.path(), &["run", "wf.yaml"]);
+    let run = cli_json(dir.path(), &["runs", "--json"])[0]["run_id"]
+        .as_str()
+        .expect("run_id")
+        .to_owned();
+    let server = Server::start(dir.path());
+    (dir, run, server)
+}
+
 #[test]
 fn a_big_run_s_page_counts_its_stages_pages_its_table_and_draws_its_plan_apart() {
     let mut text = HEADER.to_owned();
@@ -114,13 +126,7 @@ fn a_big_run_s_page_counts_its_stages_pages_its_table_and_draws_its_plan_apart()
             "  - name: s{at:03}\n    kind: execute\n    description: d\n    executor: inline\n    script: 'true'\n{when}"
         ));
     }
-    let dir = project(&text);
-    baton(dir.path(), &["run", "wf.yaml"]);
-    let run = cli_json(dir.path(), &["runs", "--json"])[0]["run_id"]
-        .as_str()
-        .expect("run_id")
-        .to_owned();
-    let server = Server::start(dir.path());
+    let (_dir, run, server) = run_and_serve(&text);
 
     let first = server.get(&format!("/runs/{run}"));
     assert_eq!(first.status, 200, "{first:?}");
@@ -202,13 +208,7 @@ fn a_big_run_s_page_counts_its_stages_pages_its_table_and_draws_its_plan_apart()
 
 #[test]
 fn a_small_run_s_page_draws_its_plan_and_shows_every_stage_unpaged() {
-    let dir = project(&workflow("build", 0));
-    baton(dir.path(), &["run", "wf.yaml"]);
-    let run = cli_json(dir.path(), &["runs", "--json"])[0]["run_id"]
-        .as_str()
-        .expect("run_id")
-        .to_owned();
-    let server = Server::start(dir.path());
+    let (_dir, run, server) = run_and_serve(&workflow("build", 0));
     let page = server.get(&format!("/runs/{run}"));
     assert_eq!(page.status, 200, "{page:?}");
     assert!(
