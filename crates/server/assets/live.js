@@ -119,7 +119,8 @@
     const parts = [...counted.entries()]
       .sort((a, b) => rank(a[0]) - rank(b[0]))
       .map(([name, count]) => count + " " + name);
-    const text = status.stages.length + " stages: " + parts.join(", ");
+    const total = status.stages.length;
+    const text = total + (total === 1 ? " stage: " : " stages: ") + parts.join(", ");
     if (counts.textContent !== text) {
       counts.textContent = text;
     }

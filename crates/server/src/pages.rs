@@ -191,10 +191,11 @@ fn counts(status: &Status) -> String {
         .iter()
         .map(|(name, count)| format!("{count} {}", escape(name)))
         .collect();
+    let total = status.stages.len();
     format!(
-        "<p data-run-counts=\"{}\">{} stages: {}</p>",
+        "<p data-run-counts=\"{}\">{total} {}: {}</p>",
         COUNTED.join(" "),
-        status.stages.len(),
+        if total == 1 { "stage" } else { "stages" },
         parts.join(", ")
     )
 }

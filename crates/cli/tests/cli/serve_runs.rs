@@ -212,7 +212,7 @@ fn a_small_run_s_page_draws_its_plan_and_shows_every_stage_unpaged() {
     let page = server.get(&format!("/runs/{run}"));
     assert_eq!(page.status, 200, "{page:?}");
     assert!(
-        page.body.contains(">1 stages: 1 success</p>"),
+        page.body.contains(">1 stage: 1 success</p>"),
         "{}",
         page.body
     );
