@@ -8,12 +8,21 @@ follow the run's server-sent events (`GET /api/runs/RUN/events`) and, with
 same events). The browser is started, and shows the server's runs list,
 before the run starts: its own start-up is not the run's. Once the run
 exists, the browser is sent to its page through the DevTools protocol.
+Each run starts once the machine has settled (nearly idle for half a
+second): the end of the run before must not count against the next.
 Reported: the `baton run` wall times, medians, and their ratio (followed /
 alone); with a browser, also how long after the run's end its page said so.
 
+`--page blank` sends the browser to `about:blank` instead of the run's
+page: what a navigation costs the browser whatever the page, the floor
+under the figure with the run's page. `--script` sets what each stage runs
+(default `true`): with stages that take some time, the followers' cost is
+their steady cost per second rather than the fixed cost of arriving.
+
 Usage: python3 bench/sse_load.py --baton target/release/baton \
            [--shape wide] [--stages 1000] [--clients 50] [--repeat 5] \
-           [--browser /usr/bin/chromium]
+           [--browser /usr/bin/chromium] [--page run|blank] [--script CMD] \
+           [--scratch DIR]
 """
 
 import argparse
@@ -152,6 +161,25 @@ class Browser:
         self.process.wait()
 
 
+def settle(seconds=30):
+    """Waits until the machine has been nearly idle for half a second (the
+    end of the run before, a browser's or server's start, still use the
+    CPU for a while), at most `seconds`."""
+    def busy_idle():
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:]]
+        return sum(ticks) - ticks[3] - ticks[4], ticks[3] + ticks[4]
+    deadline = time.monotonic() + seconds
+    before = busy_idle()
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = busy_idle()
+        busy, idle = now[0] - before[0], now[1] - before[1]
+        before = now
+        if busy <= 0.05 * (busy + idle):
+            return
+
+
 def cpu_seconds(root):
     """User and system CPU seconds of process `root` and its descendants
     alive now."""
@@ -229,12 +257,12 @@ def read_text(conn):
             return message.decode()
 
 
-def one(baton, text, clients, chromium):
+def one(baton, text, clients, chromium, scratch, page):
     """Wall seconds of one `baton run`, bytes the followers received, the
     seconds from the run's end to its page showing it (or None), and the
     CPU seconds the server, the browser and this script (its client
     threads) used during the run."""
-    project = tempfile.mkdtemp(prefix="baton-sse-")
+    project = tempfile.mkdtemp(prefix="baton-sse-", dir=scratch)
     try:
         with open(os.path.join(project, "wf.yaml"), "w") as f:
             f.write(text)
@@ -242,6 +270,7 @@ def one(baton, text, clients, chromium):
         stop, received, threads, browser, shown = threading.Event(), [], [], None, None
         if chromium:
             browser = Browser(chromium, f"http://{address}/", os.path.join(project, "browser"))
+        settle()
         cpu = [cpu_seconds(server.pid), cpu_seconds(browser.process.pid) if browser else 0,
                time.process_time()]
         started = time.monotonic()
@@ -254,13 +283,14 @@ def one(baton, text, clients, chromium):
                 thread.start()
                 threads.append(thread)
             if browser:
-                browser.call("Page.navigate", {"url": f"http://{address}/runs/{run_id}"})
+                url = f"http://{address}/runs/{run_id}" if page == "run" else "about:blank"
+                browser.call("Page.navigate", {"url": url})
         code = run.wait()
         wall = time.monotonic() - started
         cpu = [cpu_seconds(server.pid) - cpu[0],
                cpu_seconds(browser.process.pid) - cpu[1] if browser else 0,
                time.process_time() - cpu[2]]
-        if browser:
+        if browser and page == "run":
             browser.wait_for("document.querySelector('[data-run-status]')?.textContent === 'success'", 60)
             shown = time.monotonic() - started - wall
         stop.set()
@@ -285,13 +315,19 @@ def main():
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--browser", help="a Chromium to follow the run's page too")
+    parser.add_argument("--page", choices=["run", "blank"], default="run",
+                        help="where the browser goes once the run exists")
+    parser.add_argument("--script", default="true", help="what each stage runs")
+    parser.add_argument("--scratch", help="where the projects go (default: the system's temporary "
+                        "directory); a tmpfs keeps the file system's own costs out: each run "
+                        "writes a thousand files and each repetition deletes them")
     args = parser.parse_args()
     baton = os.path.abspath(args.baton)
-    text = workflow(args.shape, args.stages)
+    text = workflow(args.shape, args.stages).replace("script: 'true'", "script: " + json.dumps(args.script))
     alone, followed, bytes_seen, shown, server_cpu, browser_cpu, client_cpu = [], [], [], [], [], [], []
     for _ in range(args.repeat):
-        alone.append(one(baton, text, 0, None)[0])
-        wall, seen, after, (server, browser, clients) = one(baton, text, args.clients, args.browser)
+        alone.append(one(baton, text, 0, None, args.scratch, args.page)[0])
+        wall, seen, after, (server, browser, clients) = one(baton, text, args.clients, args.browser, args.scratch, args.page)
         followed.append(wall)
         bytes_seen.append(seen)
         server_cpu.append(server)
@@ -300,8 +336,8 @@ def main():
         if after is not None:
             shown.append(after)
     a, f = statistics.median(alone), statistics.median(followed)
-    print(f"{args.shape} {args.stages} stages, {args.clients} SSE clients"
-          f"{' + a browser' if args.browser else ''}, {args.repeat} runs each")
+    print(f"{args.shape} {args.stages} stages running {args.script!r}, {args.clients} SSE clients"
+          f"{' + a browser on ' + args.page if args.browser else ''}, {args.repeat} runs each")
     print(f"alone    median {a:.3f}s  all {' '.join(f'{x:.3f}' for x in alone)}")
     print(f"followed median {f:.3f}s  all {' '.join(f'{x:.3f}' for x in followed)}")
     print(f"ratio followed/alone {f / a:.3f}; the clients received {statistics.median(bytes_seen):.0f} bytes (median)")

@@ -49,7 +49,9 @@ pub(crate) async fn events(
     Params(run): Params<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     // An unknown run is a 404, not an empty stream.
-    app.store.run(&run).await?;
+    if !app.store.has_run(&run).await? {
+        return Err(baton_store::Error::NoSuchRun(run).into());
+    }
     let mut latest = follow(&app, &run);
     // The current status counts as a change for a new follower.
     latest.mark_changed();

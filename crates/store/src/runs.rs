@@ -125,6 +125,22 @@ impl Store {
         run.ok_or_else(|| Error::NoSuchRun(run_id.to_owned()))
     }
 
+    /// Whether a run is recorded: [`Store::run`] without reading its plan.
+    ///
+    /// # Errors
+    ///
+    /// The read fails.
+    pub async fn has_run(&self, run_id: &str) -> Result<bool> {
+        let found: Option<i64> = self
+            .fetch_optional(
+                "SELECT created_at FROM runs WHERE run_id = $1",
+                &[run_id.into()],
+                "look for the run",
+            )
+            .await?;
+        Ok(found.is_some())
+    }
+
     /// A run's events after `after` (0 for all), oldest first.
     ///
     /// # Errors

@@ -67,17 +67,38 @@ impl Status {
     /// duration_ms, attempts, error, note, …}], cost_usd, tokens}`.
     pub fn json(&self) -> Value {
         let run = &self.run;
+        let gates = self.gates.iter().map(|gate| {
+            let decision = gate.decision.as_ref();
+            json!({
+                "stage": gate.stage,
+                "status": gate.state.as_str(),
+                "decided_by": decision.map(|row| row.decided_by.clone()),
+                "decided_at": decision.map(|row| utc(row.decided_at)),
+                "comment": decision.and_then(|row| row.comment.clone()),
+            })
+        });
+        let stages = self.stages.iter().map(|stage| {
+            let mut entry = json!({
+                "index": stage.index,
+                "stage": stage.name,
+                "status": stage.status,
+                "duration_ms": stage.duration_ms(),
+                "attempts": stage.attempts,
+                "error": stage.error,
+                "note": stage.note,
+            });
+            self.work.describe_json(stage.index, &mut entry);
+            self.costs.describe_json(Some(stage.index), &mut entry);
+            self.retries.describe_json(stage, &mut entry);
+            self.subruns
+                .describe_json(&run.run_id, &stage.name, &mut entry);
+            entry
+        });
+        // The lists go in after: `json!` would copy every entry built above
+        // once more, and the watcher of a followed run builds this object
+        // several times a second. The placeholders keep the fields' order.
         let mut value = json!({
-            "gates": self.gates.iter().map(|gate| {
-                let decision = gate.decision.as_ref();
-                json!({
-                    "stage": gate.stage,
-                    "status": gate.state.as_str(),
-                    "decided_by": decision.map(|row| row.decided_by.clone()),
-                    "decided_at": decision.map(|row| utc(row.decided_at)),
-                    "comment": decision.and_then(|row| row.comment.clone()),
-                })
-            }).collect::<Vec<_>>(),
+            "gates": null,
             "run_id": run.run_id,
             "workflow": run.workflow,
             "status": run.status,
@@ -86,23 +107,10 @@ impl Status {
             "finished_at": run.finished_at.map(utc),
             "error": run.error,
             "driver_gone": self.driver_gone,
-            "stages": self.stages.iter().map(|stage| {
-                let mut entry = json!({
-                    "index": stage.index,
-                    "stage": stage.name,
-                    "status": stage.status,
-                    "duration_ms": stage.duration_ms(),
-                    "attempts": stage.attempts,
-                    "error": stage.error,
-                    "note": stage.note,
-                });
-                self.work.describe_json(stage.index, &mut entry);
-                self.costs.describe_json(Some(stage.index), &mut entry);
-                self.retries.describe_json(stage, &mut entry);
-                self.subruns.describe_json(&run.run_id, &stage.name, &mut entry);
-                entry
-            }).collect::<Vec<_>>(),
+            "stages": null,
         });
+        value["gates"] = Value::Array(gates.collect());
+        value["stages"] = Value::Array(stages.collect());
         self.costs.describe_json(None, &mut value);
         value
     }

@@ -157,6 +157,8 @@ pub(crate) async fn unknown_run_is_an_error(fresh: Fresh) {
         matches!(&error, Error::NoSuchRun(id) if id == "nope"),
         "{error:?}"
     );
+    assert!(store.has_run("r1").await.unwrap());
+    assert!(!store.has_run("nope").await.unwrap());
     let error = store
         .acquire("nope", "me", 1000, 500, None)
         .await
