@@ -22,7 +22,7 @@ use crate::outputs::{snapshot, verify_attempt};
 use crate::retries::Retry;
 use crate::session::{self, Resume};
 use crate::usage::Meter;
-use crate::worktree::Worktree;
+use crate::worktree::{Place, Worktree};
 use command::{Launch, Process, command};
 
 /// Runs the attempt and sends its reports.
@@ -46,7 +46,7 @@ pub(crate) async fn run(
     }
     // An isolated agent runs in a git worktree of its own (`worktree.rs`).
     let worktree = if crate::worktree::isolated(&stage) {
-        match Worktree::prepare(&stage, &attempt).await {
+        match Worktree::create(&stage, &Place::of(&attempt)).await {
             Ok(worktree) => Some(worktree),
             Err(error) => {
                 let _ = reports.send(Report::Finished(Box::new(failed(&attempt, error))));

@@ -18,7 +18,6 @@ use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Access, Executor, Isolation};
 use serde::{Deserialize, Serialize};
 
-use crate::attempt::Attempt;
 use crate::digest::sha256_hex;
 use crate::run_options::RunOptions;
 use crate::workspace::{self, output_path};
@@ -195,12 +194,6 @@ impl Names {
 impl Worktree {
     /// Creates (or, for a later attempt, resets) the stage's worktree and
     /// fills its `inputs/`.
-    pub(crate) async fn prepare(stage: &PlanStage, attempt: &Attempt) -> Result<Worktree, String> {
-        Worktree::create(stage, &Place::of(attempt)).await
-    }
-
-    /// [`Worktree::prepare`] for any caller that knows the [`Place`] (the
-    /// driver protocol's `next`).
     pub(crate) async fn create(stage: &PlanStage, place: &Place<'_>) -> Result<Worktree, String> {
         let Names {
             repository,
