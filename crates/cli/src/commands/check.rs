@@ -66,14 +66,9 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
         Ok(agents) => agents,
         Err(code) => return code,
     };
-    let found = match &plan {
-        Some(plan) => check_agents(plan, agents.as_ref()),
-        None => AgentCheck {
-            rows: Vec::new(),
-            checked: Checked::default(),
-            results: Vec::new(),
-        },
-    };
+    let found = plan.as_ref().map_or_else(AgentCheck::default, |plan| {
+        check_agents(plan, agents.as_ref())
+    });
     let mut checked = found.checked.clone();
     let probed = match (&agents, args.probe) {
         (Some(config), true) if lint.valid && checked.problems.is_empty() => {
@@ -105,12 +100,7 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
         report::human(&lint.warnings);
         report::human(&lint.errors);
     }
-    for problem in &checked.problems {
-        output::stderr_line(&format!("error: {problem}"));
-    }
-    for note in &checked.notes {
-        output::stderr_line(&format!("note: {note}"));
-    }
+    print_checked(&checked);
     let ready = lint.valid && checked.problems.is_empty();
     match format {
         Format::Json | Format::Yaml => {
@@ -155,6 +145,7 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
 }
 
 /// What [`check_agents`] found.
+#[derive(Default)]
 pub(crate) struct AgentCheck<'c> {
     /// One row per agent the run would start.
     pub(crate) rows: Vec<AgentRow>,
@@ -206,6 +197,16 @@ pub(crate) fn check_agents<'c>(plan: &Plan, agents: Option<&'c Config>) -> Agent
         rows,
         checked,
         results,
+    }
+}
+
+/// What keeps the agents from starting, as errors, and the notes, on stderr.
+pub(crate) fn print_checked(checked: &Checked) {
+    for problem in &checked.problems {
+        output::stderr_line(&format!("error: {problem}"));
+    }
+    for note in &checked.notes {
+        output::stderr_line(&format!("note: {note}"));
     }
 }
 

@@ -441,12 +441,7 @@ pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as
         Err(code) => return code,
     };
     let checked = super::check::check_agents(&plan, agents.as_ref()).checked;
-    for problem in &checked.problems {
-        output::stderr_line(&format!("error: {problem}"));
-    }
-    for note in &checked.notes {
-        output::stderr_line(&format!("note: {note}"));
-    }
+    super::check::print_checked(&checked);
     output::stderr_line("dry run: nothing was recorded or run");
     if checked.problems.is_empty() {
         exit_code::SUCCESS
