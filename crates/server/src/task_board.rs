@@ -29,13 +29,15 @@ const OPTIONAL: [Phase; 3] = [Phase::Decomposition, Phase::Design, Phase::TestDe
 
 /// A task error as the API answers it: a name that is not a task's is
 /// 400, a task that is not active 404, an unreadable file 500.
-pub(crate) fn task_error(error: &tasks::Error) -> ApiError {
-    let status = match error {
-        tasks::Error::BadName(_) => StatusCode::BAD_REQUEST,
-        tasks::Error::NotFound(_) | tasks::Error::Archived(_) => StatusCode::NOT_FOUND,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    ApiError::new(status, error.to_string())
+impl From<tasks::Error> for ApiError {
+    fn from(error: tasks::Error) -> Self {
+        let status = match &error {
+            tasks::Error::BadName(_) => StatusCode::BAD_REQUEST,
+            tasks::Error::NotFound(_) | tasks::Error::Archived(_) => StatusCode::NOT_FOUND,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError::new(status, error.to_string())
+    }
 }
 
 /// The project's tasks, or 404 when the server was given no project.
@@ -82,7 +84,7 @@ pub(crate) async fn list(
     Filters(filter): Filters<Filter>,
 ) -> Result<Json<Vec<Value>>, ApiError> {
     let tasks = project_tasks(&app)?;
-    blocking(move || list_json(&tasks, filter.archived).map_err(|error| task_error(&error)))
+    blocking(move || Ok(list_json(&tasks, filter.archived)?))
         .await
         .map(Json)
 }
@@ -104,7 +106,7 @@ struct Board {
 }
 
 fn read_board(tasks: &Tasks) -> Result<Board, ApiError> {
-    let names = tasks.names(false).map_err(|error| task_error(&error))?;
+    let names = tasks.names(false)?;
     let mut board = Board {
         cards: Vec::new(),
         unreadable: Vec::new(),

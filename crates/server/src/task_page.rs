@@ -28,15 +28,15 @@ use crate::governance_page;
 use crate::html::{PageError, escape, page};
 use crate::openapi::schemas::{ErrorBody, Governance, TaskStatus};
 use crate::pages::cell;
-use crate::task_board::{blocking, came_from, kind_name, project_tasks, task_error, task_link};
+use crate::task_board::{blocking, came_from, kind_name, project_tasks, task_link};
 
 /// The folder of an active task, refused when it is a symbolic link (it
 /// could lead anywhere; `task list` does not show one either).
 fn folder(tasks: &Tasks, name: &str) -> Result<std::path::PathBuf, ApiError> {
-    let dir = tasks.active(name).map_err(|error| task_error(&error))?;
+    let dir = tasks.active(name)?;
     match std::fs::symlink_metadata(&dir) {
         Ok(metadata) if metadata.is_dir() => Ok(dir),
-        _ => Err(task_error(&tasks::Error::NotFound(name.to_owned()))),
+        _ => Err(tasks::Error::NotFound(name.to_owned()).into()),
     }
 }
 
@@ -55,7 +55,7 @@ pub(crate) async fn status(
     let tasks = project_tasks(&app)?;
     blocking(move || {
         folder(&tasks, &name)?;
-        describe(&tasks, &name).map_err(|error| task_error(&error))
+        Ok(describe(&tasks, &name)?)
     })
     .await
     .map(Json)
@@ -80,8 +80,8 @@ pub(crate) async fn governance(
     blocking(move || match tasks.anywhere(&key) {
         Some(_) => Ok(()),
         None => {
-            tasks::check_name(&key).map_err(|error| task_error(&error))?;
-            Err(task_error(&tasks::Error::NotFound(key)))
+            tasks::check_name(&key)?;
+            Err(tasks::Error::NotFound(key).into())
         }
     })
     .await?;
@@ -118,11 +118,9 @@ struct Facts {
 
 fn read_facts(tasks: &Tasks, name: &str) -> Result<Facts, ApiError> {
     let dir = folder(tasks, name)?;
-    let status = describe(tasks, name).map_err(|error| task_error(&error))?;
-    let record = tasks::read_record(&dir).map_err(|error| task_error(&error))?;
-    let counted = tasks::status(&dir)
-        .map_err(|error| task_error(&error))?
-        .counted;
+    let status = describe(tasks, name)?;
+    let record = tasks::read_record(&dir)?;
+    let counted = tasks::status(&dir)?.counted;
     Ok(Facts {
         status,
         record,
@@ -134,7 +132,7 @@ fn read_facts(tasks: &Tasks, name: &str) -> Result<Facts, ApiError> {
 /// The entries of the folder, by name; links are named, never followed.
 fn artifacts(dir: &Path, counted: &[&str]) -> Result<Vec<Artifact>, ApiError> {
     let entries = std::fs::read_dir(dir).map_err(|error| {
-        task_error(&tasks::Error::Io {
+        ApiError::from(tasks::Error::Io {
             path: dir.to_path_buf(),
             source: error,
         })
