@@ -66,10 +66,7 @@ impl Reporter {
     /// of the run lines up.
     pub(crate) fn fit_names<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
         if let Reporter::Live(live) = self {
-            let mut state = live
-                .state
-                .lock()
-                .unwrap_or_else(|poison| poison.into_inner());
+            let mut state = live.state();
             for name in names {
                 state.fit(name);
             }
@@ -363,11 +360,15 @@ impl Live {
         }
     }
 
-    fn report(&self, depth: usize, event: Progress) {
-        let mut state = self
-            .state
+    /// The display's state; a reporter that panicked leaves it usable.
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
             .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn report(&self, depth: usize, event: Progress) {
+        let mut state = self.state();
         if state.finished {
             return;
         }
@@ -461,10 +462,7 @@ impl Live {
     }
 
     fn finish(&self) {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
+        let mut state = self.state();
         if state.finished {
             return;
         }
