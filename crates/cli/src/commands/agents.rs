@@ -95,11 +95,7 @@ pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
                     vec![
                         (*name).clone(),
                         profile.program.clone().unwrap_or_default(),
-                        if result.available {
-                            "yes".to_owned()
-                        } else {
-                            "no".to_owned()
-                        },
+                        if result.available { "yes" } else { "no" }.to_owned(),
                         result.version.clone().unwrap_or_default(),
                         roles_of(name).join(", "),
                         needs(result).unwrap_or_else(|| result.detail.clone().unwrap_or_default()),
