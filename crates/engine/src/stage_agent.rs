@@ -397,15 +397,6 @@ impl StageAgent {
             "no file '{path}' in the project or the run's workspace"
         )))
     }
-
-    /// The run's governance summary, and the ledger entries of this stage.
-    ///
-    /// # Errors
-    ///
-    /// The store fails or a ledger row cannot be read.
-    pub async fn state(&self, store: &Store) -> Result<Value, Error> {
-        state(store, &self.run.run_id, Some(self.stage())).await
-    }
 }
 
 /// A run's governance summary (`baton state summary --run`), with the
