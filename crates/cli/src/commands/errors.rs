@@ -8,34 +8,28 @@ use crate::{exit_code, output, report, tasks};
 pub(crate) use baton_server::chain;
 
 pub(crate) fn engine_error(error: &baton_engine::Error, as_json: bool) -> u8 {
+    if let baton_engine::Error::Invalid(failure) = error {
+        report::emit(
+            &[failure.warnings.clone(), failure.errors.clone()].concat(),
+            as_json,
+        );
+        return exit_code::INVALID_WORKFLOW;
+    }
+    output::stderr_line(&format!("error: {}", chain(error)));
     match error {
-        baton_engine::Error::Invalid(failure) => {
-            report::emit(
-                &[failure.warnings.clone(), failure.errors.clone()].concat(),
-                as_json,
-            );
-            exit_code::INVALID_WORKFLOW
-        }
         baton_engine::Error::Store(
             baton_store::Error::Unavailable { .. }
             | baton_store::Error::Query { .. }
             | baton_store::Error::TooNew { .. }
             | baton_store::Error::Gone { .. },
-        ) => {
-            output::stderr_line(&format!("error: {}", chain(error)));
-            exit_code::STORE_UNAVAILABLE
-        }
+        ) => exit_code::STORE_UNAVAILABLE,
         baton_engine::Error::WorkflowChanged { run_id, .. } => {
-            output::stderr_line(&format!("error: {}", chain(error)));
             output::stderr_line(&format!(
                 "hint: `baton resume {run_id} --accept-changes` continues with the changed workflow"
             ));
             exit_code::RUN_FAILED
         }
-        _ => {
-            output::stderr_line(&format!("error: {}", chain(error)));
-            exit_code::RUN_FAILED
-        }
+        _ => exit_code::RUN_FAILED,
     }
 }
 
