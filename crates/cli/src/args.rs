@@ -289,7 +289,7 @@ Exit codes: 0 every recorded output is intact, 1 no run has that id or workspace
   BATON_TOKEN=baton_… baton mcp          # a person's assistant may decide gates
 
 Exit codes: 0 the client closed the session, 2 the session failed, 4 store unavailable.")]
-    Mcp(Deferred<serve::McpArgs>),
+    Mcp,
 
     /// Tokens for `baton serve`: one per person, its name recorded as who decided.
     #[command(

@@ -60,7 +60,7 @@ pub fn main() -> ExitCode {
     };
     report::install();
     let mut chosen = cli.project.clone().or_else(settings::project_from_env);
-    if matches!(cli.command, Command::Mcp(_)) && chosen.is_none() {
+    if matches!(cli.command, Command::Mcp) && chosen.is_none() {
         // Started by a stage's agent, possibly in a worktree with a
         // `baton.toml` of its own: the run's project is the one baton named.
         chosen = settings::stage_project_dir();
@@ -102,7 +102,7 @@ pub fn main() -> ExitCode {
         Command::Task(command) => commands::task::run(&command),
         Command::Serve(args) => commands::serve::run(&args),
         Command::Token(command) => commands::token::run(&command),
-        Command::Mcp(_) => commands::mcp::run(),
+        Command::Mcp => commands::mcp::run(),
     };
     listening.finish();
     if let Some(writes) = baton_engine::failpoint::counted_writes() {

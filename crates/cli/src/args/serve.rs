@@ -17,10 +17,6 @@ pub(crate) struct ServeArgs {
     pub(crate) allow_hosts: Vec<String>,
 }
 
-/// `baton mcp`: no arguments; what it needs comes from its environment.
-#[derive(Debug, Args)]
-pub(crate) struct McpArgs {}
-
 /// `baton token …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum TokenCommand {
@@ -29,7 +25,7 @@ pub(crate) enum TokenCommand {
     Create(TokenCreateArgs),
     /// List the tokens: whose they are and when they were made.
     #[command(after_help = "Examples:\n  baton token list\n  baton token list --format json")]
-    List(TokenListArgs),
+    List(FormatArgs),
     /// Revoke a person's token: requests carrying it are refused from now on.
     #[command(after_help = "Examples:\n  baton token revoke alice")]
     Revoke(TokenRevokeArgs),
@@ -41,13 +37,6 @@ pub(crate) struct TokenCreateArgs {
     /// Whose token it is: what the server records as who decided.
     #[arg(long)]
     pub(crate) name: String,
-}
-
-/// `baton token list`.
-#[derive(Debug, Args)]
-pub(crate) struct TokenListArgs {
-    #[command(flatten)]
-    pub(crate) format: FormatArgs,
 }
 
 /// `baton token revoke`.

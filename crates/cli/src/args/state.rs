@@ -36,7 +36,7 @@ pub(crate) enum StateCommand {
     Summary(ScopeFormatArgs),
     /// Every ledger: its kind, key and number of events.
     #[command(after_help = "Example:\n  baton state list --json")]
-    List(FormatOnly),
+    List(FormatArgs),
 }
 
 /// One of `--run`, `--task`, `--session`.
@@ -59,13 +59,6 @@ pub(crate) struct ScopeArgs {
 pub(crate) struct ScopeFormatArgs {
     #[command(flatten)]
     pub(crate) scope: ScopeArgs,
-    #[command(flatten)]
-    pub(crate) format: FormatArgs,
-}
-
-/// A format only.
-#[derive(Debug, Args)]
-pub(crate) struct FormatOnly {
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

@@ -35,7 +35,7 @@ pub(crate) fn run(command: &StateCommand) -> u8 {
                 .await
             }
             StateCommand::Record(args) => record::record(args).await,
-            StateCommand::List(args) => list(args.format.format()).await,
+            StateCommand::List(format) => list(format.format()).await,
         }
     })
 }

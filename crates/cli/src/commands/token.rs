@@ -28,15 +28,15 @@ pub(crate) fn run(command: &TokenCommand) -> u8 {
                     args.name
                 ));
             }
-            TokenCommand::List(args) => {
+            TokenCommand::List(format) => {
                 let rows = tokens::list(&store).await.map_err(failure)?;
-                let text = match args.format.format() {
+                let text = match format.format() {
                     Format::Json | Format::Yaml => {
                         let rows: Vec<_> = rows
                             .iter()
                             .map(|row| json!({"name": row.name, "created_at": utc(row.created_at)}))
                             .collect();
-                        output::json_or_yaml(args.format.format(), &rows)
+                        output::json_or_yaml(format.format(), &rows)
                     }
                     Format::Table => {
                         if rows.is_empty() {
