@@ -72,15 +72,15 @@ pub fn main() -> ExitCode {
     let listening = observe::install(settings::observability());
     let code = match cli.command {
         Command::Parse(args) => commands::parse::run(&args),
-        Command::Lint(args) => commands::lint::run(&args),
+        Command::Lint(args) => commands::lint::run(&args).unwrap_or_else(|code| code),
         Command::Init(args) => commands::init::run(&args),
-        Command::Check(args) => commands::check::run(&args),
-        Command::Compile(args) => commands::compile::run(&args),
+        Command::Check(args) => commands::check::run(&args).unwrap_or_else(|code| code),
+        Command::Compile(args) => commands::compile::run(&args).unwrap_or_else(|code| code),
         Command::List(args) => commands::list::run(&args),
         Command::Completions(args) => commands::completions::run(&args),
         Command::Prune(args) => commands::prune::run(&args),
-        Command::Run(args) => commands::run::run(&args),
-        Command::Resume(args) => commands::run::resume(&args),
+        Command::Run(args) => commands::run::run(&args).unwrap_or_else(|code| code),
+        Command::Resume(args) => commands::run::resume(&args).unwrap_or_else(|code| code),
         Command::Verify(args) => commands::verify::run(&args),
         Command::Rerun(args) => commands::run::rerun(&args),
         Command::Cancel(args) => commands::run::cancel(&args),
@@ -89,7 +89,9 @@ pub fn main() -> ExitCode {
         Command::Fail(args) => commands::driver::fail(&args),
         Command::Runs(args) => commands::runs::run(&args),
         Command::Agents(command) => match &*command {
-            args::agents::AgentsCommand::Check(args) => commands::agents::check(args),
+            args::agents::AgentsCommand::Check(args) => {
+                commands::agents::check(args).unwrap_or_else(|code| code)
+            }
         },
         Command::Gate(command) => commands::gate::run(&command),
         Command::State(command) => commands::state::run(&command),

@@ -12,11 +12,8 @@ use crate::{exit_code, output, settings};
 /// with `--probe`, also asks them for a one-word answer. Exits non-zero
 /// when a profile a role is mapped to (`[agents.*]`) cannot run here, or a
 /// probe fails.
-pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
-    let config = match super::or_usage(settings::agent_config(&super::project_dir())) {
-        Ok(config) => config,
-        Err(code) => return code,
-    };
+pub(crate) fn check(args: &AgentsCheckArgs) -> Result<u8, u8> {
+    let config = super::or_usage(settings::agent_config(&super::project_dir()))?;
     if let Some(unknown) = args
         .profiles
         .iter()
@@ -27,7 +24,7 @@ pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
             "error: there is no profile `{unknown}`: the profiles are {} (a `[profiles.{unknown}]` table in baton.toml adds one)",
             known.join(", ")
         ));
-        return exit_code::USAGE;
+        return Err(exit_code::USAGE);
     }
     let results = check_profiles(
         config
@@ -41,16 +38,18 @@ pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
             output::stderr_line(
                 "error: nothing to probe: baton.toml maps no role to a profile; name the profiles to probe (`baton agents check --probe claude`) or add [agents.default]",
             );
-            return exit_code::USAGE;
+            return Err(exit_code::USAGE);
         }
         let checks: Vec<_> = results
             .iter()
             .map(|(name, _, result)| (*name, result.clone()))
             .collect();
-        match super::or_usage(agents_probe::run(&config, targets, &checks, args.timeout)) {
-            Ok(probed) => Some(probed),
-            Err(code) => return code,
-        }
+        Some(super::or_usage(agents_probe::run(
+            &config,
+            targets,
+            &checks,
+            args.timeout,
+        ))?)
     } else {
         None
     };
@@ -121,11 +120,11 @@ pub(crate) fn check(args: &AgentsCheckArgs) -> u8 {
         }
     };
     output::stdout(&text);
-    refusal(
+    Ok(refusal(
         &config,
         &results,
         probed.as_ref().map(|(probed, _)| probed.as_slice()),
-    )
+    ))
 }
 
 /// Checks each profile (`baton_executor::profile::check`): one

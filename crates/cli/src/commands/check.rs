@@ -39,13 +39,10 @@ struct CheckJson<'a> {
     ready: bool,
 }
 
-pub(crate) fn run(args: &CheckArgs) -> u8 {
+pub(crate) fn run(args: &CheckArgs) -> Result<u8, u8> {
     let format = args.format.format();
     let as_json = format == Format::Json;
-    let options = match super::compile_options(&args.params) {
-        Ok(options) => options,
-        Err(code) => return code,
-    };
+    let options = super::compile_options(&args.params)?;
     let loader = super::loader();
     let lint = baton_workflow::lint::lint(&args.file, &loader, &options, args.strict);
     let plan = if lint.valid {
@@ -56,26 +53,20 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
             Err(failure) => {
                 // Linted valid, but not a workflow that can run: a fragment.
                 report::emit(&failure.errors, as_json);
-                return exit_code::INVALID_WORKFLOW;
+                return Ok(exit_code::INVALID_WORKFLOW);
             }
         }
     } else {
         None
     };
-    let agents = match super::or_usage(settings::project_agents(&super::project_dir())) {
-        Ok(agents) => agents,
-        Err(code) => return code,
-    };
+    let agents = super::or_usage(settings::project_agents(&super::project_dir()))?;
     let found = plan.as_ref().map_or_else(AgentCheck::default, |plan| {
         check_agents(plan, agents.as_ref())
     });
     let mut checked = found.checked.clone();
     let probed = match (&agents, args.probe) {
         (Some(config), true) if lint.valid && checked.problems.is_empty() => {
-            match super::or_usage(probe(config, &found, args.timeout)) {
-                Ok(probed) => Some(probed),
-                Err(code) => return code,
-            }
+            Some(super::or_usage(probe(config, &found, args.timeout))?)
         }
         _ => None,
     };
@@ -131,7 +122,7 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
             output::stdout(&text);
         }
     }
-    if !lint.valid {
+    Ok(if !lint.valid {
         exit_code::INVALID_WORKFLOW
     } else if !checked.problems.is_empty() {
         output::stderr_line(
@@ -141,7 +132,7 @@ pub(crate) fn run(args: &CheckArgs) -> u8 {
     } else {
         output::stderr_line(&format!("ready: `baton run {}` would start", args.file));
         exit_code::SUCCESS
-    }
+    })
 }
 
 /// What [`check_agents`] found.

@@ -8,17 +8,14 @@ use crate::args::{CompileArgs, CompileFormat};
 use crate::commands::graph;
 use crate::{exit_code, output, report};
 
-pub(crate) fn run(args: &CompileArgs) -> u8 {
+pub(crate) fn run(args: &CompileArgs) -> Result<u8, u8> {
     let format = if args.json {
         CompileFormat::Json
     } else {
         args.format
     };
     let as_json = format == CompileFormat::Json;
-    let options = match super::compile_options(&args.params) {
-        Ok(options) => options,
-        Err(code) => return code,
-    };
+    let options = super::compile_options(&args.params)?;
     let loader = super::loader();
     let compiled = baton_workflow::load(&args.file, &loader).and_then(|loaded| {
         baton_workflow::compile(&loaded, &options, &loader).map(|plan| {
@@ -30,7 +27,7 @@ pub(crate) fn run(args: &CompileArgs) -> u8 {
         Ok(compiled) => compiled,
         Err(failure) => {
             report::emit(&[failure.warnings, failure.errors].concat(), as_json);
-            return exit_code::INVALID_WORKFLOW;
+            return Ok(exit_code::INVALID_WORKFLOW);
         }
     };
     if args.strict && !warnings.is_empty() {
@@ -43,7 +40,7 @@ pub(crate) fn run(args: &CompileArgs) -> u8 {
             .collect();
         report::emit(&errors, as_json);
         output::stderr_line("error: warnings are errors under --strict");
-        return exit_code::INVALID_WORKFLOW;
+        return Ok(exit_code::INVALID_WORKFLOW);
     }
     report::emit(&warnings, as_json);
     for warning in &plan.contract_warnings {
@@ -52,7 +49,7 @@ pub(crate) fn run(args: &CompileArgs) -> u8 {
     let text = match format {
         CompileFormat::Json => {
             output::write_json(&plan_view(&plan));
-            return exit_code::SUCCESS;
+            return Ok(exit_code::SUCCESS);
         }
         CompileFormat::Yaml => output::yaml(&plan_view(&plan)),
         CompileFormat::Table => table(&plan),
@@ -60,7 +57,7 @@ pub(crate) fn run(args: &CompileArgs) -> u8 {
         CompileFormat::Dot => graph::dot(&plan),
     };
     output::stdout(&text);
-    exit_code::SUCCESS
+    Ok(exit_code::SUCCESS)
 }
 
 /// The plan as JSON: the reference engine's keys, in its order, then
@@ -416,7 +413,11 @@ fn run_by(spec: &baton_workflow::schema::Stage) -> String {
 }
 
 /// `baton run --dry-run`: the plan, and nothing recorded or run.
-pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as_json: bool) -> u8 {
+pub(crate) fn dry_run(
+    file: &str,
+    options: &baton_workflow::compile::Options,
+    as_json: bool,
+) -> Result<u8, u8> {
     let loader = super::project_loader();
     let compiled = baton_workflow::load(&super::workflow_file(file), &loader).and_then(|loaded| {
         baton_workflow::compile(&loaded, options, &loader).map(|plan| (plan, loaded.warnings))
@@ -425,7 +426,7 @@ pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as
         Ok(compiled) => compiled,
         Err(failure) => {
             report::emit(&[failure.warnings, failure.errors].concat(), as_json);
-            return exit_code::INVALID_WORKFLOW;
+            return Ok(exit_code::INVALID_WORKFLOW);
         }
     };
     report::emit(&warnings, as_json);
@@ -436,16 +437,13 @@ pub(crate) fn dry_run(file: &str, options: &baton_workflow::compile::Options, as
     }
     // What `run` checks before it records anything, and more: each
     // profile's CLI is asked for its version, as `baton check` does.
-    let agents = match super::or_usage(crate::settings::project_agents(&super::project_dir())) {
-        Ok(agents) => agents,
-        Err(code) => return code,
-    };
+    let agents = super::or_usage(crate::settings::project_agents(&super::project_dir()))?;
     let checked = super::check::check_agents(&plan, agents.as_ref()).checked;
     super::check::print_checked(&checked);
     output::stderr_line("dry run: nothing was recorded or run");
-    if checked.problems.is_empty() {
+    Ok(if checked.problems.is_empty() {
         exit_code::SUCCESS
     } else {
         exit_code::REFUSED
-    }
+    })
 }

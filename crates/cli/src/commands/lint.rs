@@ -17,11 +17,8 @@ struct LintJson<'a> {
     fragment: bool,
 }
 
-pub(crate) fn run(args: &LintArgs) -> u8 {
-    let options = match super::compile_options(&args.params) {
-        Ok(options) => options,
-        Err(code) => return code,
-    };
+pub(crate) fn run(args: &LintArgs) -> Result<u8, u8> {
+    let options = super::compile_options(&args.params)?;
     let loader = super::loader();
     let lint = baton_workflow::lint::lint(&args.file, &loader, &options, args.strict);
     let format = args.format.format();
@@ -57,11 +54,11 @@ pub(crate) fn run(args: &LintArgs) -> u8 {
             ));
         }
     }
-    if lint.valid {
+    Ok(if lint.valid {
         exit_code::SUCCESS
     } else {
         exit_code::INVALID_WORKFLOW
-    }
+    })
 }
 
 /// `--strict` for a command that runs the workflow: the lint's warnings

@@ -133,17 +133,14 @@ async fn drive_to_exit(
 }
 
 /// `baton run`.
-pub(crate) fn run(args: &RunArgs) -> u8 {
+pub(crate) fn run(args: &RunArgs) -> Result<u8, u8> {
     let format = args.format.format();
     let as_json = format == Format::Json;
-    let options = match super::compile_options(&args.params) {
-        Ok(options) => options,
-        Err(code) => return code,
-    };
+    let options = super::compile_options(&args.params)?;
     if args.strict
         && let Some(code) = super::lint::strict_refusal(&args.file, &options, as_json)
     {
-        return code;
+        return Ok(code);
     }
     if args.dry_run {
         return super::compile::dry_run(&args.file, &options, as_json);
@@ -162,9 +159,9 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
     };
     if args.driver == crate::args::driver::DriverArg::External {
         // Needs no agent profiles: baton spawns nothing for this run.
-        return super::driver::create(&request, format);
+        return Ok(super::driver::create(&request, format));
     }
-    block_on_exit(async {
+    block_on(async {
         let drive = drive_options(false, args.wait_gates, !args.no_local_worker)?;
         // The workflow compiles on a thread of its own while the store
         // opens: both take a millisecond or more before the run can be
@@ -198,16 +195,13 @@ pub(crate) fn run(args: &RunArgs) -> u8 {
 }
 
 /// `baton resume`.
-pub(crate) fn resume(args: &ResumeArgs) -> u8 {
+pub(crate) fn resume(args: &ResumeArgs) -> Result<u8, u8> {
     let format = args.format.format();
-    let run_id = match block_on(super::run_ref::open_with_run(&args.run)) {
-        Ok((_, run_id)) => run_id,
-        Err(code) => return code,
-    };
+    let (_, run_id) = block_on(super::run_ref::open_with_run(&args.run))?;
     if let Some(code) = super::driver::resume_hint(&run_id, format) {
-        return code;
+        return Ok(code);
     }
-    block_on_exit(async {
+    block_on(async {
         let mut options =
             drive_options(args.accept_changes, args.wait_gates, !args.no_local_worker)?;
         options.accept_merge = args.accept_merge;
