@@ -18,9 +18,7 @@ pub(crate) fn terminal_is_dumb() -> bool {
 /// `BATON_FAILPOINT`: the named point crash tests make baton abort at (see
 /// the engine's `failpoint` module), if set and not empty.
 pub(crate) fn failpoint() -> Option<String> {
-    std::env::var_os("BATON_FAILPOINT")
-        .filter(|point| !point.is_empty())
-        .map(|point| point.to_string_lossy().into_owned())
+    var_os("BATON_FAILPOINT").map(|point| point.to_string_lossy().into_owned())
 }
 
 /// The `PATH` baton was started with, where agent CLIs are looked for.
@@ -35,6 +33,11 @@ pub(crate) fn millis(name: &str) -> Option<std::time::Duration> {
         .ok()
         .and_then(|value| value.trim().parse::<u64>().ok())
         .map(std::time::Duration::from_millis)
+}
+
+/// A variable's value as the system holds it, if it is set and not empty.
+fn var_os(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|value| !value.is_empty())
 }
 
 /// A variable's value, trimmed, if it is set and not blank.
@@ -60,17 +63,13 @@ pub(crate) fn mcp_context() -> baton_server::mcp::StdioContext {
 /// (`BATON_PROJECT_DIR`, which baton sets with `BATON_RUN_ID` for every
 /// stage), if it is one.
 pub(crate) fn stage_project_dir() -> Option<PathBuf> {
-    std::env::var_os("BATON_RUN_ID").filter(|run| !run.is_empty())?;
-    std::env::var_os("BATON_PROJECT_DIR")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
+    var_os("BATON_RUN_ID")?;
+    var_os("BATON_PROJECT_DIR").map(PathBuf::from)
 }
 
 /// The project directory `BATON_PROJECT` names, if set and not empty.
 pub(crate) fn project_from_env() -> Option<PathBuf> {
-    std::env::var_os(PROJECT)
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
+    var_os(PROJECT).map(PathBuf::from)
 }
 
 /// Who listens to baton's spans, as the environment says.
@@ -146,7 +145,7 @@ impl StoreLocation {
 /// `project_dir`. A value baton cannot read is refused rather than taken
 /// for a file name: that would run against a new, empty store and succeed.
 pub(crate) fn store_location(project_dir: &Path) -> Result<StoreLocation, String> {
-    let Some(value) = std::env::var_os(DATABASE_URL).filter(|value| !value.is_empty()) else {
+    let Some(value) = var_os(DATABASE_URL) else {
         return Ok(StoreLocation::Sqlite(
             project_dir.join(".baton").join("baton.db"),
         ));
