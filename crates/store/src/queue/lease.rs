@@ -275,6 +275,11 @@ impl Store {
     /// clock): the expiry counts as an attempt, so a job whose attempts are
     /// spent is dead, with the reason. Returns the ids reaped.
     ///
+    /// Jobs another transaction holds are left to it (PostgreSQL's `SKIP
+    /// LOCKED`): every worker reaps, and reapers that waited for each
+    /// other's rows deadlocked, each cycle costing the database's deadlock
+    /// timeout. A skipped job is reaped by the next sweep if it still needs it.
+    ///
     /// # Errors
     ///
     /// The write fails.
@@ -285,7 +290,8 @@ impl Store {
                  || CAST(attempts AS TEXT) || ' of ' || CAST(max_attempts AS TEXT), \
              finished_at = CASE WHEN attempts >= max_attempts THEN {now} ELSE NULL END, \
              not_before = {now}, lease_until = 0 \
-             WHERE status = 'running' AND lease_until < {now} RETURNING id",
+             WHERE id IN (SELECT id FROM jobs WHERE status = 'running' AND lease_until < {now} \
+             {skip_locked}) RETURNING id",
         );
         let mut tx = self.begin().await?;
         let ids: Vec<i64> = tx.fetch_all(sql, &[], "reap expired leases").await?;

@@ -132,6 +132,7 @@ conformance! {
         stale_epoch_completion_is_rejected,
         heartbeat_extends_and_reports_lost_leases,
         reaper_counts_attempts_and_poison_ends_in_error,
+        reaper_skips_jobs_another_transaction_holds,
         failures_retry_with_backoff_until_max_attempts,
         terminal_and_deferred_outcomes,
         release_does_not_count_an_attempt,

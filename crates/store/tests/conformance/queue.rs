@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use baton_store::queue::{MAX_DEFERRALS, status};
 use baton_store::{ClaimRequest, Completion, JobFilter, JobOutcome, NewJob, Settled, Store};
+use sqlx::{Connection, PgConnection};
 
-use crate::harness::Fresh;
+use crate::harness::{Backend, Fresh};
 
 fn job(key: Option<&str>) -> NewJob {
     NewJob {
@@ -184,6 +185,36 @@ pub(crate) async fn heartbeat_extends_and_reports_lost_leases(fresh: Fresh) {
     expire(&store).await;
     let lost = store.heartbeat("w", &held, 100).await.unwrap();
     assert_eq!(lost, held);
+}
+
+/// Every worker reaps: a reaper that waited for a job another transaction
+/// holds could deadlock with a reaper holding the job it waits for next.
+/// It skips that job instead, and a later sweep reaps it. (SQLite serialises
+/// its writers, so there no two transactions hold jobs at once.)
+pub(crate) async fn reaper_skips_jobs_another_transaction_holds(fresh: Fresh) {
+    if fresh.backend() == Backend::Sqlite {
+        return;
+    }
+    let store = fresh.open().await;
+    store.enqueue(&[job(None), job(None)]).await.unwrap();
+    let claimed = store.claim(&claim("w", 2, 50)).await.unwrap();
+    let (held, free) = (claimed[0].id, claimed[1].id);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let mut other = PgConnection::connect(fresh.location()).await.unwrap();
+    let mut tx = other.begin().await.unwrap();
+    sqlx::query("SELECT id FROM jobs WHERE id = $1 FOR UPDATE")
+        .bind(held)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let reaped = tokio::time::timeout(Duration::from_secs(10), store.reap_expired())
+        .await
+        .expect("the reaper waited for a job another transaction holds")
+        .unwrap();
+    assert_eq!(reaped, vec![free]);
+    tx.rollback().await.unwrap();
+    assert_eq!(store.reap_expired().await.unwrap(), vec![held]);
+    assert_eq!(store.queue_counters().await.unwrap().lease_expiries, 2);
 }
 
 pub(crate) async fn reaper_counts_attempts_and_poison_ends_in_error(fresh: Fresh) {
