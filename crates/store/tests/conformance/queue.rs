@@ -190,7 +190,7 @@ pub(crate) async fn heartbeat_extends_and_reports_lost_leases(fresh: Fresh) {
 /// Every worker reaps: a reaper that waited for a job another transaction
 /// holds could deadlock with a reaper holding the job it waits for next.
 /// It skips that job instead, and a later sweep reaps it. (SQLite serialises
-/// its writers, so there no two transactions hold jobs at once.)
+/// its writers: no two transactions hold jobs at once there.)
 pub(crate) async fn reaper_skips_jobs_another_transaction_holds(fresh: Fresh) {
     if fresh.backend() == Backend::Sqlite {
         return;
