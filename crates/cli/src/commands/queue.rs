@@ -118,11 +118,12 @@ fn print_report(report: &WorkerReport, owner: &str, format: Format) {
         "stale": report.stale,
         "lost": report.lost,
         "reaped": report.reaped,
+        "store_errors": report.store_errors,
     });
     match format {
         Format::Json | Format::Yaml => output::stdout(&output::json_or_yaml(format, &value)),
         Format::Table => output::stderr_line(&format!(
-            "worker {owner}: {} claimed, {} succeeded, {} failed, {} dead, {} requeued, {} stale outcomes rejected, {} leases lost, {} expired leases reaped",
+            "worker {owner}: {} claimed, {} succeeded, {} failed, {} dead, {} requeued, {} stale outcomes rejected, {} leases lost, {} expired leases reaped, {} store errors retried",
             report.claimed,
             report.succeeded,
             report.failed,
@@ -130,7 +131,8 @@ fn print_report(report: &WorkerReport, owner: &str, format: Format) {
             report.requeued,
             report.stale,
             report.lost,
-            report.reaped
+            report.reaped,
+            report.store_errors
         )),
     }
 }

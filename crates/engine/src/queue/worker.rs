@@ -43,6 +43,9 @@ pub struct WorkerReport {
     pub lost: u64,
     /// Expired leases of any worker this one requeued.
     pub reaped: u64,
+    /// Claims, outcomes and lease sweeps the store failed, each tried
+    /// again: a database that was down or refused for a while.
+    pub store_errors: u64,
 }
 
 /// How long a finished job's outcome waits for others to share its commit.
@@ -136,6 +139,7 @@ pub async fn work(
                 Err(_) => {
                     // Kept for the next round: a restarted database or a
                     // dropped connection is worth waiting out.
+                    report.store_errors += 1;
                     claim_after = Instant::now() + options.poll;
                     tokio::time::sleep(options.poll).await;
                 }
@@ -177,11 +181,14 @@ pub async fn work(
                 }
             }
             _ = sweep.tick() => {
-                if let Ok(reaped) = store.reap_expired().await {
-                    report.reaped += reaped.len() as u64;
-                    if !reaped.is_empty() {
-                        claim_after = Instant::now();
+                match store.reap_expired().await {
+                    Ok(reaped) => {
+                        report.reaped += reaped.len() as u64;
+                        if !reaped.is_empty() {
+                            claim_after = Instant::now();
+                        }
                     }
+                    Err(_) => report.store_errors += 1,
                 }
             }
             _ = tokio::time::sleep_until(claim_after), if wake_for_claim => {}
