@@ -13,15 +13,19 @@
 //! * **Escapees.** A descendant that calls `setsid` (or `setpgid`) leaves
 //!   the group. Children carry a marker variable in their environment (see
 //!   [`ProcessSpec::marker`](crate::ProcessSpec::marker)), inherited by
-//!   everything they start; [`marked_processes`] finds them in `/proc` and
-//!   [`kill_marked_processes`] kills them. A process that scrubs its own
-//!   environment still escapes; closing that gap needs a cgroup.
+//!   everything they start. Baton is a child subreaper, so a descendant
+//!   whose parent dies becomes baton's child: when a stage ends,
+//!   [`kill_leftovers`] looks for its group's members and its marker among
+//!   baton's children only, kills them and reaps them. After a crash,
+//!   [`kill_marked_processes`] searches all of `/proc` for the marker. A
+//!   process that leaves the group and scrubs its own environment still
+//!   escapes; closing that gap needs a cgroup.
 
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::Pid;
 
 /// How long [`kill_group_if_alive`] waits for a killed group to vanish.
@@ -74,166 +78,20 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
 ///
 /// Processes of other users whose environment cannot be read are skipped.
 pub fn marked_processes(name: &str, value: &str) -> Vec<u32> {
-    marked_processes_since(name, value, 0, None, None, || false)
+    let needle = format!("{name}={value}").into_bytes();
+    let own = std::process::id();
+    proc_pids()
+        .filter(|&pid| pid != own && is_marked(pid, &needle))
+        .collect()
 }
 
 /// Sends SIGKILL to every process [`marked_processes`] finds, rescanning
 /// until none is left (a few rounds at most), and returns how many were
 /// signalled.
 pub fn kill_marked_processes(name: &str, value: &str) -> usize {
-    kill_until_gone(|| marked_processes_since(name, value, 0, None, None, || false))
-}
-
-/// SIGKILLs marked processes started at or after `since` (clock ticks since
-/// boot); older processes cannot be descendants of a child started at
-/// `since`, and skipping them saves reading their environment.
-///
-/// `leader` leads the group whose escapees are swept. When `forks_before`
-/// is the system's fork count ([`forks`]) read before the leader was
-/// started, `leader` is also the process they descend from: pids are handed
-/// out in increasing order, so unless the counter wrapped since the leader
-/// started, every descendant has a pid between the leader's and the last
-/// one handed out, and the scan reads nothing about other processes. That
-/// keeps the sweep cheap: a few `/proc` reads. (When no process but other
-/// stages' leaders was started since the leader, [`alone_since_start`]
-/// spares the sweep altogether.) `started` is an instant from before the
-/// leader's start.
-pub(crate) fn sweep_marked(
-    name: &str,
-    value: &str,
-    since: u64,
-    leader: u32,
-    forks_before: Option<u64>,
-    started: Instant,
-) -> usize {
-    let min_pid = Some((leader, started)).filter(|_| forks_before.is_some());
-    kill_until_gone(|| {
-        // Reading the pids one by one is complete only if the pid counter
-        // has not gone all the way round since the leader started: it could
-        // then have come back above the leader, below some descendant.
-        // Asked only when some pid was handed out after the leader's.
-        let unwrapped = || {
-            too_soon_to_wrap(started.elapsed())
-                || forks_before.zip(forks()).is_some_and(|(before, now)| {
-                    now.saturating_sub(before) <= u64::from(DIRECT_RANGE)
-                })
-        };
-        marked_processes_since(name, value, since, min_pid, Some(leader), unwrapped)
-    })
-}
-
-/// Whether the exited leader `leader` is provably alone in its group: no
-/// pid was handed out since it started except to leaders started here.
-/// Every descendant would hold a pid handed out after the leader's, so its
-/// group then holds only the leader's zombie, nothing carries its marker,
-/// and neither the group kill nor the sweep has anything to reach. In a
-/// chain of stages that fork nothing, on an otherwise quiet machine, that
-/// is most stages: any other process, or a thread of baton's, that takes a
-/// pid in the meantime makes the answer `false`.
-///
-/// This is [`marked_processes_since`]'s reasoning without reading any
-/// process: the pid counter must not have wrapped since the leader started
-/// (see [`sweep_marked`]). A process started before the leader that moved
-/// into its group (same session, `setpgid` to that number) is not in the
-/// range; it is killed by its own attempt's sweep, as a descendant that
-/// moved into another group is (see [`register_live`]).
-pub(crate) fn alone_since_start(leader: u32, forks_before: Option<u64>, started: Instant) -> bool {
-    let Some(last) = last_pid() else {
-        return false;
-    };
-    if last == leader {
-        // The leader's pid is still held by its zombie: the counter
-        // cannot have come round to hand it out again.
-        return true;
-    }
-    if last < leader || last - leader > DIRECT_RANGE {
-        return false;
-    }
-    let unwrapped = too_soon_to_wrap(started.elapsed())
-        || forks_before
-            .zip(forks())
-            .is_some_and(|(before, now)| now.saturating_sub(before) <= u64::from(DIRECT_RANGE));
-    unwrapped && all_started_here_since(leader + 1..=last, started)
-}
-
-/// More pids than any machine hands out in a second. Creating a process
-/// or thread takes microseconds of one core and every pid is taken under
-/// one kernel lock; measured rates are in the hundreds of thousands per
-/// second.
-const MAX_PIDS_PER_SECOND: u128 = 10_000_000;
-
-/// The lowest pid the counter goes back to when it wraps
-/// (`RESERVED_PIDS` in the kernel).
-const FIRST_PID_AFTER_WRAP: u64 = 300;
-
-/// Whether the pid counter cannot have gone all the way round in
-/// `elapsed`: it would have handed out more pids than the system has
-/// (`pid_max`, less the reserved ones) faster than
-/// [`MAX_PIDS_PER_SECOND`]. This spares most sweeps a read of `/proc/stat`,
-/// which the kernel builds from every CPU's counters: with stages running
-/// side by side, nearly every stage's sweep asked for it.
-fn too_soon_to_wrap(elapsed: Duration) -> bool {
-    let mut buffer = [0; 32];
-    let Some(pid_max) = PID_MAX
-        .read(&mut buffer)
-        .and_then(|text| text.trim().parse::<u64>().ok())
-    else {
-        return false;
-    };
-    let at_most = elapsed.as_nanos().saturating_mul(MAX_PIDS_PER_SECOND) / 1_000_000_000;
-    at_most < u128::from(pid_max.saturating_sub(FIRST_PID_AFTER_WRAP))
-}
-
-/// How many processes and threads the system has created since boot (the
-/// `processes` line of `/proc/stat`), if readable.
-pub(crate) fn forks() -> Option<u64> {
-    // Two cores' worth of `/proc/stat` is about 1 KB; a large machine's
-    // does not fit, and the sweep then lists `/proc`.
-    let mut buffer = [0; 16 * 1024];
-    let count = PROC_STAT
-        .read(&mut buffer)?
-        .lines()
-        .find_map(|line| line.strip_prefix("processes "))?
-        .trim()
-        .parse()
-        .ok()?;
-    *LAST_FORKS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((Instant::now(), count));
-    Some(count)
-}
-
-/// A fork count read before now, for a process about to start: the last
-/// one [`forks`] read if that was recent, else a fresh one.
-///
-/// Any count read before a leader starts serves as its `forks_before` (see
-/// [`sweep_marked`]): an older one only counts more processes since, which
-/// at worst sends the sweep to list `/proc`. With stages ending and starting
-/// one after another, the last sweep's count is a few processes old, and
-/// `/proc/stat` (the costliest file the sweep reads) is read once per stage
-/// instead of twice.
-pub(crate) fn forks_before_start() -> Option<u64> {
-    let recent = *LAST_FORKS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    match recent {
-        Some((at, count)) if at.elapsed() < RECENT_FORKS => Some(count),
-        _ => forks(),
-    }
-}
-
-/// The last fork count read, and when.
-static LAST_FORKS: std::sync::Mutex<Option<(Instant, u64)>> = std::sync::Mutex::new(None);
-
-/// How old a fork count [`forks_before_start`] reuses may be.
-const RECENT_FORKS: Duration = Duration::from_millis(100);
-
-/// SIGKILLs what `find` returns, rescanning until it returns nothing (a few
-/// rounds at most); returns how many were signalled.
-fn kill_until_gone(find: impl Fn() -> Vec<u32>) -> usize {
     let mut killed = 0;
     for _ in 0..SWEEP_ROUNDS {
-        let pids = find();
+        let pids = marked_processes(name, value);
         if pids.is_empty() {
             break;
         }
@@ -246,76 +104,152 @@ fn kill_until_gone(find: impl Fn() -> Vec<u32>) -> usize {
     killed
 }
 
-/// Groups whose leader this process started and still supervises.
+/// Makes baton a child subreaper, once: a process whose parent dies is
+/// handed to baton instead of init. What a stage leaves running when its
+/// leader exits (a background job, a daemon that double-forked and called
+/// `setsid`) therefore stays baton's child, and [`kill_leftovers`] finds it
+/// among baton's few children instead of searching every process on the
+/// machine. Returns whether baton is one.
+pub(crate) fn adopt_orphans() -> bool {
+    static ADOPTING: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ADOPTING.get_or_init(|| nix::sys::prctl::set_child_subreaper(true).is_ok())
+}
+
+/// Kills what is left of an attempt whose leader, `pgid`, has exited but
+/// is not reaped yet (so the group id is still its own): every member of
+/// its group, and every process carrying `marker` (`name=value`) that left
+/// the group.
+///
+/// Baton being a subreaper ([`adopt_orphans`]), each of them is baton's
+/// child by now, or becomes one when the process above it dies. So each
+/// round kills the group, then kills and reaps the children that belong to
+/// the attempt, and looks again, until none is left; at most
+/// [`GROUP_VANISH_TIMEOUT`] is spent waiting for them to die. A process that
+/// left the group and scrubbed the marker from its environment is not found.
+/// Without the subreaper, `/proc` is searched for the marker.
+pub(crate) fn kill_leftovers(pgid: u32, marker: Option<&(String, String)>) {
+    if !adopt_orphans() {
+        signal_group(pgid, Signal::SIGKILL);
+        if let Some((name, value)) = marker {
+            kill_marked_processes(name, value);
+        }
+        return;
+    }
+    let deadline = Instant::now() + GROUP_VANISH_TIMEOUT;
+    loop {
+        signal_group(pgid, Signal::SIGKILL);
+        let leftovers = adopted(pgid, marker);
+        if leftovers.is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        for &pid in &leftovers {
+            let _ = kill(to_pid(pid), Signal::SIGKILL);
+        }
+        for pid in leftovers {
+            reap_by(pid, deadline);
+        }
+    }
+}
+
+/// Baton's children that belong to the attempt whose group is `pgid`: the
+/// group's members, and processes outside every live group that carry
+/// `marker`. Other attempts' leaders and members are left to them.
+///
+/// A child found dead outside baton's own process group and every live one
+/// is reaped on the way: a stage's descendant that exited by itself after
+/// its stage ended (baton's own helpers, `git` and the like, stay in
+/// baton's group and are reaped by whoever started them).
+fn adopted(pgid: u32, marker: Option<&(String, String)>) -> Vec<u32> {
+    let children = own_children();
+    if children.is_empty() {
+        return children;
+    }
+    let live = live_groups();
+    let mut needle = None;
+    let mut found = Vec::new();
+    for pid in children {
+        // The leader is reaped by whoever started it.
+        if pid == pgid || live.contains(&pid) {
+            continue;
+        }
+        let Some(stat) = ProcStat::read(pid) else {
+            continue;
+        };
+        let dead = stat.state == 'Z' || stat.state == 'X';
+        if stat.pgrp == pgid {
+            found.push(pid);
+        } else if live.contains(&stat.pgrp) || stat.pgrp == own_group() {
+            // Another attempt's, or baton's own.
+        } else if dead {
+            let _ = waitpid(to_pid(pid), Some(WaitPidFlag::WNOHANG));
+        } else if let Some((name, value)) = marker {
+            let needle = needle.get_or_insert_with(|| format!("{name}={value}").into_bytes());
+            if is_marked(pid, needle) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+/// The pids of baton's children, read from its main thread's `children`
+/// file, where the kernel puts the processes it hands to a subreaper; when
+/// that file is missing (a kernel built without it), from every process's
+/// parent in `/proc`.
+fn own_children() -> Vec<u32> {
+    static CHILDREN: std::sync::OnceLock<KeptOpen> = std::sync::OnceLock::new();
+    let file = CHILDREN.get_or_init(|| {
+        let path = format!("/proc/self/task/{}/children", std::process::id());
+        KeptOpen::new(Box::leak(path.into_boxed_str()))
+    });
+    let mut buffer = [0; 16 * 1024];
+    if let Some(text) = file.read(&mut buffer) {
+        return text
+            .split_ascii_whitespace()
+            .filter_map(|pid| pid.parse().ok())
+            .collect();
+    }
+    let own = std::process::id();
+    proc_pids()
+        .filter(|&pid| ProcStat::read(pid).is_some_and(|stat| stat.ppid == own))
+        .collect()
+}
+
+/// Baton's own process group.
+fn own_group() -> u32 {
+    nix::unistd::getpgrp().as_raw().unsigned_abs()
+}
+
+/// Reaps baton's child `pid`, waiting for it to die until `deadline`.
+fn reap_by(pid: u32, deadline: Instant) {
+    while let Ok(WaitStatus::StillAlive) = waitpid(to_pid(pid), Some(WaitPidFlag::WNOHANG)) {
+        if Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Waits until the child `pid` has exited, leaving it unreaped.
+pub(crate) fn wait_exited(pid: u32) {
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+    while waitid(Id::Pid(to_pid(pid)), flags) == Err(Errno::EINTR) {}
+}
+
+/// Groups whose leader this process started and still supervises: a
+/// sweep leaves their leaders and members to them.
 static LIVE_GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
 
 /// Records that the group `pgid` is supervised by an attempt still going
-/// on. A sweep does not read the environment of its members: they are not
-/// escapees (an escapee leaves its group for a new one), and the attempt
-/// that owns them kills its whole group when it ends. With many attempts
-/// at once, that spares every sweep a read of every other attempt's
-/// processes. A descendant that moved into another attempt's group (same
-/// session, `setpgid`) is therefore killed when that attempt ends, not
-/// when its own does.
-///
-/// `started` is an instant from before the leader's start: see
-/// [`STARTED_LEADERS`].
-pub(crate) fn register_live(pgid: u32, started: Instant) {
+/// on (or by a probe waiting for its leader).
+pub(crate) fn register_live(pgid: u32) {
     LIVE_GROUPS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .push(pgid);
-    let mut leaders = STARTED_LEADERS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let (next, entries) = &mut *leaders;
-    entries[*next % entries.len()] = (pgid, Some(started));
-    *next = next.wrapping_add(1);
 }
 
-/// The last leaders this process started, live or reaped, each with an
-/// instant from before its start (0 and `None` for none yet): a ring
-/// written by [`register_live`].
-///
-/// A sweep that reads pids one by one knows the counter has not wrapped
-/// since its leader started, so each pid in its range was handed out once
-/// since then; one handed to a leader baton started since then is that
-/// leader, not a descendant that escaped, even after it was reaped. An
-/// entry from before the leader's start proves nothing: the counter may
-/// have wrapped between it and the leader and handed its pid to one of the
-/// leader's descendants. With stages side by side, most pids in a range
-/// are the other stages' leaders, many of them reaped already, and skipping
-/// them spares a `/proc` read each.
-type StartedRing = (usize, [(u32, Option<Instant>); STARTED_KEPT]);
-static STARTED_LEADERS: std::sync::Mutex<StartedRing> =
-    std::sync::Mutex::new((0, [(0, None); STARTED_KEPT]));
-
-/// How many leaders [`STARTED_LEADERS`] remembers: more than a sweep's
-/// range ([`DIRECT_RANGE`]) holds.
-const STARTED_KEPT: usize = 128;
-
-/// Whether every pid in `pids` is among the last leaders this process
-/// started at or after `since`.
-fn all_started_here_since(pids: std::ops::RangeInclusive<u32>, since: Instant) -> bool {
-    let leaders = STARTED_LEADERS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    pids.into_iter().all(|pid| {
-        pid != 0
-            && leaders
-                .1
-                .iter()
-                .any(|&(leader, started)| leader == pid && started.is_some_and(|at| at >= since))
-    })
-}
-
-/// Whether `pid` is among the last leaders this process started at or after
-/// `since`.
-fn started_here_since(pid: u32, since: Instant) -> bool {
-    all_started_here_since(pid..=pid, since)
-}
-
-/// Undoes [`register_live`] once the attempt that supervised `pgid` ended.
+/// Undoes [`register_live`] once the leader of `pgid` is reaped.
 pub(crate) fn unregister_live(pgid: u32) {
     let mut groups = LIVE_GROUPS
         .lock()
@@ -323,6 +257,13 @@ pub(crate) fn unregister_live(pgid: u32) {
     if let Some(position) = groups.iter().position(|&live| live == pgid) {
         groups.swap_remove(position);
     }
+}
+
+fn live_groups() -> Vec<u32> {
+    LIVE_GROUPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
 }
 
 /// Sends `signal` to process group `pgid`; `false` when no such group exists.
@@ -366,39 +307,18 @@ fn group_has_live_members(pgid: u32) -> bool {
     if killpg(to_pid(pgid), None) == Err(Errno::ESRCH) {
         return false;
     }
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+    proc_pids()
         .filter_map(ProcStat::read)
         .any(|stat| stat.pgrp == pgid && stat.state != 'Z' && stat.state != 'X')
 }
 
-/// The pid the kernel handed out last, if readable.
-fn last_pid() -> Option<u32> {
-    let mut buffer = [0; 32];
-    NS_LAST_PID.read(&mut buffer)?.trim().parse().ok()
-}
-
-/// `/proc/stat`, for [`forks`].
-static PROC_STAT: KeptOpen = KeptOpen::new("/proc/stat");
-
-/// The last pid handed out, for [`last_pid`].
-static NS_LAST_PID: KeptOpen = KeptOpen::new("/proc/sys/kernel/ns_last_pid");
-
-/// The largest pid, for [`too_soon_to_wrap`]. Read at every use: an
-/// administrator may lower it.
-static PID_MAX: KeptOpen = KeptOpen::new("/proc/sys/kernel/pid_max");
-
-/// A `/proc` file read after every stage, opened once.
+/// A `/proc` file read at every stage, opened once.
 ///
-/// Opening `/proc/sys/kernel/ns_last_pid` walks the sysctl tables and
-/// `/proc/stat` its directory: most of what reading them cost. These, and
-/// `pid_max` and `/proc/self/status`, are generated afresh by every read
-/// from offset 0, so the descriptor is kept (close-on-exec, like every
-/// descriptor baton opens) and read with `pread`.
+/// Opening a file under `/proc` walks its directory: most of what reading
+/// it costs. The files kept (baton's children, `/proc/self/status`) are
+/// generated afresh by every read from offset 0, so the descriptor is kept
+/// (close-on-exec, like every descriptor baton opens) and read with
+/// `pread`.
 pub(crate) struct KeptOpen {
     path: &'static str,
     file: std::sync::Mutex<Option<std::fs::File>>,
@@ -471,83 +391,22 @@ fn read_whole<'b>(file: &std::fs::File, buffer: &'b mut [u8]) -> std::io::Result
     Ok(std::str::from_utf8(&buffer[..filled]).ok())
 }
 
-/// The marked processes; `own` is the group being swept, the only live
-/// group (see [`register_live`]) whose members are read.
-///
-/// With `min_pid` (a leader's pid, and an instant from before its start),
-/// only pids from there up to the last one handed out can be descendants
-/// (see [`sweep_marked`]). When that range is short they are
-/// read one by one, without listing `/proc` at all: with stages running
-/// side by side it holds only the other stages' processes, or nothing.
-/// `unwrapped_since` says whether the pid counter surely has not wrapped
-/// since `min_pid` was handed out; it is asked only when that matters.
-fn marked_processes_since(
-    name: &str,
-    value: &str,
-    since: u64,
-    min_pid: Option<(u32, Instant)>,
-    own: Option<u32>,
-    unwrapped_since: impl Fn() -> bool,
-) -> Vec<u32> {
-    let live: Vec<u32> = LIVE_GROUPS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-        .copied()
-        .filter(|&group| Some(group) != own)
-        .collect();
-    let needle = format!("{name}={value}").into_bytes();
-    let own_pid = std::process::id();
-    let marked = |pid: u32| pid != own_pid && is_marked(pid, &needle, since, &live);
-    // Pids are in order only if the counter did not wrap since `min_pid`.
-    let last = last_pid();
-    let min_pid = min_pid.filter(|&(min, _)| last.is_some_and(|last| last >= min));
-    if let (Some((min, started)), Some(last)) = (min_pid, last) {
-        // The leader itself is the group's own, and dead: only pids after
-        // it can be escapees. When none was handed out since, none exists;
-        // the leader's pid, still held by its zombie, cannot have been
-        // handed out again.
-        if last == min {
-            return Vec::new();
-        }
-        if last - min <= DIRECT_RANGE && unwrapped_since() {
-            // A pid in the range that leads a live group is that group's
-            // leader, held by it (or its zombie) since the counter did not
-            // wrap, and one handed to a leader started here since and
-            // reaped has not been handed out again (see `STARTED_LEADERS`):
-            // stages running side by side are skipped unread.
-            return (min + 1..=last)
-                .filter(|&pid| {
-                    !live.contains(&pid) && !started_here_since(pid, started) && marked(pid)
-                })
-                .collect();
-        }
-    }
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
+/// Every pid listed in `/proc`.
+fn proc_pids() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
         .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| min_pid.is_none_or(|(min, _)| pid >= min) && marked(pid))
-        .collect()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
 }
 
-/// The longest range of pids [`marked_processes_since`] reads one by one
-/// rather than listing `/proc`.
-const DIRECT_RANGE: u32 = 64;
-
-/// Whether `pid` is a live process started at or after `since`, outside
-/// the `live` groups, whose environment holds `needle` (`name=value`).
-fn is_marked(pid: u32, needle: &[u8], since: u64, live: &[u32]) -> bool {
+/// Whether `pid` is a live process whose environment holds `needle`
+/// (`name=value`).
+fn is_marked(pid: u32, needle: &[u8]) -> bool {
     let Some(stat) = ProcStat::read(pid) else {
         return false;
     };
-    if stat.start_time < since
-        || stat.state == 'Z'
-        || stat.state == 'X'
-        || live.contains(&stat.pgrp)
-    {
+    if stat.state == 'Z' || stat.state == 'X' {
         return false;
     }
     let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
@@ -569,6 +428,7 @@ fn to_pid(pid: u32) -> Pid {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ProcStat {
     pub(crate) state: char,
+    pub(crate) ppid: u32,
     pub(crate) pgrp: u32,
     pub(crate) start_time: u64,
 }
@@ -590,6 +450,7 @@ impl ProcStat {
         // fields[0] is field 3 (state), so field N is fields[N - 3].
         Some(ProcStat {
             state: fields.first()?.chars().next()?,
+            ppid: fields.get(1)?.parse().ok()?,
             pgrp: fields.get(2)?.parse().ok()?,
             start_time: fields.get(19)?.parse().ok()?,
         })
@@ -607,6 +468,7 @@ mod tests {
             ProcStat::parse(line),
             Some(ProcStat {
                 state: 'R',
+                ppid: 1,
                 pgrp: 4242,
                 start_time: 987_654
             })
@@ -625,93 +487,70 @@ mod tests {
         );
     }
 
+    /// What a group leaves when its leader exits, started from a thread
+    /// other than the main one as stages are: a member of the group and a
+    /// double-forked daemon in a session of its own carrying the marker.
+    /// Both come back to baton, are killed and reaped, not left zombies.
     #[test]
     #[expect(
         clippy::disallowed_methods,
-        reason = "a plain child process, to see the count move"
+        reason = "a leader that leaves processes behind, started by hand"
     )]
-    fn the_fork_count_counts_a_new_process() {
-        let before = forks().expect("/proc/stat has a processes line");
-        std::process::Command::new("true")
-            .status()
-            .expect("true runs");
-        let after = forks().expect("/proc/stat has a processes line");
-        assert!(after > before, "{before} -> {after}");
-    }
-
-    #[test]
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "a plain child process, to see the count move"
-    )]
-    fn a_recent_fork_count_is_reused_before_a_start() {
-        let last_read = || {
-            *LAST_FORKS
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        };
-        let read_at = Instant::now();
-        let before = forks().expect("/proc/stat has a processes line");
-        let ours = last_read();
-        std::process::Command::new("true")
-            .status()
-            .expect("true runs");
-        let reused = forks_before_start().expect("a count");
-        // Reused while recent: the process started since is not counted.
-        // (Read afresh only if this test was paused past the limit, or
-        // replaced by another test's read in the same process meanwhile.)
-        assert!(
-            reused == before || read_at.elapsed() >= RECENT_FORKS || last_read() != ours,
-            "{before} -> {reused}"
+    fn leftovers_come_back_to_baton_and_are_killed_and_reaped() {
+        use std::io::Read;
+        use std::os::unix::process::CommandExt;
+        assert!(adopt_orphans(), "prctl(PR_SET_CHILD_SUBREAPER) failed");
+        let marker = (
+            "BATON_GROUP_TEST".to_owned(),
+            format!("m{}", std::process::id()),
         );
-        assert!(reused <= forks().expect("a count"));
-    }
-
-    #[test]
-    fn the_pid_counter_cannot_wrap_in_a_moment_but_can_in_an_hour() {
-        let pid_max: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
-            .expect("pid_max is readable")
-            .trim()
-            .parse()
-            .expect("pid_max is a number");
-        assert!(too_soon_to_wrap(Duration::ZERO));
-        assert!(too_soon_to_wrap(Duration::from_micros(500)));
-        // Just long enough to hand out every pid at the assumed top rate.
-        let nanos = u64::try_from(
-            u128::from(pid_max - FIRST_PID_AFTER_WRAP) * 1_000_000_000 / MAX_PIDS_PER_SECOND,
-        )
-        .expect("fits");
-        assert!(!too_soon_to_wrap(Duration::from_nanos(nanos + 1)));
-        assert!(!too_soon_to_wrap(Duration::from_secs(3600)));
-    }
-
-    #[test]
-    fn the_last_leaders_started_here_are_remembered_with_their_start() {
-        // Pids above any pid_max, so no real leader collides with them.
-        let first = 5_000_000;
-        let before = Instant::now();
-        for pid in first..first + 10 {
-            register_live(pid, Instant::now());
-            unregister_live(pid);
+        let script = "sleep 300 >/dev/null 2>&1 & echo $!; \
+                      setsid sh -c 'sleep 300 >/dev/null 2>&1 & echo $!'";
+        let (mut leader, pids) = std::thread::spawn(move || {
+            let mut leader = std::process::Command::new("sh")
+                .args(["-c", script])
+                .env(&marker.0, &marker.1)
+                .stdout(std::process::Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .expect("sh starts");
+            let mut text = String::new();
+            let mut stdout = leader.stdout.take().expect("piped");
+            stdout.read_to_string(&mut text).expect("reads");
+            let pids: Vec<u32> = text
+                .split_whitespace()
+                .map(|pid| pid.parse().expect("a pid"))
+                .collect();
+            (leader, pids)
+        })
+        .join()
+        .expect("the thread ends");
+        let pgid = leader.id();
+        wait_exited(pgid);
+        assert_eq!(pids.len(), 2, "{pids:?}");
+        let children = own_children();
+        for &pid in &pids {
+            assert!(children.contains(&pid), "{pid} not among {children:?}");
+            let stat = ProcStat::read(pid).expect("still there");
+            assert_eq!(stat.ppid, std::process::id(), "{pid}");
         }
-        assert!(started_here_since(first, before) && started_here_since(first + 9, before));
-        assert!(all_started_here_since(first..=first + 9, before));
-        assert!(!started_here_since(first + 10, before) && !started_here_since(0, before));
-        assert!(!all_started_here_since(first..=first + 10, before));
-        // An entry from before a leader's start proves nothing about a pid
-        // handed out since (the counter may have wrapped in between).
-        let after = Instant::now();
-        assert!(!started_here_since(first, after));
-        // The ring keeps the last `STARTED_KEPT`: a long run forgets the
-        // oldest.
-        let later = first + 100;
-        let kept = u32::try_from(STARTED_KEPT).expect("small");
-        for pid in later..later + kept {
-            register_live(pid, Instant::now());
-            unregister_live(pid);
+        let daemon = ProcStat::read(pids[1]).expect("the daemon");
+        assert_ne!(daemon.pgrp, pgid, "the daemon left the group");
+        kill_leftovers(
+            pgid,
+            Some(&(
+                "BATON_GROUP_TEST".to_owned(),
+                format!("m{}", std::process::id()),
+            )),
+        );
+        for &pid in &pids {
+            assert!(
+                ProcStat::read(pid).is_none(),
+                "{pid} is still there: {:?}",
+                ProcStat::read(pid)
+            );
         }
-        assert!(!started_here_since(first, before));
-        assert!(all_started_here_since(later..=later + kept - 1, before));
+        assert!(leader.wait().expect("reaped").success());
     }
 
     #[test]

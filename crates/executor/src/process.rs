@@ -16,10 +16,10 @@
 //!    `output.rs`) while watching for exit, the wall and idle timeouts,
 //!    cancellation and the output hard cap;
 //! 5. on any of those, sends SIGTERM to the group, SIGKILL after the grace
-//!    period, and SIGKILLs the group once the leader has exited, so no
-//!    background descendant outlives its stage; only when no pid was handed
-//!    out since the leader started, except to other stages' leaders, is
-//!    there provably nothing left to kill (`group::alone_since_start`);
+//!    period, and once the leader has exited kills what is left of the
+//!    group and what left it carrying the marker, found among baton's
+//!    children (`group::kill_leftovers`: baton adopts orphans), so no
+//!    background descendant outlives its stage;
 //! 6. waits for the pipe readers for at most [`PIPE_DRAIN_TIMEOUT`]: a
 //!    descendant that escaped the group can hold the pipes open forever,
 //!    and the timeout must bound the whole run.
@@ -33,8 +33,8 @@
 //! that reused the number.
 //!
 //! **Cancellation.** Dropping the future returned by [`run`] SIGKILLs the
-//! group (and sweeps the marker), and a thread of the blocking pool reaps
-//! the leader.
+//! group, and a thread of the blocking pool waits for the leader to exit,
+//! kills what is left and reaps it.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -230,9 +230,8 @@ pub async fn run(
     let program_path = resolve(&spec)?;
     let stdout_log = spec.stdout_log.clone();
     let stderr_log = spec.stderr_log.clone();
-    // Read before the leader exists, for the escapee sweep (see
-    // `group::sweep_marked`).
-    let forks_before = group::forks_before_start();
+    // Before the first child: what it leaves behind must come back here.
+    group::adopt_orphans();
     let origin = Instant::now();
     let clock = SpawnClock::before_spawn();
     let spawned = start(&spec, &program_path).map_err(|source| Error::Spawn {
@@ -241,14 +240,13 @@ pub async fn run(
     })?;
     let clocked_start = clock.start_time();
     let pid = spawned.leader.id();
-    group::register_live(pid, origin);
+    group::register_live(pid);
     // From here on the guard owns the leader: it kills the group and reaps
     // the leader if this function returns early or is dropped.
     let mut guard = GroupGuard {
         pgid: pid,
         leader: Some(spawned.leader),
         marker: spec.marker.clone(),
-        since: 0,
     };
     let spawn_error = |source| Error::Spawn {
         program: spec.program.clone(),
@@ -267,7 +265,6 @@ pub async fn run(
     let start_time = clocked_start
         .or_else(|| group::process_start_time(pid))
         .ok_or(Error::StartTime { pid })?;
-    guard.since = start_time;
     on_started(&Started {
         pid,
         pgid: pid,
@@ -311,16 +308,9 @@ pub async fn run(
     }
     let elapsed = origin.elapsed();
 
-    // The leader is a zombie now. Kill whatever is left of its group while
-    // the group id is still reserved, then the escapees carrying the marker;
-    // neither exists when no process but other stages' leaders started
-    // since this one.
-    if !group::alone_since_start(pid, forks_before, origin) {
-        signal_group(pid, Signal::SIGKILL);
-        if let Some((name, value)) = &spec.marker {
-            group::sweep_marked(name, value, start_time, pid, forks_before, origin);
-        }
-    }
+    // The leader is a zombie now: kill what is left of its group while the
+    // group id is still reserved, and the escapees carrying the marker.
+    group::kill_leftovers(pid, spec.marker.as_ref());
     let leader = guard
         .leader
         .take()
@@ -523,25 +513,32 @@ struct GroupGuard {
     /// The leader, until [`run`] reaps it.
     leader: Option<Leader>,
     marker: Option<(String, String)>,
-    since: u64,
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        if let Some(mut leader) = self.leader.take() {
-            // The leader is running or a zombie: its group id is reserved.
-            signal_group(self.pgid, Signal::SIGKILL);
-            if let Some((name, value)) = &self.marker {
-                group::sweep_marked(name, value, self.since, self.pgid, None, Instant::now());
-            }
-            // SIGKILLed, it is gone in a moment; a thread of the blocking
-            // pool waits for that. Without a runtime (baton is exiting),
-            // init reaps it once baton is gone.
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                drop(runtime.spawn_blocking(move || leader.wait()));
-            }
+        let pgid = self.pgid;
+        let Some(mut leader) = self.leader.take() else {
+            group::unregister_live(pgid);
+            return;
+        };
+        // The leader is running or a zombie: its group id is reserved.
+        signal_group(pgid, Signal::SIGKILL);
+        let marker = self.marker.take();
+        // SIGKILLed, it is gone in a moment. Once it has exited, what it
+        // leaves is baton's child; then it is reaped.
+        let mut finish = move || {
+            group::wait_exited(pgid);
+            group::kill_leftovers(pgid, marker.as_ref());
+            let _ = leader.wait();
+            group::unregister_live(pgid);
+        };
+        // A thread of the blocking pool waits rather than the loop; without
+        // a runtime (baton is exiting) this thread does.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(finish)),
+            Err(_) => finish(),
         }
-        group::unregister_live(self.pgid);
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use super::schema::{Kind, Profile};
-use crate::group::signal_group;
+use crate::group::{register_live, signal_group, unregister_live};
 use crate::program::find_program;
 
 /// How long `<program> --version` may take: a Node CLI loading its
@@ -164,6 +164,9 @@ fn version(program: &std::path::Path, timeout: Duration) -> Result<Option<String
     // Drop our copies of the write end, or the reader never sees the end.
     drop(command);
     let pid = child.id();
+    // A leader of its own group: a sweep must not take it for a stage's
+    // leftover and reap it.
+    register_live(pid);
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut output = Vec::new();
@@ -184,6 +187,7 @@ fn version(program: &std::path::Path, timeout: Duration) -> Result<Option<String
     // leader is reaped only below, so its group id is still ours.
     signal_group(pid, Signal::SIGKILL);
     let _ = child.wait();
+    unregister_live(pid);
     let Some(status) = status else {
         return Err(format!(
             "`{} --version` did not finish within {timeout:?}",

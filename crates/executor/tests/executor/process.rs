@@ -1,6 +1,7 @@
 //! `run`: exit statuses, timeouts, kill escalation, group kills, output
 //! capture and cancellation.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use baton_executor::{Error, KillReason, ProcessSpec, Stdin, kill_group_if_alive, run};
@@ -318,6 +319,74 @@ async fn the_marker_sweep_finds_escapees_after_many_other_processes() {
         survivors_after("BATON_TEST_MARKER", &marker, Duration::from_millis(500)),
         Vec::<u32>::new()
     );
+}
+
+/// A daemon that double-forked into a session of its own outlives its
+/// parents but not its stage: it carries the marker, comes back to baton
+/// as an orphan, and is killed and reaped before `run` returns.
+#[tokio::test]
+async fn a_double_forked_daemon_is_killed_and_reaped_when_its_stage_ends() {
+    let dir = tempdir();
+    let mut spec = sh(
+        "setsid sh -c 'sleep 1000 >/dev/null 2>&1 & echo $! > daemon.pid'; echo done",
+        dir.path(),
+    );
+    spec.marker = Some(("BATON_TEST_MARKER".into(), unique("marker")));
+    let (outcome, _) = run_to_end(spec).await;
+    assert!(outcome.success(), "{outcome:?}");
+    let daemon = read_pid(&dir.path().join("daemon.pid"));
+    assert!(
+        !Path::new(&format!("/proc/{daemon}")).exists(),
+        "the daemon {daemon} is still there, not even reaped"
+    );
+}
+
+/// A process that left its stage's group and dropped the marker survives
+/// the stage (nothing says it was the stage's). When it exits, it is
+/// baton's child, and the next stage's end reaps it rather than leaving a
+/// zombie for as long as baton lives.
+#[tokio::test]
+async fn a_stray_that_exits_after_its_stage_is_reaped_at_the_next_end() {
+    let dir = tempdir();
+    let mut spec = sh(
+        "setsid env -i sh -c 'echo $$ > stray.pid; exec sleep 0.5' >/dev/null 2>&1 & \
+         while [ ! -s stray.pid ]; do sleep 0.01; done",
+        dir.path(),
+    );
+    spec.marker = Some(("BATON_TEST_MARKER".into(), unique("marker")));
+    let (outcome, _) = run_to_end(spec).await;
+    assert!(outcome.success(), "{outcome:?}");
+    let stray = read_pid(&dir.path().join("stray.pid"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let stat = Path::new("/proc").join(stray.to_string()).join("stat");
+    let fields = loop {
+        let text = std::fs::read_to_string(&stat).expect("the stray is there, alive or a zombie");
+        let fields: Vec<String> = text[text.rfind(')').expect("a stat line") + 1..]
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        if fields[0] == "Z" || Instant::now() >= deadline {
+            break fields;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(fields[0], "Z", "the stray has not exited: {fields:?}");
+    assert_eq!(
+        fields[1],
+        std::process::id().to_string(),
+        "adopted by baton"
+    );
+    let (outcome, _) = run_to_end(sh("true", dir.path())).await;
+    assert!(outcome.success(), "{outcome:?}");
+    assert!(!stat.exists(), "the stray {stray} is still a zombie");
+}
+
+fn read_pid(path: &Path) -> u32 {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+        .trim()
+        .parse()
+        .expect("a pid")
 }
 
 #[tokio::test]
