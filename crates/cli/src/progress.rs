@@ -181,13 +181,17 @@ fn indent(depth: usize) -> String {
 
 /// The plain line of an event `depth` sub-runs down, `elapsed` after the
 /// drive started. Scripts and tests read these: keep them byte for byte.
+/// Written into one string: a run prints one or two a stage.
 fn plain_line(elapsed: Duration, depth: usize, event: Progress) -> String {
-    let lead = format!("[{:7.2}s] {}", elapsed.as_secs_f64(), indent(depth));
-    match event {
+    use std::fmt::Write as _;
+    let mut line = String::with_capacity(80);
+    let secs = elapsed.as_secs_f64();
+    let _ = write!(line, "[{secs:7.2}s] {:indent$}", "", indent = 2 * depth);
+    let _ = match event {
         Progress::Started { stage, attempt } if attempt > 1 => {
-            format!("{lead}start   {stage} (attempt {attempt})")
+            write!(line, "start   {stage} (attempt {attempt})")
         }
-        Progress::Started { stage, .. } => format!("{lead}start   {stage}"),
+        Progress::Started { stage, .. } => write!(line, "start   {stage}"),
         Progress::Finished {
             stage,
             status,
@@ -199,18 +203,22 @@ fn plain_line(elapsed: Duration, depth: usize, event: Progress) -> String {
                 "skipped" => "skipped",
                 _ => "FAILED ",
             };
-            let detail = error.map(|error| format!(" — {error}")).unwrap_or_default();
-            format!("{lead}{mark} {stage} ({duration_ms} ms){detail}")
+            let _ = write!(line, "{mark} {stage} ({duration_ms} ms)");
+            match error {
+                Some(error) => write!(line, " — {error}"),
+                None => Ok(()),
+            }
         }
-        Progress::Note(note) => format!("{lead}note    {note}"),
+        Progress::Note(note) => write!(line, "note    {note}"),
         Progress::AwaitingGate { stage } => {
-            format!("{lead}note    waiting at gate '{stage}' for a decision")
+            write!(line, "note    waiting at gate '{stage}' for a decision")
         }
         sub @ Progress::SubRun { .. } => {
             let (below, event) = flattened(sub);
-            plain_line(elapsed, depth + below, event)
+            return plain_line(elapsed, depth + below, event);
         }
-    }
+    };
+    line
 }
 
 /// A duration for people: `850 ms`, `12.3s`, `4m05s`, `1h02m`.

@@ -58,7 +58,11 @@ impl Spans {
     /// Opens the span of `stage`, which starts now.
     pub(super) fn stage_started(&mut self, index: usize, stage: &PlanStage) {
         let span = stage_span(&self.run, stage);
-        self.stages.insert(index, span);
+        // Nothing listens to a disabled span: kept, it would only be hashed
+        // in and out for every stage.
+        if !span.is_disabled() {
+            self.stages.insert(index, span);
+        }
     }
 
     /// Closes the span of stage `index` with how it ended. A stage that

@@ -381,6 +381,39 @@ async fn a_stray_that_exits_after_its_stage_is_reaped_at_the_next_end() {
     assert!(!stat.exists(), "the stray {stray} is still a zombie");
 }
 
+/// Dropping `run` (a cancelled drive) kills the group at once; once the
+/// leader has exited, a daemon it left in a session of its own is killed
+/// and reaped too, not left running or a zombie.
+#[tokio::test]
+async fn dropping_the_run_kills_and_reaps_a_double_forked_daemon() {
+    let dir = tempdir();
+    let mut spec = sh(
+        "setsid sh -c 'sleep 1000 >/dev/null 2>&1 & echo $! > daemon.pid'; sleep 1000",
+        dir.path(),
+    );
+    spec.marker = Some(("BATON_TEST_MARKER".into(), unique("marker")));
+    let pid_file = dir.path().join("daemon.pid");
+    let (_never, cancel) = watch::channel(false);
+    let watched = pid_file.clone();
+    tokio::select! {
+        outcome = run(spec, cancel, |_| {}) => panic!("the stage ended by itself: {outcome:?}"),
+        () = async {
+            while std::fs::metadata(&watched).map_or(true, |file| file.len() == 0) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        } => {}
+    }
+    let daemon = read_pid(&pid_file);
+    let gone = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{daemon}")).exists() && Instant::now() < gone {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        !Path::new(&format!("/proc/{daemon}")).exists(),
+        "the daemon {daemon} outlived the dropped run"
+    );
+}
+
 fn read_pid(path: &Path) -> u32 {
     std::fs::read_to_string(path)
         .unwrap_or_else(|error| panic!("{}: {error}", path.display()))

@@ -8,7 +8,7 @@
 
 use sqlx::{AssertSqlSafe, SqliteConnection};
 
-use super::bind;
+use super::{arguments, bind};
 use crate::Result;
 use crate::batch::{Row, Shape};
 use crate::error::query_error;
@@ -32,7 +32,8 @@ pub(crate) async fn write(
     let per_statement = (VALUES_PER_STATEMENT / (width + 1)).min(ROWS_PER_STATEMENT);
     for chunk in rows.chunks(per_statement) {
         // Only placeholders are spliced in; every value is bound.
-        let mut query = sqlx::query(AssertSqlSafe(text(shape, chunk.len(), width)));
+        let sql = AssertSqlSafe(text(shape, chunk.len(), width));
+        let mut query = sqlx::query_with(sql, arguments(chunk.len() * (width + 1) + 1));
         if let Shape::DeleteIn { .. } = shape {
             query = query.bind(run_id);
         }
@@ -51,37 +52,71 @@ pub(crate) async fn write(
     Ok(())
 }
 
-/// The statement for `count` rows of `width` values.
+/// The statement for `count` rows of `width` values, written into one
+/// string: a commit writes a few of these.
 fn text(shape: &Shape, count: usize, width: usize) -> String {
+    let mut sql = String::with_capacity(160 + count * (3 * width + 16));
     match shape {
         Shape::Insert { into, tail, end } => {
-            let mut sql = format!("INSERT INTO {into} VALUES ");
+            push(&mut sql, &["INSERT INTO ", into, " VALUES "]);
             placeholders(&mut sql, count, width + 1, tail);
             sql.push_str(end);
-            sql
         }
         Shape::Update {
             table,
             set,
             matches,
         } => {
-            let mut sql = format!("UPDATE {table} SET {set} FROM (VALUES ");
+            push(
+                &mut sql,
+                &["UPDATE ", table, " SET ", set, " FROM (VALUES "],
+            );
             placeholders(&mut sql, count, width, "");
-            sql.push_str(&format!(") AS v WHERE {table}.run_id = ? AND {matches}"));
-            sql
+            push(
+                &mut sql,
+                &[") AS v WHERE ", table, ".run_id = ? AND ", matches],
+            );
         }
         Shape::DeleteIn { table, column } => {
-            let marks = vec!["?"; count].join(", ");
-            format!("DELETE FROM {table} WHERE run_id = ? AND {column} IN ({marks})")
+            push(
+                &mut sql,
+                &[
+                    "DELETE FROM ",
+                    table,
+                    " WHERE run_id = ? AND ",
+                    column,
+                    " IN (",
+                ],
+            );
+            marks(&mut sql, count);
+            sql.push(')');
         }
     }
+    sql
+}
+
+fn push(sql: &mut String, parts: &[&str]) {
+    parts.iter().for_each(|part| sql.push_str(part));
 }
 
 /// Appends `count` rows of `columns` placeholders, each row ending in the
 /// constant SQL `tail`: `(?, ?, 'pending'), (?, ?, 'pending')`.
 fn placeholders(sql: &mut String, count: usize, columns: usize, tail: &str) {
-    let row = format!("({}{tail})", vec!["?"; columns].join(", "));
-    sql.push_str(&vec![row; count].join(", "));
+    for row in 0..count {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        marks(sql, columns);
+        push(sql, &[tail, ")"]);
+    }
+}
+
+/// Appends `count` placeholders: `?, ?, ?`.
+fn marks(sql: &mut String, count: usize) {
+    for mark in 0..count {
+        sql.push_str(if mark > 0 { ", ?" } else { "?" });
+    }
 }
 
 #[cfg(test)]

@@ -187,7 +187,15 @@ fn bind<'q>(query: Query<'q>, arg: &Arg<'_>) -> Query<'q> {
 
 /// `sql` with `args` bound in order.
 fn query<'q>(sql: impl SqlSafeStr, args: &[Arg<'_>]) -> Query<'q> {
-    args.iter().fold(sqlx::query(sql), bind)
+    args.iter()
+        .fold(sqlx::query_with(sql, arguments(args.len())), bind)
+}
+
+/// Arguments with room for `count` values, bound without regrowing.
+fn arguments(count: usize) -> SqliteArguments {
+    let mut arguments = SqliteArguments::default();
+    sqlx::Arguments::reserve(&mut arguments, count, 0);
+    arguments
 }
 
 /// Runs a statement; returns how many rows it changed.
