@@ -7,7 +7,8 @@
 //! statements each, and the batch's events go in at the end in one
 //! statement.
 
-use crate::batch::{INSERT_EVENTS, PLAN_UNITS, Row};
+use crate::batch::{INSERT_EVENTS, PLAN_UNITS, Rows};
+use crate::columns::Arg;
 use crate::events::{self, Events, json_string, log};
 use crate::model::{FindingRow, Lease, NewUnit, Transition, UsageRow};
 use crate::tx::Tx;
@@ -51,9 +52,9 @@ impl Store {
             });
         }
         let events = write_transitions(&mut tx, run_id, transitions).await?;
-        let events: Vec<Row<'_>> = events
+        let events: Rows<'_> = events
             .iter()
-            .map(|(at, kind, detail)| vec![(*at).into(), kind.into(), detail.into()])
+            .map(|(at, kind, detail)| [(*at).into(), kind.into(), detail.into()])
             .collect();
         tx.write_rows(run_id, &INSERT_EVENTS, &events).await?;
         if release {
@@ -185,7 +186,7 @@ async fn write_one(
             log(events, *at, "run_status", detail);
         }
         Transition::UnitsPlanned { index, units, at } => {
-            let rows: Vec<Row<'_>> = units.iter().map(|unit| unit_row(*index, unit)).collect();
+            let rows: Rows<'_> = units.iter().map(|unit| unit_row(*index, unit)).collect();
             tx.write_rows(run_id, &PLAN_UNITS, &rows).await?;
             let detail = format!("{{\"stage\":{index},\"units\":{}}}", units.len());
             log(events, *at, "units_planned", detail);
@@ -318,8 +319,8 @@ async fn record_usage(tx: &mut Tx, run_id: &str, usage: &UsageRow) -> Result<()>
 }
 
 /// A row of [`PLAN_UNITS`].
-fn unit_row(index: i64, unit: &NewUnit) -> Row<'_> {
-    vec![
+fn unit_row(index: i64, unit: &NewUnit) -> [Arg<'_>; 7] {
+    [
         index.into(),
         (&unit.key).into(),
         unit.ordinal.into(),

@@ -15,7 +15,7 @@
 //! ends in one batch is written once, as ended. [`statements`] sorts the
 //! group into the rows of a few many-row statements (`batch.rs`).
 
-use crate::batch::{Row, Shape, Statement};
+use crate::batch::{Rows, Shape, Statement};
 use crate::columns::Arg;
 use crate::model::Transition;
 
@@ -236,16 +236,20 @@ const INSERT_ARTIFACTS: Statement = Statement {
 
 /// The statements that write a group, in order, with their rows (some may
 /// have none). Each statement's rows touch different stages.
-pub(crate) fn statements<'a>(nets: &'a [Net<'a>]) -> [(&'static Statement, Vec<Row<'a>>); 6] {
-    let rows = |keep: fn(&Net<'a>) -> bool, row: fn(&'a Net<'a>) -> Row<'a>| {
+pub(crate) fn statements<'a>(nets: &'a [Net<'a>]) -> [(&'static Statement, Rows<'a>); 6] {
+    fn rows<'a, const N: usize>(
+        nets: &'a [Net<'a>],
+        keep: fn(&Net<'a>) -> bool,
+        row: fn(&'a Net<'a>) -> [Arg<'a>; N],
+    ) -> Rows<'a> {
         nets.iter().filter(|net| keep(net)).map(row).collect()
-    };
+    }
     let artifacts = nets
         .iter()
         .flat_map(|net| {
             let list = net.end.as_ref().map_or(&[][..], |end| end.artifacts);
             list.iter().map(|(path, sha256, bytes)| {
-                vec![
+                [
                     net.index.into(),
                     path.into(),
                     sha256.into(),
@@ -257,23 +261,35 @@ pub(crate) fn statements<'a>(nets: &'a [Net<'a>]) -> [(&'static Statement, Vec<R
     [
         (
             &INSERT_ATTEMPTS,
-            rows(|net| net.started_at.is_some(), started),
+            rows(nets, |net| net.started_at.is_some(), started),
         ),
         (
             &END_ATTEMPTS,
-            rows(|net| net.started_at.is_none() && net.end.is_some(), ended),
+            rows(
+                nets,
+                |net| net.started_at.is_none() && net.end.is_some(),
+                ended,
+            ),
         ),
         (
             &RECORD_PROCESSES,
-            rows(|net| net.started_at.is_none() && net.end.is_none(), running),
+            rows(
+                nets,
+                |net| net.started_at.is_none() && net.end.is_none(),
+                running,
+            ),
         ),
         (
             &SET_STAGES,
-            rows(|net| net.started_at.is_some() || net.end.is_some(), stage),
+            rows(
+                nets,
+                |net| net.started_at.is_some() || net.end.is_some(),
+                stage,
+            ),
         ),
         (
             &DELETE_ARTIFACTS,
-            rows(|net| net.end.is_some(), |net| vec![net.index.into()]),
+            rows(nets, |net| net.end.is_some(), |net| [net.index.into()]),
         ),
         (&INSERT_ARTIFACTS, artifacts),
     ]
@@ -286,9 +302,10 @@ fn process<'a>(net: &Net<'_>) -> [Arg<'a>; 3] {
 }
 
 /// A row of [`INSERT_ATTEMPTS`].
-fn started<'a>(net: &'a Net<'a>) -> Row<'a> {
+fn started<'a>(net: &'a Net<'a>) -> [Arg<'a>; 10] {
     let end = net.end.as_ref();
-    let mut row = vec![
+    let [pid, pgid, start_time] = process(net);
+    [
         net.index.into(),
         net.attempt.into(),
         end.map_or("running", |end| attempt_status(end.status))
@@ -297,15 +314,17 @@ fn started<'a>(net: &'a Net<'a>) -> Row<'a> {
         end.map(|end| end.at).into(),
         end.and_then(|end| end.exit_code).into(),
         end.and_then(|end| end.error).into(),
-    ];
-    row.extend(process(net));
-    row
+        pid,
+        pgid,
+        start_time,
+    ]
 }
 
 /// A row of [`END_ATTEMPTS`].
-fn ended<'a>(net: &'a Net<'a>) -> Row<'a> {
+fn ended<'a>(net: &'a Net<'a>) -> [Arg<'a>; 9] {
     let end = net.end.as_ref();
-    let mut row = vec![
+    let [pid, pgid, start_time] = process(net);
+    [
         net.index.into(),
         net.attempt.into(),
         end.map_or("success", |end| attempt_status(end.status))
@@ -313,22 +332,22 @@ fn ended<'a>(net: &'a Net<'a>) -> Row<'a> {
         end.map(|end| end.at).into(),
         end.and_then(|end| end.exit_code).into(),
         end.and_then(|end| end.error).into(),
-    ];
-    row.extend(process(net));
-    row
+        pid,
+        pgid,
+        start_time,
+    ]
 }
 
 /// A row of [`RECORD_PROCESSES`].
-fn running<'a>(net: &'a Net<'a>) -> Row<'a> {
-    let mut row = vec![net.index.into(), net.attempt.into()];
-    row.extend(process(net));
-    row
+fn running<'a>(net: &'a Net<'a>) -> [Arg<'a>; 5] {
+    let [pid, pgid, start_time] = process(net);
+    [net.index.into(), net.attempt.into(), pid, pgid, start_time]
 }
 
 /// A row of [`SET_STAGES`].
-fn stage<'a>(net: &'a Net<'a>) -> Row<'a> {
+fn stage<'a>(net: &'a Net<'a>) -> [Arg<'a>; 6] {
     let end = net.end.as_ref();
-    vec![
+    [
         net.index.into(),
         end.map_or("running", |end| end.status).into(),
         net.started_at.map(|_| net.attempt).into(),

@@ -13,8 +13,48 @@
 
 use crate::columns::Arg;
 
-/// One row's values, the run left out (every row is the run's).
-pub(crate) type Row<'a> = Vec<Arg<'a>>;
+/// Rows of values, the run left out (every row is the run's), in one
+/// vector: a commit writes a few rows to each of several statements, and a
+/// vector a row was an allocation a row.
+#[derive(Debug, Default)]
+pub(crate) struct Rows<'a> {
+    width: usize,
+    values: Vec<Arg<'a>>,
+}
+
+impl<'a> Rows<'a> {
+    /// Values a row.
+    pub(crate) fn width(&self) -> usize {
+        self.width
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The rows, `chunk` of them at a time, each chunk a run of values.
+    pub(crate) fn chunks(&self, chunk: usize) -> impl Iterator<Item = &[Arg<'a>]> {
+        self.values.chunks(chunk * self.width.max(1))
+    }
+
+    /// Column `column` of every row.
+    pub(crate) fn column(&self, column: usize) -> impl Iterator<Item = Arg<'a>> + '_ {
+        self.values
+            .iter()
+            .skip(column)
+            .step_by(self.width.max(1))
+            .copied()
+    }
+}
+
+impl<'a, const N: usize> FromIterator<[Arg<'a>; N]> for Rows<'a> {
+    fn from_iter<I: IntoIterator<Item = [Arg<'a>; N]>>(rows: I) -> Rows<'a> {
+        Rows {
+            width: N,
+            values: rows.into_iter().flatten().collect(),
+        }
+    }
+}
 
 /// A many-row statement, as each database writes it.
 #[derive(Debug)]

@@ -6,7 +6,7 @@
 
 use sqlx::SqlSafeStr;
 
-use crate::batch::{Row, Statement};
+use crate::batch::{Rows, Statement};
 use crate::columns::{Arg, FromColumns};
 use crate::dialect::{self, Dialect};
 use crate::error::query_error;
@@ -82,7 +82,7 @@ impl Tx {
         &mut self,
         run_id: &str,
         statement: &Statement,
-        rows: &[Row<'_>],
+        rows: &Rows<'_>,
     ) -> Result<()> {
         let what = statement.what;
         match self {

@@ -10,7 +10,7 @@
 //! counted and then ended, as if written one by one (`batch.rs` has how
 //! each database writes them).
 
-use crate::batch::{Row, Shape, Statement};
+use crate::batch::{Rows, Shape, Statement};
 use crate::model::Transition;
 
 /// How an `UPDATE units … FROM (VALUES …)` finds its rows on SQLite.
@@ -137,13 +137,13 @@ impl<'t> Group<'t> {
     }
 
     /// The statements that write the group, starts first, with their rows.
-    pub(crate) fn statements(&self) -> [(&'static Statement, Vec<Row<'_>>); 2] {
+    pub(crate) fn statements(&self) -> [(&'static Statement, Rows<'_>); 2] {
         let starts = self
             .starts
             .iter()
-            .map(|start| vec![start.index.into(), start.key.into(), start.at.into()]);
+            .map(|start| [start.index.into(), start.key.into(), start.at.into()]);
         let ends = self.ends.iter().map(|end| {
-            vec![
+            [
                 end.index.into(),
                 end.key.into(),
                 end.status.into(),

@@ -4,7 +4,7 @@
 use sqlx::PgConnection;
 
 use crate::Result;
-use crate::batch::Row;
+use crate::batch::Rows;
 use crate::columns::Arg;
 use crate::error::query_error;
 
@@ -15,14 +15,14 @@ pub(crate) async fn write(
     run_id: &str,
     statement: &'static str,
     what: &'static str,
-    rows: &[Row<'_>],
+    rows: &Rows<'_>,
 ) -> Result<()> {
-    let Some(first) = rows.first() else {
+    let Some(first) = rows.chunks(1).next() else {
         return Ok(());
     };
     let mut query = sqlx::query(statement).bind(run_id);
     for (column, kind) in first.iter().enumerate() {
-        let values = rows.iter().map(|row| row[column]);
+        let values = rows.column(column);
         query = match kind {
             Arg::Int(_) | Arg::MaybeInt(_) => query.bind(values.map(int).collect::<Vec<_>>()),
             Arg::Text(_) | Arg::MaybeText(_) => query.bind(values.map(text).collect::<Vec<_>>()),

@@ -10,7 +10,7 @@ use sqlx::{AssertSqlSafe, SqliteConnection};
 
 use super::{arguments, bind};
 use crate::Result;
-use crate::batch::{Row, Shape};
+use crate::batch::{Rows, Shape};
 use crate::error::query_error;
 
 /// Most rows one statement writes.
@@ -24,20 +24,22 @@ pub(crate) async fn write(
     run_id: &str,
     shape: &Shape,
     what: &'static str,
-    rows: &[Row<'_>],
+    rows: &Rows<'_>,
 ) -> Result<()> {
-    let Some(width) = rows.first().map(Vec::len) else {
+    let width = rows.width();
+    if rows.is_empty() {
         return Ok(());
-    };
+    }
     let per_statement = (VALUES_PER_STATEMENT / (width + 1)).min(ROWS_PER_STATEMENT);
     for chunk in rows.chunks(per_statement) {
+        let count = chunk.len() / width;
         // Only placeholders are spliced in; every value is bound.
-        let sql = AssertSqlSafe(text(shape, chunk.len(), width));
-        let mut query = sqlx::query_with(sql, arguments(chunk.len() * (width + 1) + 1));
+        let sql = AssertSqlSafe(text(shape, count, width));
+        let mut query = sqlx::query_with(sql, arguments(count * (width + 1) + 1));
         if let Shape::DeleteIn { .. } = shape {
             query = query.bind(run_id);
         }
-        for row in chunk {
+        for row in chunk.chunks(width) {
             if let Shape::Insert { .. } = shape {
                 query = query.bind(run_id);
             }

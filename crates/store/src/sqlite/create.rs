@@ -2,7 +2,7 @@
 
 use super::{Db, batch, execute};
 use crate::Result;
-use crate::batch::{Row, Shape};
+use crate::batch::{Rows, Shape};
 use crate::error::insert_run_error;
 use crate::events::lease_detail;
 use crate::model::{Lease, NewRun};
@@ -46,9 +46,9 @@ impl Db {
         .await?;
         // Many stages to a statement: a round trip each made creating a run
         // of 10 000 stages take a quarter of a second.
-        let stages: Vec<Row<'_>> = (0_i64..)
+        let stages: Rows<'_> = (0_i64..)
             .zip(&run.stages)
-            .map(|(index, name)| vec![index.into(), name.into()])
+            .map(|(index, name)| [index.into(), name.into()])
             .collect();
         let shape = Shape::Insert {
             into: "stages (run_id, idx, name, status)",
