@@ -3,8 +3,8 @@
 //! Baton records each child's start time (field 22 of `/proc/<pid>/stat`,
 //! clock ticks since boot) with its pid, so that after a restart a reused
 //! pid is never taken for the child. Reading `/proc/<pid>/stat` costs an
-//! open, a read the kernel formats 52 numbers for, and a close: for a run
-//! of short stages, about a twentieth of baton's own time.
+//! open, a read the kernel formats 52 numbers for, and a close, at every
+//! stage.
 //!
 //! The kernel takes that start time from `CLOCK_BOOTTIME` inside `clone`,
 //! and `/proc` shows it truncated to clock ticks (`USER_HZ`, 100 a second),

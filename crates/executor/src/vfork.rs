@@ -6,13 +6,12 @@
 //!
 //! * it maps a fresh stack for the child and unmaps it after. In a process
 //!   with threads on other CPUs, every unmap interrupts those CPUs to flush
-//!   their TLBs: about 12 µs a child in a profile of a 1 000-stage chain.
-//!   Here each thread keeps one stack and lends it to its children: a
+//!   their TLBs. Here each thread keeps one stack and lends it to its children: a
 //!   vfork child runs only while the thread that started it is suspended,
 //!   so no two children share it.
 //! * in the child it asks for the disposition of all 64 signals and resets
-//!   those with a handler, while the parent waits: 64 system calls, about
-//!   40 µs a child on the same profile. Here the child resets only the
+//!   those with a handler, while the parent waits: 64 system calls. Here
+//!   the child resets only the
 //!   signals `/proc/self/status` lists as caught, read at the first start
 //!   and again only after [`signal_handlers_changed`].
 //! * the pidfd that wakes the supervisor at the exit is a `pidfd_open`
@@ -133,9 +132,8 @@ static CAUGHT: Mutex<Option<(u64, u64)>> = Mutex::new(None);
 /// The signals baton has a handler for, or `None` when they cannot be
 /// read. Read from `SigCgt` in `/proc/self/status` at the first start and
 /// after each [`signal_handlers_changed`]: generating that file costs about
-/// as much as the 64 questions it replaces (15–25 µs in a profile of
-/// 1 000 stages side by side), and the handlers change a few times in a
-/// process's life, at most.
+/// as much as the 64 questions it replaces, and the handlers change a few
+/// times in a process's life, at most.
 fn caught_signals() -> Option<u64> {
     let changes = HANDLERS_CHANGED.load(Ordering::Acquire);
     let known = *CAUGHT
