@@ -13,8 +13,11 @@
 //!   group and start time to persist before waiting.
 //! * [`group`] signals process groups safely, also after a restart:
 //!   [`kill_group_if_alive`] re-checks the start time so a reused pid is
-//!   never signalled, and the marker sweep finds descendants that left the
-//!   group with `setsid`.
+//!   never signalled. Baton is a child subreaper, so what a stage leaves
+//!   running (its group, and descendants that left it with `setsid`,
+//!   known by the marker) comes back to baton and is killed and reaped
+//!   when the stage ends; after a crash the marker is searched for in
+//!   `/proc`.
 //! * [`shell`] decides between direct exec and `bash -euo pipefail -c`,
 //!   quotes values, and substitutes `{placeholders}` into scripts with the
 //!   quoting their shell context needs.
