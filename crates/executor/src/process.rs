@@ -33,8 +33,9 @@
 //! that reused the number.
 //!
 //! **Cancellation.** Dropping the future returned by [`run`] SIGKILLs the
-//! group, and a thread of the blocking pool waits for the leader to exit,
-//! kills what is left and reaps it.
+//! group and the processes carrying the marker, and a thread of the
+//! blocking pool waits for the leader to exit, kills what is left and
+//! reaps it.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -525,8 +526,15 @@ impl Drop for GroupGuard {
         // The leader is running or a zombie: its group id is reserved.
         signal_group(pgid, Signal::SIGKILL);
         let marker = self.marker.take();
-        // SIGKILLed, it is gone in a moment. Once it has exited, what it
-        // leaves is baton's child; then it is reaped.
+        // The escapees are killed now, searched for in `/proc`: the leader
+        // may still be dying, so they need not be baton's children yet, and
+        // what is deferred below does not run if the runtime is shutting
+        // down.
+        if let Some((name, value)) = &marker {
+            group::kill_marked_processes(name, value);
+        }
+        // SIGKILLed, the leader is gone in a moment. Once it has exited,
+        // what it left is baton's child; then it is reaped.
         let mut finish = move || {
             group::wait_exited(pgid);
             group::kill_leftovers(pgid, marker.as_ref());
