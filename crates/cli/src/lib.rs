@@ -45,6 +45,13 @@ pub fn main() -> ExitCode {
         output::stderr_line(&format!("baton: BATON_FAILPOINT: {error}"));
         return ExitCode::from(exit_code::USAGE);
     }
+    match settings::cgroups() {
+        Ok(enabled) => baton_executor::cgroup::set_enabled(enabled),
+        Err(why) => {
+            output::stderr_line(&format!("baton: {why}"));
+            return ExitCode::from(exit_code::USAGE);
+        }
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

@@ -21,6 +21,19 @@ pub(crate) fn failpoint() -> Option<String> {
     var_os("BATON_FAILPOINT").map(|point| point.to_string_lossy().into_owned())
 }
 
+/// `BATON_CGROUPS`: whether each stage's process gets a cgroup of its own
+/// where the machine allows it (`auto`, unset or empty: the default) or
+/// never (`off`).
+pub(crate) fn cgroups() -> Result<bool, String> {
+    match var("BATON_CGROUPS").as_deref() {
+        None | Some("auto") => Ok(true),
+        Some("off") => Ok(false),
+        Some(other) => Err(format!(
+            "BATON_CGROUPS={other}: expected `auto` (the default) or `off`"
+        )),
+    }
+}
+
 /// The `PATH` baton was started with, where agent CLIs are looked for.
 pub(crate) fn path() -> Option<std::ffi::OsString> {
     std::env::var_os("PATH")

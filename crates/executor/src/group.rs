@@ -125,17 +125,36 @@ pub(crate) fn adopt_orphans() -> bool {
 /// round kills the group, then kills and reaps the children that belong to
 /// the attempt, and looks again, until none is left; at most
 /// [`GROUP_VANISH_TIMEOUT`] is spent waiting for them to die. A process that
-/// left the group and scrubbed the marker from its environment is not found.
-/// Without the subreaper, `/proc` is searched for the marker.
-pub(crate) fn kill_leftovers(pgid: u32, marker: Option<&(String, String)>) {
+/// left the group and scrubbed the marker from its environment is found
+/// only by the attempt's `cgroup`, which is then killed and waited for as
+/// well. Without the subreaper, `/proc` is searched for the marker.
+pub(crate) fn kill_leftovers(
+    pgid: u32,
+    marker: Option<&(String, String)>,
+    cgroup: Option<&mut crate::cgroup::Attempt>,
+) {
+    let deadline = Instant::now() + GROUP_VANISH_TIMEOUT;
     if !adopt_orphans() {
         signal_group(pgid, Signal::SIGKILL);
         if let Some((name, value)) = marker {
             kill_marked_processes(name, value);
         }
+        if let Some(cgroup) = cgroup {
+            cgroup.empty(deadline, || {});
+        }
         return;
     }
-    let deadline = Instant::now() + GROUP_VANISH_TIMEOUT;
+    kill_adopted(pgid, marker, deadline);
+    if let Some(cgroup) = cgroup {
+        // What is left there died as baton's child or will: it is reaped
+        // once dead, as strays are (see `adopted`).
+        cgroup.empty(deadline, || drop(adopted(pgid, None)));
+    }
+}
+
+/// Kills and reaps the group's members and the marked processes among
+/// baton's children, round after round until none is left or `deadline`.
+fn kill_adopted(pgid: u32, marker: Option<&(String, String)>, deadline: Instant) {
     loop {
         signal_group(pgid, Signal::SIGKILL);
         let leftovers = adopted(pgid, marker);
@@ -542,6 +561,7 @@ mod tests {
                 "BATON_GROUP_TEST".to_owned(),
                 format!("m{}", std::process::id()),
             )),
+            None,
         );
         for &pid in &pids {
             assert!(

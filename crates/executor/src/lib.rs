@@ -37,6 +37,7 @@
 // The workspace denies `unsafe` everywhere; this crate alone allows it, in
 // one module, `sys.rs`, at sites that say why.
 
+pub mod cgroup;
 pub mod contain;
 pub mod endpoint;
 mod environment;

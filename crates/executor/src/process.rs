@@ -18,8 +18,9 @@
 //! 5. on any of those, sends SIGTERM to the group, SIGKILL after the grace
 //!    period, and once the leader has exited kills what is left of the
 //!    group and what left it carrying the marker, found among baton's
-//!    children (`group::kill_leftovers`: baton adopts orphans), so no
-//!    background descendant outlives its stage;
+//!    children (`group::kill_leftovers`: baton adopts orphans), and,
+//!    where the attempt has a cgroup of its own (`cgroup.rs`), everything
+//!    in it, so no background descendant outlives its stage;
 //! 6. waits for the pipe readers for at most [`PIPE_DRAIN_TIMEOUT`]: a
 //!    descendant that escaped the group can hold the pipes open forever,
 //!    and the timeout must bound the whole run.
@@ -52,6 +53,7 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::cgroup;
 use crate::error::{Error, Result};
 use crate::exit_watch::ExitWatch;
 use crate::group::{self, signal_group};
@@ -234,12 +236,17 @@ pub async fn run(
     // Before the first child: what it leaves behind must come back here.
     group::adopt_orphans();
     let origin = Instant::now();
+    let mut cgroup = cgroup::Attempt::create();
     let clock = SpawnClock::before_spawn();
-    let spawned = start(&spec, &program_path).map_err(|source| Error::Spawn {
+    let spawned = start(&spec, &program_path, cgroup.as_ref()).map_err(|source| Error::Spawn {
         program: spec.program.clone(),
         source,
     })?;
     let clocked_start = clock.start_time();
+    if let Some(error) = &spawned.cgroup_refused {
+        cgroup::refused(error);
+        cgroup = None;
+    }
     let pid = spawned.leader.id();
     group::register_live(pid);
     // From here on the guard owns the leader: it kills the group and reaps
@@ -248,6 +255,7 @@ pub async fn run(
         pgid: pid,
         leader: Some(spawned.leader),
         marker: spec.marker.clone(),
+        cgroup,
     };
     let spawn_error = |source| Error::Spawn {
         program: spec.program.clone(),
@@ -311,7 +319,7 @@ pub async fn run(
 
     // The leader is a zombie now: kill what is left of its group while the
     // group id is still reserved, and the escapees carrying the marker.
-    group::kill_leftovers(pid, spec.marker.as_ref());
+    group::kill_leftovers(pid, spec.marker.as_ref(), guard.cgroup.as_mut());
     let leader = guard
         .leader
         .take()
@@ -448,7 +456,11 @@ fn passed_through(names: &[String]) -> Vec<(OsString, OsString)> {
 
 /// Starts the leader: `spec`'s program at `program_path`, with its
 /// arguments, directory, environment and stdin (see `spawn.rs`).
-fn start(spec: &ProcessSpec, program_path: &Path) -> std::io::Result<Spawned> {
+fn start(
+    spec: &ProcessSpec,
+    program_path: &Path,
+    cgroup: Option<&cgroup::Attempt>,
+) -> std::io::Result<Spawned> {
     // Read from baton's environment now, as std's `Command` would.
     let passed = passed_through(&spec.env_passthrough);
     let overrides = passed
@@ -491,6 +503,7 @@ fn start(spec: &ProcessSpec, program_path: &Path) -> std::io::Result<Spawned> {
         clear_env: spec.clear_env,
         overrides,
         stdin,
+        cgroup: cgroup.map(cgroup::Attempt::procs),
     })
 }
 
@@ -514,11 +527,14 @@ struct GroupGuard {
     /// The leader, until [`run`] reaps it.
     leader: Option<Leader>,
     marker: Option<(String, String)>,
+    /// The attempt's cgroup, removed with the guard.
+    cgroup: Option<cgroup::Attempt>,
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         let pgid = self.pgid;
+        let mut cgroup = self.cgroup.take();
         let Some(mut leader) = self.leader.take() else {
             group::unregister_live(pgid);
             return;
@@ -526,18 +542,23 @@ impl Drop for GroupGuard {
         // The leader is running or a zombie: its group id is reserved.
         signal_group(pgid, Signal::SIGKILL);
         let marker = self.marker.take();
-        // The escapees are killed now, searched for in `/proc`: the leader
-        // may still be dying, so they need not be baton's children yet, and
-        // what is deferred below does not run if the runtime is shutting
-        // down.
-        if let Some((name, value)) = &marker {
-            group::kill_marked_processes(name, value);
+        // The escapees are killed now, found by their cgroup or searched
+        // for in `/proc`: the leader may still be dying, so they need not
+        // be baton's children yet, and what is deferred below does not run
+        // if the runtime is shutting down.
+        match &cgroup {
+            Some(cgroup) => drop(cgroup.kill()),
+            None => {
+                if let Some((name, value)) = &marker {
+                    group::kill_marked_processes(name, value);
+                }
+            }
         }
         // SIGKILLed, the leader is gone in a moment. Once it has exited,
         // what it left is baton's child; then it is reaped.
         let mut finish = move || {
             group::wait_exited(pgid);
-            group::kill_leftovers(pgid, marker.as_ref());
+            group::kill_leftovers(pgid, marker.as_ref(), cgroup.as_mut());
             let _ = leader.wait();
             group::unregister_live(pgid);
         };

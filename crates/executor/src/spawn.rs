@@ -57,6 +57,9 @@ pub(crate) struct Request<'a> {
     pub(crate) overrides: Vec<(&'a OsStr, &'a OsStr)>,
     /// What the child reads on stdin.
     pub(crate) stdin: ChildStdin<'a>,
+    /// `cgroup.procs` of the cgroup the child moves itself into before its
+    /// `execve`, if any (see `cgroup.rs`).
+    pub(crate) cgroup: Option<BorrowedFd<'a>>,
 }
 
 /// A started child: its leader and baton's ends of its pipes.
@@ -67,6 +70,9 @@ pub(crate) struct Spawned {
     pub(crate) stdin: Option<OwnedFd>,
     pub(crate) stdout: OwnedFd,
     pub(crate) stderr: OwnedFd,
+    /// Why the child could not move itself into its cgroup, if it could
+    /// not: it runs without.
+    pub(crate) cgroup_refused: Option<io::Error>,
 }
 
 /// A child of this process, until it is reaped.
@@ -174,6 +180,7 @@ pub(crate) fn spawn(request: &Request<'_>) -> io::Result<Spawned> {
             stdout_write.as_raw_fd(),
             stderr_write.as_raw_fd(),
         ],
+        cgroup: request.cgroup.map(|procs| procs.as_raw_fd()),
     })?;
     Ok(Spawned {
         leader: Leader {
@@ -184,6 +191,7 @@ pub(crate) fn spawn(request: &Request<'_>) -> io::Result<Spawned> {
         stdin: stdin_pipe.map(|(_, write)| write),
         stdout: stdout_read,
         stderr: stderr_read,
+        cgroup_refused: child.cgroup_refused,
     })
 }
 
@@ -308,6 +316,7 @@ mod tests {
             clear_env: false,
             overrides: Vec::new(),
             stdin: ChildStdin::Piped,
+            cgroup: None,
         }
     }
 

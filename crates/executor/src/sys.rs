@@ -48,6 +48,8 @@ pub(crate) struct Exec<'a> {
     /// Duplicated onto 0, 1 and 2. Each is 3 or above: `dup2` of a
     /// descriptor onto itself would leave it close-on-exec.
     pub(crate) stdio: [RawFd; 3],
+    /// `cgroup.procs` of the cgroup the child moves itself into, if any.
+    pub(crate) cgroup: Option<RawFd>,
 }
 
 /// Everything the child reads, in memory it shares with the parent.
@@ -60,6 +62,9 @@ pub(crate) struct ChildArgs<'a> {
     pub(crate) ask_first: bool,
     /// The errno of the step that failed, 0 while none has.
     pub(crate) error: AtomicI32,
+    /// The errno of the move into the cgroup, 0 unless it failed: the
+    /// child then goes on without.
+    pub(crate) cgroup_error: AtomicI32,
 }
 
 /// Set once a clone with `CLONE_PIDFD` was refused.
@@ -154,13 +159,13 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
     // parent is suspended.
     let args = unsafe { &*arg.cast::<ChildArgs<'_>>() };
     let exec = args.exec;
-    let fail = || -> c_int {
+    let errno = || {
         // SAFETY: errno of the call that just failed.
         let error = unsafe { *libc::__errno_location() };
-        args.error.store(
-            if error == 0 { libc::EIO } else { error },
-            Ordering::Release,
-        );
+        if error == 0 { libc::EIO } else { error }
+    };
+    let fail = || -> c_int {
+        args.error.store(errno(), Ordering::Release);
         // SAFETY: ends the child without running anything of baton's.
         unsafe { libc::_exit(127) }
     };
@@ -189,6 +194,11 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         }
         if libc::setpgid(0, 0) != 0 {
             return fail();
+        }
+        if let Some(procs) = exec.cgroup
+            && libc::write(procs, b"0".as_ptr().cast(), 1) != 1
+        {
+            args.cgroup_error.store(errno(), Ordering::Release);
         }
         for (target, source) in (0..).zip(exec.stdio) {
             if libc::dup2(source, target) != target {

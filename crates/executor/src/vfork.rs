@@ -42,6 +42,8 @@ pub(crate) struct Child {
     pub(crate) pid: u32,
     /// Its pidfd, unless the kernel predates `CLONE_PIDFD` (Linux 5.2).
     pub(crate) pidfd: Option<OwnedFd>,
+    /// Why it could not move itself into its cgroup, if it could not.
+    pub(crate) cgroup_refused: Option<io::Error>,
 }
 
 /// The child's stack: generous for the few frames it has (no recursion,
@@ -93,6 +95,7 @@ pub(crate) fn start(exec: &Exec<'_>) -> io::Result<Child> {
         reset,
         ask_first,
         error: AtomicI32::new(0),
+        cgroup_error: AtomicI32::new(0),
     };
     let (pid, pidfd) = STACK.with(|stack| {
         let mut stack = stack.borrow_mut();
@@ -109,9 +112,11 @@ pub(crate) fn start(exec: &Exec<'_>) -> io::Result<Child> {
         drop(pidfd);
         return Err(io::Error::from_raw_os_error(error));
     }
+    let cgroup_error = args.cgroup_error.load(Ordering::Acquire);
     Ok(Child {
         pid: u32::try_from(pid).map_err(|_| io::Error::other("clone returned a negative pid"))?,
         pidfd,
+        cgroup_refused: (cgroup_error != 0).then(|| io::Error::from_raw_os_error(cgroup_error)),
     })
 }
 

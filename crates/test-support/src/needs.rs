@@ -27,6 +27,8 @@ pub enum Need {
     Browser,
     /// Schemathesis, the API contract tests' tool: `BATON_TEST_SCHEMATHESIS`.
     Schemathesis,
+    /// cgroup v2, with the right to make cgroups beside the test's own.
+    Cgroups,
 }
 
 impl Need {
@@ -40,6 +42,7 @@ impl Need {
             Self::AgentClis => "agent-clis",
             Self::Browser => "browser",
             Self::Schemathesis => "schemathesis",
+            Self::Cgroups => "cgroups",
         }
     }
 
@@ -62,6 +65,9 @@ impl Need {
             }
             Self::Schemathesis => {
                 "run ./scripts/test, which installs it (scripts/lib/schemathesis.sh), or set BATON_TEST_SCHEMATHESIS to its `st` program"
+            }
+            Self::Cgroups => {
+                "run the tests where cgroup v2 is mounted and they may make cgroups beside their own (as root, or in a systemd unit with Delegate=yes)"
             }
         }
     }
@@ -143,5 +149,6 @@ fn need_name(need: Need) -> &'static str {
         Need::AgentClis => "the pinned agent CLIs",
         Need::Browser => "Chromium and playwright-core",
         Need::Schemathesis => "schemathesis",
+        Need::Cgroups => "a cgroup v2 hierarchy the tests may write to",
     }
 }

@@ -9,6 +9,7 @@ mod api_coverage;
 mod browser;
 mod budget;
 mod cancel;
+mod cgroups;
 mod check;
 mod compat;
 mod compat_runs;
