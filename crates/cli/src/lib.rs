@@ -46,7 +46,14 @@ pub fn main() -> ExitCode {
         return ExitCode::from(exit_code::USAGE);
     }
     match settings::cgroups() {
-        Ok(enabled) => baton_executor::cgroup::set_enabled(enabled),
+        Ok(enabled) => {
+            baton_executor::cgroup::set_enabled(enabled);
+            if enabled && baton_executor::cgroup::directory().is_none() {
+                output::stderr_line(
+                    "baton: BATON_CGROUPS=on, but baton cannot make cgroups here (it needs cgroup v2 mounted and the right to make a cgroup beside its own); stages run without",
+                );
+            }
+        }
         Err(why) => {
             output::stderr_line(&format!("baton: {why}"));
             return ExitCode::from(exit_code::USAGE);

@@ -22,14 +22,14 @@ pub(crate) fn failpoint() -> Option<String> {
 }
 
 /// `BATON_CGROUPS`: whether each stage's process gets a cgroup of its own
-/// where the machine allows it (`auto`, unset or empty: the default) or
-/// never (`off`).
+/// where the machine allows it (`on`) or never (`off`, unset or empty: the
+/// default).
 pub(crate) fn cgroups() -> Result<bool, String> {
     match var("BATON_CGROUPS").as_deref() {
-        None | Some("auto") => Ok(true),
-        Some("off") => Ok(false),
+        Some("on") => Ok(true),
+        None | Some("off") => Ok(false),
         Some(other) => Err(format!(
-            "BATON_CGROUPS={other}: expected `auto` (the default) or `off`"
+            "BATON_CGROUPS={other}: expected `on` or `off` (the default)"
         )),
     }
 }

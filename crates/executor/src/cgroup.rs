@@ -1,4 +1,5 @@
-//! A cgroup (v2) of its own for each attempt, where baton may make one.
+//! A cgroup (v2) of its own for each attempt, when asked for and where
+//! baton may make one.
 //!
 //! The kernel then keeps the list of everything the attempt started,
 //! wherever it went: out of the process group, into a session of its own,
@@ -14,8 +15,13 @@
 //! may not write to, a container without the mount), or the child's move
 //! is refused, baton goes on without: the process group, the marker and the
 //! subreaper (`group.rs`) find what an attempt leaves, as they do
-//! everywhere. [`set_enabled`] turns cgroups off (the CLI's
-//! `BATON_CGROUPS=off`).
+//! everywhere.
+//!
+//! Cgroups are off unless [`set_enabled`] turns them on (the CLI's
+//! `BATON_CGROUPS=on`): the child's move takes a lock every process start
+//! on the machine waits on, which slows a run of many short stages
+//! (bench/README.md has the figures). Starting the child in its cgroup
+//! (`clone3` with `CLONE_INTO_CGROUP`) would not.
 //!
 //! An attempt's directory is removed at its end. One left by a baton that
 //! was killed is removed by the next baton that makes one, once it is empty
@@ -30,13 +36,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Whether attempts get a cgroup where the machine allows it.
-static ENABLED: AtomicBool = AtomicBool::new(true);
+static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// Attempts started by this process, for their directories' names.
 static ATTEMPTS: AtomicU64 = AtomicU64::new(0);
 
 /// Says whether attempts get a cgroup of their own where the machine
-/// allows it (the default) or never.
+/// allows it, or never (the default).
 pub fn set_enabled(enabled: bool) {
     ENABLED.store(enabled, Ordering::Relaxed);
 }

@@ -261,8 +261,6 @@ async fn a_background_grandchild_holding_stdout_does_not_delay_the_end() {
 /// bound. (With a cgroup it dies with its stage, and the pipes close.)
 #[tokio::test]
 async fn a_setsid_grandchild_holding_stdout_is_abandoned_within_the_bound() {
-    // For this process alone (nextest runs each test in its own).
-    baton_executor::cgroup::set_enabled(false);
     let dir = tempdir();
     let witness = unique("setsid");
     let spec = with_witness(
@@ -352,9 +350,6 @@ async fn a_double_forked_daemon_is_killed_and_reaped_when_its_stage_ends() {
 /// than leaving a zombie for as long as baton lives.
 #[tokio::test]
 async fn a_stray_that_exits_after_its_stage_is_reaped_at_the_next_end() {
-    // For this process alone (nextest runs each test in its own): with a
-    // cgroup, the stray would die with its stage.
-    baton_executor::cgroup::set_enabled(false);
     let dir = tempdir();
     let mut spec = sh(
         "setsid env -i sh -c 'echo $$ > stray.pid; exec sleep 0.5' >/dev/null 2>&1 & \
@@ -419,6 +414,60 @@ async fn dropping_the_run_kills_and_reaps_a_double_forked_daemon() {
     assert!(
         !Path::new(&format!("/proc/{daemon}")).exists(),
         "the daemon {daemon} outlived the dropped run"
+    );
+}
+
+/// With cgroups on, dropping `run` kills at once everything the stage
+/// started, a process that left the group and scrubbed the marker from its
+/// environment included; then the attempt's cgroup is removed.
+#[tokio::test]
+async fn with_cgroups_a_dropped_run_kills_what_the_group_and_the_marker_miss() {
+    // For this process alone: nextest runs each test in a process of its own.
+    baton_executor::cgroup::set_enabled(true);
+    let Some(cgroups) = baton_executor::cgroup::directory() else {
+        baton_test_support::needs::missing(
+            baton_test_support::needs::Need::Cgroups,
+            "a cgroup v2 hierarchy the test may make cgroups in",
+        );
+        return;
+    };
+    let dir = tempdir();
+    let mut spec = sh(
+        "setsid env -i sh -c 'echo $$ > escapee.pid; exec sleep 1000' >/dev/null 2>&1 & sleep 1000",
+        dir.path(),
+    );
+    spec.marker = Some(("BATON_TEST_MARKER".into(), unique("marker")));
+    let pid_file = dir.path().join("escapee.pid");
+    let (_never, cancel) = watch::channel(false);
+    let watched = pid_file.clone();
+    tokio::select! {
+        outcome = run(spec, cancel, |_| {}) => panic!("the stage ended by itself: {outcome:?}"),
+        () = async {
+            while std::fs::metadata(&watched).map_or(true, |file| file.len() == 0) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        } => {}
+    }
+    let escapee = read_pid(&pid_file);
+    let ours = format!("baton-{}-", std::process::id());
+    let gone = Instant::now() + Duration::from_secs(10);
+    let left = || {
+        let alive = Path::new(&format!("/proc/{escapee}")).exists();
+        let cgroups: Vec<String> = std::fs::read_dir(cgroups)
+            .expect("the cgroup directory")
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(&ours))
+            .collect();
+        (alive, cgroups)
+    };
+    while left() != (false, Vec::new()) && Instant::now() < gone {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        left(),
+        (false, Vec::new()),
+        "the escapee {escapee} and the cgroups"
     );
 }
 
