@@ -9,37 +9,35 @@
 //!
 //! The attempt's cgroup is made beside baton's own (`baton-PID-N` in the
 //! cgroup `/proc/self/cgroup` names, on the cgroup2 mount
-//! `/proc/self/mountinfo` lists), and the child moves itself into it before
-//! its `execve` (`sys.rs`), so its first fork is already inside. Where the
-//! directory cannot be made (a machine with cgroup v1 alone, a cgroup baton
-//! may not write to, a container without the mount), or the child's move
-//! is refused, baton goes on without: the process group, the marker and the
-//! subreaper (`group.rs`) find what an attempt leaves, as they do
-//! everywhere.
+//! `/proc/self/mountinfo` lists), and the child starts in it
+//! (`clone3` with `CLONE_INTO_CGROUP`, `sys.rs`), so its first fork is
+//! already inside. Where the directory cannot be made (a machine with
+//! cgroup v1 alone, a cgroup baton may not write to, a container without
+//! the mount), or that start is refused (a kernel before 5.7, a sandbox
+//! that forbids `clone3`, an architecture other than x86-64), baton goes on
+//! without: the process group, the marker and the subreaper (`group.rs`)
+//! find what an attempt leaves, as they do everywhere. [`set_enabled`]
+//! turns cgroups off (the CLI's `BATON_CGROUPS=off`).
 //!
-//! Cgroups are off unless [`set_enabled`] turns them on (the CLI's
-//! `BATON_CGROUPS=on`): the child's move takes a lock every process start
-//! on the machine waits on, which slows a run of many short stages
-//! (bench/README.md has the figures). Starting the child in its cgroup
-//! (`clone3` with `CLONE_INTO_CGROUP`) would not.
-//!
-//! An attempt's directory is removed at its end. One left by a baton that
-//! was killed is removed by the next baton that makes one, once it is empty
-//! (what runs in it is left to `baton resume`, which knows its run).
+//! An ended attempt's cgroup, once empty, is kept for the next attempt.
+//! Those a baton leaves when it exits or is killed are removed by the next
+//! baton that makes one, once they are empty (what runs in one is left to
+//! `baton resume`, which knows its run).
 
 use std::fs::File;
-use std::io::{self, Read, Seek};
+use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Whether attempts get a cgroup where the machine allows it.
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
-/// Attempts started by this process, for their directories' names.
-static ATTEMPTS: AtomicU64 = AtomicU64::new(0);
+/// Cgroups made by this process, for their directories' names.
+static CGROUPS: AtomicU64 = AtomicU64::new(0);
 
 /// Says whether attempts get a cgroup of their own where the machine
 /// allows it, or never (the default).
@@ -135,30 +133,47 @@ fn remove_abandoned(parent: &Path) {
     }
 }
 
-/// One attempt's cgroup, removed when dropped if nothing is left in it.
-pub(crate) struct Attempt {
+/// One attempt's cgroup. Dropped once empty, it waits for the next
+/// attempt (making a cgroup and removing it costs about as much as the
+/// start in it), and is removed otherwise.
+pub(crate) struct Attempt(Option<Cgroup>);
+
+/// A cgroup of baton's and the files it keeps open.
+struct Cgroup {
     dir: PathBuf,
-    /// `cgroup.procs`, which the child writes itself into.
-    procs: File,
+    /// The directory, opened, for `clone3`.
+    handle: File,
     /// `cgroup.events`, read again from its start for `populated`.
     events: File,
 }
 
+/// Cgroups of ended attempts, empty, for the next ones.
+static IDLE: Mutex<Vec<Cgroup>> = Mutex::new(Vec::new());
+
 impl Attempt {
-    /// A new cgroup for an attempt, or `None` where baton makes none.
+    /// A cgroup for an attempt, or `None` where baton makes none.
     pub(crate) fn create() -> Option<Self> {
         if !ENABLED.load(Ordering::Relaxed) {
             return None;
         }
-        let number = ATTEMPTS.fetch_add(1, Ordering::Relaxed);
+        let idle = IDLE.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        if let Some(cgroup) = idle {
+            return Some(Self(Some(cgroup)));
+        }
+        let number = CGROUPS.fetch_add(1, Ordering::Relaxed);
         let dir = parent()?.join(format!("baton-{}-{number}", std::process::id()));
         std::fs::create_dir(&dir).ok()?;
         let opened = File::options()
-            .write(true)
-            .open(dir.join("cgroup.procs"))
-            .and_then(|procs| Ok((procs, File::open(dir.join("cgroup.events"))?)));
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY)
+            .open(&dir)
+            .and_then(|handle| Ok((handle, File::open(dir.join("cgroup.events"))?)));
         match opened {
-            Ok((procs, events)) => Some(Self { dir, procs, events }),
+            Ok((handle, events)) => Some(Self(Some(Cgroup {
+                dir,
+                handle,
+                events,
+            }))),
             Err(_) => {
                 let _ = std::fs::remove_dir(&dir);
                 None
@@ -166,21 +181,27 @@ impl Attempt {
         }
     }
 
-    /// What the child writes `0` to, to move itself in.
-    pub(crate) fn procs(&self) -> BorrowedFd<'_> {
-        self.procs.as_fd()
+    fn cgroup(&self) -> &Cgroup {
+        self.0
+            .as_ref()
+            .expect("an attempt holds its cgroup until dropped")
+    }
+
+    /// The cgroup's directory, which the child is started in.
+    pub(crate) fn handle(&self) -> BorrowedFd<'_> {
+        self.cgroup().handle.as_fd()
     }
 
     /// Kills everything in the cgroup and waits until it is empty, for at
     /// most until `deadline`; calls `reap` after each look, for what died
     /// as baton's child. Returns whether it is empty.
     pub(crate) fn empty(&mut self, deadline: Instant, mut reap: impl FnMut()) -> bool {
-        if !self.populated() {
+        if !self.cgroup().populated() {
             return true;
         }
         let _ = self.kill();
         loop {
-            let empty = !self.populated();
+            let empty = !self.cgroup().populated();
             reap();
             if empty {
                 return true;
@@ -195,18 +216,16 @@ impl Attempt {
     /// Kills everything in the cgroup, now; what dies is still to be
     /// waited for.
     pub(crate) fn kill(&self) -> io::Result<()> {
-        std::fs::write(self.dir.join("cgroup.kill"), "1")
+        std::fs::write(self.cgroup().dir.join("cgroup.kill"), "1")
     }
+}
 
+impl Cgroup {
     /// Whether a live process is in the cgroup or below it (a zombie is
     /// not).
-    fn populated(&mut self) -> bool {
+    fn populated(&self) -> bool {
         let mut text = [0; 256];
-        let read = self
-            .events
-            .rewind()
-            .and_then(|()| self.events.read(&mut text));
-        match read {
+        match self.events.read_at(&mut text, 0) {
             Ok(length) => String::from_utf8_lossy(&text[..length])
                 .lines()
                 .any(|line| line == "populated 1"),
@@ -218,7 +237,16 @@ impl Attempt {
 
 impl Drop for Attempt {
     fn drop(&mut self) {
-        let _ = remove_tree(&self.dir);
+        let Some(cgroup) = self.0.take() else {
+            return;
+        };
+        if cgroup.populated() {
+            let _ = remove_tree(&cgroup.dir);
+        } else {
+            IDLE.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(cgroup);
+        }
     }
 }
 
@@ -238,13 +266,13 @@ fn remove_tree(dir: &Path) -> io::Result<()> {
     }
 }
 
-/// The child could not move itself into its cgroup (`error`): no later
+/// The child could not be started in its cgroup (`error`): no later
 /// attempt of this process tries.
 pub(crate) fn refused(error: &io::Error) {
     if ENABLED.swap(false, Ordering::Relaxed) {
         tracing::warn!(
             %error,
-            "a stage's process could not join its cgroup; baton goes on without cgroups"
+            "a stage's process could not start in a cgroup of its own; baton goes on without cgroups"
         );
     }
 }

@@ -503,7 +503,7 @@ fn start(
         clear_env: spec.clear_env,
         overrides,
         stdin,
-        cgroup: cgroup.map(cgroup::Attempt::procs),
+        cgroup: cgroup.map(cgroup::Attempt::handle),
     })
 }
 

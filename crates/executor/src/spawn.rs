@@ -57,8 +57,8 @@ pub(crate) struct Request<'a> {
     pub(crate) overrides: Vec<(&'a OsStr, &'a OsStr)>,
     /// What the child reads on stdin.
     pub(crate) stdin: ChildStdin<'a>,
-    /// `cgroup.procs` of the cgroup the child moves itself into before its
-    /// `execve`, if any (see `cgroup.rs`).
+    /// The directory of the cgroup the child starts in, if any (see
+    /// `cgroup.rs`).
     pub(crate) cgroup: Option<BorrowedFd<'a>>,
 }
 
@@ -70,7 +70,7 @@ pub(crate) struct Spawned {
     pub(crate) stdin: Option<OwnedFd>,
     pub(crate) stdout: OwnedFd,
     pub(crate) stderr: OwnedFd,
-    /// Why the child could not move itself into its cgroup, if it could
+    /// Why the child could not start in its cgroup, if it could
     /// not: it runs without.
     pub(crate) cgroup_refused: Option<io::Error>,
 }
@@ -180,7 +180,7 @@ pub(crate) fn spawn(request: &Request<'_>) -> io::Result<Spawned> {
             stdout_write.as_raw_fd(),
             stderr_write.as_raw_fd(),
         ],
-        cgroup: request.cgroup.map(|procs| procs.as_raw_fd()),
+        cgroup: request.cgroup.map(|dir| dir.as_raw_fd()),
     })?;
     Ok(Spawned {
         leader: Leader {

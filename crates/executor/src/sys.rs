@@ -48,7 +48,7 @@ pub(crate) struct Exec<'a> {
     /// Duplicated onto 0, 1 and 2. Each is 3 or above: `dup2` of a
     /// descriptor onto itself would leave it close-on-exec.
     pub(crate) stdio: [RawFd; 3],
-    /// `cgroup.procs` of the cgroup the child moves itself into, if any.
+    /// The directory of the cgroup the child starts in, if any.
     pub(crate) cgroup: Option<RawFd>,
 }
 
@@ -62,65 +62,188 @@ pub(crate) struct ChildArgs<'a> {
     pub(crate) ask_first: bool,
     /// The errno of the step that failed, 0 while none has.
     pub(crate) error: AtomicI32,
-    /// The errno of the move into the cgroup, 0 unless it failed: the
-    /// child then goes on without.
-    pub(crate) cgroup_error: AtomicI32,
 }
+
+/// A started child: its pid, its pidfd when the kernel made one, and why
+/// it could not start in its cgroup when it was to and could not.
+pub(crate) type Cloned = (c_int, Option<OwnedFd>, Option<io::Error>);
 
 /// Set once a clone with `CLONE_PIDFD` was refused.
 static NO_CLONE_PIDFD: AtomicBool = AtomicBool::new(false);
 
 /// `clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD)` with every signal blocked
-/// around it; returns the pid and, when the kernel made one, the pidfd.
+/// around it, in `clone3` with `CLONE_INTO_CGROUP` when `args` names a
+/// cgroup: the child then runs in it from its first instruction. When that
+/// `clone3` is refused, the child starts without, and the refusal is
+/// returned with it.
+pub(crate) fn clone_child(args: &ChildArgs<'_>, stack: &mut [u128]) -> io::Result<Cloned> {
+    // Every signal, glibc's own two included: no handler of baton's may
+    // run in the child, which shares baton's memory.
+    let old = set_signal_mask(u64::MAX);
+    let mut refused = None;
+    let result = loop {
+        let with_pidfd = !NO_CLONE_PIDFD.load(Ordering::Relaxed);
+        let cloned = match args.exec.cgroup {
+            Some(cgroup) if refused.is_none() => clone3_into(args, stack, cgroup, with_pidfd),
+            _ => clone_vfork(args, stack, with_pidfd),
+        };
+        let error = match cloned {
+            Ok((pid, pidfd)) => break Ok((pid, pidfd, refused)),
+            Err(error) => error,
+        };
+        // A kernel before 5.2 ignores the flag; a sandbox may refuse
+        // it as unknown or forbidden.
+        let code = error.raw_os_error();
+        let refused_flag = [libc::EINVAL, libc::ENOSYS, libc::EPERM];
+        if args.exec.cgroup.is_some() && refused.is_none() {
+            // Out of processes or memory: so would the plain clone be.
+            if code == Some(libc::EAGAIN) || code == Some(libc::ENOMEM) {
+                break Err(error);
+            }
+            refused = Some(error);
+        } else if with_pidfd && code.is_some_and(|code| refused_flag.contains(&code)) {
+            NO_CLONE_PIDFD.store(true, Ordering::Relaxed);
+        } else {
+            break Err(error);
+        }
+    };
+    set_signal_mask(old);
+    result
+}
+
+/// The plain start: `clone` with `CLONE_VM | CLONE_VFORK`.
 #[expect(
     unsafe_code,
-    reason = "the clone itself: the child runs `child_main` on `stack_top`, a stack of this \
+    reason = "the clone itself: the child runs `child_main` on `stack`, a stack of this \
               thread's that nothing else uses while the thread is suspended, and reads only \
               `args`, which outlives the call because the parent resumes only at the child's \
               exec or exit"
 )]
-pub(crate) fn clone_child(
+fn clone_vfork(
     args: &ChildArgs<'_>,
-    stack_top: *mut c_void,
+    stack: &mut [u128],
+    with_pidfd: bool,
 ) -> io::Result<(c_int, Option<OwnedFd>)> {
-    // Every signal, glibc's own two included: no handler of baton's may
-    // run in the child, which shares baton's memory.
-    let old = set_signal_mask(u64::MAX);
     let arg = std::ptr::from_ref(args).cast_mut().cast::<c_void>();
-    let result;
-    loop {
-        let with_pidfd = !NO_CLONE_PIDFD.load(Ordering::Relaxed);
-        let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
-        if with_pidfd {
-            flags |= libc::CLONE_PIDFD;
-        }
-        let mut pidfd: c_int = -1;
-        // SAFETY: see the reason above. With CLONE_PIDFD the kernel writes
-        // the pidfd to the parent-tid argument.
-        let pid = unsafe { libc::clone(child_main, stack_top, flags, arg, &raw mut pidfd) };
-        if pid == -1 {
-            let error = io::Error::last_os_error();
-            // A kernel before 5.2 ignores the flag; a sandbox may refuse
-            // it as unknown or forbidden.
-            let refused = [libc::EINVAL, libc::ENOSYS, libc::EPERM];
-            if with_pidfd
-                && error
-                    .raw_os_error()
-                    .is_some_and(|code| refused.contains(&code))
-            {
-                NO_CLONE_PIDFD.store(true, Ordering::Relaxed);
-                continue;
-            }
-            result = Err(error);
-        } else {
-            // SAFETY: the kernel made this descriptor for us alone.
-            let pidfd = (with_pidfd && pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd) });
-            result = Ok((pid, pidfd));
-        }
-        break;
+    let stack_top = stack.as_mut_ptr_range().end.cast::<c_void>();
+    let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    if with_pidfd {
+        flags |= libc::CLONE_PIDFD;
     }
-    set_signal_mask(old);
-    result
+    let mut pidfd: c_int = -1;
+    // SAFETY: see the reason above. With CLONE_PIDFD the kernel writes
+    // the pidfd to the parent-tid argument.
+    let pid = unsafe { libc::clone(child_main, stack_top, flags, arg, &raw mut pidfd) };
+    if pid == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel made this descriptor for us alone.
+    let pidfd = (with_pidfd && pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd) });
+    Ok((pid, pidfd))
+}
+
+/// `struct clone_args` of `clone3`, as far as `cgroup` (its second
+/// version, Linux 5.7).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// `clone3`'s flag that starts the child in the cgroup `CloneArgs::cgroup`.
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// The start in a cgroup: `clone3` with `CLONE_VM | CLONE_VFORK |
+/// CLONE_INTO_CGROUP`. Unlike `clone`, `clone3` has no C wrapper that
+/// calls a function on the new stack, hence the few instructions below.
+/// Other architectures than x86-64 start no child this way.
+#[cfg(target_arch = "x86_64")]
+#[expect(
+    unsafe_code,
+    reason = "the clone itself, as `clone_vfork`; the child's first instructions switch to \
+              nothing: the kernel starts it on `stack`, where it calls `child_main(args)`, \
+              which execs or exits, and exits with its result if it returns"
+)]
+fn clone3_into(
+    args: &ChildArgs<'_>,
+    stack: &mut [u128],
+    cgroup: RawFd,
+    with_pidfd: bool,
+) -> io::Result<(c_int, Option<OwnedFd>)> {
+    let mut pidfd: c_int = -1;
+    let mut flags = (libc::CLONE_VM | libc::CLONE_VFORK) as u64 | CLONE_INTO_CGROUP;
+    if with_pidfd {
+        flags |= libc::CLONE_PIDFD as u64;
+    }
+    let clone_args = CloneArgs {
+        flags,
+        pidfd: (&raw mut pidfd) as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        stack: stack.as_mut_ptr() as u64,
+        stack_size: size_of_val(stack) as u64,
+        cgroup: u64::try_from(cgroup).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?,
+        ..CloneArgs::default()
+    };
+    let arg = std::ptr::from_ref(args).cast_mut().cast::<c_void>();
+    let main: extern "C" fn(*mut c_void) -> c_int = child_main;
+    let result: i64;
+    // SAFETY: see the reason above. The parent's registers other than
+    // rax, rcx and r11 are as before the system call; the child never
+    // comes back here. Its stack's top is 16-byte aligned (`u128`s), as a
+    // call needs.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "xor ebp, ebp",
+            "mov rdi, r13",
+            "call r12",
+            "mov edi, eax",
+            "mov eax, {exit}",
+            "syscall",
+            "ud2",
+            "2:",
+            exit = const libc::SYS_exit,
+            inlateout("rax") libc::SYS_clone3 => result,
+            in("rdi") &raw const clone_args,
+            in("rsi") size_of::<CloneArgs>(),
+            in("r12") main,
+            in("r13") arg,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    if result < 0 {
+        let code = i32::try_from(-result).unwrap_or(libc::EINVAL);
+        return Err(io::Error::from_raw_os_error(code));
+    }
+    let pid = c_int::try_from(result).map_err(|_| io::Error::other("clone3 returned no pid"))?;
+    // SAFETY: the kernel made this descriptor for us alone.
+    let pidfd = (with_pidfd && pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd) });
+    Ok((pid, pidfd))
+}
+
+/// Elsewhere, a start in a cgroup is refused; the child starts without.
+#[cfg(not(target_arch = "x86_64"))]
+fn clone3_into(
+    _: &ChildArgs<'_>,
+    _: &mut [u128],
+    _: RawFd,
+    _: bool,
+) -> io::Result<(c_int, Option<OwnedFd>)> {
+    Err(io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
 /// Sets the calling thread's signal mask to `mask` (bit n - 1 for signal
@@ -159,13 +282,13 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
     // parent is suspended.
     let args = unsafe { &*arg.cast::<ChildArgs<'_>>() };
     let exec = args.exec;
-    let errno = || {
+    let fail = || -> c_int {
         // SAFETY: errno of the call that just failed.
         let error = unsafe { *libc::__errno_location() };
-        if error == 0 { libc::EIO } else { error }
-    };
-    let fail = || -> c_int {
-        args.error.store(errno(), Ordering::Release);
+        args.error.store(
+            if error == 0 { libc::EIO } else { error },
+            Ordering::Release,
+        );
         // SAFETY: ends the child without running anything of baton's.
         unsafe { libc::_exit(127) }
     };
@@ -194,11 +317,6 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         }
         if libc::setpgid(0, 0) != 0 {
             return fail();
-        }
-        if let Some(procs) = exec.cgroup
-            && libc::write(procs, b"0".as_ptr().cast(), 1) != 1
-        {
-            args.cgroup_error.store(errno(), Ordering::Release);
         }
         for (target, source) in (0..).zip(exec.stdio) {
             if libc::dup2(source, target) != target {

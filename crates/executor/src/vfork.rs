@@ -42,7 +42,7 @@ pub(crate) struct Child {
     pub(crate) pid: u32,
     /// Its pidfd, unless the kernel predates `CLONE_PIDFD` (Linux 5.2).
     pub(crate) pidfd: Option<OwnedFd>,
-    /// Why it could not move itself into its cgroup, if it could not.
+    /// Why it could not start in its cgroup, if it could not.
     pub(crate) cgroup_refused: Option<io::Error>,
 }
 
@@ -95,14 +95,13 @@ pub(crate) fn start(exec: &Exec<'_>) -> io::Result<Child> {
         reset,
         ask_first,
         error: AtomicI32::new(0),
-        cgroup_error: AtomicI32::new(0),
     };
-    let (pid, pidfd) = STACK.with(|stack| {
+    let (pid, pidfd, cgroup_refused) = STACK.with(|stack| {
         let mut stack = stack.borrow_mut();
         if stack.is_empty() {
             stack.resize(STACK_WORDS, 0);
         }
-        sys::clone_child(&args, stack.as_mut_ptr_range().end.cast())
+        sys::clone_child(&args, &mut stack)
     })?;
     let error = args.error.load(Ordering::Acquire);
     if error != 0 {
@@ -112,11 +111,10 @@ pub(crate) fn start(exec: &Exec<'_>) -> io::Result<Child> {
         drop(pidfd);
         return Err(io::Error::from_raw_os_error(error));
     }
-    let cgroup_error = args.cgroup_error.load(Ordering::Acquire);
     Ok(Child {
         pid: u32::try_from(pid).map_err(|_| io::Error::other("clone returned a negative pid"))?,
         pidfd,
-        cgroup_refused: (cgroup_error != 0).then(|| io::Error::from_raw_os_error(cgroup_error)),
+        cgroup_refused,
     })
 }
 

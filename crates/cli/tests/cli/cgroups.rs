@@ -72,22 +72,40 @@ fn a_stage_s_escapee_dies_with_its_cgroup_and_outlives_it_without() {
     let project = Project::new();
     project.write("wf.yaml", &leaving_workflow());
 
-    let (output, baton) = run(&project, Some("on"));
+    let (output, first) = run(&project, Some("on"));
     assert!(output.status.success(), "{output:?}");
     let pid = escapee(&project);
     wait_for("the escapee to be killed", Duration::from_secs(10), || {
         !sleeping(pid)
     });
-    let left: Vec<String> = std::fs::read_dir(directory)
-        .expect("the cgroup directory")
-        .flatten()
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with(&format!("baton-{baton}-")))
-        .collect();
+    // The cgroups a baton kept for its next attempts stay, empty, until
+    // the next baton that makes cgroups removes them.
+    let cgroups_of = |baton: u32| -> Vec<(String, String)> {
+        std::fs::read_dir(directory)
+            .expect("the cgroup directory")
+            .flatten()
+            .filter(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                name.starts_with(&format!("baton-{baton}-"))
+            })
+            .map(|entry| {
+                let procs = std::fs::read_to_string(entry.path().join("cgroup.procs"));
+                (
+                    entry.file_name().to_string_lossy().into_owned(),
+                    procs.unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    let kept = cgroups_of(first);
+    assert!(kept.iter().all(|(_, procs)| procs.is_empty()), "{kept:?}");
+    let (output, _) = run(&project, Some("on"));
+    assert!(output.status.success(), "{output:?}");
+    assert!(!sleeping(escapee(&project)));
     assert_eq!(
-        left,
-        Vec::<String>::new(),
-        "the attempt's cgroup is removed"
+        cgroups_of(first),
+        Vec::new(),
+        "the first baton's cgroups are removed"
     );
 
     let (output, _) = run(&project, None);
