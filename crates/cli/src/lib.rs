@@ -46,9 +46,10 @@ pub fn main() -> ExitCode {
         return ExitCode::from(exit_code::USAGE);
     }
     match settings::cgroups() {
-        Ok(enabled) => {
-            baton_executor::cgroup::set_enabled(enabled);
-            if enabled && baton_executor::cgroup::directory().is_none() {
+        Ok(asked) => {
+            baton_executor::cgroup::set_enabled(asked != settings::Cgroups::Off);
+            // Looked for only when asked: the look costs every command.
+            if asked == settings::Cgroups::On && baton_executor::cgroup::directory().is_none() {
                 output::stderr_line(
                     "baton: BATON_CGROUPS=on, but baton cannot make cgroups here (it needs cgroup v2 mounted and the right to make a cgroup beside its own); stages run without",
                 );

@@ -21,15 +21,25 @@ pub(crate) fn failpoint() -> Option<String> {
     var_os("BATON_FAILPOINT").map(|point| point.to_string_lossy().into_owned())
 }
 
-/// `BATON_CGROUPS`: whether each stage's process gets a cgroup of its own
-/// where the machine allows it (`on`) or never (`off`, unset or empty: the
-/// default).
-pub(crate) fn cgroups() -> Result<bool, String> {
+/// What `BATON_CGROUPS` asks for: a cgroup of its own for each stage's
+/// process where the machine allows it (`auto`, unset or empty: the
+/// default), the same with a warning where it does not (`on`), or never
+/// (`off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cgroups {
+    Auto,
+    On,
+    Off,
+}
+
+/// `BATON_CGROUPS`, or why its value is refused.
+pub(crate) fn cgroups() -> Result<Cgroups, String> {
     match var("BATON_CGROUPS").as_deref() {
-        Some("on") => Ok(true),
-        None | Some("off") => Ok(false),
+        None | Some("auto") => Ok(Cgroups::Auto),
+        Some("on") => Ok(Cgroups::On),
+        Some("off") => Ok(Cgroups::Off),
         Some(other) => Err(format!(
-            "BATON_CGROUPS={other}: expected `on` or `off` (the default)"
+            "BATON_CGROUPS={other}: expected `auto` (the default), `on` or `off`"
         )),
     }
 }

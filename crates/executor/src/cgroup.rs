@@ -1,5 +1,4 @@
-//! A cgroup (v2) of its own for each attempt, when asked for and where
-//! baton may make one.
+//! A cgroup (v2) of its own for each attempt, where baton may make one.
 //!
 //! The kernel then keeps the list of everything the attempt started,
 //! wherever it went: out of the process group, into a session of its own,
@@ -34,13 +33,13 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Whether attempts get a cgroup where the machine allows it.
-static ENABLED: AtomicBool = AtomicBool::new(false);
+static ENABLED: AtomicBool = AtomicBool::new(true);
 
 /// Cgroups made by this process, for their directories' names.
 static CGROUPS: AtomicU64 = AtomicU64::new(0);
 
 /// Says whether attempts get a cgroup of their own where the machine
-/// allows it, or never (the default).
+/// allows it (the default), or never.
 pub fn set_enabled(enabled: bool) {
     ENABLED.store(enabled, Ordering::Relaxed);
 }
@@ -113,8 +112,10 @@ fn unescape(field: &str) -> String {
         .replace("\\134", "\\")
 }
 
-/// Removes the empty directories of attempts whose baton is gone.
+/// Removes the empty cgroups of batons that are gone (one that had this
+/// process's pid included: this one has made none yet).
 fn remove_abandoned(parent: &Path) {
+    let own = std::process::id().to_string();
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
@@ -127,15 +128,16 @@ fn remove_abandoned(parent: &Path) {
         else {
             continue;
         };
-        if !Path::new("/proc").join(pid).exists() {
+        if pid == own || !Path::new("/proc").join(pid).exists() {
             let _ = remove_tree(&entry.path());
         }
     }
 }
 
 /// One attempt's cgroup. Dropped once empty, it waits for the next
-/// attempt (making a cgroup and removing it costs about as much as the
-/// start in it), and is removed otherwise.
+/// attempt: making a cgroup and removing it costs more than the start in
+/// it. One still holding a process (it outlived the kill's wait) is left
+/// to the sweep of a later baton.
 pub(crate) struct Attempt(Option<Cgroup>);
 
 /// A cgroup of baton's and the files it keeps open.
@@ -160,9 +162,16 @@ impl Attempt {
         if let Some(cgroup) = idle {
             return Some(Self(Some(cgroup)));
         }
-        let number = CGROUPS.fetch_add(1, Ordering::Relaxed);
-        let dir = parent()?.join(format!("baton-{}-{number}", std::process::id()));
-        std::fs::create_dir(&dir).ok()?;
+        let dir = loop {
+            let number = CGROUPS.fetch_add(1, Ordering::Relaxed);
+            let dir = parent()?.join(format!("baton-{}-{number}", std::process::id()));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => break dir,
+                // Left by an earlier process with this pid, and not empty.
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(_) => return None,
+            }
+        };
         let opened = File::options()
             .read(true)
             .custom_flags(libc::O_DIRECTORY)
@@ -240,9 +249,7 @@ impl Drop for Attempt {
         let Some(cgroup) = self.0.take() else {
             return;
         };
-        if cgroup.populated() {
-            let _ = remove_tree(&cgroup.dir);
-        } else {
+        if !cgroup.populated() {
             IDLE.lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(cgroup);

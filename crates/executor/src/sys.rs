@@ -1,8 +1,8 @@
 //! Every line of baton that Rust's checks do not cover: the vfork-style
-//! `clone` that starts a child and the system calls that child makes
-//! before its `execve` (`vfork.rs` prepares them and says why a child is
-//! started this way), and the allocator settings the `baton` binary sets
-//! at its start. The workspace denies `unsafe` everywhere else; each
+//! `clone` (or `clone3`, into a cgroup) that starts a child and the system
+//! calls that child makes before its `execve` (`vfork.rs` prepares them
+//! and says why a child is started this way), and the allocator settings
+//! the `baton` binary sets at its start. The workspace denies `unsafe` everywhere else; each
 //! function here says why its use is sound.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -91,17 +91,19 @@ pub(crate) fn clone_child(args: &ChildArgs<'_>, stack: &mut [u128]) -> io::Resul
             Ok((pid, pidfd)) => break Ok((pid, pidfd, refused)),
             Err(error) => error,
         };
-        // A kernel before 5.2 ignores the flag; a sandbox may refuse
-        // it as unknown or forbidden.
         let code = error.raw_os_error();
-        let refused_flag = [libc::EINVAL, libc::ENOSYS, libc::EPERM];
         if args.exec.cgroup.is_some() && refused.is_none() {
             // Out of processes or memory: so would the plain clone be.
+            // Anything else refuses `clone3` or the cgroup.
             if code == Some(libc::EAGAIN) || code == Some(libc::ENOMEM) {
                 break Err(error);
             }
             refused = Some(error);
-        } else if with_pidfd && code.is_some_and(|code| refused_flag.contains(&code)) {
+        } else if with_pidfd
+            && code.is_some_and(|code| [libc::EINVAL, libc::ENOSYS, libc::EPERM].contains(&code))
+        {
+            // A kernel before 5.2 ignores the flag; a sandbox may refuse
+            // it as unknown or forbidden.
             NO_CLONE_PIDFD.store(true, Ordering::Relaxed);
         } else {
             break Err(error);

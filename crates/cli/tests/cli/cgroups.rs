@@ -1,8 +1,8 @@
-//! With `BATON_CGROUPS=on`, each stage's process in a cgroup of its own
-//! where baton may make one: what a stage leaves running dies at the
+//! Each stage's process in a cgroup of its own where baton may make one
+//! (unless `BATON_CGROUPS=off`): what a stage leaves running dies at the
 //! stage's end even after it left the process group and scrubbed baton's
-//! variables from its environment. Without (the default), such a process
-//! is not found, and survives the stage.
+//! variables from its environment. Without cgroups such a process is not
+//! found, and survives the stage.
 
 use std::path::Path;
 use std::process::Output;
@@ -22,9 +22,10 @@ fn leaving_workflow() -> String {
 
 fn run(project: &Project, cgroups: Option<&str>) -> (Output, u32) {
     let mut command = project.command(&["run", "wf.yaml"]);
-    if let Some(value) = cgroups {
-        command.env("BATON_CGROUPS", value);
-    }
+    match cgroups {
+        Some(value) => command.env("BATON_CGROUPS", value),
+        None => command.env_remove("BATON_CGROUPS"),
+    };
     let mut child = command
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -59,9 +60,8 @@ fn sleeping(pid: u32) -> bool {
 }
 
 #[test]
-fn a_stage_s_escapee_dies_with_its_cgroup_and_outlives_it_without() {
-    // What baton sees with cgroups on: the test runs where baton does.
-    baton_executor::cgroup::set_enabled(true);
+fn a_stage_s_escapee_dies_with_its_cgroup_and_outlives_it_with_cgroups_off() {
+    // What baton sees: the test runs where baton does.
     let Some(directory) = baton_executor::cgroup::directory() else {
         baton_test_support::needs::missing(
             baton_test_support::needs::Need::Cgroups,
@@ -72,7 +72,7 @@ fn a_stage_s_escapee_dies_with_its_cgroup_and_outlives_it_without() {
     let project = Project::new();
     project.write("wf.yaml", &leaving_workflow());
 
-    let (output, first) = run(&project, Some("on"));
+    let (output, first) = run(&project, None);
     assert!(output.status.success(), "{output:?}");
     let pid = escapee(&project);
     wait_for("the escapee to be killed", Duration::from_secs(10), || {
@@ -108,7 +108,7 @@ fn a_stage_s_escapee_dies_with_its_cgroup_and_outlives_it_without() {
         "the first baton's cgroups are removed"
     );
 
-    let (output, _) = run(&project, None);
+    let (output, _) = run(&project, Some("off"));
     assert!(output.status.success(), "{output:?}");
     let pid = escapee(&project);
     let survived = sleeping(pid);
@@ -127,7 +127,7 @@ fn a_bad_baton_cgroups_value_is_refused_with_what_it_takes() {
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("BATON_CGROUPS=sometimes: expected `on` or `off` (the default)"),
+        stderr.contains("BATON_CGROUPS=sometimes: expected `auto` (the default), `on` or `off`"),
         "{stderr}"
     );
     assert!(!project.path().join("escapee.pid").exists(), "nothing ran");

@@ -261,6 +261,8 @@ async fn a_background_grandchild_holding_stdout_does_not_delay_the_end() {
 /// bound. (With a cgroup it dies with its stage, and the pipes close.)
 #[tokio::test]
 async fn a_setsid_grandchild_holding_stdout_is_abandoned_within_the_bound() {
+    // For this process alone: nextest runs each test in a process of its own.
+    baton_executor::cgroup::set_enabled(false);
     let dir = tempdir();
     let witness = unique("setsid");
     let spec = with_witness(
@@ -350,6 +352,8 @@ async fn a_double_forked_daemon_is_killed_and_reaped_when_its_stage_ends() {
 /// than leaving a zombie for as long as baton lives.
 #[tokio::test]
 async fn a_stray_that_exits_after_its_stage_is_reaped_at_the_next_end() {
+    // For this process alone: nextest runs each test in a process of its own.
+    baton_executor::cgroup::set_enabled(false);
     let dir = tempdir();
     let mut spec = sh(
         "setsid env -i sh -c 'echo $$ > stray.pid; exec sleep 0.5' >/dev/null 2>&1 & \
@@ -417,13 +421,11 @@ async fn dropping_the_run_kills_and_reaps_a_double_forked_daemon() {
     );
 }
 
-/// With cgroups on, dropping `run` kills at once everything the stage
+/// With cgroups (the default), dropping `run` kills at once everything the stage
 /// started, a process that left the group and scrubbed the marker from its
 /// environment included; the attempt's cgroup is left empty.
 #[tokio::test]
 async fn with_cgroups_a_dropped_run_kills_what_the_group_and_the_marker_miss() {
-    // For this process alone: nextest runs each test in a process of its own.
-    baton_executor::cgroup::set_enabled(true);
     let Some(cgroups) = baton_executor::cgroup::directory() else {
         baton_test_support::needs::missing(
             baton_test_support::needs::Need::Cgroups,
