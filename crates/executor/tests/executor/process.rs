@@ -399,18 +399,7 @@ async fn dropping_the_run_kills_and_reaps_a_double_forked_daemon() {
         dir.path(),
     );
     spec.marker = Some(("BATON_TEST_MARKER".into(), unique("marker")));
-    let pid_file = dir.path().join("daemon.pid");
-    let (_never, cancel) = watch::channel(false);
-    let watched = pid_file.clone();
-    tokio::select! {
-        outcome = run(spec, cancel, |_| {}) => panic!("the stage ended by itself: {outcome:?}"),
-        () = async {
-            while std::fs::metadata(&watched).map_or(true, |file| file.len() == 0) {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        } => {}
-    }
-    let daemon = read_pid(&pid_file);
+    let daemon = drop_once_written(spec, &dir.path().join("daemon.pid")).await;
     let gone = Instant::now() + Duration::from_secs(10);
     while Path::new(&format!("/proc/{daemon}")).exists() && Instant::now() < gone {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -439,18 +428,7 @@ async fn with_cgroups_a_dropped_run_kills_what_the_group_and_the_marker_miss() {
         dir.path(),
     );
     spec.marker = Some(("BATON_TEST_MARKER".into(), unique("marker")));
-    let pid_file = dir.path().join("escapee.pid");
-    let (_never, cancel) = watch::channel(false);
-    let watched = pid_file.clone();
-    tokio::select! {
-        outcome = run(spec, cancel, |_| {}) => panic!("the stage ended by itself: {outcome:?}"),
-        () = async {
-            while std::fs::metadata(&watched).map_or(true, |file| file.len() == 0) {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        } => {}
-    }
-    let escapee = read_pid(&pid_file);
+    let escapee = drop_once_written(spec, &dir.path().join("escapee.pid")).await;
     let ours = format!("baton-{}-", std::process::id());
     let gone = Instant::now() + Duration::from_secs(10);
     let left = || {
@@ -472,6 +450,21 @@ async fn with_cgroups_a_dropped_run_kills_what_the_group_and_the_marker_miss() {
         (false, Vec::new()),
         "the escapee {escapee} and what baton's cgroups hold"
     );
+}
+
+/// Runs `spec` until it has written a pid to `pid_file`, drops the run,
+/// and returns that pid.
+async fn drop_once_written(spec: ProcessSpec, pid_file: &Path) -> u32 {
+    let (_never, cancel) = watch::channel(false);
+    tokio::select! {
+        outcome = run(spec, cancel, |_| {}) => panic!("the stage ended by itself: {outcome:?}"),
+        () = async {
+            while std::fs::metadata(pid_file).map_or(true, |file| file.len() == 0) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        } => {}
+    }
+    read_pid(pid_file)
 }
 
 fn read_pid(path: &Path) -> u32 {
