@@ -429,6 +429,51 @@ mod tests {
     }
 
     #[test]
+    fn the_child_starts_in_the_cgroup_it_is_given() {
+        let Some(cgroup) = crate::cgroup::Attempt::create() else {
+            baton_test_support::needs::missing(
+                baton_test_support::needs::Need::Cgroups,
+                "a cgroup v2 hierarchy the test may make cgroups in",
+            );
+            return;
+        };
+        let dir = tempfile::tempdir().expect("a directory");
+        let mut request = request(&["sh", "-c", "grep '^0::' /proc/self/cgroup"], dir.path());
+        request.cgroup = Some(cgroup.handle());
+        let mut spawned = spawn(&request).expect("spawns");
+        assert!(
+            spawned.cgroup_refused.is_none(),
+            "{:?}",
+            spawned.cgroup_refused
+        );
+        let mut out = String::new();
+        std::fs::File::from(spawned.stdout)
+            .read_to_string(&mut out)
+            .expect("reads");
+        assert!(spawned.leader.wait().expect("reaps").success());
+        let ours = format!("/baton-{}-", std::process::id());
+        assert!(out.starts_with("0::") && out.contains(&ours), "{out}");
+    }
+
+    /// A start into a cgroup that is refused (here: the descriptor is no
+    /// cgroup's) starts the child without, and says why.
+    #[test]
+    fn a_refused_start_into_a_cgroup_starts_the_child_without() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let not_a_cgroup = std::fs::File::open("/dev/null").expect("a descriptor");
+        let mut request = request(&["sh", "-c", "echo ran"], dir.path());
+        request.cgroup = Some(std::os::fd::AsFd::as_fd(&not_a_cgroup));
+        let mut spawned = spawn(&request).expect("spawns");
+        assert!(spawned.cgroup_refused.is_some(), "the start was refused");
+        let mut out = String::new();
+        std::fs::File::from(spawned.stdout)
+            .read_to_string(&mut out)
+            .expect("reads");
+        assert!(spawned.leader.wait().expect("reaps").success());
+        assert_eq!(out, "ran\n");
+    }
+
+    #[test]
     fn a_program_that_cannot_run_is_the_exec_s_own_error() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("a directory");
