@@ -45,20 +45,19 @@ pub fn main() -> ExitCode {
         output::stderr_line(&format!("baton: BATON_FAILPOINT: {error}"));
         return ExitCode::from(exit_code::USAGE);
     }
-    match settings::cgroups() {
-        Ok(asked) => {
-            baton_executor::cgroup::set_enabled(asked != settings::Cgroups::Off);
-            // Looked for only when asked: the look costs every command.
-            if asked == settings::Cgroups::On && baton_executor::cgroup::directory().is_none() {
-                output::stderr_line(
-                    "baton: BATON_CGROUPS=on, but baton cannot make cgroups here (it needs cgroup v2 mounted and the right to make a cgroup beside its own); stages run without",
-                );
-            }
-        }
+    let cgroups = match settings::cgroups() {
+        Ok(asked) => asked,
         Err(why) => {
             output::stderr_line(&format!("baton: {why}"));
             return ExitCode::from(exit_code::USAGE);
         }
+    };
+    baton_executor::cgroup::set_enabled(cgroups != settings::Cgroups::Off);
+    // Looked for only when asked: the look costs every command.
+    if cgroups == settings::Cgroups::On && baton_executor::cgroup::directory().is_none() {
+        output::stderr_line(
+            "baton: BATON_CGROUPS=on, but baton cannot make cgroups here (it needs cgroup v2 mounted and the right to make a cgroup beside its own); stages run without",
+        );
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -122,6 +121,13 @@ pub fn main() -> ExitCode {
         Command::Mcp => commands::mcp::run(),
     };
     listening.finish();
+    if cgroups == settings::Cgroups::On
+        && let Some(why) = baton_executor::cgroup::refusal()
+    {
+        output::stderr_line(&format!(
+            "baton: BATON_CGROUPS=on, but a stage's process could not start in a cgroup of its own ({why}); the stages after it ran without"
+        ));
+    }
     if let Some(writes) = baton_engine::failpoint::counted_writes() {
         output::stderr_line(&format!("baton: store writes: {writes}"));
     }

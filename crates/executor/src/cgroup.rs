@@ -273,10 +273,19 @@ fn remove_tree(dir: &Path) -> io::Result<()> {
     }
 }
 
+/// Why a stage's process could not start in a cgroup of its own, if that
+/// happened in this process: no attempt after it had one.
+pub fn refusal() -> Option<&'static str> {
+    REFUSAL.get().map(String::as_str)
+}
+
+static REFUSAL: OnceLock<String> = OnceLock::new();
+
 /// The child could not be started in its cgroup (`error`): no later
 /// attempt of this process tries.
 pub(crate) fn refused(error: &io::Error) {
     if ENABLED.swap(false, Ordering::Relaxed) {
+        let _ = REFUSAL.set(error.to_string());
         tracing::warn!(
             %error,
             "a stage's process could not start in a cgroup of its own; baton goes on without cgroups"
