@@ -172,9 +172,10 @@ const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 #[cfg(target_arch = "x86_64")]
 #[expect(
     unsafe_code,
-    reason = "the clone itself, as `clone_vfork`; the child's first instructions switch to \
-              nothing: the kernel starts it on `stack`, where it calls `child_main(args)`, \
-              which execs or exits, and exits with its result if it returns"
+    reason = "the clone itself, as in `clone_vfork`: the kernel starts the child on `stack` \
+              (this thread's, unused while the thread is suspended), where the instructions \
+              below call `child_main(args)`, which execs or exits; should it return, the \
+              child exits with its result"
 )]
 fn clone3_into(
     args: &ChildArgs<'_>,
