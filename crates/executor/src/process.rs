@@ -34,9 +34,9 @@
 //! that reused the number.
 //!
 //! **Cancellation.** Dropping the future returned by [`run`] SIGKILLs the
-//! group and the processes carrying the marker, and a thread of the
-//! blocking pool waits for the leader to exit, kills what is left and
-//! reaps it.
+//! group and the attempt's cgroup (without one, the processes carrying the
+//! marker), and a thread of the blocking pool waits for the leader to
+//! exit, kills what is left and reaps it.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -527,7 +527,7 @@ struct GroupGuard {
     /// The leader, until [`run`] reaps it.
     leader: Option<Leader>,
     marker: Option<(String, String)>,
-    /// The attempt's cgroup, removed with the guard.
+    /// The attempt's cgroup, given back (emptied) with the guard.
     cgroup: Option<cgroup::Attempt>,
 }
 
