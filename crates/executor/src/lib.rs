@@ -18,6 +18,9 @@
 //!   known by the marker) comes back to baton and is killed and reaped
 //!   when the stage ends; after a crash the marker is searched for in
 //!   `/proc`.
+//! * [`cgroup`] gives each attempt a cgroup of its own where the machine
+//!   allows it, so everything the attempt started is killed at its end,
+//!   wherever it went.
 //! * [`shell`] decides between direct exec and `bash -euo pipefail -c`,
 //!   quotes values, and substitutes `{placeholders}` into scripts with the
 //!   quoting their shell context needs.

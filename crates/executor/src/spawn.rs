@@ -70,8 +70,8 @@ pub(crate) struct Spawned {
     pub(crate) stdin: Option<OwnedFd>,
     pub(crate) stdout: OwnedFd,
     pub(crate) stderr: OwnedFd,
-    /// Why the child could not start in its cgroup, if it could
-    /// not: it runs without.
+    /// Why the child could not start in its cgroup, if it could not: it
+    /// runs without.
     pub(crate) cgroup_refused: Option<io::Error>,
 }
 

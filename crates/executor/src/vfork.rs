@@ -6,14 +6,14 @@
 //!
 //! * it maps a fresh stack for the child and unmaps it after. In a process
 //!   with threads on other CPUs, every unmap interrupts those CPUs to flush
-//!   their TLBs. Here each thread keeps one stack and lends it to its children: a
-//!   vfork child runs only while the thread that started it is suspended,
-//!   so no two children share it.
+//!   their TLBs. Here each thread keeps one stack and lends it to its
+//!   children: a vfork child runs only while the thread that started it is
+//!   suspended, so no two children share it.
 //! * in the child it asks for the disposition of all 64 signals and resets
 //!   those with a handler, while the parent waits: 64 system calls. Here
-//!   the child resets only the
-//!   signals `/proc/self/status` lists as caught, read at the first start
-//!   and again only after [`signal_handlers_changed`].
+//!   the child resets only the signals `/proc/self/status` lists as caught,
+//!   read at the first start and again only after
+//!   [`signal_handlers_changed`].
 //! * the pidfd that wakes the supervisor at the exit is a `pidfd_open`
 //!   after the spawn; `CLONE_PIDFD` returns it from the clone.
 //!
@@ -24,8 +24,9 @@
 //! right before the `execve`. It calls nothing but plain system call
 //! wrappers, and reports a failure as an errno in memory it shares with the
 //! parent, then `_exit`s: a failed start is an error here, not a dead child.
-//! The clone and the child's system calls are in `sys.rs`, with the rest
-//! of baton's `unsafe` code.
+//! The clone (a `clone3` when the child starts in a cgroup of its own,
+//! `cgroup.rs`) and the child's system calls are in `sys.rs`, with the
+//! rest of baton's `unsafe` code.
 
 use std::cell::RefCell;
 use std::ffi::c_int;

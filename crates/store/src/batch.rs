@@ -16,7 +16,7 @@ use crate::columns::Arg;
 /// Rows of values, the run left out (every row is the run's), in one
 /// vector: a commit writes a few rows to each of several statements, and a
 /// vector a row was an allocation a row.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Rows<'a> {
     width: usize,
     values: Vec<Arg<'a>>,
