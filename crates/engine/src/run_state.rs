@@ -4,43 +4,48 @@
 //! [`RunState`] is built from the plan and the stage rows (and gate
 //! decisions) the store holds; a driver feeds it [`Event`]s — a look for
 //! work, a stage's end, an interrupted attempt, gate decisions read, a
-//! cancel request — and carries out the [`Action`]s it answers with:
-//! start an attempt, skip a stage, fail a stage whose `when` cannot be
-//! evaluated, end the run. It owns readiness (through [`States`]), `when`,
-//! attempt numbers (a stage set back to pending runs again under the next
-//! number), cancel and the decision how the run ends. It does no I/O, reads
-//! no clock and knows nothing of the store, so it is tested step by step
-//! without any (`run_state/tests.rs`).
+//! cancel request, a unit's end, the units a composite stage planned — and
+//! carries out the [`Action`]s it answers with: start an attempt or a unit,
+//! skip a stage, fail a stage whose `when` cannot be evaluated, take a
+//! composite stage's next step, interrupt one while the run halts, end the
+//! run. It owns readiness (through [`States`]), `when`, attempt numbers (a
+//! stage set back to pending runs again under the next number), the units
+//! of composite stages (which wait, which are out, how many may be out at
+//! once: [`Composite`]), cancel and the decision how the run ends. It does
+//! no I/O, reads no clock (a poll says what time it is) and knows nothing of
+//! the store, so it is tested step by step without any
+//! (`run_state/tests.rs`).
 //!
 //! What stays with each driver is how it carries the actions out: records
 //! them, writes skip sentinels and envelopes, spawns attempts (or hands
-//! them to an orchestrator), and the units inside composite stages
-//! (`work`).
+//! them to an orchestrator), and a composite stage's program (`work`),
+//! which reads the files its units wrote.
 
-use std::collections::HashMap;
+mod composite;
+
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use baton_store::{StageRow, Transition};
+use baton_store::{NewUnit, StageRow, Transition, UnitRow};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use indexmap::IndexMap;
 
 use crate::schedule::{self, Next, State, States};
+use crate::work;
+pub(crate) use composite::{Composite, UnitEnd};
 
 /// Something that happened to the run.
 #[derive(Debug, Clone)]
 pub(crate) enum Event {
-    /// The driver looks for what may start, with `free` slots.
-    Poll { free: usize },
+    /// The driver looks for what may start, with `free` slots, at `now`.
+    Poll { free: usize, now: i64 },
     /// A stage's attempt ended.
     Finished {
         index: usize,
         success: bool,
         error: Option<String>,
     },
-    /// A stage's attempt stopped unfinished (a halted composite stage, a
-    /// script its driver died running): the stage is pending again.
-    Interrupted { index: usize },
     /// The gates' decisions as read now.
     GatesRead(Gates),
     /// A gate's stage was pushed back: it is pending again, to run anew.
@@ -50,6 +55,14 @@ pub(crate) enum Event {
     Spent { usd: f64 },
     /// A cancel was requested: nothing more starts.
     CancelRequested,
+    /// A composite stage's next step planned these units.
+    UnitsPlanned { index: usize, units: Vec<NewUnit> },
+    /// A unit's attempt ended.
+    UnitFinished {
+        index: usize,
+        key: String,
+        end: UnitEnd,
+    },
 }
 
 /// What the driver is to do.
@@ -65,6 +78,19 @@ pub(crate) enum Action {
         attempt: i64,
         error: String,
     },
+    /// Start attempt `attempt` of unit `key` of composite stage `index`.
+    StartUnit {
+        index: usize,
+        key: String,
+        attempt: i64,
+    },
+    /// Every unit of composite stage `index` has finished: the driver takes
+    /// its next step (`work::advance`) and answers with `UnitsPlanned` or
+    /// `Finished`.
+    Step { index: usize },
+    /// The run halts and composite stage `index` has no unit out: attempt
+    /// `attempt` stops, the stage is pending again, its finished units kept.
+    Interrupt { index: usize, attempt: i64 },
     /// The run ends (or waits at a gate) as `End` says.
     End(End),
 }
@@ -76,12 +102,30 @@ impl Action {
             Action::Start { index, .. }
             | Action::Skip { index, .. }
             | Action::Fail { index, .. } => Some(*index),
-            Action::End(_) => None,
+            _ => None,
         }
     }
 
-    /// What the store records for it (an end is recorded by its driver).
+    /// What the store records for it (an end, and a step's outcome, are
+    /// recorded by its driver).
     pub(crate) fn transition(&self, at: i64) -> Option<Transition> {
+        match self {
+            Action::StartUnit { index, key, .. } => {
+                return Some(Transition::UnitStarted {
+                    index: schedule::as_i64(*index),
+                    key: key.clone(),
+                    at,
+                });
+            }
+            Action::Interrupt { index, attempt } => {
+                return Some(Transition::AttemptInterrupted {
+                    index: schedule::as_i64(*index),
+                    attempt: *attempt,
+                    at,
+                });
+            }
+            _ => {}
+        }
         let index = schedule::as_i64(self.stage()?);
         Some(match self {
             Action::Start { attempt, .. } => Transition::AttemptStarted {
@@ -103,7 +147,7 @@ impl Action {
                 error: Some(error.clone()),
                 artifacts: Vec::new(),
             },
-            Action::End(_) => return None,
+            _ => return None,
         })
     }
 }
@@ -166,6 +210,14 @@ pub(crate) struct RunState {
     gates: Gates,
     cancelled: bool,
     budget: Option<Budget>,
+    /// Composite stages in progress, by stage.
+    composites: BTreeMap<usize, Composite>,
+    /// Units the store holds for stages not in progress: a composite stage
+    /// that starts (again) takes up its own.
+    recorded_units: HashMap<usize, Vec<UnitRow>>,
+    /// How many units of a composite stage may be out at once where its
+    /// workflow says nothing.
+    unit_slots: usize,
 }
 
 /// A run's budget and what it spent so far, in dollars.
@@ -200,7 +252,60 @@ impl RunState {
             gates,
             cancelled: false,
             budget: None,
+            composites: BTreeMap::new(),
+            recorded_units: HashMap::new(),
+            unit_slots: usize::MAX,
         }
+    }
+
+    /// The units the store holds (`units`); a composite stage runs at most
+    /// `unit_slots` at once where its workflow sets no limit.
+    pub(crate) fn with_units(mut self, units: Vec<UnitRow>, unit_slots: usize) -> RunState {
+        for unit in units {
+            if let Ok(index) = usize::try_from(unit.index) {
+                self.recorded_units.entry(index).or_default().push(unit);
+            }
+        }
+        self.unit_slots = unit_slots;
+        self
+    }
+
+    /// Composite stages `rows` record as running go on with their units,
+    /// those `out` says are out counting as running (the driver protocol,
+    /// whose orchestrator holds them between calls).
+    pub(crate) fn resume_composites(&mut self, rows: &[StageRow], out: impl Fn(&UnitRow) -> bool) {
+        for (index, row) in rows.iter().enumerate() {
+            if row.status == "running" && work::is_composite(&self.plan.stages[index]) {
+                let started_at = row.started_at.unwrap_or_default();
+                self.take_up(index, started_at, &out);
+            }
+        }
+    }
+
+    /// Composite stage `index` in progress, with the units recorded for it.
+    fn take_up(&mut self, index: usize, started_at: i64, out: impl Fn(&UnitRow) -> bool) {
+        let stage = &self.plan.stages[index];
+        // Items that edit the checkout in place run one at a time.
+        let cap = if schedule::edits_checkout(stage) {
+            1
+        } else {
+            stage
+                .spec
+                .fan_out
+                .as_ref()
+                .and_then(|fan_out| fan_out.max_parallel)
+                .map_or(self.unit_slots, |cap| {
+                    usize::try_from(cap).unwrap_or(usize::MAX)
+                })
+        };
+        let units = self.recorded_units.remove(&index).unwrap_or_default();
+        let composite = Composite::new(units, cap, started_at, out);
+        self.composites.insert(index, composite);
+    }
+
+    /// Composite stage `index` in progress, if it is.
+    pub(crate) fn composite(&self, index: usize) -> Option<&Composite> {
+        self.composites.get(&index)
     }
 
     /// From now on no agent stage starts once `budget.spent` reaches
@@ -212,12 +317,13 @@ impl RunState {
     /// Takes in `event`; returns what to do.
     pub(crate) fn apply(&mut self, event: Event) -> Vec<Action> {
         match event {
-            Event::Poll { free } => self.poll(free),
+            Event::Poll { free, now } => self.poll(free, now),
             Event::Finished {
                 index,
                 success,
                 error,
             } => {
+                self.composites.remove(&index);
                 self.states.set(
                     index,
                     if success {
@@ -232,7 +338,7 @@ impl RunState {
                 };
                 Vec::new()
             }
-            Event::Interrupted { index } | Event::PushedBack { index } => {
+            Event::PushedBack { index } => {
                 self.states.set(index, State::Pending);
                 Vec::new()
             }
@@ -247,6 +353,18 @@ impl RunState {
             Event::Spent { usd } => {
                 if let Some(budget) = &mut self.budget {
                     budget.spent += usd;
+                }
+                Vec::new()
+            }
+            Event::UnitsPlanned { index, units } => {
+                if let Some(composite) = self.composites.get_mut(&index) {
+                    composite.add(schedule::as_i64(index), units);
+                }
+                Vec::new()
+            }
+            Event::UnitFinished { index, key, end } => {
+                if let Some(composite) = self.composites.get_mut(&index) {
+                    composite.finish(&key, end);
                 }
                 Vec::new()
             }
@@ -301,9 +419,24 @@ impl RunState {
         Some(Some(End::Rejected { index, error }))
     }
 
-    fn poll(&mut self, free: usize) -> Vec<Action> {
+    /// What may start with `free` slots: the units of composite stages in
+    /// progress first (finishing started work before starting new work),
+    /// then ready stages (and the units of composite ones among them), then
+    /// the next step of every composite stage whose units have all
+    /// finished. While the run halts, composite stages with
+    /// no unit out are interrupted instead and nothing starts.
+    fn poll(&mut self, mut free: usize, now: i64) -> Vec<Action> {
+        let mut actions = Vec::new();
+        let halting = self.halting();
+        if halting {
+            self.interrupt_quiet(&mut actions);
+        }
         if let Some(end) = self.stopped() {
-            return end.map(Action::End).into_iter().collect();
+            actions.extend(end.map(Action::End));
+            return actions;
+        }
+        if !halting {
+            self.start_units(&mut free, now, &mut actions);
         }
         let next = schedule::next(
             &self.plan,
@@ -312,8 +445,57 @@ impl RunState {
             free,
         );
         match next {
-            Next::Start(ready) => ready.into_iter().map(|index| self.start(index)).collect(),
-            other => self.ended(other).map(Action::End).into_iter().collect(),
+            Next::Start(ready) => {
+                for index in ready {
+                    let action = self.start(index, now);
+                    if matches!(action, Action::Start { .. })
+                        && !self.composites.contains_key(&index)
+                    {
+                        free = free.saturating_sub(1);
+                    }
+                    actions.push(action);
+                }
+            }
+            other => actions.extend(self.ended(other).map(Action::End)),
+        }
+        if !halting {
+            // A composite stage starting again takes up its unfinished units.
+            self.start_units(&mut free, now, &mut actions);
+            let idle = self.composites.iter().filter(|(_, c)| c.idle());
+            actions.extend(idle.map(|(&index, _)| Action::Step { index }));
+        }
+        actions
+    }
+
+    /// Starts waiting units of composite stages in progress while slots
+    /// are free.
+    fn start_units(&mut self, free: &mut usize, now: i64, actions: &mut Vec<Action>) {
+        for (&index, composite) in &mut self.composites {
+            while *free > 0 {
+                let Some(unit) = composite.take(now) else {
+                    break;
+                };
+                *free -= 1;
+                actions.push(Action::StartUnit {
+                    index,
+                    key: unit.key.clone(),
+                    attempt: unit.attempts,
+                });
+            }
+        }
+    }
+
+    /// Halting: composite stages with no unit out go back to pending.
+    fn interrupt_quiet(&mut self, actions: &mut Vec<Action>) {
+        let quiet: Vec<usize> = (self.composites.iter())
+            .filter(|(_, composite)| composite.quiet())
+            .map(|(&index, _)| index)
+            .collect();
+        for index in quiet {
+            self.composites.remove(&index);
+            self.states.set(index, State::Pending);
+            let attempt = self.attempts[index];
+            actions.push(Action::Interrupt { index, attempt });
         }
     }
 
@@ -335,8 +517,9 @@ impl RunState {
 
     /// A ready stage: decided by its `when`, else started (unless it runs
     /// agents and the budget is spent).
-    fn start(&mut self, index: usize) -> Action {
+    fn start(&mut self, index: usize, now: i64) -> Action {
         let stage = &self.plan.stages[index];
+        let composite = work::is_composite(stage);
         let when = match (decide_when(stage, &self.params), self.spent_out(stage)) {
             (When::Run, Some(error)) => When::Unknown(error),
             (when, _) => when,
@@ -345,6 +528,9 @@ impl RunState {
             When::Run => {
                 self.attempts[index] += 1;
                 self.states.set(index, State::Running);
+                if composite {
+                    self.take_up(index, now, |_| false);
+                }
                 Action::Start {
                     index,
                     attempt: self.attempts[index],

@@ -4,7 +4,6 @@
 //! commits, and each result's envelope and progress line shown once it is
 //! recorded.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use baton_store::{Lease, Store, Transition};
@@ -15,7 +14,8 @@ use crate::attempt::Finished;
 use crate::envelopes::{EnvelopeWriter, Ticket};
 use crate::governance::RunLedger;
 use crate::progress::Progress;
-use crate::work::{self, running::Composite};
+use crate::run_state::RunState;
+use crate::work;
 use crate::{Error, Result, clock};
 
 /// How long the starts and results of plain processes may wait to be
@@ -123,7 +123,7 @@ struct InFlight {
 pub(super) struct Sink<'a> {
     pub(super) store: &'a Store,
     pub(super) plan: &'a Plan,
-    pub(super) composites: &'a BTreeMap<usize, Composite>,
+    pub(super) run: &'a RunState,
     pub(super) progress: &'a (dyn Fn(Progress) + Sync),
 }
 
@@ -289,9 +289,8 @@ impl Commits {
     /// committed together.
     fn with_ledger(&mut self, sink: &Sink<'_>) {
         let kind_of = |index: i64, key: &str| {
-            let composite = sink.composites.get(&usize::try_from(index).ok()?)?;
-            let unit = composite.units.iter().find(|unit| unit.key == key)?;
-            Some(unit.kind.clone())
+            let composite = sink.run.composite(usize::try_from(index).ok()?)?;
+            Some(composite.unit(key)?.kind.clone())
         };
         let events = self
             .ledger

@@ -2,9 +2,10 @@
 //! machine ([`RunState`]) what happens — results, cancel requests, gate
 //! decisions — and turns what it decides into effects: attempts spawned,
 //! transitions committed (`commits`), envelopes written, progress shown.
-//! The units of composite stages are run here too, as `work` plans them.
+//! The units of composite stages are run here too, as the machine starts
+//! them and `work` plans them.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
 use super::commits::{Announced, Commits, Shown, Sink, cheap};
-use super::launch::{Launch, Running, Slot, Spawner, starts_early, take_units};
+use super::launch::{Launch, Running, Slot, Spawner, starts_early};
 use super::spans::{self, Spans};
 use super::{DriveOptions, Outcome};
 use crate::attempt::{Finished, Report, Slots};
@@ -23,12 +24,12 @@ use crate::envelopes::EnvelopeWriter;
 use crate::governance::RunLedger;
 use crate::outputs::write_skip_sentinels;
 use crate::progress::Progress;
-use crate::run_state::{Action, Budget, End, Event, Gates, RunState};
+use crate::run_state::{Action, Budget, End, Event, Gates, RunState, UnitEnd};
 use crate::schedule::as_i64;
 use crate::start::Start;
 use crate::subrun::DriveChild;
-use crate::work::{self, running::Composite};
-use crate::{Error, Result, clock, gate, reconcile, schedule};
+use crate::work;
+use crate::{Error, Result, clock, gate, reconcile};
 
 /// Where the drive's commits go, borrowed field by field so that the
 /// commits themselves can be borrowed mutably beside it.
@@ -37,7 +38,7 @@ macro_rules! sink {
         Sink {
             store: $driver.store,
             plan: &$driver.plan,
-            composites: &$driver.composites,
+            run: &$driver.run,
             progress: $driver.progress,
         }
     };
@@ -78,11 +79,6 @@ struct Driver<'a> {
     run: RunState,
     max_parallel: usize,
     ttl: i64,
-    /// Composite stages running, by stage.
-    composites: BTreeMap<usize, Composite>,
-    /// Units recorded for stages, by stage; a composite stage takes its
-    /// own when it starts.
-    recorded_units: HashMap<usize, Vec<UnitRow>>,
     running: HashMap<Slot, Running>,
     spans: Spans,
     commits: Commits,
@@ -153,18 +149,16 @@ impl<'a> Driver<'a> {
         } else {
             (stages, units, transitions)
         };
-        let mut recorded_units: HashMap<usize, Vec<UnitRow>> = HashMap::new();
-        for unit in units {
-            if let Ok(index) = usize::try_from(unit.index) {
-                recorded_units.entry(index).or_default().push(unit);
-            }
-        }
         // Gates are approved through `baton gate`; reloaded while waiting
         // at a gate.
         let gates = gate::Gates::load(store, &run_id, &plan, &workspace).await?;
         // One copy of the plan, shared with every attempt.
         let plan = Arc::new(plan);
-        let mut run = RunState::new(Arc::clone(&plan), params.clone(), &stages, gates.clone());
+        let max_parallel = (options.max_parallel)
+            .unwrap_or(run_options.max_parallel)
+            .max(1);
+        let mut run = RunState::new(Arc::clone(&plan), params.clone(), &stages, gates.clone())
+            .with_units(units, max_parallel);
         if let Some(limit) = options.budget_usd.or(run_options.budget_usd) {
             // A new run has spent nothing; a resumed one what it recorded.
             let spent = if fresh {
@@ -191,10 +185,7 @@ impl<'a> Driver<'a> {
         };
         let mut driver = Driver {
             spans: Spans::new(&plan.name),
-            max_parallel: options
-                .max_parallel
-                .unwrap_or(spawner.run_options.max_parallel)
-                .max(1),
+            max_parallel,
             ttl: options.lease_ttl_ms(),
             commits: Commits::new(opened, ledger, EnvelopeWriter::start(&workspace)),
             local_worker: LocalWorker::start(store, options.local_worker.as_ref(), &plan),
@@ -207,8 +198,6 @@ impl<'a> Driver<'a> {
             plan,
             workspace,
             run,
-            composites: BTreeMap::new(),
-            recorded_units,
             running: HashMap::new(),
             spawner,
             reports,
@@ -270,48 +259,40 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// One step: asks the machine what may start and starts it, with the
-    /// units of running composite stages.
+    /// One step: asks the machine what may start and starts it, and takes
+    /// the next step of composite stages whose units have all finished,
+    /// asking again until none has: units just planned start in the same
+    /// commit as their planning (and as their stage's start), so a crash
+    /// never separates them.
     async fn step(&mut self) -> Result<Stepped> {
-        let halting = self.run.halting();
-        if halting {
-            self.interrupt_idle();
-        }
-        let now = clock::now_ms();
-        let mut free = self.max_parallel.saturating_sub(self.running.len());
-        if self.run.stopping() {
-            let actions = self.run.apply(Event::Poll { free });
-            return Ok(match actions.into_iter().next() {
-                Some(Action::End(end)) => Stepped::Ended(end),
-                _ => Stepped::Wait,
-            });
-        }
         let mut launches: Vec<Launch> = Vec::new();
-        // Units of stages already running come first: finishing started
-        // work before starting new work.
-        if !halting {
-            self.take_units(&mut free, now, &mut launches);
-        }
-        let mut started = false;
-        let mut end = None;
         let mut composite_starts = Vec::new();
-        for action in self.run.apply(Event::Poll { free }) {
-            match action {
-                Action::End(ended) => end = Some(ended),
-                action => {
-                    started = true;
-                    self.begin(action, now, &mut launches, &mut composite_starts)?;
+        let (mut started, mut stepped, mut end) = (false, true, None);
+        while stepped {
+            stepped = false;
+            let now = clock::now_ms();
+            let free = (self.max_parallel).saturating_sub(self.running.len() + launches.len());
+            for action in self.run.apply(Event::Poll { free, now }) {
+                match action {
+                    Action::End(ended) => end = Some(ended),
+                    Action::Step { index } => {
+                        (started, stepped) = (true, true);
+                        self.advance_composite(index, now);
+                    }
+                    Action::Interrupt { index, .. } => {
+                        self.commits.pending.extend(action.transition(now));
+                        let stage = &self.plan.stages[index];
+                        self.spans.stage_ended(index, stage, "interrupted");
+                    }
+                    action => {
+                        started = true;
+                        self.begin(action, now, &mut launches, &mut composite_starts)?;
+                    }
                 }
             }
         }
-        if !halting {
-            started |= self.advance_composites(now);
-            // Units just planned start in the same commit as their planning
-            // (and as their stage's start), so a crash never separates them.
-            let mut free = self
-                .max_parallel
-                .saturating_sub(self.running.len() + launches.len());
-            self.take_units(&mut free, now, &mut launches);
+        if self.run.stopping() {
+            return Ok(end.map_or(Stepped::Wait, Stepped::Ended));
         }
         if started || !launches.is_empty() {
             self.launch(launches, composite_starts).await?;
@@ -325,39 +306,6 @@ impl<'a> Driver<'a> {
             Some(end) => Ok(Stepped::Ended(end)),
             None => Ok(Stepped::Wait),
         }
-    }
-
-    /// Halting: a composite stage stops starting units; once none of its
-    /// units runs, it goes back to pending with its finished units kept.
-    fn interrupt_idle(&mut self) {
-        let idle: Vec<usize> = self
-            .composites
-            .iter()
-            .filter(|(_, composite)| composite.running == 0)
-            .map(|(index, _)| *index)
-            .collect();
-        for index in idle {
-            self.composites.remove(&index);
-            self.commits.pending.push(Transition::AttemptInterrupted {
-                index: as_i64(index),
-                attempt: self.run.attempt(index),
-                at: clock::now_ms(),
-            });
-            self.spans
-                .stage_ended(index, &self.plan.stages[index], "interrupted");
-            self.run.apply(Event::Interrupted { index });
-        }
-    }
-
-    fn take_units(&mut self, free: &mut usize, now: i64, launches: &mut Vec<Launch>) {
-        take_units(
-            &mut self.composites,
-            free,
-            (&*self.plan, self.workspace.as_path()),
-            now,
-            &mut self.commits.pending,
-            launches,
-        );
     }
 
     /// Carries out what the machine decided for a ready stage.
@@ -376,7 +324,28 @@ impl<'a> Driver<'a> {
         };
         self.commits.pending.extend(action.transition(now));
         match action {
-            Action::End(_) => {}
+            Action::End(_) | Action::Step { .. } | Action::Interrupt { .. } => {}
+            Action::StartUnit { index, key, .. } => {
+                let context = work::Context {
+                    plan: &self.plan,
+                    stage: &self.plan.stages[index],
+                    workspace: &self.workspace,
+                    now,
+                };
+                let unit = (self.run.composite(index))
+                    .and_then(|composite| composite.unit(&key))
+                    .expect("a unit the machine started");
+                launches.push(Launch {
+                    index,
+                    item: unit.kind == work::ITEM,
+                    unit: Some((
+                        unit.key.clone(),
+                        unit.label.clone(),
+                        unit.attempts,
+                        work::materialize(&context, unit),
+                    )),
+                });
+            }
             Action::Fail { index, error, .. } => {
                 let stage = &self.plan.stages[index];
                 self.spans.stage_ended(index, stage, "failed");
@@ -393,74 +362,56 @@ impl<'a> Driver<'a> {
             Action::Start { index, .. } => {
                 let stage = &self.plan.stages[index];
                 self.spans.stage_started(index, stage);
-                if !work::is_composite(stage) {
+                if work::is_composite(stage) {
+                    composite_starts.push(index);
+                } else {
                     launches.push(Launch {
                         index,
                         unit: None,
                         item: false,
                     });
-                    return Ok(());
                 }
-                // Items that edit the checkout in place run one at a time.
-                let cap = if schedule::edits_checkout(stage) {
-                    1
-                } else {
-                    stage
-                        .spec
-                        .fan_out
-                        .as_ref()
-                        .and_then(|fan_out| fan_out.max_parallel)
-                        .map_or(self.max_parallel, |cap| cap as usize)
-                };
-                let units = self.recorded_units.remove(&index).unwrap_or_default();
-                self.composites
-                    .insert(index, Composite::new(units, cap, now));
-                composite_starts.push(index);
             }
         }
         Ok(())
     }
 
-    /// Composite stages whose units have all finished take their next
-    /// step: more units, or the end of the stage. Returns whether any did.
-    fn advance_composites(&mut self, now: i64) -> bool {
-        let idle: Vec<usize> = self
-            .composites
-            .iter()
-            .filter(|(_, composite)| composite.idle())
-            .map(|(index, _)| *index)
-            .collect();
-        for &index in &idle {
-            let context = work::Context {
-                plan: &self.plan,
-                stage: &self.plan.stages[index],
-                workspace: &self.workspace,
-                now,
+    /// Composite stage `index`, whose units have all finished, takes its
+    /// next step: more units, or the end of the stage.
+    fn advance_composite(&mut self, index: usize, now: i64) {
+        let context = work::Context {
+            plan: &self.plan,
+            stage: &self.plan.stages[index],
+            workspace: &self.workspace,
+            now,
+        };
+        let Some(composite) = self.run.composite(index) else {
+            return;
+        };
+        let (success, error) =
+            match work::advance(&context, &composite.units, &mut self.commits.pending) {
+                work::Advanced::Planned(units) => {
+                    self.run.apply(Event::UnitsPlanned { index, units });
+                    return;
+                }
+                work::Advanced::Ended(success, error) => (success, error),
             };
-            let composite = self.composites.get_mut(&index).expect("idle composite");
-            let Some((success, error)) =
-                advance(&context, composite, index, &mut self.commits.pending)
-            else {
-                continue;
-            };
-            let composite = self.composites.remove(&index).expect("idle composite");
-            let artifacts = work::outputs(&self.workspace, &composite.units);
-            let ended = Event::Finished {
-                index,
-                success,
-                error: error.clone(),
-            };
-            self.run.apply(ended);
-            let status = if success { "success" } else { "failed" };
-            self.spans
-                .stage_ended(index, &self.plan.stages[index], status);
-            let attempt = self.run.attempt(index);
-            let finished = Finished::ended(index, attempt, (success, error), artifacts);
-            self.commits.pending.push(finished.transition(now));
-            let shown = Announced::arrived(finished, (composite.started_at, now), None);
-            self.commits.shown.push(shown);
-        }
-        !idle.is_empty()
+        let artifacts = work::outputs(&self.workspace, &composite.units);
+        let started_at = composite.started_at;
+        let ended = Event::Finished {
+            index,
+            success,
+            error: error.clone(),
+        };
+        self.run.apply(ended);
+        let status = if success { "success" } else { "failed" };
+        self.spans
+            .stage_ended(index, &self.plan.stages[index], status);
+        let attempt = self.run.attempt(index);
+        let finished = Finished::ended(index, attempt, (success, error), artifacts);
+        self.commits.pending.push(finished.transition(now));
+        let shown = Announced::arrived(finished, (started_at, now), None);
+        self.commits.shown.push(shown);
     }
 
     /// Spawns `launches`. Plain processes start before their start is
@@ -650,18 +601,18 @@ impl<'a> Driver<'a> {
             slot.started_at
         });
         self.commits.urgent |= !cheap(&self.plan.stages[result.index], started_at, now);
-        if let Some(composite) = self.composites.get_mut(&result.index) {
-            composite.running = composite.running.saturating_sub(1);
-            if let Some(position) = composite.position(&key) {
-                let unit = &mut composite.units[position];
-                result.status().clone_into(&mut unit.status);
-                unit.finished_at = Some(now);
-                unit.exit_code = result.exit_code;
-                unit.error.clone_from(&result.error);
-                unit.artifacts =
-                    serde_json::to_string(&result.artifacts).unwrap_or_else(|_| "[]".to_owned());
-            }
-        }
+        let end = UnitEnd {
+            status: result.status().to_owned(),
+            at: now,
+            exit_code: result.exit_code,
+            error: result.error.clone(),
+            artifacts: serde_json::to_string(&result.artifacts).unwrap_or_else(|_| "[]".to_owned()),
+        };
+        (self.run).apply(Event::UnitFinished {
+            index: result.index,
+            key: key.clone(),
+            end,
+        });
         if let Some(mut slot) = slot {
             let unit = slot.stage.take().zip(slot.label.take());
             let shown = Announced::arrived(result, (slot.started_at, now), unit);
@@ -768,26 +719,6 @@ async fn refuse(store: &Store, lease: &Lease, refusal: &str) -> Error {
         "{refusal}\nrun {} is recorded as failed, nothing ran; once that is settled, `baton resume {}` continues it",
         lease.run_id, lease.run_id
     ))
-}
-
-/// Takes a composite stage's next step while all its units have finished:
-/// runs more units (`None`), or ends the stage (`Some((success, error))`).
-fn advance(
-    context: &work::Context<'_>,
-    composite: &mut Composite,
-    index: usize,
-    pending: &mut Vec<Transition>,
-) -> Option<(bool, Option<String>)> {
-    if !composite.idle() {
-        return None;
-    }
-    match work::advance(context, &composite.units, pending) {
-        work::Advanced::Planned(units) => {
-            composite.add(as_i64(index), units);
-            None
-        }
-        work::Advanced::Ended(success, error) => Some((success, error)),
-    }
 }
 
 /// The queue worker a drive runs for its own `worker_queue` jobs.

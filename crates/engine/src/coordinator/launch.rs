@@ -1,11 +1,11 @@
 //! Starting attempts: what occupies a slot, which starts may run before
 //! they are recorded, and spawning a stage's or a unit's attempt.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use baton_store::{Lease, Store, Transition};
+use baton_store::{Lease, Store};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::{Executor, FanOutMode, Isolation};
@@ -19,10 +19,9 @@ use crate::clock;
 use crate::progress::Progress;
 use crate::run_options::RunOptions;
 use crate::run_state::Gates;
-use crate::schedule::as_i64;
 use crate::stage;
 use crate::subrun::{self, DriveChild};
-use crate::work::{self, running::Composite};
+use crate::work;
 
 /// What occupies a slot: a stage's own process, or a unit of a composite stage.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -103,51 +102,6 @@ pub(super) fn starts_early(lease: &Lease, ttl: i64, plan: &Plan, launches: &[Lau
                 })
                 && !crate::worktree::isolated(stage)
         })
-}
-
-/// Starts waiting units of running composite stages while slots are free:
-/// records their starts and queues their launches.
-pub(super) fn take_units(
-    composites: &mut BTreeMap<usize, Composite>,
-    free: &mut usize,
-    (plan, workspace): (&Plan, &Path),
-    now: i64,
-    pending: &mut Vec<Transition>,
-    launches: &mut Vec<Launch>,
-) {
-    for (&index, composite) in composites.iter_mut() {
-        while *free > 0 {
-            let Some(position) = composite.take() else {
-                break;
-            };
-            *free -= 1;
-            let context = work::Context {
-                plan,
-                stage: &plan.stages[index],
-                workspace,
-                now,
-            };
-            let unit = &mut composite.units[position];
-            unit.status = "running".to_owned();
-            unit.attempts += 1;
-            unit.started_at = Some(now);
-            pending.push(Transition::UnitStarted {
-                index: as_i64(index),
-                key: unit.key.clone(),
-                at: now,
-            });
-            launches.push(Launch {
-                index,
-                item: unit.kind == work::ITEM,
-                unit: Some((
-                    unit.key.clone(),
-                    unit.label.clone(),
-                    unit.attempts,
-                    work::materialize(&context, unit),
-                )),
-            });
-        }
-    }
 }
 
 /// What a unit's attempt adds to its stage's: values for its script, its

@@ -1,7 +1,7 @@
 //! `complete` and `fail`: what the orchestrator reports back, refused unless
 //! `next` handed it out, verified as the built-in executor verifies.
 
-use super::handing::{place, unit_is_script};
+use super::handing::place;
 use super::record::{Envelope, settle, write_envelopes};
 use super::*;
 use crate::attempt::Finished;
@@ -66,7 +66,7 @@ pub(super) async fn handed_out(store: &Store, opened: &Opened, name: &str) -> Re
             })?;
         if rows[index].status == "running" {
             return match unit.status.as_str() {
-                "running" if !unit_is_script(opened, unit, now) => {
+                "running" if !opened.is_script(unit, now) => {
                     let context = opened.context(stage, now);
                     let materialized = work::materialize(&context, unit).map_err(Error::Refused)?;
                     Ok(Target::Unit {

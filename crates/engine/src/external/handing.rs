@@ -117,16 +117,6 @@ pub(super) async fn units_by_stage(
     Ok(by_stage)
 }
 
-/// Whether a unit's materialized stage is a script (baton runs it).
-pub(super) fn unit_is_script(opened: &Opened, unit: &UnitRow, now: i64) -> bool {
-    let Ok(index) = usize::try_from(unit.index) else {
-        return false;
-    };
-    let context = opened.context(&opened.plan.stages[index], now);
-    work::materialize(&context, unit)
-        .is_ok_and(|materialized| materialized.stage.spec.runs_script())
-}
-
 /// Writes the fingerprints of `stage`'s declared outputs for `complete`.
 pub(super) fn write_before(stage: &PlanStage, workspace: &Path) -> Result<()> {
     let before: Vec<(PathBuf, Fingerprint)> = snapshot(stage, workspace).into_iter().collect();

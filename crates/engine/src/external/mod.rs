@@ -146,13 +146,32 @@ async fn open(store: &Store, run_id: &str) -> Result<Opened> {
 }
 
 impl Opened {
-    /// Its stage rows and state machine as the store holds them now.
+    /// Its stage rows and state machine (with its composite stages' units)
+    /// as the store holds them now.
     async fn state(&self, store: &Store) -> Result<(Vec<StageRow>, RunState)> {
         let (plan, run_id) = (&self.plan, &self.run.run_id);
         let rows = store.stages(run_id).await?;
         let gates = crate::gate::Gates::load(store, run_id, plan, &self.workspace).await?;
-        let run = RunState::new(Arc::clone(plan), self.params.clone(), &rows, gates);
+        let units = store.units(run_id).await?;
+        let mut run = RunState::new(Arc::clone(plan), self.params.clone(), &rows, gates)
+            .with_units(units, usize::MAX);
+        // A unit recorded as running is out with the orchestrator, unless
+        // it is a script: only a `next` that died while it ran leaves one,
+        // and it runs again.
+        let now = clock::now_ms();
+        let out = |unit: &UnitRow| unit.status == "running" && !self.is_script(unit, now);
+        run.resume_composites(&rows, out);
         Ok((rows, run))
+    }
+
+    /// Whether a unit's materialized stage is a script (baton runs it).
+    fn is_script(&self, unit: &UnitRow, now: i64) -> bool {
+        let Ok(index) = usize::try_from(unit.index) else {
+            return false;
+        };
+        let context = self.context(&self.plan.stages[index], now);
+        work::materialize(&context, unit)
+            .is_ok_and(|materialized| materialized.stage.spec.runs_script())
     }
 
     /// What the work of `stage` is carried out with, at `now`.

@@ -3,16 +3,13 @@
 
 use baton_store::{Lease, StageRow, Store, Transition, UnitRow};
 use baton_workflow::Plan;
-use baton_workflow::plan::PlanStage;
 
-use super::handing::{
-    Script, hand_out, unit_is_script, units_by_stage, worktree_for, write_before,
-};
+use super::handing::{Script, hand_out, units_by_stage, worktree_for, write_before};
 use super::record::{Envelope, run_script, settle, standing, write_envelopes};
 use super::{Opened, Ready, Standing, as_i64, ended, open, take, unsupported};
 use crate::attempt::Finished;
 use crate::outputs::write_skip_sentinels;
-use crate::run_state::{Action, Event};
+use crate::run_state::{Action, Composite, Event, RunState};
 use crate::{Error, Result, clock, work};
 
 /// Lists the stages ready for the orchestrator, recording each as started.
@@ -42,7 +39,6 @@ pub(super) async fn next_owned(
     opened: &Opened,
 ) -> Result<Standing> {
     let plan = &opened.plan;
-    let run_id = &opened.run.run_id;
     let mut scripts = Vec::new();
     kill_left_scripts(store, opened).await?;
     loop {
@@ -50,33 +46,26 @@ pub(super) async fn next_owned(
         if run.stopping() {
             return settle(store, lease, opened, Vec::new(), scripts).await;
         }
-        let units = units_by_stage(store, run_id).await?;
         let mut pass = Pass {
             now: clock::now_ms(),
             ..Pass::default()
         };
-        for stage in plan
-            .stages
-            .iter()
-            .filter(|stage| rows[stage.index].status == "running")
-        {
-            let own = units
-                .get(&stage.index)
-                .map(Vec::as_slice)
-                .unwrap_or_default();
-            pass.in_progress(opened, stage, &rows[stage.index], own, run.halting())?;
-        }
-        // Stages that may start: the run's state machine decides, as it
-        // does for the coordinator.
+        pass.rerun_left_scripts(plan, &rows);
+        // What starts — stages and units — and which composite stages take
+        // their next step: the run's state machine decides, as it does for
+        // the coordinator.
         let actions = if pass.progressed {
             // Look again once this step's changes are recorded.
             Vec::new()
         } else {
-            run.apply(Event::Poll { free: usize::MAX })
+            run.apply(Event::Poll {
+                free: usize::MAX,
+                now: pass.now,
+            })
         };
         refuse_unsupported(plan, &actions)?;
         for action in actions {
-            pass.progressed |= pass.begin(action, opened)?;
+            pass.progressed |= pass.begin(action, opened, &run)?;
         }
         if !pass.transitions.is_empty() {
             pass.transitions.push(Transition::RunStatus {
@@ -117,7 +106,7 @@ async fn kill_left_scripts(store: &Store, opened: &Opened) -> Result<()> {
         .units(run_id)
         .await?
         .iter()
-        .any(|unit| unit.status == "running" && unit_is_script(opened, unit, now));
+        .any(|unit| unit.status == "running" && opened.is_script(unit, now));
     if left_stage || left_unit {
         crate::reconcile::kill_leftovers(run_id);
     }
@@ -137,139 +126,76 @@ struct Pass {
 }
 
 impl Pass {
-    /// A stage recorded as running: a script left by a dead `next` runs
-    /// again; a composite stage starts its waiting units or takes its next
-    /// step once they have all finished.
-    fn in_progress(
-        &mut self,
-        opened: &Opened,
-        stage: &PlanStage,
-        row: &StageRow,
-        own: &[UnitRow],
-        halting: bool,
-    ) -> Result<()> {
-        let index = stage.index;
-        let now = self.now;
-        if !work::is_composite(stage) {
-            if stage.spec.runs_script() {
-                // Only a `next` that died while the script ran leaves it
-                // running (calls hold the lease one at a time): it runs again.
+    /// Only a `next` that died while a stage's script ran leaves it
+    /// running (calls hold the lease one at a time): it runs again.
+    fn rerun_left_scripts(&mut self, plan: &Plan, rows: &[StageRow]) {
+        for stage in &plan.stages {
+            let row = &rows[stage.index];
+            if row.status == "running" && !work::is_composite(stage) && stage.spec.runs_script() {
                 self.transitions.push(Transition::AttemptInterrupted {
-                    index: as_i64(index),
+                    index: as_i64(stage.index),
                     attempt: row.attempts,
-                    at: now,
+                    at: self.now,
                 });
                 self.progressed = true;
             }
-            return Ok(());
         }
-        let out = own
-            .iter()
-            .filter(|unit| unit.status == "running" && !unit_is_script(opened, unit, now))
-            .count();
-        // `--max-parallel` is the orchestrator's business, but a fan-out's
-        // own `max_parallel` is part of the workflow: no more of its
-        // children are out at once.
-        let cap = stage
-            .spec
-            .fan_out
-            .as_ref()
-            .and_then(|fan_out| fan_out.max_parallel)
-            .map_or(usize::MAX, |cap| usize::try_from(cap).unwrap_or(usize::MAX));
-        let waiting: Vec<&UnitRow> = own
-            .iter()
-            .filter(|unit| {
-                unit.status == "pending"
-                    || (unit.status == "running" && unit_is_script(opened, unit, now))
-            })
-            .take(cap.saturating_sub(out))
-            .collect();
-        let held_back = own.iter().any(|unit| unit.status == "pending") && waiting.is_empty();
-        if halting {
-            // As the coordinator does: no new units once the run halts; a
-            // stage with none out goes back to pending, its finished units
-            // kept.
-            if out == 0 {
-                self.transitions.push(Transition::AttemptInterrupted {
-                    index: as_i64(index),
-                    attempt: row.attempts,
-                    at: now,
-                });
-                self.progressed = true;
-            }
-            return Ok(());
-        }
-        let context = opened.context(stage, now);
-        if !waiting.is_empty() {
-            return self.start_units(&context, &waiting);
-        }
-        if out == 0 && !held_back {
-            self.step(&context, row, own);
-        }
-        Ok(())
     }
 
-    /// Records the starts of a composite stage's waiting units: scripts
-    /// run in this pass, the rest are handed out.
-    fn start_units(&mut self, context: &work::Context<'_>, waiting: &[&UnitRow]) -> Result<()> {
+    /// Starts a unit the machine started: a script runs in this pass, the
+    /// rest is handed out. Returns whether it changed anything beyond that.
+    fn start_unit(&mut self, context: &work::Context<'_>, unit: &UnitRow) -> Result<bool> {
         let index = context.stage.index;
-        for unit in waiting {
-            self.transitions.push(Transition::UnitStarted {
-                index: as_i64(index),
-                key: unit.key.clone(),
-                at: self.now,
-            });
-            match work::materialize(context, unit) {
-                Err(error) => {
-                    self.transitions.push(Transition::UnitFinished {
-                        index: as_i64(index),
-                        key: unit.key.clone(),
-                        status: "failed".to_owned(),
-                        at: self.now,
-                        exit_code: None,
-                        error: Some(error),
-                        artifacts: Vec::new(),
-                    });
-                    self.progressed = true;
-                }
-                Ok(materialized) if materialized.stage.spec.runs_script() => {
-                    self.to_run.push(Script {
-                        index,
-                        attempt: unit.attempts + 1,
-                        stage: materialized.stage,
-                        unit: Some(unit.key.clone()),
-                        values: materialized.values,
-                        env: materialized.env,
-                        defer_checks: materialized.defer_checks,
-                    });
-                }
-                Ok(materialized) => write_before(&materialized.stage, context.workspace)?,
+        match work::materialize(context, unit) {
+            Err(error) => {
+                self.transitions.push(Transition::UnitFinished {
+                    index: as_i64(index),
+                    key: unit.key.clone(),
+                    status: "failed".to_owned(),
+                    at: self.now,
+                    exit_code: None,
+                    error: Some(error),
+                    artifacts: Vec::new(),
+                });
+                return Ok(true);
             }
+            Ok(materialized) if materialized.stage.spec.runs_script() => {
+                self.to_run.push(Script {
+                    index,
+                    attempt: unit.attempts,
+                    stage: materialized.stage,
+                    unit: Some(unit.key.clone()),
+                    values: materialized.values,
+                    env: materialized.env,
+                    defer_checks: materialized.defer_checks,
+                });
+            }
+            Ok(materialized) => write_before(&materialized.stage, context.workspace)?,
         }
-        Ok(())
+        Ok(false)
     }
 
-    /// Every unit has finished: the stage's program takes its next step,
-    /// exactly as in the coordinator.
-    fn step(&mut self, context: &work::Context<'_>, row: &StageRow, own: &[UnitRow]) {
-        self.progressed = true;
+    /// Every unit of a composite stage has finished: the stage's program
+    /// takes its next step, exactly as in the coordinator.
+    fn step(&mut self, context: &work::Context<'_>, composite: &Composite, attempt: i64) {
+        let units = &composite.units;
         let work::Advanced::Ended(success, error) =
-            work::advance(context, own, &mut self.transitions)
+            work::advance(context, units, &mut self.transitions)
         else {
             return;
         };
         let index = context.stage.index;
         let artifacts = if success {
-            work::outputs(context.workspace, own)
+            work::outputs(context.workspace, units)
         } else {
             Vec::new()
         };
-        let finished = Finished::ended(index, row.attempts, (success, error), artifacts);
+        let finished = Finished::ended(index, attempt, (success, error), artifacts);
         self.envelopes.push(Envelope {
             stage: context.stage.clone(),
             index,
             status: finished.status(),
-            started_at: row.started_at,
+            started_at: Some(composite.started_at),
             error: finished.error.clone(),
         });
         self.transitions.push(finished.transition(self.now));
@@ -380,7 +306,7 @@ impl Pass {
     /// records a skip or a failed `when`, or starts it (a script to run here,
     /// a composite stage whose units the next pass plans, or a stage to hand
     /// out). Returns whether it changed anything.
-    fn begin(&mut self, action: Action, opened: &Opened) -> Result<bool> {
+    fn begin(&mut self, action: Action, opened: &Opened, run: &RunState) -> Result<bool> {
         let (workspace, now) = (&opened.workspace, self.now);
         let envelope = |index: usize, status| Envelope {
             stage: opened.plan.stages[index].clone(),
@@ -390,8 +316,21 @@ impl Pass {
             error: None,
         };
         self.transitions.extend(action.transition(now));
+        let composite = |index| run.composite(index).expect("a composite stage in progress");
         match action {
             Action::End(_) => return Ok(false),
+            Action::Interrupt { .. } => {}
+            Action::StartUnit { index, key, .. } => {
+                let context = opened.context(&opened.plan.stages[index], now);
+                let unit = composite(index)
+                    .unit(&key)
+                    .expect("a unit the machine started");
+                return self.start_unit(&context, unit);
+            }
+            Action::Step { index } => {
+                let context = opened.context(&opened.plan.stages[index], now);
+                self.step(&context, composite(index), run.attempt(index));
+            }
             Action::Skip { index, .. } => {
                 write_skip_sentinels(&opened.plan.stages[index], workspace)?;
                 self.envelopes.push(envelope(index, "skipped"));
@@ -400,7 +339,7 @@ impl Pass {
             Action::Start { index, attempt } => {
                 let stage = &opened.plan.stages[index];
                 if work::is_composite(stage) {
-                    // Its units are planned on the next pass.
+                    // The machine has it take its first step.
                 } else if stage.spec.runs_script() {
                     self.to_run.push(Script {
                         index,

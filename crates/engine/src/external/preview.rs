@@ -26,9 +26,12 @@ pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
         .collect();
     // What `next` would begin (start, skip or fail); nothing is recorded.
     names.extend(
-        run.apply(Event::Poll { free: usize::MAX })
-            .iter()
-            .filter_map(Action::stage),
+        run.apply(Event::Poll {
+            free: usize::MAX,
+            now: clock::now_ms(),
+        })
+        .iter()
+        .filter_map(Action::stage),
     );
     let units = units_by_stage(store, run_id).await?;
     let mut ready = Vec::new();

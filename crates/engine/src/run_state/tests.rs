@@ -47,7 +47,7 @@ fn index(run: &RunState, name: &str) -> usize {
 }
 
 fn poll(run: &mut RunState) -> Vec<Action> {
-    run.apply(Event::Poll { free: 8 })
+    run.apply(Event::Poll { free: 8, now: 0 })
 }
 
 fn finish(run: &mut RunState, name: &str, success: bool) {
@@ -184,7 +184,9 @@ fn an_interrupted_attempt_runs_again_under_the_next_number() {
             attempt: 3
         }]
     );
-    run.apply(Event::Interrupted { index: 0 });
+    // Set back to pending (here by a push-back; a halted composite stage
+    // the same way): the next attempt has the next number.
+    run.apply(Event::PushedBack { index: 0 });
     assert_eq!(run.attempt(0), 3);
     assert_eq!(
         poll(&mut run),
@@ -306,4 +308,199 @@ fn a_gate_waits_for_its_decision_and_a_rejection_ends_the_run() {
     );
     finish(&mut pushed, "gate", true);
     assert_eq!(poll(&mut pushed), [Action::End(waiting)]);
+}
+
+/// `s` writes the items; `b` fans out over them, `max_parallel` at once.
+fn fan_out(max_parallel: usize) -> Vec<String> {
+    vec![
+        stage("s", ""),
+        stage(
+            "b",
+            &format!(
+                ", depends_on: [s], fan_out: {{source: s, field: items, key: id, max_parallel: {max_parallel}}}"
+            ),
+        ),
+    ]
+}
+
+fn planned(keys: &[&str]) -> Vec<NewUnit> {
+    (keys.iter().enumerate())
+        .map(|(ordinal, key)| NewUnit {
+            key: (*key).to_owned(),
+            ordinal: i64::try_from(ordinal).expect("ordinal"),
+            kind: crate::work::ITEM.to_owned(),
+            cycle: 0,
+            label: format!("b[{key}]"),
+            spec: "{}".to_owned(),
+        })
+        .collect()
+}
+
+fn start_unit(index: usize, key: &str, attempt: i64) -> Action {
+    Action::StartUnit {
+        index,
+        key: key.to_owned(),
+        attempt,
+    }
+}
+
+fn unit_finished(run: &mut RunState, key: &str, status: &str) {
+    let index = index(run, "b");
+    let end = UnitEnd {
+        status: status.to_owned(),
+        at: 0,
+        exit_code: Some(0),
+        error: None,
+        artifacts: "[]".to_owned(),
+    };
+    let key = key.to_owned();
+    run.apply(Event::UnitFinished { index, key, end });
+}
+
+/// A unit of `b` (stage 1) as the store records it.
+fn unit_row(key: &str, ordinal: i64, status: &str) -> UnitRow {
+    let mut unit = Composite::new(Vec::new(), 1, 0, |_| false);
+    unit.add(1, planned(&[key]));
+    let mut row = unit.units.remove(0);
+    row.ordinal = ordinal;
+    status.clone_into(&mut row.status);
+    row
+}
+
+#[test]
+fn a_composite_stage_steps_then_starts_its_units_within_its_cap_and_the_free_slots() {
+    let mut run = run(&fan_out(2), &[]);
+    poll(&mut run);
+    finish(&mut run, "s", true);
+    // Started, it has no units yet: its first step plans them.
+    assert_eq!(
+        poll(&mut run),
+        [
+            Action::Start {
+                index: 1,
+                attempt: 1
+            },
+            Action::Step { index: 1 }
+        ]
+    );
+    let units = planned(&["x", "y", "z"]);
+    run.apply(Event::UnitsPlanned { index: 1, units });
+    // One free slot: one unit; then its cap, two, whatever is free.
+    assert_eq!(
+        run.apply(Event::Poll { free: 1, now: 5 }),
+        [start_unit(1, "x", 1)]
+    );
+    assert_eq!(poll(&mut run), [start_unit(1, "y", 1)]);
+    assert_eq!(poll(&mut run), []);
+    let started = run.composite(1).and_then(|c| c.unit("x")).expect("x");
+    assert_eq!(
+        (started.status.as_str(), started.started_at),
+        ("running", Some(5))
+    );
+    unit_finished(&mut run, "x", "success");
+    assert_eq!(poll(&mut run), [start_unit(1, "z", 1)]);
+    unit_finished(&mut run, "y", "success");
+    assert_eq!(poll(&mut run), []);
+    // All finished: the next step is the driver's to take.
+    unit_finished(&mut run, "z", "failed");
+    assert_eq!(poll(&mut run), [Action::Step { index: 1 }]);
+    let z = run.composite(1).and_then(|c| c.unit("z")).expect("z");
+    assert_eq!(z.status, "failed");
+    finish(&mut run, "b", true);
+    assert!(run.composite(1).is_none());
+    assert_eq!(poll(&mut run), [Action::End(End::Succeeded)]);
+}
+
+#[test]
+fn a_halting_run_interrupts_a_composite_stage_once_no_unit_is_out_and_keeps_its_units() {
+    let mut stages = fan_out(4);
+    stages.push(stage("c", ""));
+    let mut run = run(&stages, &[]);
+    let (b, c) = (index(&run, "b"), index(&run, "c"));
+    let first = poll(&mut run);
+    assert_eq!(started(&run, &first), ["c", "s"]);
+    finish(&mut run, "s", true);
+    poll(&mut run);
+    run.apply(Event::UnitsPlanned {
+        index: b,
+        units: planned(&["x", "y"]),
+    });
+    assert_eq!(
+        poll(&mut run),
+        [start_unit(b, "x", 1), start_unit(b, "y", 1)]
+    );
+    // A required stage fails: no unit starts any more, and the stage
+    // stops once its units out have come back.
+    finish(&mut run, "c", false);
+    unit_finished(&mut run, "x", "success");
+    assert_eq!(poll(&mut run), []);
+    unit_finished(&mut run, "y", "success");
+    let failed = End::Failed {
+        index: c,
+        error: "required stage 'c' failed: c broke".to_owned(),
+    };
+    assert_eq!(
+        poll(&mut run),
+        [
+            Action::Interrupt {
+                index: b,
+                attempt: 1
+            },
+            Action::End(failed)
+        ]
+    );
+    assert_eq!(
+        Action::Interrupt {
+            index: b,
+            attempt: 1
+        }
+        .transition(7),
+        Some(Transition::AttemptInterrupted {
+            index: schedule::as_i64(b),
+            attempt: 1,
+            at: 7
+        })
+    );
+
+    // Resumed as the store then holds it: the stage starts again under
+    // its next attempt with its finished units, so it steps at once; an
+    // unfinished one would wait for a slot.
+    let plan = Arc::clone(&run.plan);
+    let mut rows: Vec<StageRow> = (plan.stages.iter())
+        .map(|stage| row(stage, "success", 1))
+        .collect();
+    rows[b] = row(&plan.stages[b], "pending", 1);
+    let mut units = vec![unit_row("x", 0, "success"), unit_row("y", 1, "running")];
+    for unit in &mut units {
+        unit.index = schedule::as_i64(b);
+    }
+    let mut resumed =
+        RunState::new(plan, IndexMap::new(), &rows, Gates::default()).with_units(units, 8);
+    assert_eq!(
+        poll(&mut resumed),
+        [
+            Action::Start {
+                index: b,
+                attempt: 2
+            },
+            start_unit(b, "y", 1)
+        ]
+    );
+}
+
+#[test]
+fn units_out_with_an_orchestrator_count_against_the_cap_until_they_come_back() {
+    let run = run(&fan_out(1), &[]);
+    let plan = Arc::clone(&run.plan);
+    let mut rows: Vec<StageRow> = (plan.stages.iter())
+        .map(|stage| row(stage, "success", 1))
+        .collect();
+    rows[1] = row(&plan.stages[1], "running", 1);
+    let units = vec![unit_row("x", 0, "running"), unit_row("y", 1, "pending")];
+    let mut run =
+        RunState::new(plan, IndexMap::new(), &rows, Gates::default()).with_units(units, usize::MAX);
+    run.resume_composites(&rows, |unit| unit.status == "running");
+    assert_eq!(poll(&mut run), []);
+    unit_finished(&mut run, "x", "success");
+    assert_eq!(poll(&mut run), [start_unit(1, "y", 1)]);
 }

@@ -17,7 +17,6 @@
 
 mod context;
 pub(crate) mod fanout;
-pub(crate) mod running;
 pub(crate) mod validation;
 
 use std::path::Path;
