@@ -487,6 +487,25 @@ fn an_agent_fan_out_is_handed_out_item_by_item_within_its_max_parallel() {
 }
 
 #[test]
+fn an_agent_fan_out_that_edits_the_checkout_is_handed_out_one_child_at_a_time() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}  - name: src\n    kind: execute\n    description: d\n    executor: inline\n    script: |\n      printf '{{\"items\": [{{\"id\": \"a\"}}, {{\"id\": \"b\"}}]}}' > outputs/src.json\n    writes_to: [src.json]\n  - name: fix\n    kind: execute\n    description: Fix {{id}}.\n    agent: {{role: writer, access: read-write}}\n    depends_on: [src]\n    reads_from: [src]\n    fan_out: {{source: src, field: items, key: id, mode: agent, max_parallel: 2}}\n    writes_to: ['fixed/{{id}}.md']\n"
+        ),
+    );
+    let (id, _) = create(&project, "wf.yaml");
+    // Two children would edit the same checkout under each other: one is
+    // out, whatever the fan-out's own limit, as when baton drives the run.
+    let first = project.json(&["next", &id, "--json"]);
+    assert_eq!(first.as_array().map(Vec::len), Some(1), "{first}");
+    let driven = drive(&project, &id, &|_, _| None);
+    assert_eq!(driven.status, "success", "{:?}", driven.handed);
+    assert_eq!(driven.handed.len(), 2, "{:?}", driven.handed);
+}
+
+#[test]
 fn a_script_left_running_by_a_killed_next_runs_again_alone() {
     let project = Project::new();
     project.write(
