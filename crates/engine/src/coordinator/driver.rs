@@ -388,27 +388,22 @@ impl<'a> Driver<'a> {
         let Some(composite) = self.run.composite(index) else {
             return;
         };
-        let (success, error) =
-            match work::advance(&context, &composite.units, &mut self.commits.pending) {
-                work::Advanced::Planned(units) => {
-                    self.run.apply(Event::UnitsPlanned { index, units });
-                    return;
-                }
-                work::Advanced::Ended(success, error) => (success, error),
-            };
-        let artifacts = work::outputs(&self.workspace, &composite.units);
-        let started_at = composite.started_at;
-        let ended = Event::Finished {
-            index,
-            success,
-            error: error.clone(),
+        let (units, attempt) = (&composite.units[..], self.run.attempt(index));
+        let finished = match work::advance(&context, (units, attempt), &mut self.commits.pending) {
+            work::Advanced::Planned(units) => {
+                self.run.apply(Event::UnitsPlanned { index, units });
+                return;
+            }
+            work::Advanced::Ended(finished) => *finished,
         };
-        self.run.apply(ended);
-        let status = if success { "success" } else { "failed" };
-        self.spans
-            .stage_ended(index, &self.plan.stages[index], status);
-        let attempt = self.run.attempt(index);
-        let finished = Finished::ended(index, attempt, (success, error), artifacts);
+        let started_at = composite.started_at;
+        self.run.apply(Event::Finished {
+            index,
+            success: finished.success,
+            error: finished.error.clone(),
+        });
+        let stage = &self.plan.stages[index];
+        self.spans.stage_ended(index, stage, finished.status());
         self.commits.pending.push(finished.transition(now));
         let shown = Announced::arrived(finished, (started_at, now), None);
         self.commits.shown.push(shown);

@@ -7,7 +7,6 @@ use baton_workflow::Plan;
 use super::handing::{Script, hand_out, units_by_stage, worktree_for, write_before};
 use super::record::{Envelope, run_script, settle, standing, write_envelopes};
 use super::{Opened, Ready, Standing, as_i64, ended, open, take, unsupported};
-use crate::attempt::Finished;
 use crate::outputs::write_skip_sentinels;
 use crate::run_state::{Action, Composite, Event, RunState};
 use crate::{Error, Result, clock, work};
@@ -178,22 +177,14 @@ impl Pass {
     /// Every unit of a composite stage has finished: the stage's program
     /// takes its next step, exactly as in the coordinator.
     fn step(&mut self, context: &work::Context<'_>, composite: &Composite, attempt: i64) {
-        let units = &composite.units;
-        let work::Advanced::Ended(success, error) =
-            work::advance(context, units, &mut self.transitions)
+        let units = (&composite.units[..], attempt);
+        let work::Advanced::Ended(finished) = work::advance(context, units, &mut self.transitions)
         else {
             return;
         };
-        let index = context.stage.index;
-        let artifacts = if success {
-            work::outputs(context.workspace, units)
-        } else {
-            Vec::new()
-        };
-        let finished = Finished::ended(index, attempt, (success, error), artifacts);
         self.envelopes.push(Envelope {
             stage: context.stage.clone(),
-            index,
+            index: context.stage.index,
             status: finished.status(),
             started_at: Some(composite.started_at),
             error: finished.error.clone(),

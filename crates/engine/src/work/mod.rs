@@ -24,6 +24,7 @@ use std::path::Path;
 use baton_store::{NewUnit, Transition, UnitRow};
 use baton_workflow::plan::PlanStage;
 
+use crate::attempt::Finished;
 use context::hashed;
 pub use context::unit_stage_name;
 pub(crate) use context::{Context, ITEM, MAIN, Materialized, Step};
@@ -82,23 +83,36 @@ pub(crate) fn step(context: &Context<'_>, units: &[UnitRow]) -> Step {
 pub(crate) enum Advanced {
     /// More units: recorded as planned, to run.
     Planned(Vec<NewUnit>),
-    /// The stage ended: (success, error).
-    Ended(bool, Option<String>),
+    /// The stage's attempt ended so (its result to record).
+    Ended(Box<Finished>),
 }
 
 /// Takes the next step of a stage whose units (`units`) have all finished,
-/// adding what it records to `pending`; the same for both drivers.
+/// in its attempt `attempt`, adding what it records to `pending`; the same
+/// for both drivers. A stage that succeeds records the outputs its units
+/// recorded, as the files are now (a later unit may have changed an
+/// earlier one's).
 pub(crate) fn advance(
     context: &Context<'_>,
-    units: &[UnitRow],
+    (units, attempt): (&[UnitRow], i64),
     pending: &mut Vec<Transition>,
 ) -> Advanced {
+    let index = context.stage.index;
+    let ended = |success, error| {
+        let artifacts = if success {
+            outputs(context.workspace, units)
+        } else {
+            Vec::new()
+        };
+        let finished = Finished::ended(index, attempt, (success, error), artifacts);
+        Advanced::Ended(Box::new(finished))
+    };
     match step(context, units) {
         Step::Next { units, record } => {
             pending.extend(record);
             if units.is_empty() {
                 let error = "internal error: the stage planned no further work".to_owned();
-                return Advanced::Ended(false, Some(error));
+                return ended(false, Some(error));
             }
             pending.push(Transition::UnitsPlanned {
                 index: i64::try_from(context.stage.index).unwrap_or(i64::MAX),
@@ -109,19 +123,18 @@ pub(crate) fn advance(
         }
         Step::Done { record } => {
             pending.extend(record);
-            Advanced::Ended(true, None)
+            ended(true, None)
         }
         Step::Fail { error, record } => {
             pending.extend(record);
-            Advanced::Ended(false, Some(error))
+            ended(false, Some(error))
         }
     }
 }
 
 /// (path, sha256, bytes) of the outputs a composite stage's units recorded,
-/// as the files are now (a later unit may have changed an earlier one's):
-/// what the stage's attempt records, whichever driver runs it.
-pub(crate) fn outputs(workspace: &Path, units: &[UnitRow]) -> Vec<(String, String, i64)> {
+/// as the files are now.
+fn outputs(workspace: &Path, units: &[UnitRow]) -> Vec<(String, String, i64)> {
     let mut paths: Vec<String> = units
         .iter()
         .filter_map(|unit| serde_json::from_str::<Vec<(String, String, i64)>>(&unit.artifacts).ok())
