@@ -90,23 +90,12 @@ pub(crate) fn not_found<'a>(
     if !failed {
         return None;
     }
-    let text = read_head(stderr, MAX_STDERR_BYTES)?;
+    let text = crate::usage::read_head(stderr, MAX_STDERR_BYTES)?;
     resume
         .not_found
         .iter()
         .find(|words| !words.is_empty() && text.contains(words.as_str()))
         .map(String::as_str)
-}
-
-fn read_head(path: &Path, limit: u64) -> Option<String> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(limit)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Moves the failed resume's logs aside (`N.stdout` → `N.resumed.stdout`),

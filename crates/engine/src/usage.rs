@@ -27,7 +27,7 @@ const MAX_LOG_BYTES: u64 = 32 * 1024 * 1024;
 impl Meter {
     /// The usage in `log` (the attempt's stdout), priced if need be.
     pub(crate) fn read(&self, log: &Path) -> Option<Usage> {
-        let text = read_log(log)?;
+        let text = read_head(log, MAX_LOG_BYTES)?;
         let mut usage = parse_usage(self.profile.output.as_ref(), &text)?;
         usage.price(self.model.as_deref(), &self.agents.pricing);
         Some(usage)
@@ -37,7 +37,7 @@ impl Meter {
 impl Meter {
     /// What the agent said went wrong, from `log` (the attempt's stdout).
     pub(crate) fn reported_error(&self, log: &Path) -> Option<String> {
-        let text = read_log(log)?;
+        let text = read_head(log, MAX_LOG_BYTES)?;
         baton_executor::profile::parse_error(self.profile.output.as_ref(), &text)
     }
 }
@@ -45,15 +45,16 @@ impl Meter {
 /// The session id in `log` (an attempt's stdout), by `profile`'s output
 /// rules.
 pub(crate) fn session(profile: &Profile, log: &Path) -> Option<String> {
-    parse_usage(profile.output.as_ref(), &read_log(log)?)?.session_id
+    parse_usage(profile.output.as_ref(), &read_head(log, MAX_LOG_BYTES)?)?.session_id
 }
 
-fn read_log(log: &Path) -> Option<String> {
+/// The first `limit` bytes of the file at `path`, as text.
+pub(crate) fn read_head(path: &Path, limit: u64) -> Option<String> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    std::fs::File::open(log)
+    std::fs::File::open(path)
         .ok()?
-        .take(MAX_LOG_BYTES)
+        .take(limit)
         .read_to_end(&mut bytes)
         .ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
