@@ -12,6 +12,7 @@ mod command;
 use std::path::Path;
 use std::sync::Arc;
 
+use baton_executor::git::last_lines;
 use baton_executor::{KillReason, Outcome, ProcessSpec, Started};
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::Executor;
@@ -393,9 +394,4 @@ fn process_error(outcome: &Outcome, success_codes: &[i32]) -> Option<String> {
             (None, None) => Some("ended without an exit status".to_owned()),
         },
     }
-}
-
-fn last_lines(text: &str, count: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(count)..].join(" | ")
 }

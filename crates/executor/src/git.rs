@@ -184,7 +184,8 @@ where
     }
 }
 
-fn last_lines(text: &str, count: usize) -> String {
+/// The last `count` lines of `text` on one line, joined by ` | `.
+pub fn last_lines(text: &str, count: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(count)..].join(" | ")
 }
