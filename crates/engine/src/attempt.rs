@@ -89,6 +89,18 @@ pub(crate) struct Attempt {
     pub(crate) push_back: Option<baton_store::GateDecisionRow>,
 }
 
+impl Attempt {
+    /// What `{name}` stands for in the stage's templates: `workspace` (as
+    /// the text `workspace`) or a parameter or fan-out item value.
+    pub(crate) fn template_value<'a>(&'a self, name: &str, workspace: &'a str) -> Option<&'a str> {
+        if name == "workspace" {
+            Some(workspace)
+        } else {
+            self.params.get(name).map(String::as_str)
+        }
+    }
+}
+
 /// A session an attempt may continue, as its unit's program planned it.
 #[derive(Debug, Clone)]
 pub(crate) struct Continuation {
@@ -350,13 +362,7 @@ pub(crate) fn substitute_script(
     attempt: &Attempt,
 ) -> Result<baton_executor::shell::Substituted, String> {
     let workspace_text = attempt.workspace.to_string_lossy().into_owned();
-    let lookup = |name: &str| {
-        if name == "workspace" {
-            Some(workspace_text.as_str())
-        } else {
-            attempt.params.get(name).map(String::as_str)
-        }
-    };
+    let lookup = |name: &str| attempt.template_value(name, &workspace_text);
     baton_executor::shell::substitute(script, lookup)
         .map_err(|error| format!("cannot run the script: {error}"))
 }

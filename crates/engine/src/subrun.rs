@@ -241,13 +241,7 @@ async fn created(stage: &PlanStage, attempt: &Attempt) -> Result<String> {
     // Loading checked that a sub-workflow stage has a path.
     let path = baton_workflow::subworkflow::resolve(&stage.spec, &loader).unwrap_or_default();
     let workspace_text = attempt.workspace.to_string_lossy().into_owned();
-    let lookup = |name: &str| {
-        if name == "workspace" {
-            Some(workspace_text.as_str())
-        } else {
-            attempt.params.get(name).map(String::as_str)
-        }
-    };
+    let lookup = |name: &str| attempt.template_value(name, &workspace_text);
     let params = stage
         .spec
         .sub_workflow_params
