@@ -37,14 +37,6 @@ pub(crate) fn every(period: std::time::Duration) -> tokio::time::Interval {
     tokio::time::interval_at(tokio::time::Instant::now() + period, period)
 }
 
-/// Resolves at `deadline`, or never without one.
-pub(crate) async fn until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

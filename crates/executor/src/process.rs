@@ -409,7 +409,8 @@ async fn reap(mut leader: Leader) -> std::io::Result<std::process::ExitStatus> {
     }
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
+/// Resolves at `deadline`, or never without one.
+pub async fn sleep_until(deadline: Option<impl Into<tokio::time::Instant>>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
         None => std::future::pending().await,

@@ -219,7 +219,7 @@ impl Commits {
     pub(super) async fn wake(&mut self) -> Result<bool> {
         let deadline = self.commit_by.filter(|_| self.in_flight.is_none());
         tokio::select! {
-            () = clock::until(deadline) => Ok(false),
+            () = baton_executor::process::sleep_until(deadline) => Ok(false),
             landed = self.landing() => landed.map(|()| true),
         }
     }

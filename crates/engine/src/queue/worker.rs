@@ -198,7 +198,7 @@ pub async fn work(
                     grace_deadline = Some(Instant::now() + options.grace);
                 }
             }
-            _ = crate::clock::until(grace_deadline), if stopping && !nothing_runs => {
+            _ = baton_executor::process::sleep_until(grace_deadline), if stopping && !nothing_runs => {
                 grace_deadline = None;
                 let mut releasing = releasing.lock().unwrap_or_else(|p| p.into_inner());
                 for (id, job) in lock(&running).iter() {
