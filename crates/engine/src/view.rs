@@ -34,10 +34,7 @@ pub fn duration_ms(run: &RunRow) -> Option<i64> {
 
 /// A run's total cost in dollars, when any was recorded.
 pub fn cost_usd(tally: Option<&RunTally>) -> Option<f64> {
-    #[expect(clippy::cast_precision_loss, reason = "micro-dollars of real spending")]
-    tally
-        .and_then(|tally| tally.cost_microusd)
-        .map(|micro| micro as f64 / 1_000_000.0)
+    cost::usd(tally.and_then(|tally| tally.cost_microusd))
 }
 
 /// `[{run_id, workflow, status, started_at, finished_at, duration_ms,

@@ -4,6 +4,12 @@
 
 use serde_json::{Value, json};
 
+/// Micro-dollars, as the store keeps costs, in dollars.
+pub(super) fn usd(micro: Option<i64>) -> Option<f64> {
+    #[expect(clippy::cast_precision_loss, reason = "micro-dollars of real spending")]
+    micro.map(|micro| micro as f64 / 1_000_000.0)
+}
+
 /// Sums of usage rows.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Totals {
@@ -30,14 +36,9 @@ impl Totals {
         }
     }
 
-    fn cost_usd(&self) -> Option<f64> {
-        #[expect(clippy::cast_precision_loss, reason = "micro-dollars of real spending")]
-        self.cost_microusd.map(|micro| micro as f64 / 1_000_000.0)
-    }
-
     fn json(&self) -> (Value, Value) {
         (
-            json!(self.cost_usd()),
+            json!(usd(self.cost_microusd)),
             json!({
                 "input": self.input,
                 "output": self.output,
@@ -170,7 +171,7 @@ impl Costs {
     /// The table's `cost` cell of a stage.
     pub fn cost_cell(&self, index: i64) -> String {
         self.totals(Some(index))
-            .and_then(|totals| totals.cost_usd())
+            .and_then(|totals| usd(totals.cost_microusd))
             .map(dollars)
             .unwrap_or_default()
     }
@@ -185,7 +186,7 @@ impl Costs {
     /// `total: $0.0165; tokens: …`, or nothing when no agent reported usage.
     pub fn total_line(&self) -> Option<String> {
         let totals = self.totals(None)?;
-        let cost = totals.cost_usd().map_or("unknown".to_owned(), dollars);
+        let cost = usd(totals.cost_microusd).map_or("unknown".to_owned(), dollars);
         Some(format!(
             "total cost: {cost}; tokens: {}\n",
             totals.tokens_text()
