@@ -330,7 +330,7 @@ impl PlanText {
     pub(crate) fn new(plan: &Plan, run_id: &str) -> PlanText {
         PlanText {
             compact: serde_json::to_string(&plan_view(plan, run_id)).expect("plain data"),
-            pretty: plan_pretty(plan, run_id),
+            pretty: workspace::pretty_json(&plan_view(plan, run_id)),
         }
     }
 }
@@ -379,7 +379,7 @@ pub(crate) fn ensure_workspace(
     workspace::write_replace(&manifest_path, redactor.redact(&manifest).as_bytes()).map_err(io)?;
     let plan_text = match plan_file {
         Some(text) => std::borrow::Cow::Borrowed(text),
-        None => std::borrow::Cow::Owned(plan_pretty(plan, run_id)),
+        None => std::borrow::Cow::Owned(workspace::pretty_json(&plan_view(plan, run_id))),
     };
     workspace::write_replace(&plan_path, redactor.redact(&plan_text).as_bytes()).map_err(io)
 }
@@ -502,13 +502,6 @@ fn plan_view<'a>(plan: &'a Plan, run_id: &'a str) -> PlanJson<'a> {
     }
 }
 
-/// `plan.json`'s text as [`workspace::pretty_json`] writes it.
-fn plan_pretty(plan: &Plan, run_id: &str) -> String {
-    let mut text = serde_json::to_string_pretty(&plan_view(plan, run_id)).expect("plain data");
-    text.push('\n');
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,7 +563,6 @@ mod tests {
         let value = plan_value(&plan, "t-20260101-abcdef");
         assert_eq!(text.compact, value.to_string());
         assert_eq!(text.pretty, workspace::pretty_json(&value));
-        assert_eq!(plan_pretty(&plan, "t-20260101-abcdef"), text.pretty);
         assert!(
             text.compact.contains(r#""reads_from":["a"]"#),
             "{}",

@@ -168,7 +168,7 @@ pub fn write_json(path: &Path, value: &Value) -> std::io::Result<()> {
 }
 
 /// JSON as [`write_json`] writes it: 2-space indent and a final newline.
-pub fn pretty_json(value: &Value) -> String {
+pub fn pretty_json(value: &impl serde::Serialize) -> String {
     let mut text = serde_json::to_string_pretty(value).expect("plain data");
     text.push('\n');
     text
