@@ -189,143 +189,146 @@ impl Names {
             root,
         })
     }
+
+    /// The worktree of these names, once its start and configuration are
+    /// known.
+    fn worktree(self, start: String, config: String) -> Worktree {
+        Worktree {
+            repository: self.repository,
+            path: self.path,
+            branch: self.branch,
+            start,
+            target: self.target,
+            root: self.root,
+            config,
+            merge_record: self.merge_record,
+        }
+    }
+
+    /// The commit an existing branch started at: as recorded, or, when
+    /// `prune` removed the record, where the branch left the target.
+    async fn start(&self) -> Result<String, String> {
+        if let Ok(text) = std::fs::read_to_string(&self.start_file) {
+            return Ok(text.trim().to_owned());
+        }
+        git::run(
+            &self.repository,
+            [
+                "merge-base",
+                &format!("refs/heads/{}", self.branch),
+                &format!("refs/heads/{}", self.target),
+            ],
+        )
+        .await
+        .map_err(git_error("cannot find where the branch started"))
+    }
 }
 
 impl Worktree {
     /// Creates (or, for a later attempt, resets) the stage's worktree and
     /// fills its `inputs/`.
     pub(crate) async fn create(stage: &PlanStage, place: &Place<'_>) -> Result<Worktree, String> {
-        let Names {
-            repository,
-            target,
-            branch,
-            root,
-            path,
-            start_file,
-            config_file,
-            merge_record,
-        } = Names::of(stage, place).await?;
-        let _lock = lock::lock(&repository).await?;
+        let names = Names::of(stage, place).await?;
+        let _lock = lock::lock(&names.repository).await?;
         // The agent runs again: its new work is what a later merge takes.
-        remove_record(&merge_record)?;
+        remove_record(&names.merge_record)?;
         ignore_worktrees(place.project_dir)?;
         let exists = git::output(
-            &repository,
+            &names.repository,
             [
                 "rev-parse",
                 "--verify",
                 "-q",
-                &format!("refs/heads/{branch}^{{commit}}"),
+                &format!("refs/heads/{}^{{commit}}", names.branch),
             ],
         )
         .await
         .map_err(git_error("cannot read the branch"))?
         .success;
         let start = if exists {
-            start_of(&repository, &start_file, &branch, &target).await?
+            names.start().await?
         } else {
             // Branches start at the target's current tip, so a stage sees
             // the merged work of the stages before it.
             let start = git::run(
-                &repository,
+                &names.repository,
                 [
                     "rev-parse",
                     "--verify",
-                    &format!("refs/heads/{target}^{{commit}}"),
+                    &format!("refs/heads/{}^{{commit}}", names.target),
                 ],
             )
             .await
-            .map_err(git_error(&format!("cannot read branch {target}")))?;
+            .map_err(git_error(&format!("cannot read branch {}", names.target)))?;
             // Recorded before the branch exists, so a crash in between
             // leaves nothing a later attempt cannot account for.
-            workspace::write_atomic(&start_file, format!("{start}\n").as_bytes())
-                .map_err(|error| format!("cannot write {}: {error}", start_file.display()))?;
+            workspace::write_atomic(&names.start_file, format!("{start}\n").as_bytes())
+                .map_err(|error| format!("cannot write {}: {error}", names.start_file.display()))?;
             start
         };
-        if !(path.join(".git").exists() && reset(&path).await) {
+        if !(names.path.join(".git").exists() && reset(&names.path).await) {
             // No worktree, or one a crash left half made: (re)create it.
-            if path.exists() {
-                std::fs::remove_dir_all(&path)
-                    .map_err(|error| format!("cannot remove {}: {error}", path.display()))?;
+            if names.path.exists() {
+                std::fs::remove_dir_all(&names.path)
+                    .map_err(|error| format!("cannot remove {}: {error}", names.path.display()))?;
             }
-            let _ = git::output(&repository, ["worktree", "prune"]).await;
+            let _ = git::output(&names.repository, ["worktree", "prune"]).await;
             let mut args: Vec<std::ffi::OsString> = vec!["worktree".into(), "add".into()];
             if exists {
-                args.extend([path.clone().into_os_string(), branch.clone().into()]);
+                args.extend([
+                    names.path.clone().into_os_string(),
+                    names.branch.clone().into(),
+                ]);
             } else {
                 args.extend([
                     "--no-track".into(),
                     "-b".into(),
-                    branch.clone().into(),
-                    path.clone().into_os_string(),
+                    names.branch.clone().into(),
+                    names.path.clone().into_os_string(),
                     start.clone().into(),
                 ]);
             }
-            add_worktree(&repository, &args)
+            add_worktree(&names.repository, &args)
                 .await
                 .map_err(git_error(&format!(
-                    "cannot create the worktree for {branch}"
+                    "cannot create the worktree for {}",
+                    names.branch
                 )))?;
         }
         // The configuration as the run's first isolated stage found it:
         // one agent's change then fails every later merge of the run, not
         // only its own (a sibling's merge would otherwise run under it).
-        let config = match std::fs::read_to_string(&config_file) {
+        let config = match std::fs::read_to_string(&names.config_file) {
             Ok(recorded) => recorded,
             Err(_) => {
-                let config = config_digest(&repository).await;
-                workspace::write_atomic(&config_file, config.as_bytes())
-                    .map_err(|error| format!("cannot write {}: {error}", config_file.display()))?;
+                let config = config_digest(&names.repository).await;
+                workspace::write_atomic(&names.config_file, config.as_bytes()).map_err(
+                    |error| format!("cannot write {}: {error}", names.config_file.display()),
+                )?;
                 config
             }
         };
         drop(_lock);
-        inputs::fill_inputs(stage, place, &path.join("inputs"))?;
-        Ok(Worktree {
-            repository,
-            path,
-            branch,
-            start,
-            target,
-            root,
-            config,
-            merge_record,
-        })
+        inputs::fill_inputs(stage, place, &names.path.join("inputs"))?;
+        Ok(names.worktree(start, config))
     }
 
     /// The worktree [`Worktree::create`] made for the stage, as it is now
     /// (the driver protocol's `complete`, in a later process): nothing is
     /// reset or copied.
     pub(crate) async fn find(stage: &PlanStage, place: &Place<'_>) -> Result<Worktree, String> {
-        let Names {
-            repository,
-            target,
-            branch,
-            root,
-            path,
-            start_file,
-            config_file,
-            merge_record,
-        } = Names::of(stage, place).await?;
-        if !path.join(".git").exists() {
+        let names = Names::of(stage, place).await?;
+        if !names.path.join(".git").exists() {
             return Err(format!(
-                "the worktree of {branch} is gone ({}); hand the stage out again",
-                path.display()
+                "the worktree of {} is gone ({}); hand the stage out again",
+                names.branch,
+                names.path.display()
             ));
         }
-        let start = start_of(&repository, &start_file, &branch, &target).await?;
-        let config = std::fs::read_to_string(&config_file)
-            .map_err(|error| format!("cannot read {}: {error}", config_file.display()))?;
-        Ok(Worktree {
-            repository,
-            path,
-            branch,
-            start,
-            target,
-            root,
-            config,
-            merge_record,
-        })
+        let start = names.start().await?;
+        let config = std::fs::read_to_string(&names.config_file)
+            .map_err(|error| format!("cannot read {}: {error}", names.config_file.display()))?;
+        Ok(names.worktree(start, config))
     }
 
     /// The directory the agent sees as its workspace.
@@ -476,29 +479,6 @@ fn remove_record(record: &Path) -> Result<(), String> {
         }
         _ => Ok(()),
     }
-}
-
-/// The commit an existing branch started at: as recorded, or, when
-/// `prune` removed the record, where the branch left the target.
-async fn start_of(
-    repository: &Path,
-    start_file: &Path,
-    branch: &str,
-    target: &str,
-) -> Result<String, String> {
-    if let Ok(text) = std::fs::read_to_string(start_file) {
-        return Ok(text.trim().to_owned());
-    }
-    git::run(
-        repository,
-        [
-            "merge-base",
-            &format!("refs/heads/{branch}"),
-            &format!("refs/heads/{target}"),
-        ],
-    )
-    .await
-    .map_err(git_error("cannot find where the branch started"))
 }
 
 /// `git worktree add`, retried with backoff while another git (another
