@@ -141,16 +141,5 @@ fn completion(files: &[(String, String)]) -> String {
 
 /// A JSON string literal.
 fn quote(text: &str) -> String {
-    let mut json = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => json.push_str("\\\""),
-            '\\' => json.push_str("\\\\"),
-            '\n' => json.push_str("\\n"),
-            c if u32::from(c) < 0x20 => json.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => json.push(c),
-        }
-    }
-    json.push('"');
-    json
+    serde_json::to_string(text).expect("a string serializes")
 }

@@ -23,20 +23,7 @@ pub(crate) fn write_file(path: &Path, content: &str) -> Result<(), String> {
         .map_err(|error| format!("cannot write {}: {error}", path.display()))
 }
 
+/// A JSON string literal.
 pub(crate) fn json_string(text: &str) -> String {
-    let mut json = String::with_capacity(text.len() + 2);
-    json.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => json.push_str("\\\""),
-            '\\' => json.push_str("\\\\"),
-            '\n' => json.push_str("\\n"),
-            '\r' => json.push_str("\\r"),
-            '\t' => json.push_str("\\t"),
-            c if u32::from(c) < 0x20 => json.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => json.push(c),
-        }
-    }
-    json.push('"');
-    json
+    serde_json::to_string(text).expect("a string serializes")
 }
