@@ -569,30 +569,10 @@ fn escape_all(text: &str, filters: &str) -> Option<String> {
 
 /// `text` escaped as the inside of a JSON string (no quotes).
 fn json_string_content(text: &str) -> String {
-    let quoted = json_array(&[text]);
-    quoted[2..quoted.len() - 2].to_owned()
+    let quoted = serde_json::to_string(text).expect("a string serializes");
+    quoted[1..quoted.len() - 1].to_owned()
 }
 
 fn json_array(items: &[&str]) -> String {
-    let mut json = String::from("[");
-    for (index, item) in items.iter().enumerate() {
-        if index > 0 {
-            json.push(',');
-        }
-        json.push('"');
-        for c in item.chars() {
-            match c {
-                '"' => json.push_str("\\\""),
-                '\\' => json.push_str("\\\\"),
-                '\n' => json.push_str("\\n"),
-                '\r' => json.push_str("\\r"),
-                '\t' => json.push_str("\\t"),
-                c if u32::from(c) < 0x20 => json.push_str(&format!("\\u{:04x}", u32::from(c))),
-                c => json.push(c),
-            }
-        }
-        json.push('"');
-    }
-    json.push(']');
-    json
+    serde_json::to_string(items).expect("strings serialize")
 }
