@@ -40,9 +40,6 @@ pub mod status {
     /// Dead: attempts exhausted, a `terminal-` failure or too many
     /// deferrals. The reason is in `error`; `retry` requeues it by hand.
     pub const ERROR: &str = "error";
-
-    /// Every status, for argument checking.
-    pub const ALL: [&str; 5] = [AVAILABLE, RUNNING, SUCCEEDED, FAILED, ERROR];
 }
 
 /// A job to enqueue.
