@@ -50,7 +50,8 @@ pub async fn drive(
         // A succeeded run is driven again only when outputs it recorded
         // changed or were deleted since: the drive's reconcile runs those
         // stages, and their dependants, again. A rejection stands.
-        let rerun = run.status == "success" && reconcile::outputs_changed(store, &run).await?;
+        let rerun =
+            run.status == "success" && !crate::verify::verify(store, &run.run_id).await?.intact();
         if !rerun && matches!(run.status.as_str(), "success" | "rejected") {
             reconcile::ended(store, &run, options.accept_changes, progress).await?;
             return Ok(Outcome {

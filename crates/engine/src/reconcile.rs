@@ -100,12 +100,6 @@ pub(crate) async fn recorded(
     Ok((stages, units, transitions))
 }
 
-/// Whether an output that a succeeded stage of `run` recorded has changed
-/// or was deleted since.
-pub(crate) async fn outputs_changed(store: &Store, run: &baton_store::RunRow) -> Result<bool> {
-    Ok(!crate::verify::verify(store, &run.run_id).await?.intact())
-}
-
 /// Puts an ended run (succeeded or rejected, which a resume does not drive)
 /// back in order: a crash after the commit that ended it can only have
 /// kept the envelopes of its last results from being written. Costs two
