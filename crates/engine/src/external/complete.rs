@@ -187,7 +187,7 @@ pub async fn complete(store: &Store, run_id: &str, name: &str) -> Result<Complet
     let verified = copied.and_then(|()| verify(stage, &opened.workspace, &before, defer_checks));
     // A merge begun is marked until its result is recorded, so that a
     // `baton resume` after a crash in between finishes it.
-    let marker = merging_path(&opened.workspace, stage);
+    let marker = crate::workspace::dispatch_file(&opened.workspace, stage, "merging");
     let verified = match (verified, &worktree) {
         (Ok(artifacts), Some(worktree)) => {
             workspace::write_atomic(&marker, name.as_bytes()).map_err(|source| {
@@ -215,12 +215,6 @@ pub async fn complete(store: &Store, run_id: &str, name: &str) -> Result<Complet
         error,
         run,
     })
-}
-
-/// `dispatch/NNN-name.merging`: an isolated stage verified by `complete`
-/// whose merge and result are not recorded yet.
-pub(super) fn merging_path(workspace: &Path, stage: &PlanStage) -> PathBuf {
-    crate::workspace::dispatch_file(workspace, stage, "merging")
 }
 
 /// Finishes the merges `complete` began and did not record (baton died
