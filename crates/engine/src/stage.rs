@@ -181,8 +181,12 @@ async fn run_process(
         )
         .await;
         let meter = process.meter.as_ref();
+        // Only an agent that exited unsuccessfully may say why in its
+        // output: killed by one of baton's limits or a cancel, there is no
+        // exit code; after a clean exit, an error event in the output is one
+        // the agent recovered from.
         let reported = meter
-            .filter(|_| failed_on_its_own(&finished))
+            .filter(|_| !finished.success && finished.exit_code.is_some_and(|code| code != 0))
             .and_then(|meter| explain_failure(&mut finished, meter, &log));
         // Tokens are spent whether or not the attempt succeeded.
         if let Some(usage) = meter.and_then(|meter| meter.read(&log)) {
@@ -274,14 +278,6 @@ fn keep_logs(stdout_log: &Path, retry: u32) {
         // A log that was never written has nothing to keep.
         let _ = std::fs::rename(&log, kept);
     }
-}
-
-/// Whether an attempt failed because its agent exited unsuccessfully, so
-/// its output may say why. (Killed by one of baton's limits or a cancel,
-/// there is no exit code; after a clean exit, an error event in the output
-/// is one the agent recovered from.)
-fn failed_on_its_own(finished: &Finished) -> bool {
-    !finished.success && finished.exit_code.is_some_and(|code| code != 0)
 }
 
 /// Puts the agent's own account of its failure (from its output) first in
