@@ -151,6 +151,10 @@ fn no_cycle(stages: &[Arc<Stage>], dependencies: &[Vec<usize>]) -> Result<(), Ve
                             .map(|(open, _)| stages[*open].name.value.as_str())
                             .collect();
                         cycle.push(&stages[dependency].name.value);
+                        // The search walks from a stage to its dependencies;
+                        // people read cycles in the order work flows, from
+                        // dependency to dependant.
+                        cycle.reverse();
                         let culprit = &stages[dependency];
                         return Err(vec![
                             Diagnostic::error(
@@ -163,7 +167,7 @@ fn no_cycle(stages: &[Arc<Stage>], dependencies: &[Vec<usize>]) -> Result<(), Ve
                             .at(&culprit.file, culprit.name.span)
                             .for_field(&culprit.name.value, "depends_on")
                             .with_label("part of a cycle")
-                            .with_help(format!("the cycle: {}", reverse_arrow(&cycle))),
+                            .with_help(format!("the cycle: {}", cycle.join(" -> "))),
                         ]);
                     }
                     Mark::Done => {}
@@ -175,12 +179,6 @@ fn no_cycle(stages: &[Arc<Stage>], dependencies: &[Vec<usize>]) -> Result<(), Ve
         }
     }
     Ok(())
-}
-
-/// The search walks from a stage to its dependencies; people read cycles in
-/// the order work flows, from dependency to dependant.
-fn reverse_arrow(cycle: &[&str]) -> String {
-    cycle.iter().rev().copied().collect::<Vec<_>>().join(" -> ")
 }
 
 fn reads_are_ancestors(
