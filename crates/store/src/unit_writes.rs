@@ -62,6 +62,7 @@ struct End<'t> {
     at: i64,
     exit_code: Option<i64>,
     error: Option<&'t str>,
+    /// `[[path, sha256, bytes], …]` as JSON.
     artifacts: String,
 }
 
@@ -125,7 +126,7 @@ impl<'t> Group<'t> {
                 at: *at,
                 exit_code: *exit_code,
                 error: error.as_deref(),
-                artifacts: artifacts_json(artifacts),
+                artifacts: serde_json::to_string(artifacts).unwrap_or_else(|_| "[]".to_owned()),
             }),
             _ => {}
         }
@@ -164,9 +165,4 @@ impl<'t> Group<'t> {
         self.starts.clear();
         self.ends.clear();
     }
-}
-
-/// `[[path, sha256, bytes], …]` as JSON.
-fn artifacts_json(artifacts: &[(String, String, i64)]) -> String {
-    serde_json::to_string(artifacts).unwrap_or_else(|_| "[]".to_owned())
 }
