@@ -197,7 +197,9 @@ fn adopted(pgid: u32, marker: Option<&(String, String)>) -> Vec<u32> {
         let dead = stat.state == 'Z' || stat.state == 'X';
         if stat.pgrp == pgid {
             found.push(pid);
-        } else if live.contains(&stat.pgrp) || stat.pgrp == own_group() {
+        } else if live.contains(&stat.pgrp)
+            || stat.pgrp == nix::unistd::getpgrp().as_raw().unsigned_abs()
+        {
             // Another attempt's, or baton's own.
         } else if dead {
             let _ = waitpid(to_pid(pid), Some(WaitPidFlag::WNOHANG));
@@ -232,11 +234,6 @@ fn own_children() -> Vec<u32> {
     proc_pids()
         .filter(|&pid| ProcStat::read(pid).is_some_and(|stat| stat.ppid == own))
         .collect()
-}
-
-/// Baton's own process group.
-fn own_group() -> u32 {
-    nix::unistd::getpgrp().as_raw().unsigned_abs()
 }
 
 /// Reaps baton's child `pid`, waiting for it to die until `deadline`.
