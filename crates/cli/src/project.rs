@@ -88,16 +88,11 @@ pub(crate) fn discover(start: &Path) -> PathBuf {
     }
     if let Some(found) = start
         .ancestors()
-        .find(|dir| is_repository(&dir.join(".git")))
+        .find(|dir| dir.join(".git").is_file() || dir.join(".git").join("HEAD").is_file())
     {
         return found.to_path_buf();
     }
     start.to_path_buf()
-}
-
-/// Whether `git` (a `.git` path) is a repository git would use.
-fn is_repository(git: &Path) -> bool {
-    git.is_file() || git.join("HEAD").is_file()
 }
 
 /// A path given on the command line (relative to the current directory)
