@@ -21,7 +21,7 @@
 //! them to an orchestrator), and a composite stage's program (`work`),
 //! which reads the files its units wrote.
 
-mod composite;
+pub(crate) mod composite;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

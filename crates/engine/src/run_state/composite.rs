@@ -78,22 +78,7 @@ impl Composite {
             let position = self.units.len();
             self.positions.insert(unit.key.clone(), position);
             self.waiting.push_back(position);
-            self.units.push(UnitRow {
-                index,
-                key: unit.key,
-                ordinal: unit.ordinal,
-                kind: unit.kind,
-                cycle: unit.cycle,
-                label: unit.label,
-                spec: unit.spec,
-                status: "pending".to_owned(),
-                attempts: 0,
-                started_at: None,
-                finished_at: None,
-                exit_code: None,
-                error: None,
-                artifacts: "[]".to_owned(),
-            });
+            self.units.push(pending(index, unit));
         }
     }
 
@@ -139,5 +124,25 @@ impl Composite {
         unit.exit_code = end.exit_code;
         unit.error = end.error;
         unit.artifacts = end.artifacts;
+    }
+}
+
+/// A unit just planned, as the store records it: pending, never tried.
+pub(crate) fn pending(index: i64, unit: NewUnit) -> UnitRow {
+    UnitRow {
+        index,
+        key: unit.key,
+        ordinal: unit.ordinal,
+        kind: unit.kind,
+        cycle: unit.cycle,
+        label: unit.label,
+        spec: unit.spec,
+        status: "pending".to_owned(),
+        attempts: 0,
+        started_at: None,
+        finished_at: None,
+        exit_code: None,
+        error: None,
+        artifacts: "[]".to_owned(),
     }
 }

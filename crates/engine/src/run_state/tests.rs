@@ -359,9 +359,7 @@ fn unit_finished(run: &mut RunState, key: &str, status: &str) {
 
 /// A unit of `b` (stage 1) as the store records it.
 fn unit_row(key: &str, ordinal: i64, status: &str) -> UnitRow {
-    let mut unit = Composite::new(Vec::new(), 1, 0, |_| false);
-    unit.add(1, planned(&[key]));
-    let mut row = unit.units.remove(0);
+    let mut row = composite::pending(1, planned(&[key]).remove(0));
     row.ordinal = ordinal;
     status.clone_into(&mut row.status);
     row

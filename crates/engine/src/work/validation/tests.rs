@@ -1,11 +1,12 @@
 //! The validation program as a pure function: unit lists and files in a
 //! temporary workspace in, steps out.
 
-use baton_store::{NewUnit, Transition, UnitRow};
+use baton_store::{Transition, UnitRow};
 use baton_workflow::schema::Access;
 use baton_workflow::{MemoryLoader, Plan};
 
 use super::super::{Context, Step, materialize, step};
+use crate::run_state::composite::pending;
 
 const HEADER: &str = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n";
 
@@ -56,7 +57,7 @@ impl Run {
         if let Step::Next { units, .. } = &next {
             let index = i64::try_from(self.plan.stage(stage).expect("stage").index).expect("small");
             self.units
-                .extend(units.iter().map(|unit| pending(index, unit)));
+                .extend(units.iter().map(|unit| pending(index, unit.clone())));
         }
         next
     }
@@ -95,25 +96,6 @@ impl Run {
             .iter()
             .find(|unit| unit.key == key)
             .expect("unit")
-    }
-}
-
-fn pending(index: i64, unit: &NewUnit) -> UnitRow {
-    UnitRow {
-        index,
-        key: unit.key.clone(),
-        ordinal: unit.ordinal,
-        kind: unit.kind.clone(),
-        cycle: unit.cycle,
-        label: unit.label.clone(),
-        spec: unit.spec.clone(),
-        status: "pending".to_owned(),
-        attempts: 0,
-        started_at: None,
-        finished_at: None,
-        exit_code: None,
-        error: None,
-        artifacts: "[]".to_owned(),
     }
 }
 
