@@ -153,6 +153,9 @@ impl Opened {
         let rows = store.stages(run_id).await?;
         let gates = crate::gate::Gates::load(store, run_id, plan, &self.workspace).await?;
         let units = store.units(run_id).await?;
+        // How many units are out at once is the orchestrator's business,
+        // except where the workflow says (a fan-out's `max_parallel`, one at
+        // a time for agents editing the checkout), which the machine keeps.
         let mut run = RunState::new(Arc::clone(plan), self.params.clone(), &rows, gates)
             .with_units(units, usize::MAX);
         // A unit recorded as running is out with the orchestrator, unless
