@@ -12,7 +12,6 @@
 //! prints one line: driver, transactions, writers, rows, wall ms, cpu ms.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -258,6 +257,22 @@ fn cpu_ms() -> f64 {
     ticks * 10.0
 }
 
+/// The store opened through one of the drivers.
+#[derive(Clone)]
+enum Db {
+    Sqlx(sqlx::SqlitePool),
+    Rusqlite(with_rusqlite::Writer),
+}
+
+impl Db {
+    async fn commit(&self, batch: Batch) {
+        match self {
+            Db::Sqlx(pool) => with_sqlx::commit(pool, batch).await,
+            Db::Rusqlite(writer) => with_rusqlite::commit(writer, batch).await,
+        }
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -272,46 +287,27 @@ async fn main() {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
-    let each = transactions / writers;
-    let (wall, cpu) = match driver.as_str() {
-        "sqlx" => {
-            let pool = with_sqlx::open(&path).await;
-            let (start, cpu) = (Instant::now(), cpu_ms());
-            let mut tasks = Vec::new();
-            for w in 0..writers {
-                let pool = pool.clone();
-                tasks.push(tokio::spawn(async move {
-                    for t in 0..each {
-                        let first = ((w * each + t) * rows) as i64;
-                        with_sqlx::commit(&pool, Batch { first, rows }).await;
-                    }
-                }));
-            }
-            for task in tasks {
-                task.await.unwrap();
-            }
-            (start.elapsed(), cpu_ms() - cpu)
-        }
-        "rusqlite" => {
-            let writer = Arc::new(with_rusqlite::open(&path));
-            let (start, cpu) = (Instant::now(), cpu_ms());
-            let mut tasks = Vec::new();
-            for w in 0..writers {
-                let writer = writer.clone();
-                tasks.push(tokio::spawn(async move {
-                    for t in 0..each {
-                        let first = ((w * each + t) * rows) as i64;
-                        with_rusqlite::commit(&writer, Batch { first, rows }).await;
-                    }
-                }));
-            }
-            for task in tasks {
-                task.await.unwrap();
-            }
-            (start.elapsed(), cpu_ms() - cpu)
-        }
+    let db = match driver.as_str() {
+        "sqlx" => Db::Sqlx(with_sqlx::open(&path).await),
+        "rusqlite" => Db::Rusqlite(with_rusqlite::open(&path)),
         other => panic!("no driver {other}"),
     };
+    let each = transactions / writers;
+    let (start, cpu) = (Instant::now(), cpu_ms());
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            for t in 0..each {
+                let first = ((w * each + t) * rows) as i64;
+                db.commit(Batch { first, rows }).await;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let (wall, cpu) = (start.elapsed(), cpu_ms() - cpu);
     println!(
         "{driver} {transactions} {writers} {rows} {:.1} {:.1}",
         wall.as_secs_f64() * 1000.0,
