@@ -10,12 +10,14 @@
 //! cgroup `/proc/self/cgroup` names, on the cgroup2 mount
 //! `/proc/self/mountinfo` lists), and the child starts in it
 //! (`clone3` with `CLONE_INTO_CGROUP`, `sys.rs`), so its first fork is
-//! already inside. Where the directory cannot be made (a machine with
-//! cgroup v1 alone, a cgroup baton may not write to, a container without
-//! the mount), or that start is refused (a kernel before 5.7, a sandbox
-//! that forbids `clone3`, an architecture other than x86-64), baton goes on
-//! without: the process group, the marker and the subreaper (`group.rs`)
-//! find what an attempt leaves, as they do everywhere. [`set_enabled`]
+//! already inside. Where that start is refused (a kernel before 5.7, a
+//! sandbox that forbids `clone3`, an architecture other than x86-64), the
+//! child moves itself in before its `execve` (`vfork.rs`), which costs
+//! more. Where the directory cannot be made (a machine with cgroup v1
+//! alone, a cgroup baton may not write to, a container without the mount)
+//! or the child cannot be put in it, baton goes on without: the process
+//! group, the marker and the subreaper (`group.rs`) find what an attempt
+//! leaves, as they do everywhere. [`set_enabled`]
 //! turns cgroups off (the CLI's `BATON_CGROUPS=off`).
 //!
 //! An ended attempt's cgroup, once empty, is kept for the next attempt.

@@ -180,7 +180,7 @@ pub(crate) fn spawn(request: &Request<'_>) -> io::Result<Spawned> {
             stdout_write.as_raw_fd(),
             stderr_write.as_raw_fd(),
         ],
-        cgroup: request.cgroup.map(|dir| dir.as_raw_fd()),
+        cgroup: request.cgroup,
     })?;
     Ok(Spawned {
         leader: Leader {
@@ -430,6 +430,19 @@ mod tests {
 
     #[test]
     fn the_child_starts_in_the_cgroup_it_is_given() {
+        assert_starts_in_its_cgroup();
+    }
+
+    /// Where `clone3` is refused (a kernel before 5.7, a sandbox, another
+    /// architecture than x86-64), the child moves itself in.
+    #[test]
+    fn where_clone3_is_refused_the_child_moves_into_its_cgroup() {
+        crate::vfork::NO_CLONE3.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert_starts_in_its_cgroup();
+    }
+
+    /// The child's `/proc/self/cgroup` names the cgroup it was given.
+    fn assert_starts_in_its_cgroup() {
         let Some(cgroup) = crate::cgroup::Attempt::create() else {
             baton_test_support::needs::missing(
                 baton_test_support::needs::Need::Cgroups,

@@ -7,7 +7,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 /// glibc gives each thread that allocates an arena of its own, and keeps
@@ -49,7 +49,7 @@ pub(crate) struct Exec<'a> {
     /// descriptor onto itself would leave it close-on-exec.
     pub(crate) stdio: [RawFd; 3],
     /// The directory of the cgroup the child starts in, if any.
-    pub(crate) cgroup: Option<RawFd>,
+    pub(crate) cgroup: Option<BorrowedFd<'a>>,
 }
 
 /// Everything the child reads, in memory it shares with the parent.
@@ -60,53 +60,52 @@ pub(crate) struct ChildArgs<'a> {
     /// Whether the child must first ask whether each signal in `reset`
     /// has a handler (the caught set could not be read).
     pub(crate) ask_first: bool,
+    /// A cgroup's `cgroup.procs`, opened for writing, for the child to
+    /// move itself into first, where it could not start in it.
+    pub(crate) join: Option<RawFd>,
+    /// The errno of that move, 0 while it has not failed. The child goes
+    /// on without its cgroup.
+    pub(crate) join_error: AtomicI32,
     /// The errno of the step that failed, 0 while none has.
     pub(crate) error: AtomicI32,
 }
-
-/// A started child: its pid, its pidfd when the kernel made one, and why
-/// it could not start in its cgroup when it was to and could not.
-pub(crate) type Cloned = (c_int, Option<OwnedFd>, Option<io::Error>);
 
 /// Set once a clone with `CLONE_PIDFD` was refused.
 static NO_CLONE_PIDFD: AtomicBool = AtomicBool::new(false);
 
 /// `clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD)` with every signal blocked
-/// around it, in `clone3` with `CLONE_INTO_CGROUP` when `args` names a
-/// cgroup: the child then runs in it from its first instruction. When that
-/// `clone3` is refused, the child starts without, and the refusal is
-/// returned with it.
-pub(crate) fn clone_child(args: &ChildArgs<'_>, stack: &mut [u128]) -> io::Result<Cloned> {
+/// around it, or `clone3` with `CLONE_INTO_CGROUP` as well when `into`
+/// names a cgroup's directory: the child then runs in it from its first
+/// instruction. Returns the child's pid and, when the kernel made one,
+/// its pidfd.
+pub(crate) fn clone_child(
+    args: &ChildArgs<'_>,
+    stack: &mut [u128],
+    into: Option<RawFd>,
+) -> io::Result<(c_int, Option<OwnedFd>)> {
     // Every signal, glibc's own two included: no handler of baton's may
     // run in the child, which shares baton's memory.
     let old = set_signal_mask(u64::MAX);
-    let mut refused = None;
     let result = loop {
         let with_pidfd = !NO_CLONE_PIDFD.load(Ordering::Relaxed);
-        let cloned = match args.exec.cgroup {
-            Some(cgroup) if refused.is_none() => clone3_into(args, stack, cgroup, with_pidfd),
-            _ => clone_vfork(args, stack, with_pidfd),
+        let cloned = match into {
+            Some(cgroup) => clone3_into(args, stack, cgroup, with_pidfd),
+            None => clone_vfork(args, stack, with_pidfd),
         };
-        let error = match cloned {
-            Ok((pid, pidfd)) => break Ok((pid, pidfd, refused)),
-            Err(error) => error,
-        };
-        let code = error.raw_os_error();
-        if args.exec.cgroup.is_some() && refused.is_none() {
-            // Out of processes or memory: so would the plain clone be.
-            // Anything else refuses `clone3` or the cgroup.
-            if code == Some(libc::EAGAIN) || code == Some(libc::ENOMEM) {
-                break Err(error);
-            }
-            refused = Some(error);
-        } else if with_pidfd
-            && code.is_some_and(|code| [libc::EINVAL, libc::ENOSYS, libc::EPERM].contains(&code))
-        {
+        match cloned {
             // A kernel before 5.2 ignores the flag; a sandbox may refuse
-            // it as unknown or forbidden.
-            NO_CLONE_PIDFD.store(true, Ordering::Relaxed);
-        } else {
-            break Err(error);
+            // it as unknown or forbidden. (`clone3` came after it: its
+            // refusals are the caller's.)
+            Err(error)
+                if into.is_none()
+                    && with_pidfd
+                    && error.raw_os_error().is_some_and(|code| {
+                        [libc::EINVAL, libc::ENOSYS, libc::EPERM].contains(&code)
+                    }) =>
+            {
+                NO_CLONE_PIDFD.store(true, Ordering::Relaxed);
+            }
+            cloned => break cloned,
         }
     };
     set_signal_mask(old);
@@ -146,6 +145,7 @@ fn clone_vfork(
 
 /// `struct clone_args` of `clone3`, as far as `cgroup` (its second
 /// version, Linux 5.7).
+#[cfg(target_arch = "x86_64")]
 #[repr(C)]
 #[derive(Default)]
 struct CloneArgs {
@@ -163,12 +163,13 @@ struct CloneArgs {
 }
 
 /// `clone3`'s flag that starts the child in the cgroup `CloneArgs::cgroup`.
+#[cfg(target_arch = "x86_64")]
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
 /// The start in a cgroup: `clone3` with `CLONE_VM | CLONE_VFORK |
 /// CLONE_INTO_CGROUP`. Unlike `clone`, `clone3` has no C wrapper that
 /// calls a function on the new stack, hence the few instructions below.
-/// Other architectures than x86-64 start no child this way.
+/// Elsewhere the child moves itself into its cgroup (`vfork.rs`).
 #[cfg(target_arch = "x86_64")]
 #[expect(
     unsafe_code,
@@ -238,7 +239,8 @@ fn clone3_into(
     Ok((pid, pidfd))
 }
 
-/// Elsewhere, a start in a cgroup is refused; the child starts without.
+/// Other architectures than x86-64 have no such instructions here: the
+/// start is refused, and the child moves itself in instead (`vfork.rs`).
 #[cfg(not(target_arch = "x86_64"))]
 fn clone3_into(
     _: &ChildArgs<'_>,
@@ -274,7 +276,9 @@ pub(crate) fn set_signal_mask(mask: u64) -> u64 {
 
 /// The child, between the clone and the `execve`. It runs on the borrowed
 /// stack with baton's memory and every signal blocked, so it calls only
-/// system call wrappers, allocates nothing and cannot panic.
+/// system call wrappers, allocates nothing and cannot panic. Asked to, it
+/// first moves itself into its cgroup: a failed move is reported and the
+/// child goes on without.
 #[expect(
     unsafe_code,
     reason = "system calls in the vfork child on pointers `start` prepared: C strings and \
@@ -285,6 +289,17 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
     // parent is suspended.
     let args = unsafe { &*arg.cast::<ChildArgs<'_>>() };
     let exec = args.exec;
+    // SAFETY: a write of one byte from a static buffer.
+    if let Some(procs) = args.join
+        && unsafe { libc::write(procs, b"0".as_ptr().cast(), 1) } != 1
+    {
+        // SAFETY: errno of the write that just failed.
+        let error = unsafe { *libc::__errno_location() };
+        args.join_error.store(
+            if error == 0 { libc::EIO } else { error },
+            Ordering::Release,
+        );
+    }
     let fail = || -> c_int {
         // SAFETY: errno of the call that just failed.
         let error = unsafe { *libc::__errno_location() };

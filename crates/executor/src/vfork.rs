@@ -25,15 +25,15 @@
 //! wrappers, and reports a failure as an errno in memory it shares with the
 //! parent, then `_exit`s: a failed start is an error here, not a dead child.
 //! The clone (a `clone3` when the child starts in a cgroup of its own,
-//! `cgroup.rs`) and the child's system calls are in `sys.rs`, with the
-//! rest of baton's `unsafe` code.
+//! `cgroup.rs`, else a move into it by the child) and the child's system
+//! calls are in `sys.rs`, with the rest of baton's `unsafe` code.
 
 use std::cell::RefCell;
 use std::ffi::c_int;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 use crate::group::KeptOpen;
 use crate::sys::{self, Exec, signal_bit};
@@ -91,10 +91,12 @@ pub(crate) fn start(exec: &Exec<'_>) -> io::Result<Child> {
         Some(caught) => (caught | always, false),
         None => (u64::MAX, true),
     };
-    let args = sys::ChildArgs {
+    let mut args = sys::ChildArgs {
         exec,
         reset,
         ask_first,
+        join: None,
+        join_error: AtomicI32::new(0),
         error: AtomicI32::new(0),
     };
     let (pid, pidfd, cgroup_refused) = STACK.with(|stack| {
@@ -102,7 +104,7 @@ pub(crate) fn start(exec: &Exec<'_>) -> io::Result<Child> {
         if stack.is_empty() {
             stack.resize(STACK_WORDS, 0);
         }
-        sys::clone_child(&args, &mut stack)
+        clone(&mut args, &mut stack)
     })?;
     let error = args.error.load(Ordering::Acquire);
     if error != 0 {
@@ -117,6 +119,62 @@ pub(crate) fn start(exec: &Exec<'_>) -> io::Result<Child> {
         pidfd,
         cgroup_refused,
     })
+}
+
+/// Set once `clone3` into a cgroup was refused as unknown or forbidden (a
+/// kernel before 5.7, a sandbox, an architecture `sys.rs` has no start
+/// into a cgroup for): later children move themselves in.
+pub(crate) static NO_CLONE3: AtomicBool = AtomicBool::new(false);
+
+/// Starts the child, in the cgroup `args` names if any: by `clone3` into
+/// it, else by a plain clone whose child moves itself in before its
+/// `execve` (the move takes a lock every fork on the machine takes too,
+/// so it is the second choice). Returns the pid, the pidfd and why the
+/// child could not be put in its cgroup, if it could not: it then runs
+/// without.
+fn clone(
+    args: &mut sys::ChildArgs<'_>,
+    stack: &mut [u128],
+) -> io::Result<(c_int, Option<OwnedFd>, Option<io::Error>)> {
+    let Some(dir) = args.exec.cgroup else {
+        let (pid, pidfd) = sys::clone_child(args, stack, None)?;
+        return Ok((pid, pidfd, None));
+    };
+    if !NO_CLONE3.load(Ordering::Relaxed) {
+        match sys::clone_child(args, stack, Some(dir.as_raw_fd())) {
+            Ok((pid, pidfd)) => return Ok((pid, pidfd, None)),
+            // Out of processes or memory: so would the plain clone be.
+            Err(error) if matches!(error.raw_os_error(), Some(libc::EAGAIN | libc::ENOMEM)) => {
+                return Err(error);
+            }
+            Err(error) => {
+                if matches!(error.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
+                    NO_CLONE3.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    let procs = rustix::fs::openat(
+        dir,
+        "cgroup.procs",
+        rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    );
+    let procs = match procs {
+        Ok(procs) => procs,
+        Err(error) => {
+            let (pid, pidfd) = sys::clone_child(args, stack, None)?;
+            return Ok((pid, pidfd, Some(error.into())));
+        }
+    };
+    args.join = Some(procs.as_raw_fd());
+    let (pid, pidfd) = sys::clone_child(args, stack, None)?;
+    let moved = args.join_error.load(Ordering::Acquire);
+    Ok((
+        pid,
+        pidfd,
+        (moved != 0).then(|| io::Error::from_raw_os_error(moved)),
+    ))
 }
 
 /// Says that this process installed or removed a signal handler, so the
