@@ -3,16 +3,17 @@
 //! A result's envelope is written, or named, once the commit recording the
 //! result has landed, so that readers never see a result the store could
 //! lose. A crash between the two leaves the result recorded and its
-//! envelope missing, or an earlier attempt's in its place, and nothing
-//! runs that stage or unit again to write it. So before a recorded run is
-//! driven again, every finished stage and unit whose envelope is missing,
-//! or older than the attempt the store recorded, gets it written from the
-//! store's record.
+//! envelope missing, or an earlier attempt's in its place (or, for a
+//! checked stage, its `main` unit's), and nothing runs that stage or unit
+//! again to write it. So before a recorded run is driven again, every
+//! finished stage and unit whose envelope is missing, or older than the
+//! attempt the store recorded, gets it written from the store's record.
 //!
 //! Found missing with one read of `stages/` and the rows alone; a file's
 //! age is read only where an earlier attempt can have left one (a stage
-//! that ran more than once), so a resume of a large run costs no `stat` per
-//! stage, and the plan is needed only to write what is missing.
+//! that ran more than once), and a file read only for a checked stage, so
+//! a resume of a large run costs no `stat` per stage, and the plan is
+//! needed only to write what is missing.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -63,6 +64,14 @@ pub(crate) fn lacking(
                 modified_ms(&path).is_some_and(|modified| modified < started)
             })
     };
+    // A checked stage's `main` unit writes the stage's own envelope before
+    // the stage ends, in this attempt: only what the file says tells the
+    // two apart.
+    let checked: HashSet<i64> = units
+        .iter()
+        .filter(|unit| unit.kind == work::MAIN)
+        .map(|unit| unit.index)
+        .collect();
     let units = units.iter().enumerate().filter_map(|(position, unit)| {
         let row = stages.iter().find(|row| row.index == unit.index)?;
         let name = work::unit_stage_name(&row.name, unit);
@@ -71,8 +80,10 @@ pub(crate) fn lacking(
             .then_some(Lacking::Unit(position))
     });
     let own = stages.iter().enumerate().filter_map(|(position, row)| {
-        (finished(&row.status) && lacks(row.index, &row.name, row.attempts > 1, row.started_at))
-            .then_some(Lacking::Stage(position))
+        let lacking = finished(&row.status)
+            && (lacks(row.index, &row.name, row.attempts > 1, row.started_at)
+                || checked.contains(&row.index) && !describes(workspace_dir, row));
+        lacking.then_some(Lacking::Stage(position))
     });
     units.chain(own).collect()
 }
@@ -140,6 +151,20 @@ pub(crate) fn restore(
         written += usize::from(workspace::write_replace(&path, &bytes).is_ok());
     }
     written
+}
+
+/// Whether the stage's envelope holds the status and end its row records.
+fn describes(workspace_dir: &Path, row: &StageRow) -> bool {
+    let index = usize::try_from(row.index).unwrap_or(usize::MAX);
+    let path = workspace::envelope_path(workspace_dir, index, &row.name);
+    let Some(envelope) = std::fs::read(&path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+    else {
+        return false;
+    };
+    let finished_at = row.finished_at.map(workspace::utc).unwrap_or_default();
+    envelope["status"] == row.status.as_str() && envelope["finished_at"] == finished_at.as_str()
 }
 
 /// When the file was last written, in ms since the epoch.
@@ -238,6 +263,39 @@ mod tests {
         assert_eq!(status(&b), None, "a running stage has no envelope yet");
         assert_eq!(status(&y), None, "a running unit has no envelope yet");
         // Present and current: left alone.
+        assert_eq!(lacking(&stages, &units, dir.path()), []);
+    }
+
+    /// A checked stage whose validation failed after its `main` unit
+    /// succeeded, killed before its own envelope replaced the unit's.
+    #[test]
+    fn a_checked_stage_s_envelope_left_by_its_main_unit_is_replaced() {
+        let loader = MemoryLoader::new().with("w.yaml", WORKFLOW);
+        let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
+        let plan =
+            baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles");
+        let dir = tempfile::tempdir().expect("temp dir");
+        workspace::create(dir.path()).expect("workspace");
+        let a = workspace::envelope_path(dir.path(), 0, "a");
+        let mut row = stage(0, "a", "failed", 1);
+        row.finished_at = Some(3_000);
+        let main = UnitRow {
+            index: 0,
+            key: crate::work::MAIN.to_owned(),
+            kind: crate::work::MAIN.to_owned(),
+            status: "success".to_owned(),
+            exit_code: Some(0),
+            error: None,
+            ..child("main", "success")
+        };
+        let (stages, units) = ([row], [main]);
+        // The unit's envelope, current: only the stage's is lacking.
+        restore(&plan, (&stages, &units), &[Lacking::Unit(0)], dir.path(), 3);
+        assert_eq!(status(&a).as_deref(), Some("success"));
+        let missing = lacking(&stages, &units, dir.path());
+        assert_eq!(missing, [Lacking::Stage(0)]);
+        restore(&plan, (&stages, &units), &missing, dir.path(), 3);
+        assert_eq!(status(&a).as_deref(), Some("failed"));
         assert_eq!(lacking(&stages, &units, dir.path()), []);
     }
 }
