@@ -7,14 +7,16 @@
 //! files to write, the validation criteria, and the completion contract.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use baton_executor::redact::Redactor;
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
 use baton_workflow::schema::Kind;
 use serde_json::{Value, json};
 
 use crate::workspace::output_path;
+use crate::worktree::Worktree;
 
 /// Upstream outputs up to this size are inlined into the prompt.
 pub const INLINE_LIMIT: u64 = 32 * 1024;
@@ -273,6 +275,44 @@ pub fn files_to_write(stage: &PlanStage, workspace: &Path) -> Vec<String> {
         }
     }
     files
+}
+
+/// The prompt of a stage handed to an agent: for an isolated stage, its
+/// worktree's; after a push-back at its gate, with the comment.
+pub(crate) fn handed(
+    plan: &Plan,
+    stage: &PlanStage,
+    workspace: &Path,
+    worktree: Option<&Worktree>,
+    push_back: Option<&baton_store::GateDecisionRow>,
+) -> String {
+    let mut prompt = match worktree {
+        Some(worktree) => worktree.prompt(plan, stage),
+        None => render(plan, stage, workspace),
+    };
+    if let Some(decision) = push_back {
+        prompt.push_str(&pushed_back(decision));
+    }
+    prompt
+}
+
+/// Writes the stage's dispatch file (`dispatch/NNN-name.json`) and its
+/// prompt file (`….prompt.md`), or says which could not be written and why.
+/// The dispatch file, a record, keeps no secret the prompt was given; the
+/// prompt file is what the agent reads.
+pub(crate) fn write_dispatch(
+    plan: &Plan,
+    stage: &PlanStage,
+    workspace: &Path,
+    prompt: &str,
+) -> Result<(), (PathBuf, std::io::Error)> {
+    let path = crate::workspace::dispatch_file(workspace, stage, "json");
+    let recorded = Redactor::global().redact(prompt);
+    crate::workspace::write_json(&path, &dispatch(plan, stage, workspace, &recorded))
+        .map_err(|error| (path, error))?;
+    let prompt_file = crate::workspace::dispatch_file(workspace, stage, "prompt.md");
+    crate::workspace::write_atomic(&prompt_file, prompt.as_bytes())
+        .map_err(|error| (prompt_file, error))
 }
 
 /// The dispatch file's content.

@@ -115,3 +115,39 @@ stages:
         );
     }
 }
+
+/// The driver protocol hands the orchestrator the prompt as it is (its
+/// agent needs it) and keeps the secret out of the dispatch record, as
+/// `baton run` does.
+#[test]
+fn the_driver_protocol_s_dispatch_record_keeps_no_secret() {
+    let project = Project::new();
+    let workflow = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n  - {name: agent, kind: execute, description: 'Use {note}.', agent: {role: coder}, writes_to: [agent.md]}\n";
+    project.write("wf.yaml", workflow);
+    let baton = |args: &[&str]| {
+        let output = project
+            .command(args)
+            .env("MY_SERVICE_TOKEN", SECRET)
+            .output()
+            .expect("baton runs");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        serde_json::from_slice::<Value>(&output.stdout).expect("JSON")
+    };
+    let note = format!("note={SECRET}");
+    let created = baton(&[
+        "run", "wf.yaml", "--driver", "external", "--json", "--params", &note,
+    ]);
+    let id = created["run_id"].as_str().expect("run id");
+    let handed = baton(&["next", id, "--json"]);
+    assert!(
+        handed[0]["prompt"]
+            .as_str()
+            .expect("prompt")
+            .contains(SECRET)
+    );
+    let dispatch = handed[0]["dispatch_file"].as_str().expect("dispatch file");
+    let recorded = std::fs::read_to_string(dispatch).expect("the dispatch record");
+    assert!(!recorded.contains(SECRET), "{recorded}");
+    assert!(recorded.contains("[redacted]"), "{recorded}");
+}

@@ -4,9 +4,7 @@
 use super::*;
 use crate::outputs::snapshot;
 
-/// Renders the stage's prompt (for an isolated stage, the prompt of its
-/// worktree; after a push-back at its gate, with the comment) and writes
-/// its dispatch and prompt files.
+/// Renders the stage's prompt and writes its dispatch and prompt files.
 pub(super) fn hand_out(
     plan: &Plan,
     stage: &PlanStage,
@@ -14,28 +12,10 @@ pub(super) fn hand_out(
     worktree: Option<&Worktree>,
     push_back: Option<&baton_store::GateDecisionRow>,
 ) -> Result<Ready> {
-    let io = |source| Error::Workspace {
-        path: workspace.to_path_buf(),
-        source,
-    };
-    let mut prompt = match worktree {
-        Some(worktree) => worktree.prompt(plan, stage),
-        None => crate::prompt::render(plan, stage, workspace),
-    };
-    if let Some(decision) = push_back {
-        prompt.push_str(&crate::prompt::pushed_back(decision));
-    }
+    let prompt = crate::prompt::handed(plan, stage, workspace, worktree, push_back);
+    crate::prompt::write_dispatch(plan, stage, workspace, &prompt)
+        .map_err(|(path, source)| Error::Workspace { path, source })?;
     let dispatch_file = dispatch_path(workspace, stage);
-    workspace::write_json(
-        &dispatch_file,
-        &crate::prompt::dispatch(plan, stage, workspace, &prompt),
-    )
-    .map_err(io)?;
-    workspace::write_atomic(
-        &crate::workspace::dispatch_file(workspace, stage, "prompt.md"),
-        prompt.as_bytes(),
-    )
-    .map_err(io)?;
     Ok(Ready {
         stage: stage.name().to_owned(),
         prompt,

@@ -125,31 +125,19 @@ fn agent_command(
     };
     let config = attempt.agents.as_ref().ok_or_else(no_profile)?;
     let agent = config.agent(role).map_err(|_| no_profile())?;
-    let mut prompt = match (resume, worktree) {
-        (Some(resume), _) => resume.prompt.clone(),
-        (None, None) => crate::prompt::render(&attempt.plan, stage, &attempt.workspace),
-        (None, Some(worktree)) => worktree.prompt(&attempt.plan, stage),
-    };
-    if let Some(decision) = attempt.push_back.as_ref().filter(|_| resume.is_none()) {
-        prompt.push_str(&crate::prompt::pushed_back(decision));
-    }
-    let dispatch_path = workspace::dispatch_file(&attempt.workspace, stage, "json");
-    // The record of the dispatch keeps no secret a prompt was given; the
-    // prompt file is what the agent reads.
-    let recorded = baton_executor::redact::Redactor::global();
-    workspace::write_json(
-        &dispatch_path,
-        &crate::prompt::dispatch(
+    let prompt = match resume {
+        Some(resume) => resume.prompt.clone(),
+        None => crate::prompt::handed(
             &attempt.plan,
             stage,
             &attempt.workspace,
-            &recorded.redact(&prompt),
+            worktree,
+            attempt.push_back.as_ref(),
         ),
-    )
-    .map_err(|error| format!("cannot write {}: {error}", dispatch_path.display()))?;
+    };
+    crate::prompt::write_dispatch(&attempt.plan, stage, &attempt.workspace, &prompt)
+        .map_err(|(path, error)| format!("cannot write {}: {error}", path.display()))?;
     let prompt_file = workspace::dispatch_file(&attempt.workspace, stage, "prompt.md");
-    workspace::write_atomic(&prompt_file, prompt.as_bytes())
-        .map_err(|error| format!("cannot write {}: {error}", prompt_file.display()))?;
     let model = spec
         .agent
         .model
