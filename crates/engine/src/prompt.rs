@@ -16,7 +16,6 @@ use baton_workflow::schema::Kind;
 use serde_json::{Value, json};
 
 use crate::workspace::output_path;
-use crate::worktree::Worktree;
 
 /// Upstream outputs up to this size are inlined into the prompt.
 pub const INLINE_LIMIT: u64 = 32 * 1024;
@@ -275,25 +274,6 @@ pub fn files_to_write(stage: &PlanStage, workspace: &Path) -> Vec<String> {
         }
     }
     files
-}
-
-/// The prompt of a stage handed to an agent: for an isolated stage, its
-/// worktree's; after a push-back at its gate, with the comment.
-pub(crate) fn handed(
-    plan: &Plan,
-    stage: &PlanStage,
-    workspace: &Path,
-    worktree: Option<&Worktree>,
-    push_back: Option<&baton_store::GateDecisionRow>,
-) -> String {
-    let mut prompt = match worktree {
-        Some(worktree) => worktree.prompt(plan, stage),
-        None => render(plan, stage, workspace),
-    };
-    if let Some(decision) = push_back {
-        prompt.push_str(&pushed_back(decision));
-    }
-    prompt
 }
 
 /// Writes the stage's dispatch file (`dispatch/NNN-name.json`) and its

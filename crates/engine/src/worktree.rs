@@ -40,6 +40,25 @@ pub(crate) use place::Place;
 
 use git_calls::{git_error, remove_index_lock};
 
+/// The prompt of a stage handed to an agent: for an isolated stage, its
+/// worktree's; after a push-back at its gate, with the comment.
+pub(crate) fn handed_prompt(
+    plan: &Plan,
+    stage: &PlanStage,
+    workspace: &Path,
+    worktree: Option<&Worktree>,
+    push_back: Option<&baton_store::GateDecisionRow>,
+) -> String {
+    let mut prompt = match worktree {
+        Some(worktree) => worktree.prompt(plan, stage),
+        None => crate::prompt::render(plan, stage, workspace),
+    };
+    if let Some(decision) = push_back {
+        prompt.push_str(&crate::prompt::pushed_back(decision));
+    }
+    prompt
+}
+
 /// Where a project's worktrees live: `<project>/.baton/worktrees/<run>/`.
 fn worktrees_dir(project_dir: &Path) -> PathBuf {
     project_dir.join(".baton").join("worktrees")

@@ -12,7 +12,7 @@ pub(super) fn hand_out(
     worktree: Option<&Worktree>,
     push_back: Option<&baton_store::GateDecisionRow>,
 ) -> Result<Ready> {
-    let prompt = crate::prompt::handed(plan, stage, workspace, worktree, push_back);
+    let prompt = crate::worktree::handed_prompt(plan, stage, workspace, worktree, push_back);
     crate::prompt::write_dispatch(plan, stage, workspace, &prompt)
         .map_err(|(path, source)| Error::Workspace { path, source })?;
     let dispatch_file = dispatch_path(workspace, stage);

@@ -127,7 +127,7 @@ fn agent_command(
     let agent = config.agent(role).map_err(|_| no_profile())?;
     let prompt = match resume {
         Some(resume) => resume.prompt.clone(),
-        None => crate::prompt::handed(
+        None => crate::worktree::handed_prompt(
             &attempt.plan,
             stage,
             &attempt.workspace,
