@@ -75,7 +75,6 @@ pub(crate) struct GitBase {
 
 #[derive(Deserialize)]
 struct WithGit {
-    #[serde(default)]
     git: Option<GitBase>,
 }
 

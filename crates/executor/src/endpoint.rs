@@ -280,28 +280,26 @@ fn error_message(body: &str) -> String {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 struct Completion {
-    #[serde(default)]
     choices: Vec<Choice>,
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 struct Choice {
-    #[serde(default)]
     message: Message,
 }
 
 #[derive(Debug, Default, Deserialize)]
 struct Message {
-    #[serde(default)]
     content: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 struct Answer {
-    #[serde(default)]
     files: Vec<AnswerFile>,
-    #[serde(default)]
     summary: Option<String>,
 }
 

@@ -23,14 +23,11 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     /// A URL to `POST` each notice to, as JSON.
-    #[serde(default)]
     pub webhook: Option<String>,
     /// A command bash runs for each notice.
-    #[serde(default)]
     pub command: Option<String>,
     /// Where `baton serve` is reached (`http://host:7777`): a notice links
     /// to the run's page there.
-    #[serde(default)]
     pub url: Option<String>,
 }
 

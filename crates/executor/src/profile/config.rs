@@ -34,16 +34,14 @@ pub struct Config {
 
 /// The `[governance]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Governance {
     /// `self_review = "allow"` lets a validator run under the identity that
     /// produced what it validates (recorded as a waiver); the default,
     /// `"refuse"`, stops the run.
-    #[serde(default)]
     pub self_review: SelfReview,
     /// Commands (prefixes) a hooked agent session counts as validation;
     /// `None` keeps the defaults.
-    #[serde(default)]
     pub test_commands: Option<Vec<String>>,
 }
 
@@ -63,10 +61,8 @@ pub enum SelfReview {
 #[serde(deny_unknown_fields)]
 pub struct AgentChoice {
     /// The profile's name.
-    #[serde(default)]
     pub profile: Option<String>,
     /// The model to request.
-    #[serde(default)]
     pub model: Option<String>,
 }
 
@@ -77,7 +73,6 @@ pub struct Price {
     /// Uncached input tokens.
     pub input: f64,
     /// Cached input tokens (billed as `input` when absent).
-    #[serde(default)]
     pub cached_input: Option<f64>,
     /// Output tokens.
     pub output: f64,

@@ -6,98 +6,74 @@ use std::time::Duration;
 use serde::Deserialize;
 
 /// One agent profile. Field names are the TOML keys.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Profile {
     /// What the profile drives; a CLI unless stated.
-    #[serde(default)]
     pub kind: Kind,
     /// The profile this one was merged over (kept for display).
-    #[serde(default)]
     pub extends: Option<String>,
     /// The program to run (CLI profiles).
-    #[serde(default)]
     pub program: Option<String>,
     /// Fixed arguments, always passed. They may use `{cwd}`, `{script}`
     /// (the prompt text, for the shell profile) and `{prompt_file}`.
-    #[serde(default)]
     pub args: Vec<String>,
     /// Arguments added after `args`, the access arguments and the options,
     /// so a project can add flags without copying the built-in list.
-    #[serde(default)]
     pub args_extra: Vec<String>,
     /// How the prompt reaches the program.
-    #[serde(default)]
     pub prompt: Prompt,
     /// The working directory: `{project}` (the project directory, or the
     /// stage's worktree; `{worktree}` is another name for it) unless set.
     /// An access rule's own `cwd` wins.
-    #[serde(default)]
     pub cwd: Option<String>,
     /// Variables copied from baton's environment; everything else is
     /// cleared. A name ending in `*` passes every variable with that
     /// prefix (`AWS_*`).
-    #[serde(default)]
     pub env_passthrough: Vec<String>,
     /// Passed through as well, so a project can add variables without
     /// copying the built-in list.
-    #[serde(default)]
     pub env_passthrough_extra: Vec<String>,
     /// Variables set explicitly.
-    #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Default limits.
-    #[serde(default)]
     pub limits: Limits,
     /// At most this many attempts of a run use the profile at once (a
     /// provider's concurrency limit); others wait for a free slot.
-    #[serde(default)]
     pub max_concurrent: Option<usize>,
     /// Retries of an attempt whose agent reported a rate limit or a server
     /// error.
-    #[serde(default)]
     pub retry: Retry,
     /// When an attempt counts as successful.
-    #[serde(default)]
     pub success: Success,
     /// Features a stage may rely on.
-    #[serde(default)]
     pub capabilities: Vec<Capability>,
     /// How each `agent.access` maps to the CLI's own permission system:
     /// `read-only`, `read-write` and `worktree` (a read-write stage in a
     /// worktree of its own).
-    #[serde(default)]
     pub access: BTreeMap<AccessMode, AccessRule>,
     /// How a stage's `agent.tools` reach a CLI that takes no list of
     /// allowed tools as a flag (see [`ToolRule`]).
-    #[serde(default)]
     pub tools: Option<ToolRule>,
     /// Hook integration, for CLIs that have hooks.
-    #[serde(default)]
     pub hooks: Option<Hooks>,
     /// How the CLI continues a session it reported; used only while the
     /// profile declares the `resume` capability.
-    #[serde(default)]
     pub resume: Option<ResumeRule>,
     /// Optional flags by name, each an argv template rendered only when the
     /// request sets that option (see [`command_line`](super::command_line)).
-    #[serde(default)]
     pub options: BTreeMap<String, Vec<String>>,
     /// How to read the output: `format` (`json`, `jsonl` or `text`) and the
     /// extraction rules of docs/agents.md, kept as written for the
     /// output parser.
-    #[serde(default)]
     pub output: Option<toml::Table>,
     /// The endpoint of an `openai-chat` profile.
-    #[serde(default)]
     pub base_url: Option<String>,
     /// The model an `openai-chat` profile asks for, unless the role or the
     /// stage names one.
-    #[serde(default)]
     pub model: Option<String>,
     /// The variable holding the API key of an `openai-chat` profile
     /// (optional: local servers often need none).
-    #[serde(default)]
     pub api_key_env: Option<String>,
 }
 
@@ -143,29 +119,23 @@ impl AccessMode {
 /// and `|toml` that escape a value for those syntaxes (they chain:
 /// `{workspace|json|regex|toml}`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct AccessRule {
     /// The working directory, instead of the profile's.
-    #[serde(default)]
     pub cwd: Option<String>,
     /// Arguments added after the profile's `args`.
-    #[serde(default)]
     pub args: Vec<String>,
     /// Tools added to the `allowed_tools` option (with the stage's own).
-    #[serde(default)]
     pub tools: Vec<String>,
     /// Variables set for the CLI.
-    #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Files written beside the attempt's prompt before the launch (a
     /// policy file the CLI is pointed at), by name.
-    #[serde(default)]
     pub files: BTreeMap<String, String>,
     /// Paths in the repository (relative to its top; a directory ends with
     /// `/`) that the CLI keeps for itself, such as opencode's
     /// `.git/opencode`: a contained read-only stage that changes them does
     /// not fail for it (its changes are discarded like any other).
-    #[serde(default)]
     pub own_files: Vec<String>,
 }
 
@@ -178,24 +148,19 @@ pub struct AccessRule {
 /// name to `"allow"` or `"deny"`). It applies when a stage lists tools
 /// (with an access request, which gives its files a place).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct ToolRule {
     /// The CLI's tool name (or names) for each workflow tool name.
-    #[serde(default)]
     pub names: BTreeMap<String, ToolNames>,
     /// Workflow tool names whose use the stage's access decides instead
     /// (the editing tools): listed or not, the rule leaves them alone.
-    #[serde(default)]
     pub by_access: Vec<String>,
     /// Arguments added after the access rule's.
-    #[serde(default)]
     pub args: Vec<String>,
     /// Variables set for the CLI.
-    #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Files written beside the attempt's prompt before the launch, by name
     /// (`{file:NAME}` is the path).
-    #[serde(default)]
     pub files: BTreeMap<String, String>,
 }
 
@@ -250,31 +215,27 @@ impl ToolRule {
 
 /// How a CLI continues one of its sessions (docs/agents.md, "Sessions").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct ResumeRule {
     /// Arguments added after all the others (and before the prompt's own
     /// flag, so that a subcommand such as Codex's `resume` follows the
     /// options it belongs after); `{session}` is the session's id.
-    #[serde(default)]
     pub args: Vec<String>,
     /// Texts of the CLI's own error when it has no session of that id,
     /// looked for in what it printed on stderr: a resume that fails so
     /// runs again once in a fresh session.
-    #[serde(default)]
     pub not_found: Vec<String>,
 }
 
 /// How the prompt is delivered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Prompt {
     /// The channel.
-    #[serde(default)]
     pub via: PromptVia,
     /// For `arg`: the flag before the prompt (none: positional). For `file`:
     /// the flag before the file's path (none: positional). For `stdin`: an
     /// argument, last, that tells the program to read its stdin (`-`).
-    #[serde(default)]
     pub flag: Option<String>,
 }
 
@@ -295,16 +256,16 @@ pub enum PromptVia {
 
 /// Default limits of a profile; a stage may set its own.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Wall-clock limit.
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration")]
     pub wall: Option<Duration>,
     /// Limit on time without output.
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration")]
     pub idle: Option<Duration>,
     /// Time between SIGTERM and SIGKILL.
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration")]
     pub kill_grace: Option<Duration>,
 }
 
@@ -313,17 +274,16 @@ pub struct Limits {
 /// seconds or minutes, a provider's limit can last longer, and a run of
 /// many stages should not fail for one busy minute.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Retry {
     /// How many times (default 2; 0 never retries).
-    #[serde(default)]
     pub attempts: Option<u32>,
     /// The wait before the first retry (default 10s), doubled for each
     /// next one; a longer wait that the agent's error asks for wins.
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration")]
     pub delay: Option<Duration>,
     /// The longest wait (default 2m).
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration")]
     pub max_delay: Option<Duration>,
 }
 
@@ -356,27 +316,21 @@ impl Retry {
 
 /// When an attempt counts as successful (besides the output contract).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Success {
     /// Exit codes that mean success.
-    #[serde(default = "zero")]
     pub exit_codes: Vec<i32>,
     /// The value the output's error flag must have, when the output has one.
-    #[serde(default)]
     pub is_error: Option<bool>,
 }
 
 impl Default for Success {
     fn default() -> Success {
         Success {
-            exit_codes: zero(),
+            exit_codes: vec![0],
             is_error: None,
         }
     }
-}
-
-fn zero() -> Vec<i32> {
-    vec![0]
 }
 
 /// A feature a stage may need from its agent.
