@@ -233,6 +233,30 @@ pub(crate) fn json_or_yaml<T: Serialize>(format: Format, value: &T) -> String {
     }
 }
 
+/// Prints a command's result: `value` as JSON or YAML, or for the table
+/// format the text `table` makes (which may write to stderr first).
+pub(crate) fn print<T: Serialize + ?Sized>(
+    format: Format,
+    value: &T,
+    table: impl FnOnce() -> String,
+) {
+    match format {
+        Format::Json => write_json(&value),
+        Format::Yaml => stdout(&yaml(&value)),
+        Format::Table => stdout(&table()),
+    }
+}
+
+/// [`table`] with a row for each item.
+pub(crate) fn table_of<I: IntoIterator>(
+    header: &[&str],
+    items: I,
+    row: impl FnMut(I::Item) -> Vec<String>,
+) -> String {
+    let rows: Vec<Vec<String>> = items.into_iter().map(row).collect();
+    table(header, &rows)
+}
+
 /// Rows as aligned columns with a header; empty cells print as `-`.
 pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut columns = Columns::new(header);

@@ -4,7 +4,6 @@ use baton_executor::profile::{CheckResult, Profile};
 use serde_json::json;
 
 use super::agents_probe::{self, Probed};
-use crate::args::Format;
 use crate::args::agents::AgentsCheckArgs;
 use crate::{exit_code, output, settings};
 
@@ -61,65 +60,53 @@ pub(crate) fn check(args: &AgentsCheckArgs) -> Result<u8, u8> {
             .map(|(role, _)| role.as_str())
             .collect()
     };
-    let text = match args.format.format() {
-        Format::Json | Format::Yaml => {
-            let rows: Vec<_> = results
-                .iter()
-                .map(|(name, profile, result)| {
-                    let probes = probed.as_ref().map(|(probed, contained)| {
-                        probed
-                            .iter()
-                            .filter(|one| &one.probe.profile == *name)
-                            .map(|one| agents_probe::probe_json(one, *contained))
-                            .collect::<Vec<_>>()
-                    });
-                    json!({
-                        "profile": name,
-                        "program": profile.program,
-                        "available": result.available,
-                        "version": result.version,
-                        "missing_credentials": result.missing_credentials,
-                        "detail": result.detail,
-                        "roles": roles_of(name),
-                        "probe": probes,
-                    })
-                })
-                .collect();
-            output::json_or_yaml(args.format.format(), &rows)
+    let value: Vec<_> = results
+        .iter()
+        .map(|(name, profile, result)| {
+            let probes = probed.as_ref().map(|(probed, contained)| {
+                probed
+                    .iter()
+                    .filter(|one| &one.probe.profile == *name)
+                    .map(|one| agents_probe::probe_json(one, *contained))
+                    .collect::<Vec<_>>()
+            });
+            json!({
+                "profile": name,
+                "program": profile.program,
+                "available": result.available,
+                "version": result.version,
+                "missing_credentials": result.missing_credentials,
+                "detail": result.detail,
+                "roles": roles_of(name),
+                "probe": probes,
+            })
+        })
+        .collect();
+    output::print(args.format.format(), &value, || {
+        let header = [
+            "profile",
+            "program",
+            "installed",
+            "version",
+            "roles",
+            "note",
+        ];
+        let mut text = output::table_of(&header, &results, |(name, profile, result)| {
+            vec![
+                (*name).clone(),
+                profile.program.clone().unwrap_or_default(),
+                if result.available { "yes" } else { "no" }.to_owned(),
+                result.version.clone().unwrap_or_default(),
+                roles_of(name).join(", "),
+                needs(result).unwrap_or_else(|| result.detail.clone().unwrap_or_default()),
+            ]
+        });
+        text.push_str(&containment_line());
+        if let Some((probed, contained)) = &probed {
+            text.push_str(&agents_probe::table(probed, *contained, args.timeout));
         }
-        Format::Table => {
-            let rows: Vec<Vec<String>> = results
-                .iter()
-                .map(|(name, profile, result)| {
-                    vec![
-                        (*name).clone(),
-                        profile.program.clone().unwrap_or_default(),
-                        if result.available { "yes" } else { "no" }.to_owned(),
-                        result.version.clone().unwrap_or_default(),
-                        roles_of(name).join(", "),
-                        needs(result).unwrap_or_else(|| result.detail.clone().unwrap_or_default()),
-                    ]
-                })
-                .collect();
-            let mut text = output::table(
-                &[
-                    "profile",
-                    "program",
-                    "installed",
-                    "version",
-                    "roles",
-                    "note",
-                ],
-                &rows,
-            );
-            text.push_str(&containment_line());
-            if let Some((probed, contained)) = &probed {
-                text.push_str(&agents_probe::table(probed, *contained, args.timeout));
-            }
-            text
-        }
-    };
-    output::stdout(&text);
+        text
+    });
     Ok(refusal(
         &config,
         &results,

@@ -220,51 +220,45 @@ pub(crate) fn probe_json(probed: &Probed, contained: bool) -> Value {
 
 /// The probes as a table, with a line on where they ran.
 pub(crate) fn table(probed: &[Probed], contained: bool, timeout: Duration) -> String {
-    let rows: Vec<Vec<String>> = probed
-        .iter()
-        .map(|one| {
-            let answer = &one.answer;
-            let tokens = answer.usage.as_ref().map_or_else(String::new, |usage| {
-                format!(
-                    "{} in, {} out",
-                    usage.input_tokens.unwrap_or(0),
-                    usage.output_tokens.unwrap_or(0)
-                )
-            });
-            vec![
-                one.probe.profile.clone(),
-                one.probe.model.clone().unwrap_or_default(),
-                one.roles.join(", "),
-                match (&one.not_run, answer.ok) {
-                    (Some(_), _) => "not run".to_owned(),
-                    (None, true) => "ok".to_owned(),
-                    (None, false) => "failed".to_owned(),
-                },
-                if one.not_run.is_none() {
-                    format!("{:.1}s", answer.latency.as_secs_f64())
-                } else {
-                    String::new()
-                },
-                tokens,
-                one.error().unwrap_or_default(),
-            ]
-        })
-        .collect();
+    let header = [
+        "profile", "model", "roles", "probe", "latency", "tokens", "detail",
+    ];
+    let table = crate::output::table_of(&header, probed, |one| {
+        let answer = &one.answer;
+        let tokens = answer.usage.as_ref().map_or_else(String::new, |usage| {
+            format!(
+                "{} in, {} out",
+                usage.input_tokens.unwrap_or(0),
+                usage.output_tokens.unwrap_or(0)
+            )
+        });
+        vec![
+            one.probe.profile.clone(),
+            one.probe.model.clone().unwrap_or_default(),
+            one.roles.join(", "),
+            match (&one.not_run, answer.ok) {
+                (Some(_), _) => "not run".to_owned(),
+                (None, true) => "ok".to_owned(),
+                (None, false) => "failed".to_owned(),
+            },
+            if one.not_run.is_none() {
+                format!("{:.1}s", answer.latency.as_secs_f64())
+            } else {
+                String::new()
+            },
+            tokens,
+            one.error().unwrap_or_default(),
+        ]
+    });
     let place = if contained {
         "in the project, contained"
     } else {
         "in an empty temporary directory (containment is not available here)"
     };
     format!(
-        "\nprobe: \"{}\", within {:.0}s each, {place}\n{}",
+        "\nprobe: \"{}\", within {:.0}s each, {place}\n{table}",
         baton_engine::probe::PROMPT,
         timeout.as_secs_f64(),
-        crate::output::table(
-            &[
-                "profile", "model", "roles", "probe", "latency", "tokens", "detail"
-            ],
-            &rows
-        )
     )
 }
 

@@ -31,7 +31,7 @@ struct CheckJson<'a> {
     errors: Vec<JsonDiagnostic<'a>>,
     warnings: Vec<JsonDiagnostic<'a>>,
     stages: usize,
-    agents: Vec<AgentRow>,
+    agents: &'a [AgentRow],
     problems: &'a [String],
     notes: &'a [String],
     /// `null` without `--probe`, else as `baton agents check --probe`.
@@ -93,35 +93,30 @@ pub(crate) fn run(args: &CheckArgs) -> Result<u8, u8> {
     }
     print_checked(&checked);
     let ready = lint.valid && checked.problems.is_empty();
-    match format {
-        Format::Json | Format::Yaml => {
-            let view = CheckJson {
-                file: &lint.file,
-                valid: lint.valid,
-                errors: lint.errors.iter().map(JsonDiagnostic::from).collect(),
-                warnings: lint.warnings.iter().map(JsonDiagnostic::from).collect(),
-                stages: lint.stages,
-                agents: rows,
-                problems: &checked.problems,
-                notes: &checked.notes,
-                probe: probed.as_ref().map(|(probed, contained)| {
-                    probed
-                        .iter()
-                        .map(|one| agents_probe::probe_json(one, *contained))
-                        .collect()
-                }),
-                ready,
-            };
-            output::stdout(&output::json_or_yaml(format, &view));
+    let view = CheckJson {
+        file: &lint.file,
+        valid: lint.valid,
+        errors: lint.errors.iter().map(JsonDiagnostic::from).collect(),
+        warnings: lint.warnings.iter().map(JsonDiagnostic::from).collect(),
+        stages: lint.stages,
+        agents: &rows,
+        problems: &checked.problems,
+        notes: &checked.notes,
+        probe: probed.as_ref().map(|(probed, contained)| {
+            probed
+                .iter()
+                .map(|one| agents_probe::probe_json(one, *contained))
+                .collect()
+        }),
+        ready,
+    };
+    output::print(format, &view, || {
+        let mut text = table(&lint, &rows);
+        if let Some((probed, contained)) = &probed {
+            text.push_str(&agents_probe::table(probed, *contained, args.timeout));
         }
-        Format::Table => {
-            let mut text = table(&lint, &rows);
-            if let Some((probed, contained)) = &probed {
-                text.push_str(&agents_probe::table(probed, *contained, args.timeout));
-            }
-            output::stdout(&text);
-        }
-    }
+        text
+    });
     Ok(if !lint.valid {
         exit_code::INVALID_WORKFLOW
     } else if !checked.problems.is_empty() {
@@ -235,21 +230,15 @@ fn table(lint: &baton_workflow::lint::Report, rows: &[AgentRow]) -> String {
         text.push_str("agents: none (no stage runs an agent)\n");
         return text;
     }
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|row| {
-            vec![
-                row.stage.clone(),
-                row.duty.to_owned(),
-                row.role.clone(),
-                row.profile.clone().unwrap_or_else(|| "-".to_owned()),
-                if row.ready { "yes" } else { "no" }.to_owned(),
-            ]
-        })
-        .collect();
-    text.push_str(&output::table(
-        &["stage", "runs", "role", "profile", "ready"],
-        &cells,
-    ));
+    let header = ["stage", "runs", "role", "profile", "ready"];
+    text.push_str(&output::table_of(&header, rows, |row| {
+        vec![
+            row.stage.clone(),
+            row.duty.to_owned(),
+            row.role.clone(),
+            row.profile.clone().unwrap_or_else(|| "-".to_owned()),
+            if row.ready { "yes" } else { "no" }.to_owned(),
+        ]
+    }));
     text
 }

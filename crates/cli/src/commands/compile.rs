@@ -336,56 +336,49 @@ fn table(plan: &Plan) -> String {
         plan.max_parallelism(),
         plan.contract_warnings.len()
     );
-    let rows: Vec<Vec<String>> = plan
-        .stages
-        .iter()
-        .map(|stage| {
-            let spec = &stage.spec;
-            let mut notes = Vec::new();
-            if spec.human_gate {
-                notes.push("gate".to_owned());
-            }
-            if !spec.required {
-                notes.push("optional".to_owned());
-            }
-            if let Some(fan_out) = &spec.fan_out {
-                notes.push(format!(
-                    "fan-out over {}.{} by {{{}}}",
-                    fan_out.source.value, fan_out.field, fan_out.key
-                ));
-            }
-            if let Some(validation) = &spec.validation {
-                notes.push(format!(
-                    "validation {} (max {} revisions)",
-                    validation.strategy, validation.max_revisions
-                ));
-            }
-            if spec.when.is_some() {
-                notes.push("when".to_owned());
-            }
-            vec![
-                stage.group.to_string(),
-                format!("{:03}", stage.index),
-                stage.name().to_owned(),
-                spec.kind.as_str().to_owned(),
-                run_by(spec),
-                names(plan, &stage.depends_on).join(", "),
-                notes.join("; "),
-            ]
-        })
-        .collect();
-    text.push_str(&output::table(
-        &[
-            "group",
-            "index",
-            "stage",
-            "kind",
-            "run by",
-            "depends_on",
-            "notes",
-        ],
-        &rows,
-    ));
+    let header = [
+        "group",
+        "index",
+        "stage",
+        "kind",
+        "run by",
+        "depends_on",
+        "notes",
+    ];
+    text.push_str(&output::table_of(&header, &plan.stages, |stage| {
+        let spec = &stage.spec;
+        let mut notes = Vec::new();
+        if spec.human_gate {
+            notes.push("gate".to_owned());
+        }
+        if !spec.required {
+            notes.push("optional".to_owned());
+        }
+        if let Some(fan_out) = &spec.fan_out {
+            notes.push(format!(
+                "fan-out over {}.{} by {{{}}}",
+                fan_out.source.value, fan_out.field, fan_out.key
+            ));
+        }
+        if let Some(validation) = &spec.validation {
+            notes.push(format!(
+                "validation {} (max {} revisions)",
+                validation.strategy, validation.max_revisions
+            ));
+        }
+        if spec.when.is_some() {
+            notes.push("when".to_owned());
+        }
+        vec![
+            stage.group.to_string(),
+            format!("{:03}", stage.index),
+            stage.name().to_owned(),
+            spec.kind.as_str().to_owned(),
+            run_by(spec),
+            names(plan, &stage.depends_on).join(", "),
+            notes.join("; "),
+        ]
+    }));
     text
 }
 

@@ -86,45 +86,35 @@ fn list(run: Option<&str>, format: Format) -> u8 {
         let gates = gate::list(&store, run.as_deref())
             .await
             .map_err(|error| failure(&error))?;
-        let text = match format {
-            Format::Json => output::json(&gates.iter().map(status_json).collect::<Vec<_>>()),
-            Format::Yaml => output::yaml(&gates.iter().map(status_json).collect::<Vec<_>>()),
-            Format::Table => {
-                if gates.is_empty() {
-                    output::stderr_line("No gate is waiting or decided.");
-                }
-                let rows: Vec<Vec<String>> = gates
-                    .iter()
-                    .map(|status| {
-                        let decision = status.decision.as_ref();
-                        vec![
-                            status.run_id.clone(),
-                            status.stage.clone(),
-                            status.state.as_str().to_owned(),
-                            decision
-                                .map(|row| row.decided_by.clone())
-                                .unwrap_or_default(),
-                            decision.map(|row| utc(row.decided_at)).unwrap_or_default(),
-                            decision
-                                .and_then(|row| row.comment.clone())
-                                .unwrap_or_default(),
-                        ]
-                    })
-                    .collect();
-                output::table(
-                    &[
-                        "run_id",
-                        "stage",
-                        "status",
-                        "decided_by",
-                        "decided_at",
-                        "comment",
-                    ],
-                    &rows,
-                )
+        let value: Vec<_> = gates.iter().map(status_json).collect();
+        output::print(format, &value, || {
+            if gates.is_empty() {
+                output::stderr_line("No gate is waiting or decided.");
             }
-        };
-        output::stdout(&text);
+            let header = [
+                "run_id",
+                "stage",
+                "status",
+                "decided_by",
+                "decided_at",
+                "comment",
+            ];
+            output::table_of(&header, &gates, |status| {
+                let decision = status.decision.as_ref();
+                vec![
+                    status.run_id.clone(),
+                    status.stage.clone(),
+                    status.state.as_str().to_owned(),
+                    decision
+                        .map(|row| row.decided_by.clone())
+                        .unwrap_or_default(),
+                    decision.map(|row| utc(row.decided_at)).unwrap_or_default(),
+                    decision
+                        .and_then(|row| row.comment.clone())
+                        .unwrap_or_default(),
+                ]
+            })
+        });
         Ok(exit_code::SUCCESS)
     })
 }
@@ -220,16 +210,13 @@ fn show(args: &GateRef) -> u8 {
         let view = gate::show(&store, &run_id, &args.stage)
             .await
             .map_err(|error| failure(&error))?;
-        match args.format.format() {
-            Format::Json => output::stdout(&output::json(&view_json(&view))),
-            Format::Yaml => output::stdout(&output::yaml(&view_json(&view))),
-            Format::Table => {
-                output::stdout(&view_text(&view));
-                let (run, stage) = (&run_id, &args.stage);
-                output::stderr_line(&format!(
-                    "decide: `baton gate approve {run} {stage}`, `baton gate push-back {run} {stage} --comment …` or `baton gate reject {run} {stage} --comment …`\nedit: `baton gate drop|edit|add {run} {stage} …` (items numbered from 1)"
-                ));
-            }
+        let format = args.format.format();
+        output::print(format, &view_json(&view), || view_text(&view));
+        if format == Format::Table {
+            let (run, stage) = (&run_id, &args.stage);
+            output::stderr_line(&format!(
+                "decide: `baton gate approve {run} {stage}`, `baton gate push-back {run} {stage} --comment …` or `baton gate reject {run} {stage} --comment …`\nedit: `baton gate drop|edit|add {run} {stage} …` (items numbered from 1)"
+            ));
         }
         Ok(exit_code::SUCCESS)
     })

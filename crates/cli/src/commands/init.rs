@@ -10,7 +10,6 @@ use std::path::Path;
 use baton_executor::profile::{CheckResult, Config, Kind, Profile};
 use serde::Serialize;
 
-use crate::args::Format;
 use crate::args::init::InitArgs;
 use crate::{exit_code, output};
 
@@ -70,7 +69,7 @@ struct InitJson<'a> {
     agents: &'a [Candidate],
     roles: Vec<RoleView<'a>>,
     files: &'a [FileAction],
-    next: Vec<String>,
+    next: &'a [String],
 }
 
 pub(crate) fn run(args: &InitArgs) -> u8 {
@@ -95,21 +94,18 @@ pub(crate) fn run(args: &InitArgs) -> u8 {
         }
     }
     let next = next_commands(found.is_empty());
-    match args.format.format() {
-        Format::Json | Format::Yaml => {
-            let view = InitJson {
-                agents: &candidates,
-                roles: roles
-                    .iter()
-                    .map(|&(role, profile)| RoleView { role, profile })
-                    .collect(),
-                files: &files,
-                next,
-            };
-            output::stdout(&output::json_or_yaml(args.format.format(), &view));
-        }
-        Format::Table => output::stdout(&report(&candidates, &roles, &files, &next)),
-    }
+    let view = InitJson {
+        agents: &candidates,
+        roles: roles
+            .iter()
+            .map(|&(role, profile)| RoleView { role, profile })
+            .collect(),
+        files: &files,
+        next: &next,
+    };
+    output::print(args.format.format(), &view, || {
+        report(&candidates, &roles, &files, &next)
+    });
     exit_code::SUCCESS
 }
 
@@ -257,22 +253,16 @@ fn report(
     if found.is_empty() {
         text.push_str("No agent CLI found on PATH.\n");
     } else {
-        let rows: Vec<Vec<String>> = found
-            .iter()
-            .map(|one| {
-                vec![
-                    one.profile.clone(),
-                    one.name.clone(),
-                    one.version.clone().unwrap_or_default(),
-                    one.needs.clone().unwrap_or_else(|| "ready".to_owned()),
-                ]
-            })
-            .collect();
         text.push_str("Agent CLIs found on PATH:\n");
-        text.push_str(&output::table(
-            &["profile", "cli", "version", "still needs"],
-            &rows,
-        ));
+        let header = ["profile", "cli", "version", "still needs"];
+        text.push_str(&output::table_of(&header, &found, |one| {
+            vec![
+                one.profile.clone(),
+                one.name.clone(),
+                one.version.clone().unwrap_or_default(),
+                one.needs.clone().unwrap_or_else(|| "ready".to_owned()),
+            ]
+        }));
     }
     for one in candidates.iter().filter(|one| one.detail.is_some()) {
         text.push_str(&format!(

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::args::{Format, LintArgs};
+use crate::args::LintArgs;
 use crate::report::JsonDiagnostic;
 use crate::{exit_code, output, report};
 
@@ -21,39 +21,33 @@ pub(crate) fn run(args: &LintArgs) -> Result<u8, u8> {
     let options = super::compile_options(&args.params)?;
     let loader = super::loader();
     let lint = baton_workflow::lint::lint(&args.file, &loader, &options, args.strict);
-    let format = args.format.format();
-    match format {
-        Format::Json | Format::Yaml => {
-            let view = LintJson {
-                file: &lint.file,
-                valid: lint.valid,
-                errors: lint.errors.iter().map(JsonDiagnostic::from).collect(),
-                warnings: lint.warnings.iter().map(JsonDiagnostic::from).collect(),
-                stages: lint.stages,
-                dag_depth: lint.dag_depth,
-                fragment: lint.fragment,
-            };
-            output::stdout(&output::json_or_yaml(format, &view));
-        }
-        Format::Table => {
-            report::human(&lint.warnings);
-            report::human(&lint.errors);
-            let what = if lint.fragment {
-                "fragment"
-            } else {
-                "workflow"
-            };
-            let verdict = if lint.valid { "valid" } else { "invalid" };
-            output::stdout(&format!(
-                "{}: {verdict} {what}, {} stages, {} levels, {} errors, {} warnings\n",
-                lint.file,
-                lint.stages,
-                lint.dag_depth,
-                lint.errors.len(),
-                lint.warnings.len()
-            ));
-        }
-    }
+    let view = LintJson {
+        file: &lint.file,
+        valid: lint.valid,
+        errors: lint.errors.iter().map(JsonDiagnostic::from).collect(),
+        warnings: lint.warnings.iter().map(JsonDiagnostic::from).collect(),
+        stages: lint.stages,
+        dag_depth: lint.dag_depth,
+        fragment: lint.fragment,
+    };
+    output::print(args.format.format(), &view, || {
+        report::human(&lint.warnings);
+        report::human(&lint.errors);
+        let what = if lint.fragment {
+            "fragment"
+        } else {
+            "workflow"
+        };
+        let verdict = if lint.valid { "valid" } else { "invalid" };
+        format!(
+            "{}: {verdict} {what}, {} stages, {} levels, {} errors, {} warnings\n",
+            lint.file,
+            lint.stages,
+            lint.dag_depth,
+            lint.errors.len(),
+            lint.warnings.len()
+        )
+    });
     Ok(if lint.valid {
         exit_code::SUCCESS
     } else {

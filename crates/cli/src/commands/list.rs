@@ -6,7 +6,7 @@ use baton_workflow::load::{self, Document};
 use baton_workflow::loader::read_source;
 use serde::Serialize;
 
-use crate::args::{Format, ListArgs};
+use crate::args::ListArgs;
 use crate::{exit_code, output};
 
 #[derive(Serialize)]
@@ -43,27 +43,20 @@ pub(crate) fn run(args: &ListArgs) -> u8 {
     if rows.is_empty() {
         output::stderr_line(&format!("No workflows found under {dir}"));
     }
-    let text = match args.format.format() {
-        format @ (Format::Json | Format::Yaml) => output::json_or_yaml(format, &rows),
-        Format::Table => {
-            let cells: Vec<Vec<String>> = rows
-                .iter()
-                .map(|row| {
-                    vec![
-                        row.file.clone(),
-                        row.kind.to_owned(),
-                        row.name.clone(),
-                        row.stages
-                            .map(|count| count.to_string())
-                            .unwrap_or_default(),
-                        row.error.clone().unwrap_or_else(|| row.description.clone()),
-                    ]
-                })
-                .collect();
-            output::table(&["file", "kind", "name", "stages", "description"], &cells)
-        }
-    };
-    output::stdout(&text);
+    output::print(args.format.format(), &rows, || {
+        let header = ["file", "kind", "name", "stages", "description"];
+        output::table_of(&header, &rows, |row| {
+            vec![
+                row.file.clone(),
+                row.kind.to_owned(),
+                row.name.clone(),
+                row.stages
+                    .map(|count| count.to_string())
+                    .unwrap_or_default(),
+                row.error.clone().unwrap_or_else(|| row.description.clone()),
+            ]
+        })
+    });
     exit_code::SUCCESS
 }
 

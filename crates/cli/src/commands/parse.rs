@@ -64,37 +64,28 @@ pub(crate) fn run(args: &FileArgs) -> u8 {
             })
             .collect(),
     };
-    let text = match format {
-        format @ (Format::Json | Format::Yaml) => output::json_or_yaml(format, &parsed),
-        Format::Table => {
-            let mut text = format!(
-                "name: {}\nversion: {}\ndescription: {}\ntrigger_source: {}\nstage_count: {}\n\n",
-                parsed.name,
-                parsed.version,
-                parsed.description.trim_end(),
-                parsed.trigger_source,
-                parsed.stage_count
-            );
-            let rows: Vec<Vec<String>> = parsed
-                .stages
-                .iter()
-                .map(|row| {
-                    vec![
-                        row.name.to_owned(),
-                        row.kind.to_owned(),
-                        row.agent_role.to_owned(),
-                        row.depends_on.clone(),
-                        row.required.to_string(),
-                    ]
-                })
-                .collect();
-            text.push_str(&output::table(
-                &["name", "kind", "agent_role", "depends_on", "required"],
-                &rows,
-            ));
-            text
-        }
-    };
-    output::stdout(&text);
+    output::print(format, &parsed, || table(&parsed));
     exit_code::SUCCESS
+}
+
+fn table(parsed: &Parsed<'_>) -> String {
+    let mut text = format!(
+        "name: {}\nversion: {}\ndescription: {}\ntrigger_source: {}\nstage_count: {}\n\n",
+        parsed.name,
+        parsed.version,
+        parsed.description.trim_end(),
+        parsed.trigger_source,
+        parsed.stage_count
+    );
+    let header = ["name", "kind", "agent_role", "depends_on", "required"];
+    text.push_str(&output::table_of(&header, &parsed.stages, |row| {
+        vec![
+            row.name.to_owned(),
+            row.kind.to_owned(),
+            row.agent_role.to_owned(),
+            row.depends_on.clone(),
+            row.required.to_string(),
+        ]
+    }));
+    text
 }

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::errors::{chain, unavailable};
 use super::runtime::{block_on_exit, open_store};
-use crate::args::{Format, PruneArgs};
+use crate::args::PruneArgs;
 use crate::{exit_code, output};
 
 /// An old run and whether it stays.
@@ -231,31 +231,28 @@ fn report(choices: &[Choice], args: &PruneArgs, cutoff: i64) {
         .iter()
         .filter(|choice| choice.kept.is_some())
         .collect();
-    let format = args.format.format();
     let verb = if args.dry_run {
         "would prune"
     } else {
         "pruned"
     };
-    if format != Format::Table {
-        let value = json!({
-            "dry_run": args.dry_run,
-            "older_than": utc(cutoff),
-            "pruned": going.iter().map(|choice| json!({
-                "run_id": choice.run_id,
-                "status": choice.status,
-                "ended_at": utc(choice.ended_at),
-                "workspace": choice.workspace,
-                "warning": choice.leftover,
-            })).collect::<Vec<_>>(),
-            "kept": kept.iter().map(|choice| json!({
-                "run_id": choice.run_id,
-                "status": choice.status,
-                "reason": choice.kept,
-            })).collect::<Vec<_>>(),
-        });
-        output::stdout(&output::json_or_yaml(format, &value));
-    } else {
+    let value = json!({
+        "dry_run": args.dry_run,
+        "older_than": utc(cutoff),
+        "pruned": going.iter().map(|choice| json!({
+            "run_id": choice.run_id,
+            "status": choice.status,
+            "ended_at": utc(choice.ended_at),
+            "workspace": choice.workspace,
+            "warning": choice.leftover,
+        })).collect::<Vec<_>>(),
+        "kept": kept.iter().map(|choice| json!({
+            "run_id": choice.run_id,
+            "status": choice.status,
+            "reason": choice.kept,
+        })).collect::<Vec<_>>(),
+    });
+    output::print(args.format.format(), &value, || {
         let mut text = String::new();
         for choice in &going {
             text.push_str(&format!(
@@ -275,8 +272,8 @@ fn report(choices: &[Choice], args: &PruneArgs, cutoff: i64) {
                 choice.kept.as_deref().unwrap_or_default()
             ));
         }
-        output::stdout(&text);
-    }
+        text
+    });
     output::stderr_line(&format!(
         "{verb} {} run(s) that ended before {}; kept {}{}",
         going.len(),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use baton_engine::queue::{self, ScriptJob, WorkerOptions, WorkerReport};
 use baton_store::Store;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::errors::{chain, unavailable};
 use super::runtime::{block_on_exit, open_store};
@@ -162,17 +162,10 @@ pub(crate) fn run(command: &QueueCommand) -> u8 {
     })
 }
 
-fn print(value: &Value, format: Format, table: impl FnOnce() -> String) {
-    match format {
-        Format::Json | Format::Yaml => output::stdout(&output::json_or_yaml(format, value)),
-        Format::Table => output::stdout(&table()),
-    }
-}
-
 async fn show(store: &Store, args: &JobRef) -> Result<u8, baton_engine::Error> {
     let job = store.job(args.id).await?;
     let value = job_json(&job);
-    print(&value, args.format.format(), || output::yaml(&value));
+    output::print(args.format.format(), &value, || output::yaml(&value));
     Ok(exit_code::SUCCESS)
 }
 
@@ -200,14 +193,14 @@ async fn enqueue(store: &Store, args: &EnqueueArgs) -> Result<u8, baton_engine::
             "ids": entries.iter().map(|entry| entry.id).collect::<Vec<_>>(),
             "created": created,
         });
-        print(&value, args.format.format(), || {
+        output::print(args.format.format(), &value, || {
             format!("enqueued {created} job(s) of {}\n", entries.len())
         });
         return Ok(exit_code::SUCCESS);
     }
     let entry = entries[0];
     let value = json!({ "id": entry.id, "created": entry.created });
-    print(&value, args.format.format(), || {
+    output::print(args.format.format(), &value, || {
         if entry.created {
             format!("enqueued job {}\n", entry.id)
         } else {
@@ -220,7 +213,7 @@ async fn enqueue(store: &Store, args: &EnqueueArgs) -> Result<u8, baton_engine::
 async fn retry(store: &Store, args: &JobRef) -> Result<u8, baton_engine::Error> {
     let changed = store.retry_job(args.id).await?;
     let value = json!({ "id": args.id, "requeued": changed });
-    print(&value, args.format.format(), || {
+    output::print(args.format.format(), &value, || {
         if changed {
             format!("job {} is back in the queue\n", args.id)
         } else {
@@ -240,7 +233,7 @@ async fn retry(store: &Store, args: &JobRef) -> Result<u8, baton_engine::Error> 
 async fn requeue(store: &Store, args: &RequeueArgs) -> Result<u8, baton_engine::Error> {
     let count = store.requeue_errors(args.queue.as_deref()).await?;
     let value = json!({ "requeued": count });
-    print(&value, args.format.format(), || {
+    output::print(args.format.format(), &value, || {
         format!("{count} dead job(s) back in the queue\n")
     });
     Ok(exit_code::SUCCESS)
@@ -258,7 +251,7 @@ async fn purge(store: &Store, args: &PurgeArgs) -> Result<u8, baton_engine::Erro
         .purge_jobs(i64::try_from(age.as_millis()).unwrap_or(i64::MAX))
         .await?;
     let value = json!({ "purged": count });
-    print(&value, args.format.format(), || {
+    output::print(args.format.format(), &value, || {
         format!("{count} finished job(s) deleted\n")
     });
     Ok(exit_code::SUCCESS)

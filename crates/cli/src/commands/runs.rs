@@ -9,7 +9,7 @@ use baton_store::{RunRow, RunTally};
 
 use super::errors::unavailable;
 use super::runtime::{block_on_exit, open_store};
-use crate::args::{Format, RunsArgs};
+use crate::args::RunsArgs;
 use crate::{exit_code, output};
 
 /// Stage statuses in the order the table names them; others follow.
@@ -30,22 +30,18 @@ pub(crate) fn run(args: &RunsArgs) -> u8 {
         let (all, tallies) = tokio::try_join!(store.runs(), store.run_tallies())
             .map_err(|error| unavailable(&error))?;
         let runs = select_runs(&all, &args.filter(), baton_engine::clock::now_ms());
-        let text = match args.format.format() {
-            Format::Json => output::json(&runs_json(&runs, &tallies)),
-            Format::Yaml => output::yaml(&runs_json(&runs, &tallies)),
-            Format::Table => {
-                if all.is_empty() {
-                    output::stderr_line("No runs yet; start one with `baton run WORKFLOW`");
-                } else if runs.is_empty() {
-                    output::stderr_line(&format!(
-                        "No run matches; {} recorded in all (`baton runs` lists them)",
-                        all.len()
-                    ));
-                }
-                table(&runs, &tallies)
+        let value = runs_json(&runs, &tallies);
+        output::print(args.format.format(), &value, || {
+            if all.is_empty() {
+                output::stderr_line("No runs yet; start one with `baton run WORKFLOW`");
+            } else if runs.is_empty() {
+                output::stderr_line(&format!(
+                    "No run matches; {} recorded in all (`baton runs` lists them)",
+                    all.len()
+                ));
             }
-        };
-        output::stdout(&text);
+            table(&runs, &tallies)
+        });
         Ok(exit_code::SUCCESS)
     })
 }
@@ -70,33 +66,27 @@ fn stages_cell(tally: Option<&RunTally>) -> String {
 }
 
 fn table(runs: &[&RunRow], tallies: &HashMap<String, RunTally>) -> String {
-    let rows: Vec<Vec<String>> = runs
-        .iter()
-        .map(|run| {
-            let tally = tallies.get(&run.run_id);
-            vec![
-                run.run_id.clone(),
-                run.workflow.clone(),
-                run.status.clone(),
-                utc(run.created_at),
-                duration_ms(run).map_or_else(|| "-".to_owned(), crate::progress::human_ms),
-                stages_cell(tally),
-                cost_usd(tally).map_or_else(|| "-".to_owned(), baton_engine::view::cost::dollars),
-            ]
-        })
-        .collect();
-    output::table(
-        &[
-            "run_id",
-            "workflow",
-            "status",
-            "started_at",
-            "duration",
-            "stages",
-            "cost",
-        ],
-        &rows,
-    )
+    let header = [
+        "run_id",
+        "workflow",
+        "status",
+        "started_at",
+        "duration",
+        "stages",
+        "cost",
+    ];
+    output::table_of(&header, runs, |run| {
+        let tally = tallies.get(&run.run_id);
+        vec![
+            run.run_id.clone(),
+            run.workflow.clone(),
+            run.status.clone(),
+            utc(run.created_at),
+            duration_ms(run).map_or_else(|| "-".to_owned(), crate::progress::human_ms),
+            stages_cell(tally),
+            cost_usd(tally).map_or_else(|| "-".to_owned(), baton_engine::view::cost::dollars),
+        ]
+    })
 }
 
 #[cfg(test)]

@@ -85,10 +85,13 @@ fn show(scope: &Scope, report: &Report, format: Format) -> u8 {
         "blocked_commands": report.state.blocked_commands().into_iter().map(|(c, e)| json!({"command": c, "exit_code": e})).collect::<Vec<_>>(),
         "events": events,
     });
-    if format != Format::Table {
-        print_value(&value, format);
-        return exit_code::SUCCESS;
-    }
+    output::print(format, &value, || show_text(scope, report, &value, &events));
+    exit_code::SUCCESS
+}
+
+/// `state show` for people: the stage, freshness, findings, rules broken
+/// and waived, and the ledger's events.
+fn show_text(scope: &Scope, report: &Report, value: &Value, events: &[Value]) -> String {
     let mut text = format!(
         "{} {}: stage {} (next: {})\n",
         scope.kind.as_str(),
@@ -128,46 +131,34 @@ fn show(scope: &Scope, report: &Report, format: Format) -> u8 {
             v.seq, v.rule, v.reason
         ));
     }
-    let rows: Vec<Vec<String>> = events
-        .iter()
-        .map(|e| {
-            vec![
-                e["seq"].to_string(),
-                e["kind"].as_str().unwrap_or_default().to_owned(),
-                e["profile"].as_str().unwrap_or_default().to_owned(),
-                e["payload"].to_string(),
-            ]
-        })
-        .collect();
-    text.push_str(&output::table(&["SEQ", "EVENT", "BY", "EVIDENCE"], &rows));
-    output::stdout(&text);
-    exit_code::SUCCESS
-}
-
-fn print_value(value: &Value, format: Format) {
-    match format {
-        Format::Yaml => output::stdout(&output::yaml(value)),
-        _ => output::write_json(value),
-    }
+    let header = ["SEQ", "EVENT", "BY", "EVIDENCE"];
+    text.push_str(&output::table_of(&header, events, |e| {
+        vec![
+            e["seq"].to_string(),
+            e["kind"].as_str().unwrap_or_default().to_owned(),
+            e["profile"].as_str().unwrap_or_default().to_owned(),
+            e["payload"].to_string(),
+        ]
+    }));
+    text
 }
 
 fn check(report: &Report, format: Format) -> u8 {
     let violated = report.check();
-    if format != Format::Table {
-        print_value(
-            &json!({
-                "ok": violated.is_empty(),
-                "violations": violated.iter().map(|(rule, why)| json!({"rule": rule, "reason": why})).collect::<Vec<_>>(),
-            }),
-            format,
-        );
-    } else if violated.is_empty() {
-        output::stdout("ok: no rule violated\n");
-    } else {
+    let value = json!({
+        "ok": violated.is_empty(),
+        "violations": violated.iter().map(|(rule, why)| json!({"rule": rule, "reason": why})).collect::<Vec<_>>(),
+    });
+    output::print(format, &value, || {
+        if violated.is_empty() {
+            return "ok: no rule violated\n".to_owned();
+        }
+        // Rules violated are errors, for stderr.
         for (rule, why) in &violated {
             output::stderr_line(&format!("violated: {rule}: {why}"));
         }
-    }
+        String::new()
+    });
     if violated.is_empty() {
         exit_code::SUCCESS
     } else {
@@ -177,7 +168,7 @@ fn check(report: &Report, format: Format) -> u8 {
 
 fn summary(scope: &Scope, report: &Report, format: Format) -> u8 {
     let value = governance::summary(scope, report);
-    if format == Format::Table {
+    output::print(format, &value, || {
         // One line per field: the object is for scripts, this for a glance.
         let mut text = String::new();
         if let Some(map) = value.as_object() {
@@ -185,10 +176,8 @@ fn summary(scope: &Scope, report: &Report, format: Format) -> u8 {
                 text.push_str(&format!("{key}: {field}\n"));
             }
         }
-        output::stdout(&text);
-    } else {
-        print_value(&value, format);
-    }
+        text
+    });
     exit_code::SUCCESS
 }
 
@@ -198,18 +187,14 @@ async fn list(format: Format) -> Result<u8, u8> {
         .ledger_scopes()
         .await
         .map_err(|error| governance_error(&error.into()))?;
-    if format == Format::Table {
-        let rows: Vec<Vec<String>> = scopes
-            .iter()
-            .map(|s| vec![s.kind.clone(), s.key.clone(), s.events.to_string()])
-            .collect();
-        output::stdout(&output::table(&["KIND", "KEY", "EVENTS"], &rows));
-    } else {
-        let value: Vec<Value> = scopes
-            .iter()
-            .map(|s| json!({"kind": s.kind, "key": s.key, "events": s.events, "created_at": s.created_at, "updated_at": s.updated_at}))
-            .collect();
-        print_value(&Value::Array(value), format);
-    }
+    let value: Vec<Value> = scopes
+        .iter()
+        .map(|s| json!({"kind": s.kind, "key": s.key, "events": s.events, "created_at": s.created_at, "updated_at": s.updated_at}))
+        .collect();
+    output::print(format, &value, || {
+        output::table_of(&["KIND", "KEY", "EVENTS"], &scopes, |s| {
+            vec![s.kind.clone(), s.key.clone(), s.events.to_string()]
+        })
+    });
     Ok(exit_code::SUCCESS)
 }

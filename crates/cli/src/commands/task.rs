@@ -65,30 +65,22 @@ fn new(args: &NewArgs) -> Result<u8, tasks::Error> {
 fn list(args: &ListArgs) -> Result<u8, tasks::Error> {
     let tasks = project();
     let rows = baton_engine::view::tasks::list(&tasks, args.archived)?;
-    match args.format.format() {
-        Format::Json => output::write_json(&rows),
-        Format::Yaml => output::stdout(&output::yaml(&rows)),
-        Format::Table if rows.is_empty() => output::stderr_line(if args.archived {
-            "no archived tasks in tasks/archive/"
-        } else {
-            "no active tasks in tasks/; `baton task new \"<description>\"` creates one"
-        }),
-        Format::Table => {
-            let table: Vec<Vec<String>> = rows
-                .iter()
-                .map(|row| {
-                    ["task", "phase", "kind", "description"]
-                        .iter()
-                        .map(|key| row[key].as_str().unwrap_or_default().to_owned())
-                        .collect()
-                })
-                .collect();
-            output::stdout(&output::table(
-                &["TASK", "PHASE", "KIND", "DESCRIPTION"],
-                &table,
-            ));
+    output::print(args.format.format(), &rows, || {
+        if rows.is_empty() {
+            output::stderr_line(if args.archived {
+                "no archived tasks in tasks/archive/"
+            } else {
+                "no active tasks in tasks/; `baton task new \"<description>\"` creates one"
+            });
+            return String::new();
         }
-    }
+        output::table_of(&["TASK", "PHASE", "KIND", "DESCRIPTION"], &rows, |row| {
+            ["task", "phase", "kind", "description"]
+                .iter()
+                .map(|key| row[key].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+    });
     Ok(exit_code::SUCCESS)
 }
 

@@ -7,7 +7,6 @@ use serde_json::json;
 
 use super::errors::chain;
 use super::runtime::{block_on_exit, open_store};
-use crate::args::Format;
 use crate::args::serve::TokenCommand;
 use crate::{exit_code, output};
 
@@ -30,28 +29,20 @@ pub(crate) fn run(command: &TokenCommand) -> u8 {
             }
             TokenCommand::List(format) => {
                 let rows = tokens::list(&store).await.map_err(failure)?;
-                let text = match format.format() {
-                    Format::Json | Format::Yaml => {
-                        let rows: Vec<_> = rows
-                            .iter()
-                            .map(|row| json!({"name": row.name, "created_at": utc(row.created_at)}))
-                            .collect();
-                        output::json_or_yaml(format.format(), &rows)
+                let value: Vec<_> = rows
+                    .iter()
+                    .map(|row| json!({"name": row.name, "created_at": utc(row.created_at)}))
+                    .collect();
+                output::print(format.format(), &value, || {
+                    if rows.is_empty() {
+                        output::stderr_line(
+                            "No tokens yet; `baton token create --name NAME` makes one",
+                        );
                     }
-                    Format::Table => {
-                        if rows.is_empty() {
-                            output::stderr_line(
-                                "No tokens yet; `baton token create --name NAME` makes one",
-                            );
-                        }
-                        let rows: Vec<Vec<String>> = rows
-                            .iter()
-                            .map(|row| vec![row.name.clone(), utc(row.created_at)])
-                            .collect();
-                        output::table(&["name", "created_at"], &rows)
-                    }
-                };
-                output::stdout(&text);
+                    output::table_of(&["name", "created_at"], &rows, |row| {
+                        vec![row.name.clone(), utc(row.created_at)]
+                    })
+                });
             }
             TokenCommand::Revoke(args) => {
                 tokens::revoke(&store, &args.name).await.map_err(failure)?;

@@ -31,15 +31,14 @@ async fn verify(store: &baton_store::Store, reference: &str, format: Format) -> 
     };
     let intact = verification.intact();
     let value = baton_engine::view::gates::verification_json(&verification);
-    if format != Format::Table {
-        output::stdout(&output::json_or_yaml(format, &value));
-    } else {
-        let external = store
+    // Only the text's advice depends on who drives the run: JSON and YAML
+    // do not read it.
+    let external = format == Format::Table
+        && store
             .run(&run_id)
             .await
             .is_ok_and(|run| baton_engine::external::is_external(&run));
-        output::stdout(&text(&verification, external));
-    }
+    output::print(format, &value, || text(&verification, external));
     Ok(if intact {
         exit_code::SUCCESS
     } else {
@@ -61,17 +60,13 @@ fn text(verification: &baton_engine::verify::Verification, external: bool) -> St
             verification.status
         );
     }
-    let rows: Vec<Vec<String>> = broken
-        .iter()
-        .map(|output| {
-            vec![
-                output.stage.clone(),
-                output.path.clone(),
-                output.state.as_str().to_owned(),
-            ]
-        })
-        .collect();
-    let mut text = output::table(&["stage", "output", "state"], &rows);
+    let mut text = output::table_of(&["stage", "output", "state"], &broken, |output| {
+        vec![
+            output.stage.clone(),
+            output.path.clone(),
+            output.state.as_str().to_owned(),
+        ]
+    });
     text.push_str(&format!(
         "\nrun {run} ({}): {} of {total} recorded output(s) changed or deleted since they were recorded\n",
         verification.status,

@@ -3,7 +3,6 @@
 
 use super::errors::chain;
 use super::runtime::{block_on_exit, open_store};
-use crate::args::Format;
 use crate::args::worktree::{WorktreeArgs, WorktreeCommand};
 use crate::{exit_code, output};
 
@@ -41,52 +40,41 @@ fn failed(error: &baton_engine::AdminError) -> u8 {
 }
 
 fn list(entries: &[baton_engine::WorktreeEntry], args: &WorktreeArgs) {
-    let text = match args.format.format() {
-        format @ (Format::Json | Format::Yaml) => output::json_or_yaml(format, &entries),
-        Format::Table => {
-            if entries.is_empty() {
-                output::stderr_line("No baton branches here");
-            }
-            let rows: Vec<Vec<String>> = entries
-                .iter()
-                .map(|entry| {
-                    vec![
-                        entry.branch.clone(),
-                        if entry.merged { "merged" } else { "not merged" }.to_owned(),
-                        entry.target.clone().unwrap_or_else(|| "-".to_owned()),
-                        entry.run_status.clone().unwrap_or_else(|| "-".to_owned()),
-                        entry
-                            .worktree
-                            .as_ref()
-                            .map_or_else(|| "-".to_owned(), |path| path.display().to_string()),
-                    ]
-                })
-                .collect();
-            output::table(&["BRANCH", "MERGED", "TARGET", "RUN", "WORKTREE"], &rows)
+    output::print(args.format.format(), entries, || {
+        if entries.is_empty() {
+            output::stderr_line("No baton branches here");
         }
-    };
-    output::stdout(&text);
+        let header = ["BRANCH", "MERGED", "TARGET", "RUN", "WORKTREE"];
+        output::table_of(&header, entries, |entry| {
+            vec![
+                entry.branch.clone(),
+                if entry.merged { "merged" } else { "not merged" }.to_owned(),
+                entry.target.clone().unwrap_or_else(|| "-".to_owned()),
+                entry.run_status.clone().unwrap_or_else(|| "-".to_owned()),
+                entry
+                    .worktree
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), |path| path.display().to_string()),
+            ]
+        })
+    });
 }
 
 fn prune(pruned: &baton_engine::Pruned, args: &WorktreeArgs) {
-    let text = match args.format.format() {
-        format @ (Format::Json | Format::Yaml) => output::json_or_yaml(format, pruned),
-        Format::Table => {
-            let mut lines = Vec::new();
-            for path in &pruned.removed_worktrees {
-                lines.push(format!("removed worktree {}", path.display()));
-            }
-            for branch in &pruned.deleted_branches {
-                lines.push(format!("deleted branch {branch}"));
-            }
-            for (branch, why) in &pruned.kept {
-                lines.push(format!("kept {branch}: {why}"));
-            }
-            if lines.is_empty() {
-                lines.push("nothing to prune".to_owned());
-            }
-            format!("{}\n", lines.join("\n"))
+    output::print(args.format.format(), pruned, || {
+        let mut lines = Vec::new();
+        for path in &pruned.removed_worktrees {
+            lines.push(format!("removed worktree {}", path.display()));
         }
-    };
-    output::stdout(&text);
+        for branch in &pruned.deleted_branches {
+            lines.push(format!("deleted branch {branch}"));
+        }
+        for (branch, why) in &pruned.kept {
+            lines.push(format!("kept {branch}: {why}"));
+        }
+        if lines.is_empty() {
+            lines.push("nothing to prune".to_owned());
+        }
+        format!("{}\n", lines.join("\n"))
+    });
 }
