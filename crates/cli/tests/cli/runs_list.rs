@@ -1,5 +1,5 @@
 //! `baton runs`: duration, stage counts and cost per run, and the
-//! `--status`, `--limit` and `--since` filters, in the table and in JSON.
+//! `--status`, `--limit` and `--since` filters, in the table, JSON and YAML.
 
 use std::path::Path;
 
@@ -93,6 +93,16 @@ fn runs_show_duration_stage_counts_and_cost_in_json_and_the_table() {
     assert_eq!(broken_row["stages"]["failed"], 1, "{broken_row}");
     assert_eq!(broken_row["stages"]["total"], 2, "{broken_row}");
     assert_eq!(broken_row["cost_usd"], Value::Null, "{broken_row}");
+
+    let yaml = project.baton(&["runs", "--format", "yaml"]);
+    assert_eq!(yaml.code, 0, "{}", yaml.stderr);
+    assert!(yaml.stdout.starts_with("- run_id: "), "{}", yaml.stdout);
+    let from_yaml: Value = serde_saphyr::from_str(&yaml.stdout).expect("YAML");
+    assert_eq!(
+        from_yaml, list,
+        "the YAML holds what the JSON does:\n{}",
+        yaml.stdout
+    );
 
     let table = project.baton(&["runs"]);
     assert_eq!(table.code, 0, "{}", table.stderr);
