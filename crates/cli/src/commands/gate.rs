@@ -143,17 +143,11 @@ fn view_text(view: &GateView) -> String {
     for output in &view.outputs {
         text.push_str(&format!("\n── {} ──\n", output.path));
         match (&output.list, &output.content) {
-            (Some((gate::ListKind::Json, items)), _) => {
-                for (number, item) in items.iter().enumerate() {
-                    text.push_str(&format!("{}. {item}\n", number + 1));
-                }
-            }
+            (Some((gate::ListKind::Json, items)), _) => text.push_str(&numbered(items, "")),
             (Some((gate::ListKind::Markdown, items)), Some(content)) => {
                 text.push_str(content);
                 text.push_str("\nitems:\n");
-                for (number, item) in items.iter().enumerate() {
-                    text.push_str(&format!("  {}. {item}\n", number + 1));
-                }
+                text.push_str(&numbered(items, "  "));
             }
             (_, Some(content)) => {
                 text.push_str(content);
@@ -166,6 +160,15 @@ fn view_text(view: &GateView) -> String {
     }
     text.push_str(&changes_text(view));
     text
+}
+
+/// A list's items a line each, numbered from 1 as `gate drop|edit` take them.
+fn numbered(items: &[String], indent: &str) -> String {
+    items
+        .iter()
+        .enumerate()
+        .map(|(number, item)| format!("{indent}{}. {item}\n", number + 1))
+        .collect()
 }
 
 /// How each output differs from what the latest decision was made on.
@@ -280,11 +283,7 @@ fn edit(gate_ref: &GateRef, change: GateEdit, as_name: Option<&str>) -> u8 {
             let value = baton_engine::view::gates::edited_json(run, stage, &edited);
             output::stdout(&output::json(&value));
         } else {
-            let mut text = String::new();
-            for (number, item) in edited.items.iter().enumerate() {
-                text.push_str(&format!("{}. {item}\n", number + 1));
-            }
-            output::stdout(&text);
+            output::stdout(&numbered(&edited.items, ""));
             output::stderr_line(&format!(
                 "rewrote {} ({} items); a decision taken before this edit no longer counts: `baton gate approve {run} {stage}` approves this version",
                 edited.path,
