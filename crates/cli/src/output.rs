@@ -247,6 +247,20 @@ pub(crate) fn print<T: Serialize + ?Sized>(
     }
 }
 
+/// [`print`] for the commands whose `--format yaml` has always printed
+/// their `text`: scripts that read it must keep working.
+pub(crate) fn json_or_text<T: Serialize + ?Sized>(
+    format: Format,
+    value: &T,
+    text: impl FnOnce() -> String,
+) {
+    if format == Format::Json {
+        write_json(&value);
+    } else {
+        stdout(&text());
+    }
+}
+
 /// [`table`] with a row for each item.
 pub(crate) fn table_of<I: IntoIterator>(
     header: &[&str],

@@ -42,16 +42,13 @@ pub(crate) fn create(request: &RunRequest, format: Format) -> u8 {
         let created = baton_engine::create_run(&store, request, DriverMode::External)
             .await
             .map_err(|error| engine_error(&error, format == Format::Json))?;
-        if format == Format::Json {
-            output::stdout(&output::json(&json!({
-                "run_id": created.run_id,
-                "workspace": created.workspace,
-                "driver": "external",
-                "status": "pending",
-            })));
-        } else {
-            output::stdout(&format!("{}\n", created.run_id));
-        }
+        let value = json!({
+            "run_id": created.run_id,
+            "workspace": created.workspace,
+            "driver": "external",
+            "status": "pending",
+        });
+        output::json_or_text(format, &value, || format!("{}\n", created.run_id));
         output::stderr_line(&format!(
             "run {id} — workspace {}\nbaton runs nothing for it: `baton next {id} --json` lists the stages to work on, `baton complete {id} STAGE` records each",
             created.workspace.display(),
@@ -103,14 +100,13 @@ pub(crate) fn next(args: &NextArgs) -> u8 {
         for (stage, status) in &standing.scripts {
             output::stderr_line(&format!("ran inline script '{stage}': {status}"));
         }
-        if format == Format::Json {
-            output::stdout(&output::json(&standing.ready));
-        } else {
-            for ready in &standing.ready {
-                let file = ready.dispatch_file.display();
-                output::stdout(&format!("{}\t{file}\n", ready.stage));
-            }
-        }
+        output::json_or_text(format, &standing.ready, || {
+            let lines = standing
+                .ready
+                .iter()
+                .map(|ready| format!("{}\t{}\n", ready.stage, ready.dispatch_file.display()));
+            lines.collect()
+        });
         hint(&standing, true);
         Ok(exit_code::SUCCESS)
     })

@@ -235,13 +235,10 @@ fn decide(args: &GateDecideArgs, decision: Decision) -> u8 {
             .await
             .map_err(|error| failure(&error))?;
         let (run, stage) = (&run_id, &gate_ref.stage);
-        if gate_ref.format.format() == Format::Json {
-            output::stdout(&output::json(&baton_engine::view::decision_json(
-                run, stage, &row,
-            )));
-        } else {
-            output::stdout(&format!("{run} {stage} {}\n", row.decision));
-        }
+        let value = baton_engine::view::decision_json(run, stage, &row);
+        output::json_or_text(gate_ref.format.format(), &value, || {
+            format!("{run} {stage} {}\n", row.decision)
+        });
         // How the run goes on depends on who drives it.
         let row = store.run(run).await;
         let external = row.as_ref().is_ok_and(baton_engine::external::is_external);
@@ -279,11 +276,10 @@ fn edit(gate_ref: &GateRef, change: GateEdit, as_name: Option<&str>) -> u8 {
             .await
             .map_err(|error| failure(&error))?;
         let (run, stage) = (&run_id, &gate_ref.stage);
-        if gate_ref.format.format() == Format::Json {
-            let value = baton_engine::view::gates::edited_json(run, stage, &edited);
-            output::stdout(&output::json(&value));
-        } else {
-            output::stdout(&numbered(&edited.items, ""));
+        let format = gate_ref.format.format();
+        let value = baton_engine::view::gates::edited_json(run, stage, &edited);
+        output::json_or_text(format, &value, || numbered(&edited.items, ""));
+        if format != Format::Json {
             output::stderr_line(&format!(
                 "rewrote {} ({} items); a decision taken before this edit no longer counts: `baton gate approve {run} {stage}` approves this version",
                 edited.path,

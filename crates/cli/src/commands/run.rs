@@ -14,17 +14,16 @@ use crate::args::{Format, RerunArgs, ResumeArgs, RunArgs, RunRef};
 use crate::{exit_code, output, report};
 
 fn finish(outcome: &Outcome, summary: Option<&Summary>, format: Format) -> u8 {
-    if format == Format::Json {
-        output::stdout(&output::json(&json!({
-            "run_id": outcome.run_id,
-            "status": outcome.status,
-            "gate": outcome.gate,
-            "error": outcome.error,
-            "summary": summary.map(Summary::json),
-        })));
-    } else {
-        output::stdout(&format!("{} {}\n", outcome.run_id, outcome.status));
-    }
+    let value = json!({
+        "run_id": outcome.run_id,
+        "status": outcome.status,
+        "gate": outcome.gate,
+        "error": outcome.error,
+        "summary": summary.map(Summary::json),
+    });
+    output::json_or_text(format, &value, || {
+        format!("{} {}\n", outcome.run_id, outcome.status)
+    });
     let run = &outcome.run_id;
     if outcome.status == "success" {
         output::stderr_line(&match summary {

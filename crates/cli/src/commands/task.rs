@@ -48,13 +48,12 @@ fn new(args: &NewArgs) -> Result<u8, tasks::Error> {
         ..Record::default()
     };
     follow::create_task(&tasks, &name, &record)?;
-    if args.format.format() == Format::Json {
-        output::stdout(&output::json(&json!({
-            "task": name,
-            "path": format!("{}/{name}", tasks::TASKS_DIR),
-        })));
-    } else {
-        output::stdout(&format!("{}/{name}\n", tasks::TASKS_DIR));
+    let format = args.format.format();
+    let path = format!("{}/{name}", tasks::TASKS_DIR);
+    output::json_or_text(format, &json!({"task": name, "path": path}), || {
+        format!("{path}\n")
+    });
+    if format != Format::Json {
         output::stderr_line(&format!(
             "created task {name}; `baton task run {name}` runs its phases"
         ));
@@ -142,16 +141,14 @@ fn next_phase(args: &NameArgs) -> Result<u8, tasks::Error> {
     // No agent runs next: sub-tasks to wait for, or a verdict to act on.
     let Some(&phase) = phases.first().filter(|phase| phase.name() == step) else {
         let value = json!({"task": args.name, "phase": status.phase.name(), "next_phase": null, "step": step, "role": null, "artifact": null, "prompt": null});
-        if args.format.format() == Format::Json {
-            output::write_json(&value);
-        } else {
-            output::stdout(&format!(
+        output::json_or_text(args.format.format(), &value, || {
+            format!(
                 "{} is at {}: no agent runs next; next: {step} (`baton task run {}`)\n",
                 args.name,
                 status.phase.name(),
                 args.name
-            ));
-        }
+            )
+        });
         return Ok(exit_code::SUCCESS);
     };
     let prompt = match prompt_for(&project_dir, &args.name, &record, phase) {
@@ -161,23 +158,22 @@ fn next_phase(args: &NameArgs) -> Result<u8, tasks::Error> {
             return Ok(exit_code::INVALID_WORKFLOW);
         }
     };
-    if args.format.format() == Format::Json {
-        output::write_json(&json!({
-            "task": args.name,
-            "phase": status.phase.name(),
-            "next_phase": phase.name(),
-            "role": phase.role(),
-            "artifact": phase.artifact(),
-            "prompt": prompt,
-        }));
-    } else {
-        output::stdout(&format!(
+    let value = json!({
+        "task": args.name,
+        "phase": status.phase.name(),
+        "next_phase": phase.name(),
+        "role": phase.role(),
+        "artifact": phase.artifact(),
+        "prompt": prompt,
+    });
+    output::json_or_text(args.format.format(), &value, || {
+        format!(
             "next phase: {} (role {}, writes {})\n\n{prompt}",
             phase.name(),
             phase.role(),
             phase.artifact().unwrap_or_default()
-        ));
-    }
+        )
+    });
     Ok(exit_code::SUCCESS)
 }
 
@@ -216,10 +212,7 @@ fn archive(args: &NameArgs) -> Result<u8, tasks::Error> {
     let _lock = tasks::lock(&tasks.project, &args.name)?;
     let target = tasks.archive(&args.name)?;
     let archived_as = format!("{}/{}/{target}", tasks::TASKS_DIR, tasks::ARCHIVE_DIR);
-    if args.format.format() == Format::Json {
-        output::write_json(&json!({"task": args.name, "archived_as": archived_as}));
-    } else {
-        output::stdout(&format!("{archived_as}\n"));
-    }
+    let value = json!({"task": args.name, "archived_as": archived_as});
+    output::json_or_text(args.format.format(), &value, || format!("{archived_as}\n"));
     Ok(exit_code::SUCCESS)
 }

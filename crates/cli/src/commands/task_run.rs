@@ -356,10 +356,6 @@ fn report(name: &str, end: &End, format: Format) -> u8 {
             exit_code::SUCCESS,
         ),
     };
-    if format == Format::Json {
-        output::write_json(&value);
-    } else {
-        output::stdout(&text);
-    }
+    output::json_or_text(format, &value, || text);
     code
 }
