@@ -151,3 +151,43 @@ fn the_driver_protocol_s_dispatch_record_keeps_no_secret() {
     assert!(!recorded.contains(SECRET), "{recorded}");
     assert!(recorded.contains("[redacted]"), "{recorded}");
 }
+
+/// An orchestrator's reason for `baton fail` is recorded and shown
+/// without the secrets it holds, as a process's error is in `baton run`.
+#[test]
+fn a_reason_given_to_fail_is_recorded_without_its_secret() {
+    let project = Project::new();
+    let workflow = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n  - {name: agent, kind: execute, description: d, agent: {role: coder}, writes_to: [agent.md]}\n";
+    project.write("wf.yaml", workflow);
+    let baton = |args: &[&str]| {
+        project
+            .command(args)
+            .env("MY_SERVICE_TOKEN", SECRET)
+            .output()
+            .expect("baton runs")
+    };
+    let created = baton(&["run", "wf.yaml", "--driver", "external", "--json"]);
+    let created: Value = serde_json::from_slice(&created.stdout).expect("JSON");
+    let id = created["run_id"].as_str().expect("run id");
+    assert!(baton(&["next", id, "--json"]).status.success());
+    let reason = format!("the provider refused {SECRET} and {KEY_SHAPE}");
+    let failed = baton(&["fail", id, "agent", "--error", &reason, "--json"]);
+    let shown = String::from_utf8_lossy(&failed.stdout);
+    assert!(
+        !shown.contains(SECRET) && !shown.contains(KEY_SHAPE),
+        "{shown}"
+    );
+    let status = project.baton(&["status", id, "--json"]);
+    assert!(
+        status.stdout.contains("the provider refused [redacted]"),
+        "{}",
+        status.stdout
+    );
+    let written = files_ending(&project.path().join(".baton"), &[".json"]);
+    for (path, text) in written {
+        assert!(
+            !text.contains(SECRET) && !text.contains(KEY_SHAPE),
+            "{path}: {text}"
+        );
+    }
+}

@@ -1,6 +1,8 @@
 //! `complete` and `fail`: what the orchestrator reports back, refused unless
 //! `next` handed it out, verified as the built-in executor verifies.
 
+use baton_executor::redact::Redactor;
+
 use super::handing::place;
 use super::record::{Envelope, settle, write_envelopes};
 use super::*;
@@ -205,7 +207,10 @@ pub async fn complete(store: &Store, run_id: &str, name: &str) -> Result<Complet
     };
     let (success, error, artifacts) = match verified {
         Ok(artifacts) => (true, None, artifacts),
-        Err(error) => (false, Some(error), Vec::new()),
+        Err(error) => {
+            let error = Redactor::global().redact(&error).into_owned();
+            (false, Some(error), Vec::new())
+        }
     };
     let run = finish(store, &opened, name, success, error.clone(), artifacts).await?;
     let _ = std::fs::remove_file(&marker);
@@ -303,10 +308,12 @@ pub(super) async fn finish(
                 ..
             } => (index, Some(key), 0, started_at),
         };
-        let finished = Finished {
+        // What the orchestrator or git said can hold a secret, as a
+        // process's error can in `baton run`.
+        let finished = crate::attempt::redacted(Finished {
             unit,
             ..Finished::ended(index, attempt, (success, error), artifacts)
-        };
+        });
         let transition = finished.transition(clock::now_ms());
         let envelope = Envelope {
             stage,
