@@ -320,6 +320,40 @@ fn out_of_order_completions_are_refused() {
     assert_eq!(status["status"], "failed", "{status}");
 }
 
+/// A `complete` killed between recording its result and writing the
+/// result's envelope leaves the envelope missing: the next `next` writes
+/// it, before and after the run's end.
+#[test]
+fn next_writes_the_envelopes_a_killed_call_left_missing() {
+    let project = Project::new();
+    let (id, workspace) = two_stages(&project);
+    let envelope = |name: &str| workspace.join(format!("stages/{name}.json"));
+    for (stage, name) in [("a", "000-a"), ("b", "001-b")] {
+        assert_eq!(project.json(&["next", &id, "--json"])[0]["stage"], stage);
+        if stage == "b" {
+            assert!(
+                envelope("000-a").exists(),
+                "written again while the run goes on"
+            );
+        }
+        std::fs::write(workspace.join(format!("outputs/{stage}.json")), "{}").expect("write");
+        let completed = project.baton(&["complete", &id, stage]);
+        assert_eq!(completed.code, 0, "{}", completed.stderr);
+        std::fs::remove_file(envelope(name)).expect("the envelope was written");
+    }
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "success", "{status}");
+    assert_eq!(
+        project.json(&["next", &id, "--json"]),
+        serde_json::json!([])
+    );
+    for name in ["000-a", "001-b"] {
+        let text = std::fs::read_to_string(envelope(name)).expect("written again");
+        let written: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(written["status"], "success", "{text}");
+    }
+}
+
 #[test]
 fn fail_ends_the_run_failed_for_a_required_stage() {
     let project = Project::new();

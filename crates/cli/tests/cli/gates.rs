@@ -638,3 +638,39 @@ fn a_crash_at_every_point_of_a_gate_edit_keeps_the_edit_and_the_approval() {
         assert_eq!(leftovers, 0, "{point}: a temporary was left");
     }
 }
+
+/// Through the driver protocol: an approved gate's output edited by a
+/// `baton gate drop` killed after the store took the edit, before the file
+/// was renamed into place. `next` finishes the edit before it reads the
+/// gate, so the approval is stale and nothing after the gate runs on the
+/// text from before the edit.
+#[test]
+fn next_finishes_a_gate_edit_a_kill_cut_short_before_it_reads_the_gate() {
+    let project = Project::new(&json_workflow());
+    let created = project.json(&["run", "wf.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("run id").to_owned();
+    assert_eq!(
+        project.json(&["next", &id, "--json"]),
+        serde_json::json!([])
+    );
+    assert_eq!(project.baton(&["gate", "approve", &id, "review"]).code, 0);
+    let crashed = baton_test_support::run_bounded_with(
+        Path::new(env!("CARGO_BIN_EXE_baton")),
+        project.path(),
+        &["gate", "drop", &id, "review", "2"],
+        &[("BATON_FAILPOINT".to_owned(), "gate-edit:swapped".to_owned())],
+        Duration::from_secs(60),
+    );
+    assert_ne!(crashed.code, 0, "the edit was cut short");
+    let next = project.baton(&["next", &id, "--json"]);
+    assert_eq!(next.code, 0, "{}", next.stderr);
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "awaiting_human", "{status}");
+    let workspace = project.workspace(&id);
+    assert!(
+        !workspace.join("outputs/final.json").exists(),
+        "`after` ran"
+    );
+    let plan: Value = serde_json::from_str(&project.read(&id, "outputs/plan.json")).expect("JSON");
+    assert_eq!(plan["items"].as_array().map(Vec::len), Some(2), "{plan}");
+}

@@ -24,6 +24,7 @@ use crate::{Error, Result, clock, work};
 pub async fn next(store: &Store, run_id: &str) -> Result<Standing> {
     let opened = open(store, run_id).await?;
     if ended(&opened.run.status) {
+        restore_envelopes(store, &opened).await?;
         return standing(store, &opened, Vec::new(), Vec::new()).await;
     }
     let mut lease = take(store, run_id).await?;
@@ -40,6 +41,11 @@ pub(super) async fn next_owned(
     let plan = &opened.plan;
     let mut scripts = Vec::new();
     kill_left_scripts(store, opened).await?;
+    restore_envelopes(store, opened).await?;
+    // A gate edit a killed `baton gate edit` left half done is finished
+    // before the gates are read.
+    let artifacts = store.artifacts(&opened.run.run_id).await?;
+    crate::gate::edit::finish_interrupted(&opened.workspace, &artifacts);
     loop {
         let (rows, mut run) = opened.state(store).await?;
         if run.stopping() {
@@ -109,6 +115,24 @@ async fn kill_left_scripts(store: &Store, opened: &Opened) -> Result<()> {
     if left_stage || left_unit {
         crate::reconcile::kill_leftovers(run_id);
     }
+    Ok(())
+}
+
+/// Writes the envelopes of recorded results that a call killed between
+/// its commit and its writing them left missing, as a resume does for a
+/// run baton drives.
+async fn restore_envelopes(store: &Store, opened: &Opened) -> Result<()> {
+    let run_id = &opened.run.run_id;
+    let (stages, units) = (store.stages(run_id).await?, store.units(run_id).await?);
+    let lacking = crate::envelopes::lacking(&stages, &units, &opened.workspace);
+    let rows = (&stages[..], &units[..]);
+    crate::envelopes::restore(
+        &opened.plan,
+        rows,
+        &lacking,
+        &opened.workspace,
+        clock::now_ms(),
+    );
     Ok(())
 }
 
