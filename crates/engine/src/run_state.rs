@@ -303,6 +303,11 @@ impl RunState {
         self.composites.insert(index, composite);
     }
 
+    /// The gates' decisions it was given last.
+    pub(crate) fn gates(&self) -> &Gates {
+        &self.gates
+    }
+
     /// Composite stage `index` in progress, if it is.
     pub(crate) fn composite(&self, index: usize) -> Option<&Composite> {
         self.composites.get(&index)

@@ -653,3 +653,50 @@ fn a_pushed_back_gate_is_handed_out_again_with_the_comment() {
     assert_eq!(driven.gates, ["draft"]);
     assert_eq!(driven.handed, ["after"]);
 }
+
+/// A push-back killed after it was recorded, before the stage was set back
+/// (or made while another call held the run): `next` sets the stage back
+/// and hands it out again with the comment.
+#[test]
+fn next_acts_on_a_push_back_that_was_recorded_and_not_acted_on() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}  - name: draft\n    kind: execute\n    description: Write draft.\n    agent: {{role: planner}}\n    writes_to: [draft.md]\n    human_gate: true\n"
+        ),
+    );
+    let (id, workspace) = create(&project, "wf.yaml");
+    let hand_out = || {
+        let ready = project.json(&["next", &id, "--json"]);
+        assert_eq!(ready[0]["stage"], "draft", "{ready}");
+        let prompt = ready[0]["prompt"].as_str().expect("prompt").to_owned();
+        assert_eq!(agent(&workspace, &prompt, None), 0);
+        let complete = project.baton(&["complete", &id, "draft"]);
+        assert_eq!(complete.code, 0, "{}", complete.stderr);
+        prompt
+    };
+    hand_out();
+    let args = [
+        "gate",
+        "push-back",
+        &id,
+        "draft",
+        "--as",
+        "alice",
+        "--comment",
+        "shorter",
+    ];
+    let crashed = baton_test_support::run_bounded_with(
+        Path::new(env!("CARGO_BIN_EXE_baton")),
+        project.path(),
+        &args,
+        &[("BATON_FAILPOINT".to_owned(), "store-written:1".to_owned())],
+        std::time::Duration::from_secs(60),
+    );
+    assert_ne!(crashed.code, 0, "the push-back was cut short");
+    let gates = project.json(&["gate", "list", &id, "--json"]);
+    assert_eq!(gates[0]["status"], "pushed_back", "{gates}");
+    let again = hand_out();
+    assert!(again.contains("> shorter\n"), "{again}");
+}

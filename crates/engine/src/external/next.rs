@@ -1,7 +1,7 @@
 //! `next`: records what became ready as started, runs ready inline scripts
 //! itself, and lists every stage and unit handed out.
 
-use baton_store::{Lease, StageRow, Store, Transition, UnitRow};
+use baton_store::{GateDecisionRow, Lease, StageRow, Store, Transition, UnitRow};
 use baton_workflow::Plan;
 
 use super::handing::{Script, hand_out, units_by_stage, worktree_for, write_before};
@@ -56,6 +56,7 @@ pub(super) async fn next_owned(
             ..Pass::default()
         };
         pass.rerun_left_scripts(plan, &rows);
+        pass.push_back(&mut run);
         // What starts — stages and units — and which composite stages take
         // their next step: the run's state machine decides, as it does for
         // the coordinator.
@@ -162,6 +163,25 @@ impl Pass {
                 });
                 self.progressed = true;
             }
+        }
+    }
+
+    /// A gate pushed back while another call held the run, or whose
+    /// push-back a kill cut short, is set back to pending here, as `baton
+    /// run` does: `baton gate push-back` sets it back only while nobody
+    /// holds the run.
+    fn push_back(&mut self, run: &mut RunState) {
+        let gates = run.gates();
+        let pushed: Vec<(usize, GateDecisionRow)> = gates
+            .pushed_back
+            .iter()
+            .filter_map(|index| Some((*index, gates.push_backs.get(index)?.clone())))
+            .collect();
+        for (index, decision) in pushed {
+            self.transitions
+                .extend(crate::gate::push_back_transitions(as_i64(index), &decision));
+            run.apply(Event::PushedBack { index });
+            self.progressed = true;
         }
     }
 
