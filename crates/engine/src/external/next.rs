@@ -22,6 +22,9 @@ use crate::{Error, Result, clock, work};
 /// drive, a changed workflow, a live process holding the run, or the store
 /// failing.
 pub async fn next(store: &Store, run_id: &str) -> Result<Standing> {
+    // A merge a killed `complete` began is finished first: its stage must
+    // not be handed out again, for its agent to run twice.
+    super::finish_merges(store, run_id).await?;
     let opened = open(store, run_id).await?;
     if ended(&opened.run.status) {
         restore_envelopes(store, &opened).await?;
