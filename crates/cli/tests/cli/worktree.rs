@@ -934,3 +934,49 @@ fn resume_of_an_external_run_finishes_a_merge_a_crashed_complete_began() {
     assert_eq!(merges(dir), 1);
     git(dir, &["fsck", "--strict"]);
 }
+
+/// Through the protocol, a new attempt of an isolated stage (here after
+/// `baton rerun` of the stage it reads from) gets its worktree reset and
+/// its `inputs/` filled afresh, as `baton run` gives it: not the last
+/// attempt's worktree with the old inputs.
+#[test]
+fn a_new_attempt_handed_out_gets_a_fresh_worktree_with_current_inputs() {
+    let project = repository();
+    let reader = isolated(
+        "edit",
+        &["write a.txt a changed", "write-listed", "git-commit edit a"],
+        "    depends_on: [up]\n    reads_from: [up]\n",
+    );
+    let up = "  - name: up\n    kind: execute\n    description: d\n    agent: {role: writer}\n    writes_to: [up.md]\n";
+    project.write("wf.yaml", &format!("{HEADER}{up}{reader}"));
+    let created = project.json(&["run", "wf.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("run id").to_owned();
+    let workspace = Path::new(created["workspace"].as_str().expect("workspace")).to_path_buf();
+    let hand_out = |stage: &str| {
+        let ready = project.json(&["next", &id, "--json"]);
+        assert_eq!(ready[0]["stage"], stage, "{ready}");
+        ready[0].clone()
+    };
+    let complete = |stage: &str| {
+        let completed = project.baton(&["complete", &id, stage]);
+        assert_eq!(completed.code, 0, "{stage}: {}", completed.stderr);
+    };
+    let mut seen = Vec::new();
+    for version in ["one", "two"] {
+        hand_out("up");
+        std::fs::write(workspace.join("outputs/up.md"), version).expect("up's output");
+        complete("up");
+        let edit = hand_out("edit");
+        let worktree = Path::new(edit["worktree"].as_str().expect("a worktree path"));
+        let input =
+            std::fs::read_to_string(worktree.join("inputs/outputs/up.md")).expect("up's output");
+        seen.push(input);
+        if version == "one" {
+            run_agent(worktree, edit["prompt"].as_str().expect("prompt"));
+            complete("edit");
+            let rerun = project.baton(&["rerun", &id, "up"]);
+            assert_eq!(rerun.code, 0, "{}", rerun.stderr);
+        }
+    }
+    assert_eq!(seen, ["one", "two"]);
+}

@@ -47,8 +47,8 @@ pub(super) fn place<'a>(
 }
 
 /// The worktree of an isolated stage being handed out: the one an earlier
-/// `next` made (the orchestrator's agent may be at work in it), else a new
-/// one with its `inputs/` filled.
+/// `next` made for this attempt (the orchestrator's agent may be at work
+/// in it), else one made, or reset, with its `inputs/` filled.
 pub(super) async fn worktree_for(
     store: &Store,
     opened: &Opened,
@@ -60,13 +60,18 @@ pub(super) async fn worktree_for(
         return Ok(None);
     }
     let place = place(store, opened, index, env);
-    if let Ok(found) = Worktree::find(stage, &place).await {
+    let fresh = fresh_path(&opened.workspace, stage);
+    if !fresh.exists()
+        && let Ok(found) = Worktree::find(stage, &place).await
+    {
         return Ok(Some(found));
     }
-    Worktree::create(stage, &place)
+    let created = Worktree::create(stage, &place)
         .await
-        .map(Some)
-        .map_err(|error| Error::Refused(format!("stage '{}': {error}", stage.name())))
+        .map_err(|error| Error::Refused(format!("stage '{}': {error}", stage.name())))?;
+    // Made for this attempt: later listings find it as it is.
+    let _ = std::fs::remove_file(&fresh);
+    Ok(Some(created))
 }
 
 /// A script baton runs itself during `next`: a stage, or a unit of one.
@@ -97,15 +102,23 @@ pub(super) async fn units_by_stage(
     Ok(by_stage)
 }
 
-/// Writes the fingerprints of `stage`'s declared outputs for `complete`.
-pub(super) fn write_before(stage: &PlanStage, workspace: &Path) -> Result<()> {
+/// What a start needs on disk, written before it is recorded: the
+/// fingerprints of `stage`'s declared outputs, for `complete`, and for an
+/// isolated stage a mark that its next hand-out is a new attempt's, whose
+/// worktree is reset and whose `inputs/` are filled afresh.
+pub(super) fn write_start(stage: &PlanStage, workspace: &Path) -> Result<()> {
+    let io = |path: PathBuf| move |source| Error::Workspace { path, source };
     let before: Vec<(PathBuf, Fingerprint)> = snapshot(stage, workspace).into_iter().collect();
-    workspace::write_json(
-        &before_path(workspace, stage),
-        &serde_json::to_value(before).expect("plain data"),
-    )
-    .map_err(|source| Error::Workspace {
-        path: workspace.to_path_buf(),
-        source,
-    })
+    let path = before_path(workspace, stage);
+    workspace::write_json(&path, &serde_json::to_value(before).expect("plain data"))
+        .map_err(io(path))?;
+    if crate::worktree::isolated(stage) {
+        let path = fresh_path(workspace, stage);
+        workspace::write_atomic(&path, b"").map_err(io(path))?;
+    }
+    Ok(())
+}
+
+fn fresh_path(workspace: &Path, stage: &PlanStage) -> PathBuf {
+    workspace::dispatch_file(workspace, stage, "fresh")
 }

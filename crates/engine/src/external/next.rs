@@ -4,7 +4,7 @@
 use baton_store::{GateDecisionRow, Lease, StageRow, Store, Transition, UnitRow};
 use baton_workflow::Plan;
 
-use super::handing::{Script, hand_out, units_by_stage, worktree_for, write_before};
+use super::handing::{Script, hand_out, units_by_stage, worktree_for, write_start};
 use super::record::{Envelope, run_script, settle, standing, write_envelopes};
 use super::{Opened, Ready, Standing, as_i64, ended, open, take, unsupported};
 use crate::outputs::write_skip_sentinels;
@@ -216,7 +216,7 @@ impl Pass {
                     defer_checks: materialized.defer_checks,
                 });
             }
-            Ok(materialized) => write_before(&materialized.stage, context.workspace)?,
+            Ok(materialized) => write_start(&materialized.stage, context.workspace)?,
         }
         Ok(false)
     }
@@ -392,7 +392,7 @@ impl Pass {
                     // The outputs as they are now, kept on disk for `complete`,
                     // which runs in another process; written before the start
                     // is recorded so a recorded start always has its snapshot.
-                    write_before(stage, workspace)?;
+                    write_start(stage, workspace)?;
                 }
             }
         }
