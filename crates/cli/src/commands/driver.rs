@@ -169,12 +169,18 @@ pub(crate) fn fail(args: &FailArgs) -> u8 {
 /// `baton resume` on a run driven externally: says what `next` would hand
 /// out and exits, spawning nothing. `None` for any other run (or one that
 /// cannot be read, so that resume reports it as usual).
-pub(crate) fn resume_hint(run_id: &str, format: Format) -> Option<u8> {
+pub(crate) fn resume_hint(run_id: &str, format: Format, accept_merge: bool) -> Option<u8> {
     block_on(async {
         let store = open_store().await.ok()?;
         let run = store.run(run_id).await.ok()?;
         if !external::is_external(&run) {
             return None;
+        }
+        if accept_merge {
+            output::stderr_line(&format!(
+                "error: run {run_id} is driven through the driver protocol, where baton runs no stage, so `--accept-merge` cannot finish one; merge the stage's branch by hand, then `baton rerun {run_id} STAGE`: `baton next {run_id}` hands the stage out again on the merged work"
+            ));
+            return Some(exit_code::REFUSED);
         }
         // Merges a crashed `complete` began are finished first.
         match external::finish_merges(&store, run_id).await {

@@ -197,7 +197,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, u8> {
 pub(crate) fn resume(args: &ResumeArgs) -> Result<u8, u8> {
     let format = args.format.format();
     let (_, run_id) = block_on(super::run_ref::open_with_run(&args.run))?;
-    if let Some(code) = super::driver::resume_hint(&run_id, format) {
+    if let Some(code) = super::driver::resume_hint(&run_id, format, args.accept_merge) {
         return Ok(code);
     }
     block_on(async {

@@ -396,6 +396,23 @@ fn a_run_driven_by_baton_refuses_the_protocol() {
     assert!(next.stderr.contains("not externally"), "{}", next.stderr);
 }
 
+/// `--accept-merge` finishes a stage baton runs; on a run driven through
+/// the protocol it is refused with the way that works there, not ignored.
+#[test]
+fn resume_accept_merge_of_an_externally_driven_run_is_refused_with_the_way_out() {
+    let project = Project::new();
+    let (id, _) = two_stages(&project);
+    let resumed = project.baton(&["resume", &id, "--accept-merge"]);
+    assert_eq!(resumed.code, 3, "{}", resumed.stderr);
+    assert!(
+        resumed
+            .stderr
+            .contains(&format!("`baton rerun {id} STAGE`")),
+        "{}",
+        resumed.stderr
+    );
+}
+
 #[test]
 fn parallel_completions_are_all_recorded() {
     let project = Project::new();
