@@ -20,7 +20,8 @@
 //! leaves, as they do everywhere. [`set_enabled`]
 //! turns cgroups off (the CLI's `BATON_CGROUPS=off`).
 //!
-//! An ended attempt's cgroup, once empty, is kept for the next attempt.
+//! An ended attempt's cgroup, once empty, is kept for the next attempt,
+//! unless it was killed (some kernels then kill whatever starts in it).
 //! Those a baton leaves when it exits or is killed are removed by the next
 //! baton that makes one, once they are empty (what runs in one is left to
 //! `baton resume`, which knows its run).
@@ -138,8 +139,8 @@ fn remove_abandoned(parent: &Path) {
 
 /// One attempt's cgroup. Dropped once empty, it waits for the next
 /// attempt: making a cgroup and removing it costs more than the start in
-/// it. One still holding a process (it outlived the kill's wait) is left
-/// to the sweep of a later baton.
+/// it; one that was killed is removed instead. One still holding a process
+/// (it outlived the kill's wait) is left to the sweep of a later baton.
 pub(crate) struct Attempt(Option<Cgroup>);
 
 /// A cgroup of baton's and the files it keeps open.
@@ -149,6 +150,10 @@ struct Cgroup {
     handle: File,
     /// `cgroup.events`, read again from its start for `populated`.
     events: File,
+    /// Whether `cgroup.kill` was written: such a cgroup is not used again.
+    /// Some kernels (6.18 among them) kill every child started into a
+    /// cgroup by `clone3` once anything killed that cgroup.
+    killed: AtomicBool,
 }
 
 /// Cgroups of ended attempts, empty, for the next ones.
@@ -184,6 +189,7 @@ impl Attempt {
                 dir,
                 handle,
                 events,
+                killed: AtomicBool::new(false),
             }))),
             Err(_) => {
                 let _ = std::fs::remove_dir(&dir);
@@ -203,13 +209,16 @@ impl Attempt {
         self.cgroup().handle.as_fd()
     }
 
+    /// Whether a live process is in the cgroup (a zombie is not).
+    pub(crate) fn populated(&self) -> bool {
+        self.cgroup().populated()
+    }
+
     /// Kills everything in the cgroup and waits until it is empty, for at
-    /// most until `deadline`; calls `reap` after each look, for what died
-    /// as baton's child. Returns whether it is empty.
+    /// most until `deadline`; calls `reap` after each look, the one that
+    /// finds it empty included, for what died as baton's child. Returns
+    /// whether it is empty.
     pub(crate) fn empty(&mut self, deadline: Instant, mut reap: impl FnMut()) -> bool {
-        if !self.cgroup().populated() {
-            return true;
-        }
         let _ = self.kill();
         loop {
             let empty = !self.cgroup().populated();
@@ -227,7 +236,9 @@ impl Attempt {
     /// Kills everything in the cgroup, now; what dies is still to be
     /// waited for.
     pub(crate) fn kill(&self) -> io::Result<()> {
-        std::fs::write(self.cgroup().dir.join("cgroup.kill"), "1")
+        let cgroup = self.cgroup();
+        cgroup.killed.store(true, Ordering::Relaxed);
+        std::fs::write(cgroup.dir.join("cgroup.kill"), "1")
     }
 }
 
@@ -251,7 +262,12 @@ impl Drop for Attempt {
         let Some(cgroup) = self.0.take() else {
             return;
         };
-        if !cgroup.populated() {
+        if cgroup.populated() {
+            return;
+        }
+        if cgroup.killed.load(Ordering::Relaxed) {
+            let _ = std::fs::remove_dir(&cgroup.dir);
+        } else {
             IDLE.lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(cgroup);

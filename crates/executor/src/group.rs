@@ -134,6 +134,11 @@ pub(crate) fn kill_leftovers(
     cgroup: Option<&mut crate::cgroup::Attempt>,
 ) {
     let deadline = Instant::now() + GROUP_VANISH_TIMEOUT;
+    // Looked at first: a process of the cgroup that dies after the search
+    // below is reaped by the wait for the cgroup, one dead before it by the
+    // search. (Looked at after, the cgroup could be empty already and its
+    // last process a zombie neither reaped.)
+    let cgroup = cgroup.filter(|cgroup| cgroup.populated());
     if !adopt_orphans() {
         signal_group(pgid, Signal::SIGKILL);
         if let Some((name, value)) = marker {

@@ -452,6 +452,35 @@ async fn with_cgroups_a_dropped_run_kills_what_the_group_and_the_marker_miss() {
     );
 }
 
+/// A stage leaves an escapee only its cgroup finds, which is killed at the
+/// stage's end; the next stages start and run (some kernels kill every
+/// child later started into a cgroup once killed, so that cgroup is not
+/// given to another attempt).
+#[tokio::test]
+async fn the_stages_after_one_whose_cgroup_was_killed_run() {
+    if baton_executor::cgroup::directory().is_none() {
+        baton_test_support::needs::missing(
+            baton_test_support::needs::Need::Cgroups,
+            "a cgroup v2 hierarchy the test may make cgroups in",
+        );
+        return;
+    }
+    let dir = tempdir();
+    let escapes = "setsid env -i sh -c 'echo $$ > escapee.pid; exec sleep 1000' >/dev/null 2>&1 &\nwhile [ ! -s escapee.pid ]; do sleep 0.01; done";
+    let (outcome, _) = run_to_end(sh(escapes, dir.path())).await;
+    assert!(outcome.success(), "{outcome:?}");
+    let escapee = read_pid(&dir.path().join("escapee.pid"));
+    assert!(
+        !Path::new(&format!("/proc/{escapee}")).exists(),
+        "the escapee {escapee} outlived its stage"
+    );
+    for _ in 0..3 {
+        let (outcome, _) = run_to_end(sh("echo ran", dir.path())).await;
+        assert!(outcome.success(), "{outcome:?}");
+        assert_eq!(outcome.stdout_bytes, 4);
+    }
+}
+
 /// Runs `spec` until it has written a pid to `pid_file`, drops the run,
 /// and returns that pid.
 async fn drop_once_written(spec: ProcessSpec, pid_file: &Path) -> u32 {
