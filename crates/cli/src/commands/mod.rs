@@ -34,7 +34,6 @@ mod task_run;
 pub(crate) mod token;
 pub(crate) mod verify;
 mod watch;
-mod workspace_run;
 pub(crate) mod worktree;
 
 use std::path::PathBuf;

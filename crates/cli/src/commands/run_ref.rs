@@ -1,7 +1,10 @@
 //! Run references: what every command that takes a run accepts. A whole
 //! run id; `latest`, the run created last (a sub-workflow's child run is
 //! never it: it is reached through its parent); or the start of one run's
-//! id, as long as no other run's id starts the same way.
+//! id, as long as no other run's id starts the same way; or the run's
+//! workspace directory (the path `baton status` shows, or one inside it).
+
+use std::path::Path;
 
 use baton_store::{RunRow, Store};
 
@@ -35,9 +38,7 @@ pub(crate) async fn resolve(store: &Store, reference: &str) -> Result<String, u8
     match pick(&runs, reference) {
         Ok(run_id) => Ok(run_id),
         // Not an id, a prefix or `latest`: maybe the run's workspace.
-        Err(_) if super::workspace_run::looks_like_a_path(reference) => {
-            super::workspace_run::resolve(store, reference, exit_code::INVALID_WORKFLOW).await
-        }
+        Err(_) if looks_like_a_path(reference) => workspace_owner(&runs, reference),
         Err(why) => {
             output::stderr_line(&format!("error: {why}"));
             output::stderr_line("hint: `baton runs` lists the recorded runs");
@@ -83,6 +84,47 @@ fn pick(runs: &[RunRow], reference: &str) -> Result<String, String> {
             Err(text)
         }
     }
+}
+
+/// A run id never holds a path separator; a path may also be a bare name
+/// of a directory here.
+fn looks_like_a_path(reference: &str) -> bool {
+    reference.contains(std::path::MAIN_SEPARATOR) || Path::new(reference).exists()
+}
+
+/// The run whose workspace is the directory `reference` or holds it (the
+/// deepest one, so a path inside a sub-run's workspace names the sub-run),
+/// or the exit code after saying why none is.
+fn workspace_owner(runs: &[RunRow], reference: &str) -> Result<String, u8> {
+    let Ok(directory) = Path::new(reference).canonicalize() else {
+        output::stderr_line(&format!(
+            "error: no run has the id '{reference}', and there is no directory {reference}"
+        ));
+        output::stderr_line(
+            "hint: `baton runs` lists the recorded runs; `baton status RUN` shows a run's workspace",
+        );
+        return Err(exit_code::INVALID_WORKFLOW);
+    };
+    let owner = runs
+        .iter()
+        .filter_map(|run| {
+            let workspace = Path::new(&run.workspace).canonicalize().ok()?;
+            directory
+                .starts_with(&workspace)
+                .then(|| (workspace.components().count(), &run.run_id))
+        })
+        .max_by_key(|(depth, _)| *depth);
+    if let Some((_, run_id)) = owner {
+        return Ok(run_id.clone());
+    }
+    output::stderr_line(&format!(
+        "error: {} is not the workspace of any run in this store",
+        directory.display()
+    ));
+    output::stderr_line(
+        "hint: pass the run id or the workspace `baton status RUN` shows (`baton runs` lists the runs); a run recorded in another store needs BATON_DATABASE_URL set to that store",
+    );
+    Err(exit_code::INVALID_WORKFLOW)
 }
 
 #[cfg(test)]
