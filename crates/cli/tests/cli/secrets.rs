@@ -116,20 +116,35 @@ stages:
     }
 }
 
+/// A project whose workflow is one agent stage described by `description`.
+fn one_agent_stage(description: &str) -> Project {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "name: t\nversion: '1'\ndescription: d\ntrigger: {{source: manual}}\nstages:\n  - {{name: agent, kind: execute, description: {description}, agent: {{role: coder}}, writes_to: [agent.md]}}\n"
+        ),
+    );
+    project
+}
+
+/// `baton ARGS` with a secret in its environment.
+fn with_secret(project: &Project, args: &[&str]) -> std::process::Output {
+    project
+        .command(args)
+        .env("MY_SERVICE_TOKEN", SECRET)
+        .output()
+        .expect("baton runs")
+}
+
 /// The driver protocol hands the orchestrator the prompt as it is (its
 /// agent needs it) and keeps the secret out of the dispatch record, as
 /// `baton run` does.
 #[test]
 fn the_driver_protocol_s_dispatch_record_keeps_no_secret() {
-    let project = Project::new();
-    let workflow = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n  - {name: agent, kind: execute, description: 'Use {note}.', agent: {role: coder}, writes_to: [agent.md]}\n";
-    project.write("wf.yaml", workflow);
+    let project = one_agent_stage("'Use {note}.'");
     let baton = |args: &[&str]| {
-        let output = project
-            .command(args)
-            .env("MY_SERVICE_TOKEN", SECRET)
-            .output()
-            .expect("baton runs");
+        let output = with_secret(&project, args);
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
         assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
         serde_json::from_slice::<Value>(&output.stdout).expect("JSON")
@@ -156,16 +171,8 @@ fn the_driver_protocol_s_dispatch_record_keeps_no_secret() {
 /// without the secrets it holds, as a process's error is in `baton run`.
 #[test]
 fn a_reason_given_to_fail_is_recorded_without_its_secret() {
-    let project = Project::new();
-    let workflow = "name: t\nversion: '1'\ndescription: d\ntrigger: {source: manual}\nstages:\n  - {name: agent, kind: execute, description: d, agent: {role: coder}, writes_to: [agent.md]}\n";
-    project.write("wf.yaml", workflow);
-    let baton = |args: &[&str]| {
-        project
-            .command(args)
-            .env("MY_SERVICE_TOKEN", SECRET)
-            .output()
-            .expect("baton runs")
-    };
+    let project = one_agent_stage("d");
+    let baton = |args: &[&str]| with_secret(&project, args);
     let created = baton(&["run", "wf.yaml", "--driver", "external", "--json"]);
     let created: Value = serde_json::from_slice(&created.stdout).expect("JSON");
     let id = created["run_id"].as_str().expect("run id");

@@ -863,16 +863,10 @@ fn run_agent(cwd: &Path, prompt: &str) {
     assert!(child.wait().expect("the agent ends").success());
 }
 
-/// A `complete` that died after verifying an isolated stage and before
-/// recording it (its marker left in `dispatch/`): `baton resume` finishes
-/// it — verified, merged once, recorded — and a second resume changes
-/// nothing.
-/// `next` after a `complete` killed just before its merge finishes the
-/// merge rather than handing the stage out again.
-#[test]
-fn next_finishes_a_merge_a_crashed_complete_began() {
-    let project = repository();
-    let dir = project.path();
+/// An externally driven run of one isolated stage whose agent has done its
+/// work, and the marker a `complete` that died just before merging leaves;
+/// returns the run's id and workspace.
+fn a_merge_begun_by_a_killed_complete(project: &Project) -> (String, std::path::PathBuf) {
     let stages = isolated(
         "edit",
         &["write a.txt a changed", "write-listed", "git-commit edit a"],
@@ -886,36 +880,34 @@ fn next_finishes_a_merge_a_crashed_complete_began() {
     let worktree = Path::new(ready[0]["worktree"].as_str().expect("a worktree path"));
     run_agent(worktree, ready[0]["prompt"].as_str().expect("prompt"));
     std::fs::write(workspace.join("dispatch/000-edit.merging"), "edit").expect("marker");
+    (id, workspace)
+}
 
+/// `next` after a `complete` killed just before its merge finishes the
+/// merge rather than handing the stage out again.
+#[test]
+fn next_finishes_a_merge_a_crashed_complete_began() {
+    let project = repository();
+    let (id, workspace) = a_merge_begun_by_a_killed_complete(&project);
     assert_eq!(
         project.json(&["next", &id, "--json"]),
         serde_json::json!([])
     );
     let status = project.json(&["status", &id, "--json"]);
     assert_eq!(status["status"], "success", "{status}");
-    assert_eq!(merges(dir), 1);
+    assert_eq!(merges(project.path()), 1);
     assert!(!workspace.join("dispatch/000-edit.merging").exists());
 }
 
+/// A `complete` that died after verifying an isolated stage and before
+/// recording it (its marker left in `dispatch/`): `baton resume` finishes
+/// it — verified, merged once, recorded — and a second resume changes
+/// nothing.
 #[test]
 fn resume_of_an_external_run_finishes_a_merge_a_crashed_complete_began() {
     let project = repository();
     let dir = project.path();
-    let stages = isolated(
-        "edit",
-        &["write a.txt a changed", "write-listed", "git-commit edit a"],
-        "",
-    );
-    project.write("wf.yaml", &format!("{HEADER}{stages}"));
-    let created = project.json(&["run", "wf.yaml", "--driver", "external", "--json"]);
-    let id = created["run_id"].as_str().expect("run id").to_owned();
-    let workspace = Path::new(created["workspace"].as_str().expect("workspace")).to_path_buf();
-    let ready = project.json(&["next", &id, "--json"]);
-    let worktree = Path::new(ready[0]["worktree"].as_str().expect("a worktree path"));
-    run_agent(worktree, ready[0]["prompt"].as_str().expect("prompt"));
-    // What `complete` leaves if it dies just before merging.
-    std::fs::write(workspace.join("dispatch/000-edit.merging"), "edit").expect("marker");
-
+    let (id, workspace) = a_merge_begun_by_a_killed_complete(&project);
     let resumed = project.baton(&["resume", &id]);
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert!(

@@ -216,6 +216,17 @@ mod tests {
         }
     }
 
+    /// The plan of [`WORKFLOW`] and a workspace for it.
+    fn plan_and_workspace() -> (baton_workflow::Plan, tempfile::TempDir) {
+        let loader = MemoryLoader::new().with("w.yaml", WORKFLOW);
+        let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
+        let plan =
+            baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles");
+        let dir = tempfile::tempdir().expect("temp dir");
+        workspace::create(dir.path()).expect("workspace");
+        (plan, dir)
+    }
+
     fn status(path: &std::path::Path) -> Option<String> {
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(path).ok()?).expect("JSON");
@@ -224,12 +235,7 @@ mod tests {
 
     #[test]
     fn finished_stages_and_units_get_the_envelopes_a_crash_lost() {
-        let loader = MemoryLoader::new().with("w.yaml", WORKFLOW);
-        let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
-        let plan =
-            baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles");
-        let dir = tempfile::tempdir().expect("temp dir");
-        workspace::create(dir.path()).expect("workspace");
+        let (plan, dir) = plan_and_workspace();
         let a = workspace::envelope_path(dir.path(), 0, "a");
         let b = workspace::envelope_path(dir.path(), 1, "b");
         let (x, y) = (
@@ -270,12 +276,7 @@ mod tests {
     /// succeeded, killed before its own envelope replaced the unit's.
     #[test]
     fn a_checked_stage_s_envelope_left_by_its_main_unit_is_replaced() {
-        let loader = MemoryLoader::new().with("w.yaml", WORKFLOW);
-        let loaded = baton_workflow::load("w.yaml", &loader).expect("loads");
-        let plan =
-            baton_workflow::compile(&loaded, &Default::default(), &loader).expect("compiles");
-        let dir = tempfile::tempdir().expect("temp dir");
-        workspace::create(dir.path()).expect("workspace");
+        let (plan, dir) = plan_and_workspace();
         let a = workspace::envelope_path(dir.path(), 0, "a");
         let mut row = stage(0, "a", "failed", 1);
         row.finished_at = Some(3_000);
