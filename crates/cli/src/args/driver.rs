@@ -20,6 +20,11 @@ pub(crate) enum DriverArg {
 pub(crate) struct NextArgs {
     /// The run (from `baton run FILE --driver external`): its id, the start of it, or `latest`.
     pub(crate) run: String,
+    /// Leave the run's queue jobs (`executor: worker_queue` stages and
+    /// `fan_out.mode: worker_queue` items) to `baton worker` processes
+    /// instead of working them in this call too; `next` waits for them.
+    #[arg(long)]
+    pub(crate) no_local_worker: bool,
     #[command(flatten)]
     pub(crate) format: FormatArgs,
 }

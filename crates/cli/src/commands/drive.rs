@@ -31,18 +31,21 @@ pub(crate) fn drive_options(
         wait_gates,
         agents: agents.map(std::sync::Arc::new),
         contain_helper,
-        local_worker: local_worker.then(|| {
-            let mut options = super::queue::worker_options(
-                baton_engine::queue::DEFAULT_QUEUE,
-                LOCAL_WORKER_CONCURRENCY,
-                false,
-            );
-            // The run waits on these jobs: look for them often.
-            options.poll = options.poll.min(LOCAL_WORKER_POLL);
-            options
-        }),
+        local_worker: local_worker.then(local_worker_options),
         ..DriveOptions::default()
     })
+}
+
+/// The queue worker a driver runs for its run's own jobs.
+pub(crate) fn local_worker_options() -> baton_engine::queue::WorkerOptions {
+    let mut options = super::queue::worker_options(
+        baton_engine::queue::DEFAULT_QUEUE,
+        LOCAL_WORKER_CONCURRENCY,
+        false,
+    );
+    // The run waits on these jobs: look for them often.
+    options.poll = options.poll.min(LOCAL_WORKER_POLL);
+    options
 }
 
 /// Refuses (exit 3, before anything is recorded) a run whose agents cannot

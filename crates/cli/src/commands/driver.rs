@@ -94,11 +94,12 @@ pub(crate) fn next(args: &NextArgs) -> u8 {
     let format = args.format.format();
     block_on_exit(async {
         let (store, run_id) = run_ref::open_with_run(&args.run).await?;
-        let standing = external::next(&store, &run_id)
+        let worker = (!args.no_local_worker).then(super::drive::local_worker_options);
+        let standing = external::next(&store, &run_id, worker.as_ref())
             .await
             .map_err(|error| refused_or(&error, format == Format::Json))?;
         for (stage, status) in &standing.scripts {
-            output::stderr_line(&format!("ran inline script '{stage}': {status}"));
+            output::stderr_line(&format!("ran '{stage}' (script or queue job): {status}"));
         }
         output::json_or_text(format, &standing.ready, || {
             let lines = standing

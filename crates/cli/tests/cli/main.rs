@@ -23,6 +23,7 @@ mod discovery;
 mod driver;
 mod driver_gone;
 mod driver_parity;
+mod driver_queue;
 mod examples;
 mod failpoint_sweep;
 mod fan_out;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use baton_store::{Lease, Store, Transition, UnitRow};
 use baton_workflow::Plan;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::commits::{Announced, Commits, Shown, Sink, cheap};
@@ -86,7 +86,7 @@ struct Driver<'a> {
     reports: mpsc::UnboundedReceiver<Report>,
     renew: tokio::time::Interval,
     cancel_poll: tokio::time::Interval,
-    local_worker: Option<LocalWorker>,
+    local_worker: Option<crate::queue::LocalWorker>,
 }
 
 /// What one step of the loop came to.
@@ -188,7 +188,11 @@ impl<'a> Driver<'a> {
             max_parallel,
             ttl: options.lease_ttl_ms(),
             commits: Commits::new(opened, ledger, EnvelopeWriter::start(&workspace)),
-            local_worker: LocalWorker::start(store, options.local_worker.as_ref(), &plan),
+            local_worker: crate::queue::LocalWorker::start(
+                store,
+                options.local_worker.as_ref(),
+                &plan,
+            ),
             renew: clock::every(options.lease_ttl / 3),
             cancel_poll: clock::every(CANCEL_POLL),
             store,
@@ -714,43 +718,6 @@ async fn refuse(store: &Store, lease: &Lease, refusal: &str) -> Error {
         "{refusal}\nrun {} is recorded as failed, nothing ran; once that is settled, `baton resume {}` continues it",
         lease.run_id, lease.run_id
     ))
-}
-
-/// The queue worker a drive runs for its own `worker_queue` jobs.
-struct LocalWorker {
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl LocalWorker {
-    /// Starts one if the plan enqueues jobs and the caller wants it.
-    fn start(
-        store: &Store,
-        options: Option<&crate::queue::WorkerOptions>,
-        plan: &Plan,
-    ) -> Option<LocalWorker> {
-        let queued = plan.stages.iter().any(|stage| {
-            stage.spec.executor == baton_workflow::schema::Executor::WorkerQueue
-                || stage.spec.fan_out.as_ref().is_some_and(|fan_out| {
-                    fan_out.mode == baton_workflow::schema::FanOutMode::WorkerQueue
-                })
-        });
-        let options = options.filter(|_| queued)?.clone();
-        let store = store.clone();
-        let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(async move {
-            // A worker error ends the local worker only; the run's jobs then
-            // wait for another worker, and the drive goes on.
-            let _ = crate::queue::work(&store, &options, stopped).await;
-        });
-        Some(LocalWorker { stop, task })
-    }
-
-    /// Stops it: running jobs finish (or are released after the grace).
-    async fn finish(self) {
-        let _ = self.stop.send(true);
-        let _ = self.task.await;
-    }
 }
 
 /// What a run's recorded attempts spent, in dollars.

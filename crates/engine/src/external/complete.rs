@@ -4,7 +4,7 @@
 use baton_executor::redact::Redactor;
 
 use super::handing::place;
-use super::record::{Envelope, settle, write_envelopes};
+use super::record::{Envelope, commit, settle, write_envelopes};
 use super::*;
 use crate::attempt::Finished;
 use crate::outputs::verify;
@@ -68,7 +68,7 @@ pub(super) async fn handed_out(store: &Store, opened: &Opened, name: &str) -> Re
             })?;
         if rows[index].status == "running" {
             return match unit.status.as_str() {
-                "running" if !opened.is_script(unit, now) => {
+                "running" if !opened.runs_here(unit, now) => {
                     let context = opened.context(stage, now);
                     let materialized = work::materialize(&context, unit).map_err(Error::Refused)?;
                     Ok(Target::Unit {
@@ -79,7 +79,7 @@ pub(super) async fn handed_out(store: &Store, opened: &Opened, name: &str) -> Re
                     })
                 }
                 "running" => Err(Error::Refused(format!(
-                    "'{name}' is an inline script that baton runs itself"
+                    "'{name}' is run by baton itself (an inline script or a queue job)"
                 ))),
                 "success" | "failed" => Err(Error::Refused(format!(
                     "'{name}' is already completed ({}); `baton next {run_id}` hands out what follows",
@@ -105,8 +105,8 @@ pub(super) async fn handed_out(store: &Store, opened: &Opened, name: &str) -> Re
         "running" if work::is_composite(stage) => Err(Error::Refused(format!(
             "stage '{name}' runs as units (validators, corrections, fan-out items): complete the units `baton next {run_id}` lists, by their names"
         ))),
-        "running" if stage.spec.runs_script() => Err(Error::Refused(format!(
-            "stage '{name}' is an inline script that baton runs itself"
+        "running" if super::runs_here(stage) => Err(Error::Refused(format!(
+            "stage '{name}' is run by baton itself (an inline script or a queue job)"
         ))),
         "running" => Ok(Target::Stage {
             index: stage.index,
@@ -322,7 +322,7 @@ pub(super) async fn finish(
             started_at,
             error: finished.error,
         };
-        store.apply(&lease, &[transition]).await?;
+        commit(store, &lease, opened, vec![transition]).await?;
         write_envelopes(&opened.workspace, vec![envelope]);
         settle(store, &lease, opened, Vec::new(), Vec::new()).await
     }

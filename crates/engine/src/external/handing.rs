@@ -74,7 +74,8 @@ pub(super) async fn worktree_for(
     Ok(Some(created))
 }
 
-/// A script baton runs itself during `next`: a stage, or a unit of one.
+/// What baton runs itself during `next` (an inline script, a queue
+/// stage's job): a stage, or a unit of one.
 pub(super) struct Script {
     pub(super) index: usize,
     pub(super) attempt: i64,
@@ -83,6 +84,9 @@ pub(super) struct Script {
     pub(super) values: Vec<(String, String)>,
     pub(super) env: Vec<(String, String)>,
     pub(super) defer_checks: bool,
+    /// A queue job the `next` that died while it ran left is waited for
+    /// again rather than enqueued twice.
+    pub(super) adopt_job: bool,
 }
 
 /// The units of a run, by stage, in ordinal order.

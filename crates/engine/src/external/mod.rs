@@ -18,11 +18,13 @@
 //! `complete` compares the files with it exactly as the built-in executor
 //! compares them with the snapshot it holds in memory.
 //!
-//! Inline stages with a `script:` need no agent: `next` runs them itself,
-//! records their results and looks again, so the orchestrator only ever
-//! sees work for agents. Stages that run as units (fan-out children,
-//! validators, corrections) are handed out unit by unit; queue stages and
-//! sub-workflows are not driven through this protocol yet: `next` refuses
+//! Inline stages with a `script:` and queue stages need no agent: `next`
+//! runs the script, or enqueues the job and waits for it, records their
+//! results and looks again, so the orchestrator only ever sees work for
+//! agents. Stages that run as units (fan-out children, validators,
+//! corrections) are handed out unit by unit. Every result is committed
+//! with the run ledger's entries for it, as in a run baton drives.
+//! Sub-workflows are not driven through this protocol yet: `next` refuses
 //! them with an error.
 
 mod complete;
@@ -38,7 +40,7 @@ use std::sync::Arc;
 use baton_store::{Lease, RunRow, StageRow, Store, UnitRow};
 use baton_workflow::Plan;
 use baton_workflow::plan::PlanStage;
-use baton_workflow::schema::{Executor, FanOutMode};
+use baton_workflow::schema::Executor;
 use indexmap::IndexMap;
 use serde::Serialize;
 
@@ -162,19 +164,18 @@ impl Opened {
         // it is a script: only a `next` that died while it ran leaves one,
         // and it runs again.
         let now = clock::now_ms();
-        let out = |unit: &UnitRow| unit.status == "running" && !self.is_script(unit, now);
+        let out = |unit: &UnitRow| unit.status == "running" && !self.runs_here(unit, now);
         run.resume_composites(&rows, out);
         Ok((rows, run))
     }
 
-    /// Whether a unit's materialized stage is a script (baton runs it).
-    fn is_script(&self, unit: &UnitRow, now: i64) -> bool {
+    /// Whether baton carries a unit out itself (see [`runs_here`]).
+    fn runs_here(&self, unit: &UnitRow, now: i64) -> bool {
         let Ok(index) = usize::try_from(unit.index) else {
             return false;
         };
         let context = self.context(&self.plan.stages[index], now);
-        work::materialize(&context, unit)
-            .is_ok_and(|materialized| materialized.stage.spec.runs_script())
+        work::materialize(&context, unit).is_ok_and(|materialized| runs_here(&materialized.stage))
     }
 
     /// What the work of `stage` is carried out with, at `now`.
@@ -214,20 +215,18 @@ fn ended(status: &str) -> bool {
 
 /// Why a stage cannot be driven through the protocol, if it cannot.
 fn unsupported(stage: &PlanStage) -> Option<&'static str> {
-    if stage.spec.sub_workflow.is_some() {
-        Some("a sub-workflow")
-    } else if stage.spec.executor == Executor::WorkerQueue {
-        Some("a worker_queue stage")
-    } else if stage
+    stage
         .spec
-        .fan_out
-        .as_ref()
-        .is_some_and(|fan_out| fan_out.mode == FanOutMode::WorkerQueue)
-    {
-        Some("a fan-out onto the worker queue")
-    } else {
-        None
-    }
+        .sub_workflow
+        .is_some()
+        .then_some("a sub-workflow")
+}
+
+/// Whether `next` carries a stage (or a unit's materialized stage) out
+/// itself rather than handing it out: an inline script runs, a queue
+/// stage's job is enqueued and waited for, as `baton run` does both.
+fn runs_here(stage: &PlanStage) -> bool {
+    stage.spec.runs_script() || stage.spec.executor == Executor::WorkerQueue
 }
 
 /// `dispatch/NNN-name.before.json`: the outputs' fingerprints when `next`

@@ -1,27 +1,32 @@
 //! `next`: records what became ready as started, runs ready inline scripts
 //! itself, and lists every stage and unit handed out.
 
+use std::collections::HashSet;
+
 use baton_store::{GateDecisionRow, Lease, StageRow, Store, Transition, UnitRow};
 use baton_workflow::Plan;
+use baton_workflow::schema::Executor;
 
 use super::handing::{Script, hand_out, units_by_stage, worktree_for, write_start};
-use super::record::{Envelope, run_script, settle, standing, write_envelopes};
-use super::{Opened, Ready, Standing, as_i64, ended, open, take, unsupported};
+use super::record::{Envelope, commit, run_script, settle, standing, write_envelopes};
+use super::{Opened, Ready, Standing, as_i64, ended, open, runs_here, take, unsupported};
 use crate::outputs::write_skip_sentinels;
+use crate::queue::{LocalWorker, WorkerOptions};
 use crate::run_state::{Action, Composite, Event, RunState};
 use crate::{Error, Result, clock, work};
 
 /// Lists the stages ready for the orchestrator, recording each as started.
 /// Stages handed out before and not completed are listed again. Inline
-/// scripts that are ready run here, and their dependants are looked at
-/// again.
+/// scripts and queue stages that are ready run here (a queue stage's job
+/// by `worker`, a queue worker for this call, or by any `baton worker`),
+/// and their dependants are looked at again.
 ///
 /// # Errors
 ///
 /// No such run, a run not driven externally, a stage the protocol cannot
 /// drive, a changed workflow, a live process holding the run, or the store
 /// failing.
-pub async fn next(store: &Store, run_id: &str) -> Result<Standing> {
+pub async fn next(store: &Store, run_id: &str, worker: Option<&WorkerOptions>) -> Result<Standing> {
     // A merge a killed `complete` began is finished first: its stage must
     // not be handed out again, for its agent to run twice.
     super::finish_merges(store, run_id).await?;
@@ -31,19 +36,26 @@ pub async fn next(store: &Store, run_id: &str) -> Result<Standing> {
         return standing(store, &opened, Vec::new(), Vec::new()).await;
     }
     let mut lease = take(store, run_id).await?;
-    let result = next_owned(store, &mut lease, &opened).await;
+    let mut local_worker = None;
+    let result = next_owned(store, &mut lease, &opened, (worker, &mut local_worker)).await;
+    if let Some(local_worker) = local_worker {
+        local_worker.finish().await;
+    }
     let _ = store.release(&lease).await;
     result
 }
 
-pub(super) async fn next_owned(
+/// `worker`: how to run a queue worker for this call, and the one started
+/// (once a queue stage is to run, so a call without one claims nothing).
+async fn next_owned(
     store: &Store,
     lease: &mut Lease,
     opened: &Opened,
+    (worker, local_worker): (Option<&WorkerOptions>, &mut Option<LocalWorker>),
 ) -> Result<Standing> {
     let plan = &opened.plan;
     let mut scripts = Vec::new();
-    kill_left_scripts(store, opened).await?;
+    let mut left = kill_left_scripts(store, opened).await?;
     restore_envelopes(store, opened).await?;
     // A gate edit a killed `baton gate edit` left half done is finished
     // before the gates are read.
@@ -82,11 +94,16 @@ pub(super) async fn next_owned(
                 at: pass.now,
                 error: None,
             });
-            store.apply(lease, &pass.transitions).await?;
+            commit(store, lease, opened, std::mem::take(&mut pass.transitions)).await?;
         }
         write_envelopes(&opened.workspace, pass.envelopes);
         pass.progressed |= !pass.to_run.is_empty();
-        for script in pass.to_run {
+        let enqueues = |script: &Script| script.stage.spec.executor == Executor::WorkerQueue;
+        if local_worker.is_none() && pass.to_run.iter().any(enqueues) {
+            *local_worker = LocalWorker::start(store, worker, &opened.plan);
+        }
+        for mut script in pass.to_run {
+            script.adopt_job = left.remove(&(script.index, script.unit.clone()));
             scripts.push(run_one(store, lease, opened, script).await?);
         }
         if pass.progressed {
@@ -99,27 +116,34 @@ pub(super) async fn next_owned(
     }
 }
 
-/// A script recorded as running was left by a `next` that died while it
-/// ran (calls hold the lease one at a time). Its processes, marked with the
-/// run's id, must not keep writing while it runs again.
-async fn kill_left_scripts(store: &Store, opened: &Opened) -> Result<()> {
+/// A script or queue stage recorded as running was left by a `next` that
+/// died while it ran (calls hold the lease one at a time). A script's
+/// processes, marked with the run's id, must not keep writing while it
+/// runs again; a queue stage's job is adopted by its next start. Returns
+/// what was left: (stage, unit).
+async fn kill_left_scripts(
+    store: &Store,
+    opened: &Opened,
+) -> Result<HashSet<(usize, Option<String>)>> {
     let run_id = &opened.run.run_id;
     let rows = store.stages(run_id).await?;
     let now = clock::now_ms();
-    let left_stage = opened
+    let stages = opened
         .plan
         .stages
         .iter()
-        .any(|stage| rows[stage.index].status == "running" && stage.spec.runs_script());
-    let left_unit = store
-        .units(run_id)
-        .await?
+        .filter(|stage| rows[stage.index].status == "running" && runs_here(stage))
+        .map(|stage| (stage.index, None));
+    let units = store.units(run_id).await?;
+    let units = units
         .iter()
-        .any(|unit| unit.status == "running" && opened.is_script(unit, now));
-    if left_stage || left_unit {
+        .filter(|unit| unit.status == "running" && opened.runs_here(unit, now))
+        .filter_map(|unit| Some((usize::try_from(unit.index).ok()?, Some(unit.key.clone()))));
+    let left: HashSet<(usize, Option<String>)> = stages.chain(units).collect();
+    if !left.is_empty() {
         crate::reconcile::kill_leftovers(run_id);
     }
-    Ok(())
+    Ok(left)
 }
 
 /// Writes the envelopes of recorded results that a call killed between
@@ -158,7 +182,7 @@ impl Pass {
     fn rerun_left_scripts(&mut self, plan: &Plan, rows: &[StageRow]) {
         for stage in &plan.stages {
             let row = &rows[stage.index];
-            if row.status == "running" && !work::is_composite(stage) && stage.spec.runs_script() {
+            if row.status == "running" && !work::is_composite(stage) && runs_here(stage) {
                 self.transitions.push(Transition::AttemptInterrupted {
                     index: as_i64(stage.index),
                     attempt: row.attempts,
@@ -205,7 +229,7 @@ impl Pass {
                 });
                 return Ok(true);
             }
-            Ok(materialized) if materialized.stage.spec.runs_script() => {
+            Ok(materialized) if runs_here(&materialized.stage) => {
                 self.to_run.push(Script {
                     index,
                     attempt: unit.attempts,
@@ -214,6 +238,7 @@ impl Pass {
                     values: materialized.values,
                     env: materialized.env,
                     defer_checks: materialized.defer_checks,
+                    adopt_job: false,
                 });
             }
             Ok(materialized) => write_start(&materialized.stage, context.workspace)?,
@@ -265,7 +290,7 @@ async fn run_one(
         error: finished.error.clone(),
     };
     let transition = finished.transition(clock::now_ms());
-    store.apply(lease, &[transition]).await?;
+    commit(store, lease, opened, vec![transition]).await?;
     write_envelopes(&opened.workspace, vec![envelope]);
     Ok((name, status.to_owned()))
 }
@@ -378,7 +403,7 @@ impl Pass {
                 let stage = &opened.plan.stages[index];
                 if work::is_composite(stage) {
                     // The machine has it take its first step.
-                } else if stage.spec.runs_script() {
+                } else if runs_here(stage) {
                     self.to_run.push(Script {
                         index,
                         attempt,
@@ -387,6 +412,7 @@ impl Pass {
                         values: Vec::new(),
                         env: Vec::new(),
                         defer_checks: false,
+                        adopt_job: false,
                     });
                 } else {
                     // The outputs as they are now, kept on disk for `complete`,

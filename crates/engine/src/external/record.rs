@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, watch};
 use super::handing::Script;
 use super::{Opened, Ready, Standing};
 use crate::attempt::{Attempt, Finished, Limits, Params, Report};
+use crate::governance::RunLedger;
 use crate::stage;
 use crate::{Result, clock, gate};
 
@@ -43,6 +44,40 @@ pub(super) fn write_envelopes(workspace: &Path, envelopes: Vec<Envelope>) {
     }
 }
 
+/// Commits `transitions` with the run ledger's entries for them, as `baton
+/// run` commits its results: the ledger's opening with the first commit,
+/// then each success's edits and checks, each validation cycle, each
+/// correction's repairs. Each call is a process of its own, so the ledger
+/// is read back from the store every time.
+///
+/// The orchestrator's agents are unknown to baton: a stage's work is
+/// recorded under its role (the `agent_type` it was handed out with).
+pub(super) async fn commit(
+    store: &Store,
+    lease: &Lease,
+    opened: &Opened,
+    transitions: Vec<Transition>,
+) -> Result<()> {
+    let run_id = &opened.run.run_id;
+    let recorded = store.ledger_events("run", run_id).await?;
+    let entries = crate::governance::decode(&recorded).unwrap_or_default();
+    let (plan, now) = (&opened.plan, clock::now_ms());
+    let path = &opened.run.workflow_path;
+    let (mut ledger, mut batch) = RunLedger::open(run_id, plan, path, None, &entries, &[], now);
+    let units = store.units(run_id).await?;
+    let kind_of = |index: i64, key: &str| {
+        let unit = units
+            .iter()
+            .find(|unit| unit.index == index && unit.key == key);
+        unit.map(|unit| unit.kind.clone())
+    };
+    let events = ledger.derive(plan, &transitions, kind_of, now);
+    batch.extend(transitions);
+    batch.extend(events);
+    store.apply(lease, &batch).await?;
+    Ok(())
+}
+
 /// Runs an inline script through the executor, renewing the lease while
 /// it runs.
 pub(super) async fn run_script(
@@ -70,7 +105,7 @@ pub(super) async fn run_script(
         agents: None,
         contain_helper: None,
         slots: std::sync::Arc::default(),
-        adopt_job: false,
+        adopt_job: script.adopt_job,
         unit: script.unit,
         env: script.env,
         push_back: None,

@@ -20,7 +20,9 @@ use std::time::Duration;
 
 use baton_store::queue::status;
 use baton_store::{Enqueued, JobRow, NewJob, Store};
+use baton_workflow::Plan;
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
 pub use options::WorkerOptions;
 pub use worker::{WorkerReport, work};
@@ -173,6 +175,44 @@ pub fn backoff(n: i64, base: Duration, max: Duration) -> Duration {
         crate::clock::entropy() % (spread + 1)
     };
     half + Duration::from_millis(jitter)
+}
+
+/// The queue worker a driver runs for its own run's `worker_queue` jobs
+/// (`baton run`'s whole drive, one `baton next` call).
+pub(crate) struct LocalWorker {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl LocalWorker {
+    /// Starts one if the plan enqueues jobs and the caller wants it.
+    pub(crate) fn start(
+        store: &Store,
+        options: Option<&WorkerOptions>,
+        plan: &Plan,
+    ) -> Option<LocalWorker> {
+        let queued = plan.stages.iter().any(|stage| {
+            stage.spec.executor == baton_workflow::schema::Executor::WorkerQueue
+                || stage.spec.fan_out.as_ref().is_some_and(|fan_out| {
+                    fan_out.mode == baton_workflow::schema::FanOutMode::WorkerQueue
+                })
+        });
+        let options = options.filter(|_| queued)?.clone();
+        let store = store.clone();
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            // A worker error ends the local worker only; the run's jobs then
+            // wait for another worker, and the drive goes on.
+            let _ = work(&store, &options, stopped).await;
+        });
+        Some(LocalWorker { stop, task })
+    }
+
+    /// Stops it: running jobs finish (or are released after the grace).
+    pub(crate) async fn finish(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
 }
 
 #[cfg(test)]
