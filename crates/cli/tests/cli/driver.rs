@@ -249,6 +249,21 @@ fn a_correction_cycle_runs_through_the_protocol() {
     assert_eq!(applied.as_array().map(Vec::len), Some(1), "{applied}");
     // The inline script after it was run by baton itself.
     assert!(workspace.join("outputs/final.json").is_file());
+    // The ledger holds the cycle, the repair and its re-review, which
+    // resolved the finding.
+    let shown = project.json(&["state", "show", "--run", &id, "--json"]);
+    let kinds: Vec<&str> = shown["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|event| event["kind"].as_str())
+        .collect();
+    let (repaired, re_reviewed) = (
+        kinds.iter().position(|kind| *kind == "repaired"),
+        kinds.iter().position(|kind| *kind == "re_reviewed"),
+    );
+    assert!(repaired.is_some() && repaired < re_reviewed, "{kinds:?}");
+    assert_eq!(shown["findings"][0]["status"], "resolved", "{shown}");
 }
 
 /// A two-stage agent workflow: `a`, then `b` depending on it.
