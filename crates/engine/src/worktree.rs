@@ -19,6 +19,7 @@ use baton_workflow::schema::{Access, Executor, Isolation};
 use serde::{Deserialize, Serialize};
 
 use crate::digest::sha256_hex;
+use crate::run_options::DriverMode;
 use crate::run_options::RunOptions;
 use crate::workspace::{self, output_path};
 
@@ -402,8 +403,14 @@ impl Worktree {
         Ok(())
     }
 
-    /// Checks the branch and merges it into the target.
-    pub(crate) async fn integrate(&self, stage: &PlanStage, run_id: &str) -> Result<(), String> {
+    /// Checks the branch and merges it into the target; a failure says
+    /// how to go on in a run driven by `driver`.
+    pub(crate) async fn integrate(
+        &self,
+        stage: &PlanStage,
+        run_id: &str,
+        driver: DriverMode,
+    ) -> Result<(), String> {
         self.check_config().await?;
         if stage.spec.agent.access == Access::ReadWrite {
             self.commit_leftovers(stage, run_id).await?;
@@ -427,7 +434,7 @@ impl Worktree {
             }
             return Ok(());
         }
-        self.merge(stage, run_id).await
+        self.merge(stage, run_id, driver).await
     }
 
     /// Refuses to merge once the repository's configuration changed.
@@ -444,7 +451,12 @@ impl Worktree {
 
     /// Merges the branch into the target. A failure is recorded, and its
     /// error says how to finish the stage without running the agent again.
-    async fn merge(&self, stage: &PlanStage, run_id: &str) -> Result<(), String> {
+    async fn merge(
+        &self,
+        stage: &PlanStage,
+        run_id: &str,
+        driver: DriverMode,
+    ) -> Result<(), String> {
         let merged = merge::merge(
             &self.repository,
             &self.root.join("_integration"),
@@ -466,25 +478,34 @@ impl Worktree {
                         self.merge_record.display()
                     )
                 })?;
-                Err(format!("{error}; {}", self.way_out(&error, run_id)))
+                let way_out = self.way_out(&error, (run_id, stage.name()), driver);
+                Err(format!("{error}; {way_out}"))
             }
         }
     }
 
     /// What to do after a failed merge: for a conflict, resolve it by hand;
-    /// either way `--accept-merge` then merges without the agent.
-    fn way_out(&self, error: &str, run_id: &str) -> String {
+    /// either way `--accept-merge` then merges without the agent. Through
+    /// the driver protocol, which runs no agent to skip, the stage is
+    /// handed out again once reset.
+    fn way_out(&self, error: &str, (run_id, name): (&str, &str), driver: DriverMode) -> String {
+        let then = match driver {
+            DriverMode::Builtin => format!(
+                "`baton resume {run_id} --accept-merge` finishes the stage without running its agent again"
+            ),
+            DriverMode::External => format!(
+                "`baton rerun {run_id} {name}` resets the stage, and `baton next {run_id}` hands it out again on the merged work"
+            ),
+        };
         if error.starts_with(merge::CONFLICT) {
             format!(
-                "to keep this work, run `git merge {}` on {} in {}, resolve the conflicts and commit (or commit a resolution on the branch), then `baton resume {run_id} --accept-merge` finishes the stage without running its agent again",
+                "to keep this work, run `git merge {}` on {} in {}, resolve the conflicts and commit (or commit a resolution on the branch), then {then}",
                 self.branch,
                 self.target,
                 self.repository.display()
             )
         } else {
-            format!(
-                "once that is fixed, `baton resume {run_id} --accept-merge` merges the branch without running the agent again"
-            )
+            format!("once that is fixed, {then}")
         }
     }
 }

@@ -839,6 +839,37 @@ fn the_driver_protocol_hands_out_worktrees_and_merges_on_complete() {
     git(dir, &["fsck", "--strict"]);
 }
 
+/// A branch that conflicts at `complete` fails the stage with the way on
+/// that the protocol has (reset the stage, hand it out again), not with
+/// `--accept-merge`, which only a run baton drives can take.
+#[test]
+fn a_conflict_at_complete_names_the_protocol_s_way_on() {
+    let project = repository();
+    let dir = project.path();
+    let stages = isolated(
+        "edit",
+        &["write a.txt a changed", "write-listed", "git-commit edit a"],
+        "",
+    );
+    project.write("wf.yaml", &format!("{HEADER}{stages}"));
+    let created = project.json(&["run", "wf.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("run id").to_owned();
+    let ready = project.json(&["next", &id, "--json"]);
+    let worktree = Path::new(ready[0]["worktree"].as_str().expect("a worktree path"));
+    run_agent(worktree, ready[0]["prompt"].as_str().expect("prompt"));
+    // Meanwhile the same line changed on the target.
+    std::fs::write(dir.join("a.txt"), "a elsewhere\n").expect("write");
+    git(dir, &["commit", "-qam", "a elsewhere"]);
+
+    let completed = project.baton(&["complete", &id, "edit"]);
+    assert_eq!(completed.code, 2, "{}", completed.stderr);
+    let stderr = &completed.stderr;
+    assert!(
+        stderr.contains(&format!("`baton rerun {id} edit`")) && !stderr.contains("--accept-merge"),
+        "{stderr}"
+    );
+}
+
 /// Runs the stand-in agent in `cwd` with `prompt` on stdin, as an
 /// orchestrator's agent would.
 fn run_agent(cwd: &Path, prompt: &str) {

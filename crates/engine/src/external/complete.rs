@@ -199,7 +199,7 @@ pub async fn complete(store: &Store, run_id: &str, name: &str) -> Result<Complet
                 }
             })?;
             worktree
-                .integrate(stage, &opened.run.run_id)
+                .integrate(stage, &opened.run.run_id, DriverMode::External)
                 .await
                 .map(|()| artifacts)
         }
