@@ -108,7 +108,7 @@ pub(crate) enum Command {
     /// baton itself here. An empty list with status `awaiting_human` means a
     /// gate waits for `baton gate approve`; `success` or `failed`: the run ended.
     #[command(
-        after_help = "Examples:\n  baton run wf.yaml --driver external          # prints the run id, spawns nothing\n  baton next RUN --json                        # [{stage, prompt, dispatch_file, worktree}]\n  baton complete RUN draft                     # verify draft's outputs and record them\n  baton fail RUN draft --error \"agent gave up\"\n\nExit codes: 0 listed, 1 no such run, 2 the workflow changed since the run started, 3 refused (not an external run, or a ready stage this protocol cannot drive yet), 4 store unavailable."
+        after_help = "Examples:\n  baton run wf.yaml --driver external          # prints the run id, spawns nothing\n  baton next RUN --json                        # [{stage, prompt, dispatch_file, worktree}]\n  baton complete RUN draft                     # verify draft's outputs and record them\n  baton fail RUN draft --error \"agent gave up\"\n\nExit codes: 0 listed, 1 no such run, 2 the workflow changed since the run started, 3 refused (not an external run), 4 store unavailable."
     )]
     Next(Deferred<driver::NextArgs>),
 

@@ -104,7 +104,7 @@ pub enum Error {
         stage: String,
     },
     /// A driver-protocol call that the run's state does not allow (a
-    /// completion out of order, a stage the protocol cannot drive).
+    /// completion out of order, of a stage baton runs itself).
     #[error("{0}")]
     Refused(String),
     /// A live baton process drives the run.

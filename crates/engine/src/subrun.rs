@@ -45,6 +45,7 @@ use crate::digest::sha256_hex;
 use crate::loader::FsLoader;
 use crate::outputs::{Snapshot, verify_attempt};
 use crate::progress::Progress;
+use crate::run_options::DriverMode;
 use crate::{Error, Result, clock};
 
 tokio::task_local! {
@@ -138,15 +139,31 @@ pub(crate) async fn run(
         Err(error) => Err(format!("its driver ended abnormally: {error}")),
     };
     match outcome {
-        Ok(outcome) if outcome.status == "success" => {
-            // The child verified its own outputs when its stages ran; here
-            // only the parent stage's declared files are checked, and an
-            // empty snapshot counts them all as fresh, because a resumed
-            // parent finds a child that finished before the crash.
-            verify_attempt(&mut finished, stage, attempt, &Snapshot::new());
+        Ok(outcome) => ended(stage, attempt, &outcome, DriverMode::Builtin),
+        Err(error) => {
+            finished.error = Some(format!("sub-workflow run {child}: {error}"));
+            finished
         }
-        Ok(outcome) => finished.error = Some(failure_message(&child, attempt, &outcome)),
-        Err(error) => finished.error = Some(format!("sub-workflow run {child}: {error}")),
+    }
+}
+
+/// The attempt's result once its child run has stopped as `child` says;
+/// a failure says how to go on in a parent driven by `driver`.
+pub(crate) fn ended(
+    stage: &PlanStage,
+    attempt: &Attempt,
+    child: &Outcome,
+    driver: DriverMode,
+) -> Finished {
+    let mut finished = Finished::unsettled(attempt);
+    if child.status == "success" {
+        // The child verified its own outputs when its stages ran; here
+        // only the parent stage's declared files are checked, and an
+        // empty snapshot counts them all as fresh, because a resumed
+        // parent finds a child that finished before the crash.
+        verify_attempt(&mut finished, stage, attempt, &Snapshot::new());
+    } else {
+        finished.error = Some(failure_message(stage, attempt, child, driver));
     }
     finished
 }
@@ -196,14 +213,30 @@ impl Forward {
     }
 }
 
-fn failure_message(child: &str, attempt: &Attempt, outcome: &Outcome) -> String {
-    match outcome.status.as_str() {
-        "awaiting_human" => format!(
-            "sub-workflow run {child} stopped at human gate '{gate}': decide it (`baton gate approve {child} {gate}` or `baton gate reject …`), then `baton resume {parent}`",
+fn failure_message(
+    stage: &PlanStage,
+    attempt: &Attempt,
+    outcome: &Outcome,
+    driver: DriverMode,
+) -> String {
+    let (child, parent) = (&outcome.run_id, &attempt.run_id);
+    // A resume retries the stage, which drives the same child on; through
+    // the protocol the stage is reset to be handed out again.
+    let go_on = match driver {
+        DriverMode::Builtin => format!("`baton resume {parent}`"),
+        DriverMode::External => format!("`baton rerun {parent} {}`", stage.name()),
+    };
+    match (outcome.status.as_str(), driver) {
+        ("awaiting_human", _) => format!(
+            "sub-workflow run {child} stopped at human gate '{gate}': decide it (`baton gate approve {child} {gate}` or `baton gate reject …`), then {go_on}",
             gate = outcome.gate.as_deref().unwrap_or("?"),
-            parent = attempt.run_id,
         ),
-        status => format!(
+        // The protocol's child keeps its failure until its stage is reset.
+        ("failed", DriverMode::External) => format!(
+            "sub-workflow run {child} failed: {}; to go on, `baton rerun {child} STAGE` its failed stage, then {go_on}",
+            outcome.error.as_deref().unwrap_or("no error recorded")
+        ),
+        (status, _) => format!(
             "sub-workflow run {child} {status}: {}",
             outcome.error.as_deref().unwrap_or("no error recorded")
         ),
@@ -224,7 +257,7 @@ fn describe(error: &Error) -> String {
 
 /// The child run's id, created (compiled, recorded, laid out) unless it is
 /// recorded already.
-async fn find_or_create(stage: &PlanStage, attempt: &Attempt) -> Result<String, String> {
+pub(crate) async fn find_or_create(stage: &PlanStage, attempt: &Attempt) -> Result<String, String> {
     created(stage, attempt)
         .await
         .map_err(|error| describe(&error))

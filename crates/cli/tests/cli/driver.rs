@@ -61,7 +61,7 @@ fn create(project: &Project, file: &str) -> (String, PathBuf) {
 pub(crate) struct Driven {
     pub(crate) status: String,
     gates: Vec<String>,
-    handed: Vec<String>,
+    pub(crate) handed: Vec<String>,
 }
 
 /// Loops `next` → agents → `complete` until the run ends, approving every
@@ -79,10 +79,6 @@ pub(crate) fn drive(
     };
     for _ in 0..100 {
         let next = project.baton(&["next", id, "--json"]);
-        if next.code == 3 && next.stderr.contains("does not drive yet") {
-            driven.status = "unsupported".to_owned();
-            return driven;
-        }
         assert_eq!(next.code, 0, "next: {}", next.stderr);
         let ready: Vec<Value> = serde_json::from_str(&next.stdout).expect("next prints JSON");
         if ready.is_empty() {
@@ -499,7 +495,6 @@ fn every_compat_workflow_runs_to_success_through_the_protocol() {
     }
     files.sort();
     let mut succeeded = Vec::new();
-    let mut refused = Vec::new();
     for file in &files {
         let mut args = vec!["run", file.as_str(), "--driver", "external", "--json"];
         if file.ends_with("review-and-fix.yaml") {
@@ -516,14 +511,10 @@ fn every_compat_workflow_runs_to_success_through_the_protocol() {
         let driven = drive(&project, &id, &|_, _| None);
         match driven.status.as_str() {
             "success" => succeeded.push(file.clone()),
-            "unsupported" => refused.push(file.clone()),
             other => panic!("{file}: ended {other} after {:?}", driven.handed),
         }
     }
-    assert!(
-        refused.is_empty() && succeeded.len() >= 30,
-        "driven: {succeeded:?}, refused: {refused:?}"
-    );
+    assert!(succeeded.len() >= 30, "driven: {succeeded:?}");
 }
 
 #[test]

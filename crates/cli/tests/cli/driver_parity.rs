@@ -15,7 +15,7 @@ use crate::project::Project;
 
 /// Every stage's status and its outputs' (path, sha256), by name; and the
 /// run's ledger.
-type Recorded = (
+pub(crate) type Recorded = (
     BTreeMap<String, (String, Vec<(String, String)>)>,
     Vec<String>,
 );
@@ -24,7 +24,7 @@ type Recorded = (
 /// the file in the run's workspace; the hash compared is of the file with
 /// that workspace's path taken out, as the stand-in agent writes the path
 /// it was given (absolute, so different for any two runs) into its files.
-fn recorded(project: &Project, run_id: &str) -> Recorded {
+pub(crate) fn recorded(project: &Project, run_id: &str) -> Recorded {
     let location = project.path().join(".baton/baton.db");
     let (workspace, stages, artifacts, ledger) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -157,14 +157,7 @@ fn the_protocol_and_baton_run_record_the_same_statuses_output_hashes_and_ledgers
     let builtin = Project::new();
     let files = workflows(&external, &corpus);
     assert_eq!(workflows(&builtin, &corpus), files);
-    builtin.write(
-        "baton.toml",
-        &format!(
-            "[agents.default]\nprofile = \"fake\"\n\n[agents.validator]\nprofile = \"judge\"\n\n[agents.challenger]\nprofile = \"judge\"\n\n[agents.evidence]\nprofile = \"judge\"\n\n{}{}",
-            profile("fake"),
-            profile("judge"),
-        ),
-    );
+    builtin.write("baton.toml", &stand_in_agents());
     let mut compared = Vec::new();
     for file in &files {
         let mut args = vec!["run", file.as_str(), "--json"];
@@ -192,6 +185,16 @@ fn the_protocol_and_baton_run_record_the_same_statuses_output_hashes_and_ledgers
     }
     assert!(compared.len() >= 30, "compared: {compared:?}");
     eprintln!("compared {compared:?}");
+}
+
+/// A `baton.toml` running the stand-in agent for every role, under a
+/// profile of their own for the validators.
+pub(crate) fn stand_in_agents() -> String {
+    format!(
+        "[agents.default]\nprofile = \"fake\"\n\n[agents.validator]\nprofile = \"judge\"\n\n[agents.challenger]\nprofile = \"judge\"\n\n[agents.evidence]\nprofile = \"judge\"\n\n{}{}",
+        profile("fake"),
+        profile("judge"),
+    )
 }
 
 /// A profile running the stand-in agent.

@@ -24,6 +24,7 @@ mod driver;
 mod driver_gone;
 mod driver_parity;
 mod driver_queue;
+mod driver_subrun;
 mod examples;
 mod failpoint_sweep;
 mod fan_out;

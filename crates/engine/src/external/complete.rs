@@ -4,7 +4,7 @@
 use baton_executor::redact::Redactor;
 
 use super::handing::place;
-use super::record::{Envelope, commit, settle, write_envelopes};
+use super::record::{Envelope, commit, settle, standing, write_envelopes};
 use super::*;
 use crate::attempt::Finished;
 use crate::outputs::verify;
@@ -105,6 +105,9 @@ pub(super) async fn handed_out(store: &Store, opened: &Opened, name: &str) -> Re
         "running" if work::is_composite(stage) => Err(Error::Refused(format!(
             "stage '{name}' runs as units (validators, corrections, fan-out items): complete the units `baton next {run_id}` lists, by their names"
         ))),
+        "running" if stage.spec.sub_workflow.is_some() => Err(Error::Refused(format!(
+            "stage '{name}' runs a sub-workflow: complete the entries of its run that `baton next {run_id}` lists, by their names ('{name}/…')"
+        ))),
         "running" if super::runs_here(stage) => Err(Error::Refused(format!(
             "stage '{name}' is run by baton itself (an inline script or a queue job)"
         ))),
@@ -154,6 +157,13 @@ pub(super) async fn handed_out(store: &Store, opened: &Opened, name: &str) -> Re
 /// failing.
 pub async fn complete(store: &Store, run_id: &str, name: &str) -> Result<Completion> {
     let opened = open(store, run_id).await?;
+    if let Some((child, entry)) = super::subrun::route(&opened, name) {
+        // Where the parent stands is what its orchestrator goes on from.
+        let mut completion = Box::pin(complete(store, &child, entry)).await?;
+        completion.stage = name.to_owned();
+        completion.run = standing(store, &opened, Vec::new(), Vec::new()).await?;
+        return Ok(completion);
+    }
     let target = handed_out(store, &opened, name).await?;
     let stage = target.stage(&opened.plan);
     let before = read_before(&opened.workspace, stage)?;
@@ -269,6 +279,10 @@ pub async fn finish_merges(store: &Store, run_id: &str) -> Result<Vec<Completion
 /// As [`complete`].
 pub async fn fail(store: &Store, run_id: &str, name: &str, reason: &str) -> Result<Standing> {
     let opened = open(store, run_id).await?;
+    if let Some((child, entry)) = super::subrun::route(&opened, name) {
+        Box::pin(fail(store, &child, entry, reason)).await?;
+        return standing(store, &opened, Vec::new(), Vec::new()).await;
+    }
     handed_out(store, &opened, name).await?;
     finish(
         store,

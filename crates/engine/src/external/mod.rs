@@ -22,16 +22,16 @@
 //! runs the script, or enqueues the job and waits for it, records their
 //! results and looks again, so the orchestrator only ever sees work for
 //! agents. Stages that run as units (fan-out children, validators,
-//! corrections) are handed out unit by unit. Every result is committed
-//! with the run ledger's entries for it, as in a run baton drives.
-//! Sub-workflows are not driven through this protocol yet: `next` refuses
-//! them with an error.
+//! corrections) are handed out unit by unit, a sub-workflow stage's child
+//! run entry by entry (`subrun.rs`). Every result is committed with the run
+//! ledger's entries for it, as in a run baton drives.
 
 mod complete;
 mod handing;
 mod next;
 mod preview;
 mod record;
+mod subrun;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -44,6 +44,7 @@ use baton_workflow::schema::Executor;
 use indexmap::IndexMap;
 use serde::Serialize;
 
+use crate::attempt::{Attempt, Limits};
 use crate::create;
 use crate::outputs::{Fingerprint, Snapshot};
 use crate::run_options::RunOptions;
@@ -87,7 +88,8 @@ pub struct Standing {
     pub error: Option<String>,
     /// The stages to work on now (only from `next`).
     pub ready: Vec<Ready>,
-    /// Inline scripts `next` ran itself: (stage, status).
+    /// What `next` ran itself (inline scripts, queue stages, the same in
+    /// child runs as `<stage>/<name>`): (stage, status).
     pub scripts: Vec<(String, String)>,
 }
 
@@ -178,6 +180,32 @@ impl Opened {
         work::materialize(&context, unit).is_ok_and(|materialized| runs_here(&materialized.stage))
     }
 
+    /// Attempt `number` of stage `index` as baton carries it out itself
+    /// (a script, a queue job, a child run): no agents, default limits.
+    fn attempt(&self, store: &Store, index: usize, number: i64) -> Attempt {
+        Attempt {
+            run_id: self.run.run_id.clone(),
+            index,
+            attempt: number,
+            workspace: self.workspace.clone(),
+            project_dir: self.options.project_dir.clone(),
+            params: self.params.clone().into_iter().collect(),
+            limits: Limits::default(),
+            plan: Arc::clone(&self.plan),
+            agents: None,
+            contain_helper: None,
+            slots: Arc::default(),
+            adopt_job: false,
+            unit: None,
+            env: Vec::new(),
+            push_back: None,
+            defer_checks: false,
+            store: store.clone(),
+            continues: None,
+            accept_merge: false,
+        }
+    }
+
     /// What the work of `stage` is carried out with, at `now`.
     fn context<'a>(&'a self, stage: &'a PlanStage, now: i64) -> work::Context<'a> {
         work::Context {
@@ -211,15 +239,6 @@ async fn take(store: &Store, run_id: &str) -> Result<Lease> {
 
 fn ended(status: &str) -> bool {
     matches!(status, "success" | "failed" | "cancelled" | "rejected")
-}
-
-/// Why a stage cannot be driven through the protocol, if it cannot.
-fn unsupported(stage: &PlanStage) -> Option<&'static str> {
-    stage
-        .spec
-        .sub_workflow
-        .is_some()
-        .then_some("a sub-workflow")
 }
 
 /// Whether `next` carries a stage (or a unit's materialized stage) out

@@ -9,11 +9,11 @@ use baton_workflow::schema::Executor;
 
 use super::handing::{Script, hand_out, units_by_stage, worktree_for, write_start};
 use super::record::{Envelope, commit, run_script, settle, standing, write_envelopes};
-use super::{Opened, Ready, Standing, as_i64, ended, open, runs_here, take, unsupported};
+use super::{Opened, Ready, Standing, as_i64, ended, open, runs_here, subrun, take};
 use crate::outputs::write_skip_sentinels;
 use crate::queue::{LocalWorker, WorkerOptions};
 use crate::run_state::{Action, Composite, Event, RunState};
-use crate::{Error, Result, clock, work};
+use crate::{Result, clock, work};
 
 /// Lists the stages ready for the orchestrator, recording each as started.
 /// Stages handed out before and not completed are listed again. Inline
@@ -23,9 +23,8 @@ use crate::{Error, Result, clock, work};
 ///
 /// # Errors
 ///
-/// No such run, a run not driven externally, a stage the protocol cannot
-/// drive, a changed workflow, a live process holding the run, or the store
-/// failing.
+/// No such run, a run not driven externally, a changed workflow, a live
+/// process holding the run, or the store failing.
 pub async fn next(store: &Store, run_id: &str, worker: Option<&WorkerOptions>) -> Result<Standing> {
     // A merge a killed `complete` began is finished first: its stage must
     // not be handed out again, for its agent to run twice.
@@ -84,7 +83,6 @@ async fn next_owned(
                 now: pass.now,
             })
         };
-        refuse_unsupported(plan, &actions)?;
         for action in actions {
             pass.progressed |= pass.begin(action, opened, &run)?;
         }
@@ -109,9 +107,24 @@ async fn next_owned(
         if pass.progressed {
             continue;
         }
+        // Each sub-workflow stage's child run goes one `next` on.
+        let mut children = subrun::Children::default();
+        for (stage, child) in subrun::children(store, opened, &rows).await {
+            let child = match child {
+                Ok(child) => Ok(Box::pin(next(store, &child, worker)).await?),
+                Err(error) => Err(error),
+            };
+            let at = (stage, &rows[stage.index]);
+            children.take((store, lease, opened), at, child).await?;
+        }
+        scripts.extend(children.scripts);
+        if children.ended {
+            continue;
+        }
         // Settled: every stage and unit handed out and not completed is
-        // listed.
-        let handed = listed(store, opened, &rows, pass.now).await?;
+        // listed, the children's entries with them.
+        let mut handed = listed(store, opened, &rows, pass.now).await?;
+        handed.extend(children.ready);
         return settle(store, lease, opened, handed, scripts).await;
     }
 }
@@ -305,7 +318,7 @@ async fn listed(store: &Store, opened: &Opened, rows: &[StageRow], now: i64) -> 
     for stage in plan
         .stages
         .iter()
-        .filter(|stage| rows[stage.index].status == "running")
+        .filter(|stage| rows[stage.index].status == "running" && stage.spec.sub_workflow.is_none())
     {
         if !work::is_composite(stage) {
             let worktree = worktree_for(store, opened, stage.index, stage, &[]).await?;
@@ -349,21 +362,6 @@ async fn listed(store: &Store, opened: &Opened, rows: &[StageRow], now: i64) -> 
     Ok(handed)
 }
 
-/// Refuses the stages among `actions` that the protocol cannot drive.
-fn refuse_unsupported(plan: &Plan, actions: &[Action]) -> Result<()> {
-    let refused = actions.iter().filter_map(Action::stage).find_map(|index| {
-        let stage = &plan.stages[index];
-        Some((stage, unsupported(stage)?))
-    });
-    match refused {
-        Some((stage, what)) => Err(Error::Refused(format!(
-            "stage '{}' is {what}, which the driver protocol does not drive yet; run this workflow with `baton run` instead",
-            stage.name(),
-        ))),
-        None => Ok(()),
-    }
-}
-
 impl Pass {
     /// Carries out what the run's state machine decided for a ready stage:
     /// records a skip or a failed `when`, or starts it (a script to run here,
@@ -403,6 +401,8 @@ impl Pass {
                 let stage = &opened.plan.stages[index];
                 if work::is_composite(stage) {
                     // The machine has it take its first step.
+                } else if stage.spec.sub_workflow.is_some() {
+                    // Its child run is driven once the start is recorded.
                 } else if runs_here(stage) {
                     self.to_run.push(Script {
                         index,

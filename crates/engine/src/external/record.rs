@@ -2,7 +2,6 @@
 //! scripts run during `next`, the run's settled status.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use baton_store::{Lease, Store, Transition};
 use baton_workflow::plan::PlanStage;
@@ -10,7 +9,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::handing::Script;
 use super::{Opened, Ready, Standing};
-use crate::attempt::{Attempt, Finished, Limits, Params, Report};
+use crate::attempt::{Finished, Report};
 use crate::governance::RunLedger;
 use crate::stage;
 use crate::{Result, clock, gate};
@@ -87,33 +86,12 @@ pub(super) async fn run_script(
     script: Script,
 ) -> Result<Finished> {
     let index = script.index;
-    let mut params: Params = opened
-        .params
-        .iter()
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    params.extend(script.values);
-    let attempt = Attempt {
-        run_id: opened.run.run_id.clone(),
-        index,
-        attempt: script.attempt,
-        workspace: opened.workspace.clone(),
-        project_dir: opened.options.project_dir.clone(),
-        params,
-        limits: Limits::default(),
-        plan: Arc::clone(&opened.plan),
-        agents: None,
-        contain_helper: None,
-        slots: std::sync::Arc::default(),
-        adopt_job: script.adopt_job,
-        unit: script.unit,
-        env: script.env,
-        push_back: None,
-        defer_checks: script.defer_checks,
-        store: store.clone(),
-        continues: None,
-        accept_merge: false,
-    };
+    let mut attempt = opened.attempt(store, index, script.attempt);
+    attempt.params.extend(script.values);
+    attempt.adopt_job = script.adopt_job;
+    attempt.unit = script.unit;
+    attempt.env = script.env;
+    attempt.defer_checks = script.defer_checks;
     let (_cancel, cancelled) = watch::channel(false);
     let (sender, mut reports) = mpsc::unbounded_channel();
     let task = tokio::spawn(stage::run(script.stage, attempt, cancelled, sender));

@@ -1,0 +1,117 @@
+//! Sub-workflow stages through the driver protocol: the child run's
+//! entries are handed out as `<stage>/<entry>` by the parent's `next`,
+//! completed through the parent, and the stage ends with the child, as in
+//! `baton run`.
+
+use crate::driver::drive;
+use crate::driver_parity::{recorded, stand_in_agents};
+use crate::project::{HEADER, Project};
+
+/// A parent whose `child` stage runs `flows/child.yaml` (an agent stage
+/// and a script reading it), then an agent stage reading the child's
+/// output; `gate` adds a human gate to the child.
+fn workflows(project: &Project, gate: bool) {
+    std::fs::create_dir_all(project.path().join("flows")).expect("mkdir");
+    let gate = if gate { "    human_gate: true\n" } else { "" };
+    project.write(
+        "flows/child.yaml",
+        &format!(
+            "{}  - name: draft\n    kind: propose\n    description: Draft it.\n    agent: {{role: writer}}\n    writes_to: [draft.md]\n{gate}  - name: copy\n    kind: execute\n    description: d\n    executor: inline\n    depends_on: [draft]\n    script: cp outputs/draft.md outputs/copy.md\n    writes_to: [copy.md]\n",
+            HEADER.replace("name: t", "name: child")
+        ),
+    );
+    project.write(
+        "parent.yaml",
+        &format!(
+            "{HEADER}  - name: child\n    kind: sub-workflow\n    description: runs the child\n    agent: {{role: orchestrator}}\n    sub_workflow: flows/child.yaml\n  - name: review\n    kind: validate\n    description: Review {{workspace}}/sub/child/outputs/copy.md.\n    agent: {{role: reviewer}}\n    depends_on: [child]\n    writes_to: [review.md]\n"
+        ),
+    );
+}
+
+fn child_of(run: &str) -> String {
+    format!("{run}-child")
+}
+
+#[test]
+fn a_sub_workflow_runs_through_the_protocol_as_through_baton_run() {
+    let (external, builtin) = (Project::new(), Project::new());
+    workflows(&external, false);
+    workflows(&builtin, false);
+    builtin.write("baton.toml", &stand_in_agents());
+
+    let created = external.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("id").to_owned();
+    let driven = drive(&external, &id, &|_, _| None);
+    assert_eq!(driven.status, "success");
+    assert_eq!(driven.handed, ["child/draft", "review"]);
+
+    let ran = builtin.json(&["run", "parent.yaml", "--json"]);
+    assert_eq!(ran["status"], "success", "{ran}");
+    let builtin_id = ran["run_id"].as_str().expect("id");
+    for (left, right) in [
+        (id.clone(), builtin_id.to_owned()),
+        (child_of(&id), child_of(builtin_id)),
+    ] {
+        assert_eq!(
+            recorded(&external, &left),
+            recorded(&builtin, &right),
+            "the protocol (left) and `baton run` (right) differ"
+        );
+    }
+}
+
+#[test]
+fn the_sub_workflow_stage_itself_is_not_completed() {
+    let project = Project::new();
+    workflows(&project, false);
+    let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("id").to_owned();
+    let ready = project.json(&["next", &id, "--json"]);
+    assert_eq!(ready[0]["stage"], "child/draft", "{ready}");
+    let refused = project.baton(&["complete", &id, "child"]);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
+    assert!(refused.stderr.contains("'child/…'"), "{}", refused.stderr);
+}
+
+/// A child stopped at its gate fails the parent's stage with the way on;
+/// once the child's gate is approved, the stage reset and handed out
+/// again, the same child goes on and the parent ends well.
+#[test]
+fn a_child_at_its_gate_fails_the_stage_until_decided_and_rerun() {
+    let project = Project::new();
+    workflows(&project, true);
+    let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("id").to_owned();
+    let child = child_of(&id);
+    let ready = project.json(&["next", &id, "--json"]);
+    assert_eq!(ready[0]["stage"], "child/draft", "{ready}");
+    let workspace = std::path::Path::new(ready[0]["dispatch_file"].as_str().expect("file"))
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("the child's workspace")
+        .to_owned();
+    std::fs::write(workspace.join("outputs/draft.md"), "a draft\n").expect("write");
+    let completed = project.baton(&["complete", &id, "child/draft"]);
+    assert_eq!(completed.code, 0, "{}", completed.stderr);
+
+    let next = project.baton(&["next", &id, "--json"]);
+    assert_eq!(next.code, 0, "{}", next.stderr);
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "failed", "{status}");
+    let error = status["error"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        error.contains(&format!("gate approve {child} draft"))
+            && error.contains(&format!("`baton rerun {id} child`")),
+        "{error}"
+    );
+
+    let approved = project.baton(&["gate", "approve", &child, "draft"]);
+    assert_eq!(approved.code, 0, "{}", approved.stderr);
+    let reset = project.baton(&["rerun", &id, "child"]);
+    assert_eq!(reset.code, 0, "{}", reset.stderr);
+    let driven = drive(&project, &id, &|_, _| None);
+    assert_eq!(driven.status, "success");
+    assert_eq!(driven.handed, ["review"], "the child's draft stood");
+    let copied = std::fs::read_to_string(workspace.join("outputs/copy.md")).expect("copy");
+    assert_eq!(copied, "a draft\n");
+}
