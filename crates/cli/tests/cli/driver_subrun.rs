@@ -61,7 +61,7 @@ fn a_sub_workflow_runs_through_the_protocol_as_through_baton_run() {
 }
 
 #[test]
-fn the_sub_workflow_stage_itself_is_not_completed() {
+fn the_sub_workflow_stage_itself_is_not_completed_and_resume_names_its_child_s_entries() {
     let project = Project::new();
     workflows(&project, false);
     let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
@@ -71,6 +71,13 @@ fn the_sub_workflow_stage_itself_is_not_completed() {
     let refused = project.baton(&["complete", &id, "child"]);
     assert_eq!(refused.code, 3, "{}", refused.stderr);
     assert!(refused.stderr.contains("'child/…'"), "{}", refused.stderr);
+    // A resume names the child's entry, not the stage.
+    let resumed = project.json(&["resume", &id, "--json"]);
+    assert_eq!(
+        resumed["ready"],
+        serde_json::json!(["child/draft"]),
+        "{resumed}"
+    );
 }
 
 /// A child stopped at its gate fails the parent's stage with the way on;

@@ -6,7 +6,7 @@ use super::handing::units_by_stage;
 use super::record::standing;
 use super::{Ready, Standing, dispatch_path, open};
 use crate::run_state::{Action, Event};
-use crate::{Result, clock, work};
+use crate::{Error, Result, clock, work};
 
 /// What `next` would list now, without recording anything: the stages
 /// handed out and not completed, and the stages ready to be handed out.
@@ -37,6 +37,21 @@ pub async fn preview(store: &Store, run_id: &str) -> Result<Standing> {
     let mut ready = Vec::new();
     for index in names {
         let stage = &opened.plan.stages[index];
+        if stage.spec.sub_workflow.is_some() {
+            // Its child run's entries, once it has one.
+            let child = crate::subrun::child_run_id(run_id, stage.name());
+            match Box::pin(preview(store, &child)).await {
+                Ok(standing) => {
+                    ready.extend(standing.ready.into_iter().map(|mut entry| {
+                        entry.stage = format!("{}/{}", stage.name(), entry.stage);
+                        entry
+                    }));
+                    continue;
+                }
+                Err(Error::Store(baton_store::Error::NoSuchRun(_))) => {}
+                Err(other) => return Err(other),
+            }
+        }
         let out: Vec<&UnitRow> = units
             .get(&index)
             .into_iter()
