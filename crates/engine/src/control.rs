@@ -171,6 +171,11 @@ pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
     let applied = store.apply(&lease, &transitions).await;
     store.release(&lease).await?;
     applied?;
+    // The child runs of its sub-workflow stages stop with it, as its live
+    // driver would stop them.
+    for child in children_in_progress(store, run_id).await? {
+        Box::pin(cancel(store, &child)).await?;
+    }
     Ok(format!(
         "cancelled run {run_id}{}",
         if killed > 0 {
@@ -179,6 +184,21 @@ pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
             String::new()
         }
     ))
+}
+
+/// The runs that `run_id`'s sub-workflow stages started and that have not
+/// ended.
+async fn children_in_progress(store: &Store, run_id: &str) -> Result<Vec<String>> {
+    let runs = store.runs().await?;
+    let children = runs.into_iter().filter(|run| {
+        let options: serde_json::Value = serde_json::from_str(&run.options).unwrap_or_default();
+        options["parent_run"] == run_id
+            && !matches!(
+                run.status.as_str(),
+                "success" | "failed" | "cancelled" | "rejected"
+            )
+    });
+    Ok(children.map(|run| run.run_id).collect())
 }
 
 /// How long `cancel` waits for a live driver to stop the run.

@@ -122,3 +122,21 @@ fn a_child_at_its_gate_fails_the_stage_until_decided_and_rerun() {
     let copied = std::fs::read_to_string(workspace.join("outputs/copy.md")).expect("copy");
     assert_eq!(copied, "a draft\n");
 }
+
+/// `baton cancel` of the parent cancels the child run it started, as a
+/// live `baton run` cancels its children.
+#[test]
+fn cancelling_the_parent_cancels_its_child() {
+    let project = Project::new();
+    workflows(&project, false);
+    let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("id").to_owned();
+    let ready = project.json(&["next", &id, "--json"]);
+    assert_eq!(ready[0]["stage"], "child/draft", "{ready}");
+    let cancelled = project.baton(&["cancel", &id]);
+    assert_eq!(cancelled.code, 0, "{}", cancelled.stderr);
+    for run in [id.clone(), child_of(&id)] {
+        let status = project.json(&["status", &run, "--json"]);
+        assert_eq!(status["status"], "cancelled", "{status}");
+    }
+}
