@@ -2,7 +2,10 @@
 //! through, the frame every page shares, an error as a page, and path
 //! segments encoded for links and redirects.
 
+use std::sync::OnceLock;
+
 use axum::response::{Html, IntoResponse, Response};
+use baton_engine::create::sha256_hex;
 
 use crate::error::ApiError;
 
@@ -23,15 +26,46 @@ pub(crate) fn escape(text: &str) -> String {
     escaped
 }
 
+/// A file every page links.
+pub(crate) struct Asset {
+    pub(crate) text: &'static str,
+    pub(crate) content_type: &'static str,
+    version: OnceLock<String>,
+}
+
+impl Asset {
+    /// `v=<digest of its text>`: pages link `/assets/<file>?v=<digest>`, so
+    /// a browser may keep what it fetched for good — a baton serving other
+    /// assets links other addresses.
+    pub(crate) fn version(&self) -> &str {
+        self.version
+            .get_or_init(|| format!("v={}", &sha256_hex(self.text.as_bytes())[..16]))
+    }
+}
+
+pub(crate) static STYLE: Asset = Asset {
+    text: include_str!("../assets/style.css"),
+    content_type: "text/css; charset=utf-8",
+    version: OnceLock::new(),
+};
+
+pub(crate) static SCRIPT: Asset = Asset {
+    text: include_str!("../assets/live.js"),
+    content_type: "text/javascript; charset=utf-8",
+    version: OnceLock::new(),
+};
+
 /// A whole page: `title` is escaped here, `body` must be built escaped.
 pub(crate) fn page(title: &str, body: &str) -> Html<String> {
     Html(format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} · baton</title><link rel=\"stylesheet\" href=\"/assets/style.css\">\
-         <script src=\"/assets/live.js\" defer></script></head>\
+         <title>{} · baton</title><link rel=\"stylesheet\" href=\"/assets/style.css?{}\">\
+         <script src=\"/assets/live.js?{}\" defer></script></head>\
          <body><header><a href=\"/\">baton</a> <a href=\"/queue\">queue</a> <a href=\"/tasks\">tasks</a></header><main>{body}</main></body></html>\n",
-        escape(title)
+        escape(title),
+        STYLE.version(),
+        SCRIPT.version(),
     ))
 }
 

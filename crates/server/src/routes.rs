@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use axum::Router;
+use axum::extract::RawQuery;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{MethodRouter, get, post};
@@ -80,17 +81,28 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-async fn style() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
-        include_str!("../assets/style.css"),
-    )
+async fn style(RawQuery(query): RawQuery) -> impl IntoResponse {
+    asset(&html::STYLE, query)
 }
 
-async fn script() -> impl IntoResponse {
+async fn script(RawQuery(query): RawQuery) -> impl IntoResponse {
+    asset(&html::SCRIPT, query)
+}
+
+/// An asset, kept by browsers for good when asked for at the address pages
+/// link (its text's digest), else looked at again each time.
+fn asset(asset: &'static html::Asset, query: Option<String>) -> impl IntoResponse {
+    let cache = if query.as_deref() == Some(asset.version()) {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
     (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        include_str!("../assets/live.js"),
+        [
+            (header::CONTENT_TYPE, asset.content_type),
+            (header::CACHE_CONTROL, cache),
+        ],
+        asset.text,
     )
 }
 

@@ -219,3 +219,35 @@ fn a_small_run_s_page_draws_its_plan_and_shows_every_stage_unpaged() {
     assert!(page.body.contains("<svg class=\"dag\""), "{}", page.body);
     assert!(!page.body.contains("class=\"pager\""), "{}", page.body);
 }
+
+/// Pages link the stylesheet and the script by a digest of their text;
+/// asked for at that address they may be kept for good, at any other they
+/// are looked at again.
+#[test]
+fn pages_link_their_assets_by_digest_and_browsers_may_keep_them() {
+    let dir = project(&workflow("build", 0));
+    let server = Server::start(dir.path());
+    let page = server.get("/").body;
+    for (file, content_type) in [
+        ("style.css", "text/css; charset=utf-8"),
+        ("live.js", "text/javascript; charset=utf-8"),
+    ] {
+        let start = format!("/assets/{file}?v=");
+        let at = page
+            .find(&start)
+            .unwrap_or_else(|| panic!("{file}: {page}"));
+        let linked = &page[at..];
+        let linked = &linked[..linked.find('"').expect("quoted")];
+        assert_eq!(linked.len(), start.len() + 16, "{linked}");
+        for (path, cache) in [
+            (linked, "public, max-age=31536000, immutable"),
+            (&format!("/assets/{file}"), "no-cache"),
+            (&format!("{start}0000000000000000"), "no-cache"),
+        ] {
+            let asset = server.get(path);
+            assert_eq!(asset.status, 200, "{path}");
+            assert_eq!(asset.header("content-type"), Some(content_type), "{path}");
+            assert_eq!(asset.header("cache-control"), Some(cache), "{path}");
+        }
+    }
+}
