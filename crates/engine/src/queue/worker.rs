@@ -43,8 +43,8 @@ pub struct WorkerReport {
     pub lost: u64,
     /// Expired leases of any worker this one requeued.
     pub reaped: u64,
-    /// Claims, outcomes and lease sweeps the store failed, each tried
-    /// again: a database that was down or refused for a while.
+    /// Claims, outcomes, lease sweeps and heartbeats the store failed, each
+    /// tried again: a database that was down or refused for a while.
     pub store_errors: u64,
 }
 
@@ -83,12 +83,13 @@ pub async fn work(
     let mut report = WorkerReport::default();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Completion>();
     let running: Held = Arc::default();
-    let lost = Arc::new(AtomicU64::new(0));
+    // Counted by the heartbeat task: jobs it stopped, renewals that failed.
+    let (lost, failed_renewals) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let heartbeats = Heartbeats(tokio::spawn(renew_leases(
         store.clone(),
         Arc::clone(&options),
         Arc::clone(&running),
-        Arc::clone(&lost),
+        (Arc::clone(&lost), Arc::clone(&failed_renewals)),
     )));
     let releasing: Arc<Mutex<HashSet<i64>>> = Arc::default();
     let mut pending: Vec<Completion> = Vec::new();
@@ -149,6 +150,7 @@ pub async fn work(
         if nothing_runs && pending.is_empty() && (stopping || (options.once && idle)) {
             drop(heartbeats);
             report.lost = lost.load(Ordering::Relaxed);
+            report.store_errors += failed_renewals.load(Ordering::Relaxed);
             return Ok(report);
         }
 
@@ -222,12 +224,13 @@ impl Drop for Heartbeats {
 /// Renews the leases of the jobs in `running` every `options.heartbeat`,
 /// and stops the jobs whose lease is lost: taken over after it expired, or
 /// unrenewed for longer than a lease while the store was unreachable (they
-/// may run elsewhere by now). `lost` counts them.
+/// may run elsewhere by now). `lost` counts them, `failed` the renewals
+/// the store failed.
 async fn renew_leases(
     store: Store,
     options: Arc<WorkerOptions>,
     running: Held,
-    lost: Arc<AtomicU64>,
+    (lost, failed): (Arc<AtomicU64>, Arc<AtomicU64>),
 ) {
     let mut heartbeat = tokio::time::interval(options.heartbeat);
     heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -262,10 +265,12 @@ async fn renew_leases(
                     }
                 }
             }
-            Err(_) if last_renewed.elapsed() > options.lease => {
-                lock(&running).values().for_each(stop);
+            Err(_) => {
+                failed.fetch_add(1, Ordering::Relaxed);
+                if last_renewed.elapsed() > options.lease {
+                    lock(&running).values().for_each(stop);
+                }
             }
-            Err(_) => {}
         }
     }
 }
