@@ -189,7 +189,7 @@ pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
 /// The runs that `run_id`'s sub-workflow stages started and that have not
 /// ended.
 async fn children_in_progress(store: &Store, run_id: &str) -> Result<Vec<String>> {
-    let runs = store.runs().await?;
+    let runs = store.child_runs().await?;
     let children = runs.into_iter().filter(|run| {
         let options: serde_json::Value = serde_json::from_str(&run.options).unwrap_or_default();
         options["parent_run"] == run_id
