@@ -130,18 +130,28 @@ fn unchanged_workflow(run: &baton_store::RunRow, accept_changes: bool) -> Result
 }
 
 /// Cancels a run: asks its live driver to stop, or, when nobody drives it,
-/// kills what a dead driver left and marks the run cancelled.
+/// kills what a dead driver left and marks the run cancelled. The child
+/// runs of its sub-workflow stages stop with it: its live driver stops
+/// them; otherwise they are cancelled here first (also those of a run that
+/// ended while they went on), so that a cancel cut short leaves the parent
+/// to be cancelled again, and them with it.
 ///
 /// # Errors
 ///
 /// No such run, or the store fails.
 pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
     let run = store.run(run_id).await?;
-    if matches!(
-        run.status.as_str(),
-        "success" | "failed" | "cancelled" | "rejected"
-    ) {
-        return Ok(format!("run {run_id} has already ended ({})", run.status));
+    if ended(&run.status) {
+        let children = cancel_children(store, run_id, true).await?;
+        return Ok(format!(
+            "run {run_id} has already ended ({}){}",
+            run.status,
+            if children > 0 {
+                format!("; cancelled {children} child run(s) still in progress")
+            } else {
+                String::new()
+            }
+        ));
     }
     if let Some(holder) = store.lease_holder(run_id, clock::now_ms()).await?
         && !owner::provably_dead(&holder.owner)
@@ -149,6 +159,7 @@ pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
         store.request_cancel(run_id, clock::now_ms()).await?;
         return wait_for_driver(store, run_id, &holder.owner).await;
     }
+    cancel_children(store, run_id, true).await?;
     let lease = take(store, run_id).await?;
     let killed = reconcile::kill_leftovers(run_id);
     let now = clock::now_ms();
@@ -171,11 +182,6 @@ pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
     let applied = store.apply(&lease, &transitions).await;
     store.release(&lease).await?;
     applied?;
-    // The child runs of its sub-workflow stages stop with it, as its live
-    // driver would stop them.
-    for child in children_in_progress(store, run_id).await? {
-        Box::pin(cancel(store, &child)).await?;
-    }
     Ok(format!(
         "cancelled run {run_id}{}",
         if killed > 0 {
@@ -186,19 +192,29 @@ pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
     ))
 }
 
-/// The runs that `run_id`'s sub-workflow stages started and that have not
-/// ended.
-async fn children_in_progress(store: &Store, run_id: &str) -> Result<Vec<String>> {
+/// Cancels the runs that `run_id`'s sub-workflow stages started and that
+/// have not ended (`waiting`: those waiting at a gate too); returns how
+/// many.
+pub(crate) async fn cancel_children(store: &Store, run_id: &str, waiting: bool) -> Result<usize> {
     let runs = store.child_runs().await?;
-    let children = runs.into_iter().filter(|run| {
-        let options: serde_json::Value = serde_json::from_str(&run.options).unwrap_or_default();
-        options["parent_run"] == run_id
-            && !matches!(
-                run.status.as_str(),
-                "success" | "failed" | "cancelled" | "rejected"
-            )
-    });
-    Ok(children.map(|run| run.run_id).collect())
+    let children: Vec<String> = runs
+        .into_iter()
+        .filter(|run| {
+            let options: serde_json::Value = serde_json::from_str(&run.options).unwrap_or_default();
+            options["parent_run"] == run_id
+                && !ended(&run.status)
+                && (waiting || run.status != "awaiting_human")
+        })
+        .map(|run| run.run_id)
+        .collect();
+    for child in &children {
+        Box::pin(cancel(store, child)).await?;
+    }
+    Ok(children.len())
+}
+
+fn ended(status: &str) -> bool {
+    matches!(status, "success" | "failed" | "cancelled" | "rejected")
 }
 
 /// How long `cancel` waits for a live driver to stop the run.

@@ -399,24 +399,38 @@ async fn end_rejected(store: &Store, run_id: &str, error: &str) -> Result<()> {
         at: clock::now_ms(),
         error: Some(error.to_owned()),
     };
-    apply_if_undriven(store, run_id, &[ended]).await
+    if apply_if_undriven(store, run_id, &[ended]).await? {
+        // The child runs of its sub-workflow stages do not go on alone.
+        crate::control::cancel_children(store, run_id, true)
+            .await
+            .map_err(|source| Error::Children {
+                run_id: run_id.to_owned(),
+                source: Box::new(source),
+            })?;
+    }
+    Ok(())
 }
 
 /// Records `transitions` under a short lease of the run's own, unless a
-/// driver holds the run (it acts on the decision itself).
-async fn apply_if_undriven(store: &Store, run_id: &str, transitions: &[Transition]) -> Result<()> {
+/// driver holds the run (it acts on the decision itself); returns whether
+/// they were recorded here.
+async fn apply_if_undriven(
+    store: &Store,
+    run_id: &str,
+    transitions: &[Transition],
+) -> Result<bool> {
     let lease = match store
         .acquire(run_id, &owner::me(), clock::now_ms(), 10_000, None)
         .await
     {
         Ok(lease) => lease,
-        Err(baton_store::Error::Held { .. }) => return Ok(()),
+        Err(baton_store::Error::Held { .. }) => return Ok(false),
         Err(other) => return Err(other.into()),
     };
     let applied = store.apply(&lease, transitions).await;
     store.release(&lease).await?;
     applied?;
-    Ok(())
+    Ok(true)
 }
 
 impl Gates {

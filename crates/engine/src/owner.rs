@@ -39,6 +39,17 @@ fn zombie_process(pid: u32) -> bool {
     })
 }
 
+/// Whether a queue worker (`host:pid:…`, as `baton worker` and a driver's
+/// own worker name themselves) is a process of this host that no longer
+/// exists. A reused pid reads as alive: the job then waits for its lease.
+pub(crate) fn worker_gone(owner: &str) -> bool {
+    let mut parts = owner.splitn(3, ':');
+    let (Some(owner_host), Some(pid)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    owner_host == host() && pid.parse::<u32>().is_ok_and(|pid| stat(pid).is_none())
+}
+
 /// This process's owner string.
 pub(crate) fn me() -> String {
     let pid = std::process::id();

@@ -114,6 +114,7 @@ async fn job_for(
     for number in earlier {
         if let Some(job) = store.job_by_key(&key_for(attempt, number)).await? {
             if job.status != status::ERROR {
+                give_back_orphan(store, &job).await?;
                 return Ok((job.id, true));
             }
             break;
@@ -146,6 +147,31 @@ async fn job_for(
     };
     let enqueued = queue::enqueue_script(store, &[job]).await?;
     Ok((enqueued.first().map_or(0, |job| job.id), false))
+}
+
+/// A job running under a worker that died with the crashed driver (its own
+/// worker, or one on this host): what it started is killed, and the job is
+/// given back to be claimed at once. Left alone, it would run on beside its
+/// next claim once its lease expired.
+async fn give_back_orphan(store: &baton_store::Store, job: &JobRow) -> crate::Result<()> {
+    let Some(owner) = job.lease_owner.as_deref() else {
+        return Ok(());
+    };
+    if job.status != status::RUNNING || !crate::owner::worker_gone(owner) {
+        return Ok(());
+    }
+    let marker = format!("{owner}/{}/{}", job.id, job.lease_epoch);
+    baton_executor::group::kill_marked_processes("BATON_JOB_MARKER", &marker);
+    store
+        .complete(baton_store::Completion {
+            id: job.id,
+            epoch: job.lease_epoch,
+            outcome: baton_store::JobOutcome::Released {
+                reason: format!("its worker {owner} is gone"),
+            },
+        })
+        .await?;
+    Ok(())
 }
 
 /// The idempotency key of attempt `number` of this stage or unit.

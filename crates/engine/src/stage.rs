@@ -21,7 +21,6 @@ use tokio::sync::{mpsc, watch};
 use crate::attempt::{Attempt, Finished, Report, redacted, unit_label};
 use crate::outputs::{snapshot, verify_attempt};
 use crate::retries::Retry;
-use crate::run_options::DriverMode;
 use crate::session::{self, Resume};
 use crate::usage::Meter;
 use crate::worktree::{Place, Worktree};
@@ -354,9 +353,7 @@ async fn execute(
     verify_attempt(&mut finished, stage, attempt, &before);
     // A verified isolated stage is merged back before its dependants run.
     if let Some(worktree) = worktree.filter(|_| finished.success)
-        && let Err(error) = worktree
-            .integrate(stage, &attempt.run_id, DriverMode::Builtin)
-            .await
+        && let Err(error) = worktree.integrate(stage, &attempt.run_id, None).await
     {
         finished.success = false;
         finished.artifacts.clear();

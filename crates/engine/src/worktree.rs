@@ -19,7 +19,6 @@ use baton_workflow::schema::{Access, Executor, Isolation};
 use serde::{Deserialize, Serialize};
 
 use crate::digest::sha256_hex;
-use crate::run_options::DriverMode;
 use crate::run_options::RunOptions;
 use crate::workspace::{self, output_path};
 
@@ -404,12 +403,13 @@ impl Worktree {
     }
 
     /// Checks the branch and merges it into the target; a failure says
-    /// how to go on in a run driven by `driver`.
+    /// how to go on: through the driver protocol (`rerun`: the plan stage
+    /// to reset, a fan-out child's parent), else with `--accept-merge`.
     pub(crate) async fn integrate(
         &self,
         stage: &PlanStage,
         run_id: &str,
-        driver: DriverMode,
+        rerun: Option<&str>,
     ) -> Result<(), String> {
         self.check_config().await?;
         if stage.spec.agent.access == Access::ReadWrite {
@@ -434,7 +434,7 @@ impl Worktree {
             }
             return Ok(());
         }
-        self.merge(stage, run_id, driver).await
+        self.merge(stage, run_id, rerun).await
     }
 
     /// Refuses to merge once the repository's configuration changed.
@@ -455,7 +455,7 @@ impl Worktree {
         &self,
         stage: &PlanStage,
         run_id: &str,
-        driver: DriverMode,
+        rerun: Option<&str>,
     ) -> Result<(), String> {
         let merged = merge::merge(
             &self.repository,
@@ -478,7 +478,7 @@ impl Worktree {
                         self.merge_record.display()
                     )
                 })?;
-                let way_out = self.way_out(&error, (run_id, stage.name()), driver);
+                let way_out = self.way_out(&error, run_id, rerun);
                 Err(format!("{error}; {way_out}"))
             }
         }
@@ -486,18 +486,20 @@ impl Worktree {
 
     /// What to do after a failed merge: for a conflict, resolve it by hand;
     /// either way `--accept-merge` then merges without the agent. Through
-    /// the driver protocol, which runs no agent to skip, the stage is
-    /// handed out again once reset.
-    fn way_out(&self, error: &str, (run_id, name): (&str, &str), driver: DriverMode) -> String {
-        let then = match driver {
-            DriverMode::Builtin => format!(
+    /// the driver protocol, which runs no agent to skip, the stage (`rerun`)
+    /// is reset and handed out again.
+    fn way_out(&self, error: &str, run_id: &str, rerun: Option<&str>) -> String {
+        let conflict = error.starts_with(merge::CONFLICT);
+        let then = match rerun {
+            None => format!(
                 "`baton resume {run_id} --accept-merge` finishes the stage without running its agent again"
             ),
-            DriverMode::External => format!(
-                "`baton rerun {run_id} {name}` resets the stage, and `baton next {run_id}` hands it out again on the merged work"
+            Some(stage) => format!(
+                "`baton rerun {run_id} {stage}` resets the stage, and `baton next {run_id}` hands it out again{}",
+                if conflict { " on the merged work" } else { "" }
             ),
         };
-        if error.starts_with(merge::CONFLICT) {
+        if conflict {
             format!(
                 "to keep this work, run `git merge {}` on {} in {}, resolve the conflicts and commit (or commit a resolution on the branch), then {then}",
                 self.branch,

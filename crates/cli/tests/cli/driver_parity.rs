@@ -14,10 +14,10 @@ use crate::driver::{copy_tree, drive, fake_agent};
 use crate::project::Project;
 
 /// Every stage's status and its outputs' (path, sha256), by name; and the
-/// run's ledger.
+/// run's ledger, by session.
 pub(crate) type Recorded = (
     BTreeMap<String, (String, Vec<(String, String)>)>,
-    Vec<String>,
+    BTreeMap<String, Vec<String>>,
 );
 
 /// What the run recorded. Each output's recorded hash is checked against
@@ -66,26 +66,46 @@ pub(crate) fn recorded(project: &Project, run_id: &str) -> Recorded {
     (statuses, ledger_entries(&ledger, run_id))
 }
 
-/// The ledger's entries as comparable text: kind, session and payload,
-/// with the run's id taken out. Left out: who (the protocol records a
-/// stage under its role, `baton run` under the profile the role resolves
-/// to; so for a review's reviewer), when, and the hashes of the files
-/// edited (they hold each run's own workspace path; the outputs' hashes
-/// are compared above).
-fn ledger_entries(ledger: &[baton_store::LedgerEventRow], run_id: &str) -> Vec<String> {
-    ledger
-        .iter()
-        .map(|event| {
-            let mut payload: serde_json::Value =
-                serde_json::from_str(&event.payload).expect("a JSON payload");
-            if let Some(hash) = payload.get_mut("hash") {
-                *hash = "<hash>".into();
+/// The ledger's entries as comparable text, kind and payload, in order by
+/// session (the run's, each stage's), with the run's id taken out.
+///
+/// Left out: who (the protocol records a stage under its role, `baton run`
+/// under the profile the role resolves to; so for a review's reviewer),
+/// when, and the hashes of the files edited (they hold each run's own
+/// workspace path; the outputs' hashes are compared above). Stages that
+/// run side by side interleave their sessions in any order, and so do the
+/// edits of a fan-out's children: each run of edits is compared sorted.
+fn ledger_entries(
+    ledger: &[baton_store::LedgerEventRow],
+    run_id: &str,
+) -> BTreeMap<String, Vec<String>> {
+    let mut sessions: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for event in ledger {
+        let mut payload: serde_json::Value =
+            serde_json::from_str(&event.payload).expect("a JSON payload");
+        if let Some(hash) = payload.get_mut("hash") {
+            *hash = "<hash>".into();
+        }
+        if let Some(profile) = payload.pointer_mut("/reviewer/profile") {
+            *profile = "<who>".into();
+        }
+        let session = event.session.replace(run_id, "<run>");
+        let entry = format!("{} {payload}", event.kind).replace(run_id, "<run>");
+        sessions
+            .entry(session)
+            .or_default()
+            .push((event.kind.clone(), entry));
+    }
+    sessions
+        .into_iter()
+        .map(|(session, entries)| {
+            let mut compared: Vec<String> = Vec::new();
+            for run in entries.chunk_by(|a, b| a.0 == "edited" && b.0 == "edited") {
+                let mut run: Vec<String> = run.iter().map(|(_, entry)| entry.clone()).collect();
+                run.sort();
+                compared.extend(run);
             }
-            if let Some(profile) = payload.pointer_mut("/reviewer/profile") {
-                *profile = "<who>".into();
-            }
-            let entry = format!("{} {} {payload}", event.kind, event.session);
-            entry.replace(run_id, "<run>")
+            (session, compared)
         })
         .collect()
 }

@@ -54,3 +54,89 @@ fn a_queue_stage_left_by_a_killed_next_has_its_one_job_run_once() {
     let log = std::fs::read_to_string(project.path().join("runs.log")).expect("log");
     assert_eq!(log, "ran\n");
 }
+
+/// The worker a `next` runs works only its own run's jobs: another's (and
+/// one enqueued by hand) stay queued for their own workers, so the call
+/// neither runs them nor waits for them.
+#[test]
+fn the_worker_of_next_leaves_other_jobs_alone() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}  - name: q\n    kind: execute\n    description: d\n    executor: worker_queue\n    agent: {{role: inline}}\n    script: 'printf done > outputs/q.txt'\n    writes_to: [q.txt]\n"
+        ),
+    );
+    let other = project.baton(&[
+        "queue",
+        "enqueue",
+        "--script",
+        "touch \"$BATON_PROJECT_DIR/other-ran\"",
+        "--key",
+        "someone-else/q/-/1",
+    ]);
+    assert_eq!(other.code, 0, "{}", other.stderr);
+    let created = project.json(&["run", "wf.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("id").to_owned();
+    assert_eq!(project.json(&["next", &id, "--json"]), json!([]));
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "success", "{status}");
+    let statuses: Vec<(String, String)> = jobs(&project)
+        .iter()
+        .map(|job| {
+            let key = job["idempotency_key"].as_str().unwrap_or_default();
+            (
+                key.to_owned(),
+                job["status"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        statuses.contains(&("someone-else/q/-/1".to_owned(), "available".to_owned())),
+        "{statuses:?}"
+    );
+    assert!(!project.path().join("other-ran").exists());
+}
+
+/// A `next` killed while its own worker ran the stage's job: the next
+/// `next` kills what that job left running and runs it again at once,
+/// rather than waiting for its lease to expire and running it beside the
+/// first copy.
+#[test]
+fn a_job_whose_worker_died_with_next_runs_again_alone() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}  - name: q\n    kind: execute\n    description: d\n    executor: worker_queue\n    agent: {{role: inline}}\n    script: 'echo start >> \"$BATON_PROJECT_DIR/runs.log\" && sleep 3 && echo end >> \"$BATON_PROJECT_DIR/runs.log\" && printf done > outputs/q.txt'\n    writes_to: [q.txt]\n"
+        ),
+    );
+    let created = project.json(&["run", "wf.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("id").to_owned();
+    let log = project.path().join("runs.log");
+    let mut first = project
+        .command(&["next", &id, "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("next starts");
+    wait_for("the job's start", Duration::from_secs(30), || log.is_file());
+    first.kill().expect("kill -9 of next");
+    first.wait().expect("reaped");
+
+    let again = project.json(&["next", &id, "--json"]);
+    assert_eq!(again, json!([]));
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "success", "{status}");
+    // The first copy was killed, not left to finish beside the second: one
+    // end for two starts, even after the first would have ended.
+    std::thread::sleep(Duration::from_secs(4));
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(
+        (text.matches("start").count(), text.matches("end").count()),
+        (2, 1),
+        "{text}"
+    );
+    let jobs = jobs(&project);
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+}

@@ -140,3 +140,118 @@ fn cancelling_the_parent_cancels_its_child() {
         assert_eq!(status["status"], "cancelled", "{status}");
     }
 }
+
+/// A child run whose script outlasts the run's lease (10 s): the parent's
+/// `next` keeps its lease while it waits, so a `complete` of another stage
+/// made meanwhile waits its turn instead of taking the run over.
+#[test]
+fn a_long_child_keeps_the_parent_s_lease() {
+    let project = Project::new();
+    std::fs::create_dir_all(project.path().join("flows")).expect("mkdir");
+    project.write(
+        "flows/slow.yaml",
+        &format!(
+            "{}{}",
+            HEADER.replace("name: t", "name: slow"),
+            crate::project::stage(
+                "wait",
+                "sleep 12\necho done > outputs/wait.txt",
+                "    writes_to: [wait.txt]\n"
+            )
+        ),
+    );
+    project.write(
+        "parent.yaml",
+        &format!(
+            "{HEADER}  - name: a\n    kind: propose\n    description: d\n    agent: {{role: writer}}\n    writes_to: [a.md]\n  - name: child\n    kind: sub-workflow\n    description: runs the slow child\n    agent: {{role: orchestrator}}\n    sub_workflow: flows/slow.yaml\n"
+        ),
+    );
+    let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("id").to_owned();
+    let workspace = std::path::PathBuf::from(created["workspace"].as_str().expect("workspace"));
+    let next = project
+        .command(&["next", &id, "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("next starts");
+    // `a` is recorded as started (its snapshot is written first) before the
+    // child's script runs.
+    let handed = workspace.join("dispatch/000-a.before.json");
+    crate::project::wait_for("a handed out", std::time::Duration::from_secs(60), || {
+        handed.is_file()
+    });
+    std::fs::write(workspace.join("outputs/a.md"), "a\n").expect("write");
+    let completed = project.baton(&["complete", &id, "a"]);
+    assert_eq!(completed.code, 0, "{}", completed.stderr);
+    let output = next.wait_with_output().expect("next ends");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "success", "{status}");
+}
+
+/// A run rejected at a gate while a sub-workflow stage's child is out ends
+/// the child too: nothing is left running that no call goes on with.
+#[test]
+fn a_rejected_parent_cancels_the_child_it_left_running() {
+    let project = Project::new();
+    workflows(&project, false);
+    let parent = std::fs::read_to_string(project.path().join("parent.yaml")).expect("read");
+    project.write(
+        "parent.yaml",
+        &parent.replace(
+            "stages:\n",
+            "stages:\n  - name: g\n    kind: propose\n    description: d\n    agent: {role: writer}\n    writes_to: [g.md]\n    human_gate: true\n",
+        ),
+    );
+    let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("id").to_owned();
+    let workspace = std::path::PathBuf::from(created["workspace"].as_str().expect("workspace"));
+    let ready = project.json(&["next", &id, "--json"]);
+    let names: Vec<&str> = ready
+        .as_array()
+        .expect("ready")
+        .iter()
+        .filter_map(|entry| entry["stage"].as_str())
+        .collect();
+    assert_eq!(names, ["g", "child/draft"], "{ready}");
+    std::fs::write(workspace.join("outputs/g.md"), "g\n").expect("write");
+    let completed = project.baton(&["complete", &id, "g"]);
+    assert_eq!(completed.code, 0, "{}", completed.stderr);
+    let rejected = project.baton(&["gate", "reject", &id, "g", "--comment", "no"]);
+    assert_eq!(rejected.code, 0, "{}", rejected.stderr);
+    for (run, status) in [(id.clone(), "rejected"), (child_of(&id), "cancelled")] {
+        let shown = project.json(&["status", &run, "--json"]);
+        assert_eq!(shown["status"], status, "{shown}");
+    }
+}
+
+/// A child that cannot go on (its workflow was edited since it started)
+/// fails its stage, saying why, rather than every later call of the parent.
+#[test]
+fn a_child_that_cannot_go_on_fails_its_stage() {
+    let project = Project::new();
+    workflows(&project, false);
+    let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
+    let id = created["run_id"].as_str().expect("id").to_owned();
+    let ready = project.json(&["next", &id, "--json"]);
+    assert_eq!(ready[0]["stage"], "child/draft", "{ready}");
+    let child = std::fs::read_to_string(project.path().join("flows/child.yaml")).expect("read");
+    project.write(
+        "flows/child.yaml",
+        &child.replace("Draft it.", "Draft it again."),
+    );
+    let next = project.baton(&["next", &id, "--json"]);
+    assert_eq!(next.code, 0, "{}", next.stderr);
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "failed", "{status}");
+    let error = status["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&format!("sub-workflow run {}", child_of(&id))),
+        "{error}"
+    );
+}

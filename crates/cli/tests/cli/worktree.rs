@@ -865,7 +865,9 @@ fn a_conflict_at_complete_names_the_protocol_s_way_on() {
     assert_eq!(completed.code, 2, "{}", completed.stderr);
     let stderr = &completed.stderr;
     assert!(
-        stderr.contains(&format!("`baton rerun {id} edit`")) && !stderr.contains("--accept-merge"),
+        stderr.contains("resolve the conflicts")
+            && stderr.contains(&format!("`baton rerun {id} edit`"))
+            && !stderr.contains("--accept-merge"),
         "{stderr}"
     );
 }

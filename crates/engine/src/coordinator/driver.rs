@@ -191,7 +191,7 @@ impl<'a> Driver<'a> {
             local_worker: crate::queue::LocalWorker::start(
                 store,
                 options.local_worker.as_ref(),
-                &plan,
+                (&lease.run_id, &plan),
             ),
             renew: clock::every(options.lease_ttl / 3),
             cancel_poll: clock::every(CANCEL_POLL),

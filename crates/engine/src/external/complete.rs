@@ -209,7 +209,11 @@ pub async fn complete(store: &Store, run_id: &str, name: &str) -> Result<Complet
                 }
             })?;
             worktree
-                .integrate(stage, &opened.run.run_id, DriverMode::External)
+                .integrate(
+                    stage,
+                    &opened.run.run_id,
+                    Some(opened.plan.stages[index].name()),
+                )
                 .await
                 .map(|()| artifacts)
         }

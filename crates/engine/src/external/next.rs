@@ -8,12 +8,12 @@ use baton_workflow::Plan;
 use baton_workflow::schema::Executor;
 
 use super::handing::{Script, hand_out, units_by_stage, worktree_for, write_start};
-use super::record::{Envelope, commit, run_script, settle, standing, write_envelopes};
+use super::record::{Envelope, commit, renewing, run_script, settle, standing, write_envelopes};
 use super::{Opened, Ready, Standing, as_i64, ended, open, runs_here, subrun, take};
 use crate::outputs::write_skip_sentinels;
 use crate::queue::{LocalWorker, WorkerOptions};
 use crate::run_state::{Action, Composite, Event, RunState};
-use crate::{Result, clock, work};
+use crate::{Error, Result, clock, work};
 
 /// Lists the stages ready for the orchestrator, recording each as started.
 /// Stages handed out before and not completed are listed again. Inline
@@ -98,7 +98,7 @@ async fn next_owned(
         pass.progressed |= !pass.to_run.is_empty();
         let enqueues = |script: &Script| script.stage.spec.executor == Executor::WorkerQueue;
         if local_worker.is_none() && pass.to_run.iter().any(enqueues) {
-            *local_worker = LocalWorker::start(store, worker, &opened.plan);
+            *local_worker = LocalWorker::start(store, worker, (&opened.run.run_id, &opened.plan));
         }
         for mut script in pass.to_run {
             script.adopt_job = left.remove(&(script.index, script.unit.clone()));
@@ -111,7 +111,18 @@ async fn next_owned(
         let mut children = subrun::Children::default();
         for (stage, child) in subrun::children(store, opened, &rows).await {
             let child = match child {
-                Ok(child) => Ok(Box::pin(next(store, &child, worker)).await?),
+                Ok(child) => {
+                    // A cancel of this run is seen once the child's call returns.
+                    let call = Box::pin(next(store, &child, worker));
+                    match renewing(store, lease, || {}, call).await {
+                        Ok(standing) => Ok(standing),
+                        // Worth calling again: the store, a held run.
+                        Err(error @ (Error::Store(_) | Error::Owned { .. })) => return Err(error),
+                        // The child cannot go on (its workflow changed, …):
+                        // its stage fails, as in `baton run`.
+                        Err(error) => Err(format!("sub-workflow run {child}: {error}")),
+                    }
+                }
                 Err(error) => Err(error),
             };
             let at = (stage, &rows[stage.index]);
@@ -145,7 +156,9 @@ async fn kill_left_scripts(
         .plan
         .stages
         .iter()
-        .filter(|stage| rows[stage.index].status == "running" && runs_here(stage))
+        .filter(|stage| {
+            rows[stage.index].status == "running" && !work::is_composite(stage) && runs_here(stage)
+        })
         .map(|stage| (stage.index, None));
     let units = store.units(run_id).await?;
     let units = units
@@ -399,6 +412,12 @@ impl Pass {
             Action::Fail { index, .. } => self.envelopes.push(envelope(index, "failed")),
             Action::Start { index, attempt } => {
                 let stage = &opened.plan.stages[index];
+                if work::is_composite(stage) && stage.spec.sub_workflow.is_some() {
+                    return Err(crate::Error::Refused(format!(
+                        "stage '{}' is a sub-workflow whose result is validated, which the driver protocol does not drive; run this workflow with `baton run`",
+                        stage.name()
+                    )));
+                }
                 if work::is_composite(stage) {
                     // The machine has it take its first step.
                 } else if stage.spec.sub_workflow.is_some() {

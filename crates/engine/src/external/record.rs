@@ -62,7 +62,13 @@ pub(super) async fn commit(
     let entries = crate::governance::decode(&recorded).unwrap_or_default();
     let (plan, now) = (&opened.plan, clock::now_ms());
     let path = &opened.run.workflow_path;
-    let (mut ledger, mut batch) = RunLedger::open(run_id, plan, path, None, &entries, &[], now);
+    let (mut ledger, opening) = RunLedger::open(run_id, plan, path, None, &entries, &[], now);
+    // Opened once: a ledger that does not decode is not opened again.
+    let mut batch = if recorded.is_empty() {
+        opening
+    } else {
+        Vec::new()
+    };
     let units = store.units(run_id).await?;
     let kind_of = |index: i64, key: &str| {
         let unit = units
@@ -92,37 +98,63 @@ pub(super) async fn run_script(
     attempt.unit = script.unit;
     attempt.env = script.env;
     attempt.defer_checks = script.defer_checks;
-    let (_cancel, cancelled) = watch::channel(false);
+    let (cancel, cancelled) = watch::channel(false);
     let (sender, mut reports) = mpsc::unbounded_channel();
     let task = tokio::spawn(stage::run(script.stage, attempt, cancelled, sender));
-    let ttl = crate::control::TTL_MS;
-    let mut renew = crate::clock::every(std::time::Duration::from_millis(
-        u64::try_from(ttl / 3).unwrap_or(3_000),
-    ));
-    let finished = loop {
-        tokio::select! {
-            report = reports.recv() => match report {
-                Some(Report::Finished(finished)) => break *finished,
+    // `baton cancel` asks whoever holds the run: the script is stopped.
+    let stop = || {
+        let _ = cancel.send(true);
+    };
+    let finished = renewing(store, lease, stop, async {
+        loop {
+            match reports.recv().await {
+                Some(Report::Finished(finished)) => return Ok(*finished),
                 Some(
                     Report::Started { .. }
                     | Report::Note { .. }
                     | Report::Retry(_)
                     | Report::SubRun { .. },
                 ) => {}
-                None => break Finished::before_start(
-                    index,
-                    None,
-                    0,
-                    "the script's attempt ended without a result".to_owned(),
-                ),
-            },
-            _ = renew.tick() => {
-                store.renew(lease, clock::now_ms(), ttl).await?;
+                None => {
+                    return Ok(Finished::before_start(
+                        index,
+                        None,
+                        0,
+                        "the script's attempt ended without a result".to_owned(),
+                    ));
+                }
             }
         }
-    };
+    })
+    .await?;
     let _ = task.await;
     Ok(finished)
+}
+
+/// Awaits `work` (a script, a queue job, a child run's `next`) while
+/// renewing the run's lease, which would expire under a long one;
+/// `on_cancel` runs when a renewal finds a cancel requested.
+pub(super) async fn renewing<T>(
+    store: &Store,
+    lease: &mut Lease,
+    on_cancel: impl Fn(),
+    work: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    let ttl = crate::control::TTL_MS;
+    let mut renew = clock::every(std::time::Duration::from_millis(
+        u64::try_from(ttl / 3).unwrap_or(3_000),
+    ));
+    let mut work = std::pin::pin!(work);
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            _ = renew.tick() => {
+                if store.renew(lease, clock::now_ms(), ttl).await? {
+                    on_cancel();
+                }
+            }
+        }
+    }
 }
 
 /// Records the run's status as the stages now make it and says where it
@@ -140,6 +172,12 @@ pub(super) async fn settle(
         .end()
         .map_or(("running", None), |end| (end.status(), end.error()));
     let current = store.run(run_id).await?;
+    if super::ended(status) {
+        // A child run of a sub-workflow stage does not go on alone; one
+        // waiting at its gate is left to be decided and driven on (its
+        // stage failed saying so).
+        crate::control::cancel_children(store, run_id, false).await?;
+    }
     if current.status != status {
         store
             .apply(

@@ -42,7 +42,9 @@ pub(super) async fn children<'p>(
         });
     for stage in in_progress {
         let attempt = opened.attempt(store, stage.index, rows[stage.index].attempts);
-        let child = subrun::find_or_create(stage, &attempt).await;
+        let child = subrun::find_or_create(stage, &attempt)
+            .await
+            .map_err(|error| format!("cannot start sub-workflow run: {error}"));
         children.push((stage, child));
     }
     children
@@ -50,7 +52,8 @@ pub(super) async fn children<'p>(
 
 impl Children {
     /// Takes where a stage's child stands after a `next` of its own: its
-    /// entries while it runs, else the stage's end, recorded here.
+    /// entries while it runs, else the stage's end, recorded here (`Err`:
+    /// why the child cannot go on).
     pub(super) async fn take(
         &mut self,
         (store, lease, opened): (&Store, &Lease, &Opened),
@@ -75,7 +78,7 @@ impl Children {
                 gate: standing.gate,
                 error: standing.error,
             }),
-            Err(error) => Err(format!("cannot start sub-workflow run: {error}")),
+            Err(error) => Err(error),
         };
         let attempt = opened.attempt(store, stage.index, row.attempts);
         let finished = match outcome {

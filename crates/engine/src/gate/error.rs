@@ -100,6 +100,18 @@ pub enum Error {
         /// The output.
         path: String,
     },
+    /// The run was rejected, and the child runs of its sub-workflow stages
+    /// could not all be cancelled.
+    #[error(
+        "run {run_id} is rejected, but its child runs could not all be cancelled; `baton cancel {run_id}` cancels them"
+    )]
+    Children {
+        /// The run.
+        run_id: String,
+        /// Why.
+        #[source]
+        source: Box<crate::Error>,
+    },
     /// A file could not be read or written.
     #[error("cannot write {}", path.display())]
     Io {

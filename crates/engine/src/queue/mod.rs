@@ -178,7 +178,9 @@ pub fn backoff(n: i64, base: Duration, max: Duration) -> Duration {
 }
 
 /// The queue worker a driver runs for its own run's `worker_queue` jobs
-/// (`baton run`'s whole drive, one `baton next` call).
+/// (`baton run`'s whole drive, one `baton next` call). It takes no other
+/// run's jobs: their runs wait for them elsewhere, and this one would
+/// have to finish them before its driver ends.
 pub(crate) struct LocalWorker {
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
@@ -189,7 +191,7 @@ impl LocalWorker {
     pub(crate) fn start(
         store: &Store,
         options: Option<&WorkerOptions>,
-        plan: &Plan,
+        (run_id, plan): (&str, &Plan),
     ) -> Option<LocalWorker> {
         let queued = plan.stages.iter().any(|stage| {
             stage.spec.executor == baton_workflow::schema::Executor::WorkerQueue
@@ -197,7 +199,8 @@ impl LocalWorker {
                     fan_out.mode == baton_workflow::schema::FanOutMode::WorkerQueue
                 })
         });
-        let options = options.filter(|_| queued)?.clone();
+        let mut options = options.filter(|_| queued)?.clone();
+        options.only_run = Some(run_id.to_owned());
         let store = store.clone();
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(async move {

@@ -43,6 +43,8 @@ pub struct WorkerOptions {
     pub cwd: PathBuf,
     /// This worker's name in leases; unique per worker process.
     pub owner: String,
+    /// Only this run's jobs (a driver's own worker), else any.
+    pub only_run: Option<String>,
 }
 
 impl WorkerOptions {
@@ -67,6 +69,7 @@ impl WorkerOptions {
             log_dir,
             cwd,
             owner,
+            only_run: None,
         }
     }
 }

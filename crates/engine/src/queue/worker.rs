@@ -113,6 +113,7 @@ pub async fn work(
                 owner: options.owner.clone(),
                 limit: i64::try_from(free).unwrap_or(i64::MAX),
                 lease_ms: millis(options.lease),
+                key_prefix: options.only_run.as_ref().map(|run| format!("{run}/")),
             };
             match store.settle(&pending, want_claim.then_some(&request)).await {
                 Ok((settled, claimed)) => {

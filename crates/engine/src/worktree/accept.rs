@@ -11,7 +11,6 @@ use baton_workflow::plan::PlanStage;
 use super::{CONFIG_RECORD, MERGE_FAILED, Names, Place, Worktree, config_digest};
 use crate::attempt::{Attempt, Finished};
 use crate::outputs::{Snapshot, verify};
-use crate::run_options::DriverMode;
 
 /// The attempt `--accept-merge` makes of a stage whose last attempt failed
 /// at its merge; `None` for any other stage, which runs as usual.
@@ -72,7 +71,7 @@ async fn accepted(stage: &PlanStage, run_id: &str, names: Names) -> Result<(), S
         merge_record: names.merge_record,
     };
     worktree.check_config().await?;
-    worktree.merge(stage, run_id, DriverMode::Builtin).await
+    worktree.merge(stage, run_id, None).await
 }
 
 /// The stages (and fan-out children) of `run_id` whose last attempt failed

@@ -26,6 +26,9 @@ pub struct ClaimRequest {
     pub limit: i64,
     /// The lease's length in milliseconds.
     pub lease_ms: i64,
+    /// Only jobs whose idempotency key starts with this (a driver's own
+    /// worker takes only its run's jobs: `<run>/`).
+    pub key_prefix: Option<String>,
 }
 
 /// How an attempt ended, as the worker reports it.
@@ -162,19 +165,30 @@ impl Store {
         let settled = self.record_outcomes(&mut tx, completions).await?;
         let mut claimed = Vec::new();
         if let Some(claim) = claim.filter(|claim| claim.limit > 0) {
+            // `substr`, not `LIKE`: a run's id may hold `_`, which `LIKE`
+            // reads as any character.
+            let keyed = if claim.key_prefix.is_some() {
+                "AND substr(idempotency_key, 1, CAST($5 AS INTEGER)) = $6"
+            } else {
+                ""
+            };
             let sql = self.queue_sql(&format!(
                 "UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_owner = $1, \
                  lease_epoch = lease_epoch + 1, lease_until = {{now}} + $2, started_at = {{now}} \
                  WHERE id IN (SELECT id FROM jobs WHERE queue = $3 AND status IN ('available', 'failed') \
-                 AND not_before <= {{now}} ORDER BY priority, not_before, id LIMIT $4 {{skip_locked}}) \
+                 AND not_before <= {{now}} {keyed} ORDER BY priority, not_before, id LIMIT $4 {{skip_locked}}) \
                  RETURNING {JOB_COLUMNS}"
             ));
-            let args = [
+            let mut args = vec![
                 (&claim.owner).into(),
                 claim.lease_ms.into(),
                 (&claim.queue).into(),
                 claim.limit.into(),
             ];
+            if let Some(prefix) = &claim.key_prefix {
+                let length = i64::try_from(prefix.chars().count()).unwrap_or(i64::MAX);
+                args.extend([Arg::from(length), Arg::from(prefix)]);
+            }
             claimed = tx.fetch_all(sql, &args, "claim jobs").await?;
             claimed.sort_by_key(|job: &JobRow| (job.priority, job.not_before, job.id));
         }

@@ -128,6 +128,7 @@ conformance! {
     ],
     queue: [
         enqueue_is_idempotent,
+        a_claim_by_key_prefix_takes_only_those_jobs,
         claims_are_exclusive_under_concurrency,
         stale_epoch_completion_is_rejected,
         heartbeat_extends_and_reports_lost_leases,

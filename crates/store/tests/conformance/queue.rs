@@ -29,6 +29,7 @@ fn claim(owner: &str, limit: i64, lease_ms: i64) -> ClaimRequest {
         owner: owner.to_owned(),
         limit,
         lease_ms,
+        key_prefix: None,
     }
 }
 
@@ -85,6 +86,34 @@ pub(crate) async fn enqueue_is_idempotent(fresh: Fresh) {
     assert_eq!(store.jobs(&JobFilter::default()).await.unwrap().len(), 4);
     let by_key = store.job_by_key("run/a/1").await.unwrap().unwrap();
     assert_eq!(by_key.status, status::SUCCEEDED);
+}
+
+/// A claim with a key prefix takes only the jobs whose key starts with it:
+/// a `_` in it is a character, not a wildcard.
+pub(crate) async fn a_claim_by_key_prefix_takes_only_those_jobs(fresh: Fresh) {
+    let store = fresh.open().await;
+    store
+        .enqueue(&[
+            job(Some("a_b/s/-/1")),
+            job(Some("axb/s/-/1")),
+            job(Some("a_b-child/s/-/1")),
+            job(None),
+            job(Some("a_b/t/-/1")),
+        ])
+        .await
+        .unwrap();
+    let only = ClaimRequest {
+        key_prefix: Some("a_b/".to_owned()),
+        ..claim("w", 10, 10_000)
+    };
+    let claimed = store.claim(&only).await.unwrap();
+    let mut keys: Vec<&str> = claimed
+        .iter()
+        .filter_map(|job| job.idempotency_key.as_deref())
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["a_b/s/-/1", "a_b/t/-/1"]);
+    assert_eq!(store.claim(&claim("w", 10, 10_000)).await.unwrap().len(), 3);
 }
 
 pub(crate) async fn claims_are_exclusive_under_concurrency(fresh: Fresh) {
