@@ -161,6 +161,24 @@ pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
     }
     cancel_children(store, run_id, true).await?;
     let lease = take(store, run_id).await?;
+    let marked = mark_cancelled(store, &lease).await;
+    store.release(&lease).await?;
+    let killed = marked?;
+    Ok(format!(
+        "cancelled run {run_id}{}",
+        if killed > 0 {
+            format!(" (killed {killed} leftover process(es))")
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// Ends the run `lease` holds as cancelled: kills what carries its marker,
+/// records its running attempts as interrupted; returns how many processes
+/// were killed. Its children are the caller's (see [`cancel_children`]).
+pub(crate) async fn mark_cancelled(store: &Store, lease: &Lease) -> Result<usize> {
+    let run_id = &lease.run_id;
     let killed = reconcile::kill_leftovers(run_id);
     let now = clock::now_ms();
     let mut transitions: Vec<Transition> = store
@@ -179,17 +197,8 @@ pub async fn cancel(store: &Store, run_id: &str) -> Result<String> {
         at: now,
         error: Some("cancelled".to_owned()),
     });
-    let applied = store.apply(&lease, &transitions).await;
-    store.release(&lease).await?;
-    applied?;
-    Ok(format!(
-        "cancelled run {run_id}{}",
-        if killed > 0 {
-            format!(" (killed {killed} leftover process(es))")
-        } else {
-            String::new()
-        }
-    ))
+    store.apply(lease, &transitions).await?;
+    Ok(killed)
 }
 
 /// Cancels the runs that `run_id`'s sub-workflow stages started and that
@@ -242,6 +251,11 @@ async fn wait_for_driver(store: &Store, run_id: &str, driver: &str) -> Result<St
         }
         if !driven && run.status != "running" {
             return Ok(format!("cancelled run {run_id} ({})", run.status));
+        }
+        if !driven {
+            // A call of the driver protocol held it for a moment and let
+            // go: nobody drives it now.
+            return Box::pin(cancel(store, run_id)).await;
         }
         if asked.elapsed() >= CANCEL_WAIT {
             return Ok(format!(

@@ -39,15 +39,19 @@ fn zombie_process(pid: u32) -> bool {
     })
 }
 
-/// Whether a queue worker (`host:pid:…`, as `baton worker` and a driver's
-/// own worker name themselves) is a process of this host that no longer
-/// exists. A reused pid reads as alive: the job then waits for its lease.
+/// Whether a queue worker named `host:pid:start:tag` (as `baton worker`
+/// and a driver's own worker name themselves) is provably dead: see
+/// [`provably_dead`]. Another form of name never is: its job waits for its
+/// lease to expire.
 pub(crate) fn worker_gone(owner: &str) -> bool {
-    let mut parts = owner.splitn(3, ':');
-    let (Some(owner_host), Some(pid)) = (parts.next(), parts.next()) else {
-        return false;
-    };
-    owner_host == host() && pid.parse::<u32>().is_ok_and(|pid| stat(pid).is_none())
+    let parts: Vec<&str> = owner.split(':').collect();
+    match parts[..] {
+        // A start time that could not be read (0) proves nothing.
+        [owner_host, pid, start, _tag] if start != "0" => {
+            provably_dead(&format!("{owner_host}:{pid}:{start}"))
+        }
+        _ => false,
+    }
 }
 
 /// This process's owner string.

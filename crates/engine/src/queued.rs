@@ -166,8 +166,12 @@ async fn give_back_orphan(store: &baton_store::Store, job: &JobRow) -> crate::Re
         .complete(baton_store::Completion {
             id: job.id,
             epoch: job.lease_epoch,
-            outcome: baton_store::JobOutcome::Released {
-                reason: format!("its worker {owner} is gone"),
+            // An attempt that ran (and may have brought its driver down):
+            // counted, claimable at once.
+            outcome: baton_store::JobOutcome::Failed {
+                error: format!("its worker {owner} is gone"),
+                result: None,
+                retry_in_ms: 0,
             },
         })
         .await?;

@@ -4,7 +4,7 @@
 //! rules.
 
 use baton_engine::RunRequest;
-use baton_engine::external::{self, DriverMode, Standing};
+use baton_engine::external::{self, Standing};
 use serde_json::json;
 
 use super::errors::engine_error;
@@ -39,9 +39,9 @@ fn refused_or(error: &baton_engine::Error, as_json: bool) -> u8 {
 pub(crate) fn create(request: &RunRequest, format: Format) -> u8 {
     block_on_exit(async {
         let store = open_store().await?;
-        let created = baton_engine::create_run(&store, request, DriverMode::External)
+        let created = external::create_run(&store, request)
             .await
-            .map_err(|error| engine_error(&error, format == Format::Json))?;
+            .map_err(|error| refused_or(&error, format == Format::Json))?;
         let value = json!({
             "run_id": created.run_id,
             "workspace": created.workspace,

@@ -32,10 +32,15 @@ const BACKOFF_MS: &str = "BATON_WORKER_BACKOFF_MS";
 /// `baton run`.
 pub(crate) fn worker_options(queue: &str, concurrency: usize, once: bool) -> WorkerOptions {
     let cwd = super::project_dir();
+    // `host:pid:start:tag`: the start time tells a reused pid from this
+    // process (a driver that adopts a job of a dead worker relies on it);
+    // the tag tells apart the workers of one process (a run's and its child
+    // runs' local workers).
+    let pid = std::process::id();
     let owner = format!(
-        "{}:{}:{:08x}",
+        "{}:{pid}:{}:{:08x}",
         hostname(),
-        std::process::id(),
+        baton_executor::process_start_time(pid).unwrap_or(0),
         baton_engine::clock::entropy() as u32
     );
     let mut options = WorkerOptions::new(owner, cwd.join(".baton").join("jobs"), cwd);

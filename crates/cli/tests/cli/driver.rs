@@ -723,3 +723,52 @@ fn next_acts_on_a_push_back_that_was_recorded_and_not_acted_on() {
     let again = hand_out();
     assert!(again.contains("> shorter\n"), "{again}");
 }
+
+/// `baton cancel` while a `next` runs a script: the script is stopped, the
+/// run ends cancelled (the stage handed out with it interrupted), and the
+/// cancel returns once it has, as for a run baton drives.
+#[test]
+fn a_cancel_stops_the_script_a_next_runs_and_ends_the_run() {
+    let project = Project::new();
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}  - name: a\n    kind: propose\n    description: d\n    agent: {{role: writer}}\n    writes_to: [a.md]\n{}",
+            crate::project::stage(
+                "slow",
+                "echo start >> \"$BATON_PROJECT_DIR/runs.log\"\nsleep 60\necho end >> \"$BATON_PROJECT_DIR/runs.log\"",
+                ""
+            )
+        ),
+    );
+    let (id, _) = create(&project, "wf.yaml");
+    let log = project.path().join("runs.log");
+    let next = project
+        .command(&["next", &id, "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("next starts");
+    crate::project::wait_for(
+        "the script's start",
+        std::time::Duration::from_secs(30),
+        || log.is_file(),
+    );
+    let cancelled = project.baton(&["cancel", &id]);
+    assert_eq!(cancelled.code, 0, "{}", cancelled.stderr);
+    let said = format!("{}{}", cancelled.stdout, cancelled.stderr);
+    assert!(
+        said.contains("cancelled run") && !said.contains("has not stopped"),
+        "{said}"
+    );
+    // `next` itself ended the run, not the cancel after it let go.
+    let next = next.wait_with_output().expect("next ends");
+    let told = String::from_utf8_lossy(&next.stderr);
+    assert!(
+        next.status.success() && told.contains("ended cancelled"),
+        "{told}"
+    );
+    let status = project.json(&["status", &id, "--json"]);
+    assert_eq!(status["status"], "cancelled", "{status}");
+    assert_eq!(std::fs::read_to_string(&log).expect("log"), "start\n");
+}

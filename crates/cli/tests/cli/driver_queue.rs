@@ -105,38 +105,59 @@ fn the_worker_of_next_leaves_other_jobs_alone() {
 #[test]
 fn a_job_whose_worker_died_with_next_runs_again_alone() {
     let project = Project::new();
+    // The first copy writes its pid and sleeps; the second finishes at once.
+    project.write(
+        "job.sh",
+        "log=\"$BATON_PROJECT_DIR/runs.log\"\nif [ -e \"$log\" ]; then\n  echo again >> \"$log\"\nelse\n  echo $$ > \"$BATON_PROJECT_DIR/first.pid\"\n  echo first >> \"$log\"\n  sleep 60\n  echo first-ended >> \"$log\"\nfi\nprintf done > outputs/q.txt\n",
+    );
     project.write(
         "wf.yaml",
         &format!(
-            "{HEADER}  - name: q\n    kind: execute\n    description: d\n    executor: worker_queue\n    agent: {{role: inline}}\n    script: 'echo start >> \"$BATON_PROJECT_DIR/runs.log\" && sleep 3 && echo end >> \"$BATON_PROJECT_DIR/runs.log\" && printf done > outputs/q.txt'\n    writes_to: [q.txt]\n"
+            "{HEADER}  - name: q\n    kind: execute\n    description: d\n    executor: worker_queue\n    agent: {{role: inline}}\n    script: 'bash \"$BATON_PROJECT_DIR/job.sh\"'\n    writes_to: [q.txt]\n"
         ),
     );
     let created = project.json(&["run", "wf.yaml", "--driver", "external", "--json"]);
     let id = created["run_id"].as_str().expect("id").to_owned();
-    let log = project.path().join("runs.log");
+    let pid_file = project.path().join("first.pid");
     let mut first = project
         .command(&["next", &id, "--json"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("next starts");
-    wait_for("the job's start", Duration::from_secs(30), || log.is_file());
+    wait_for("the job's start", Duration::from_secs(30), || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|pid| pid.ends_with('\n'))
+    });
     first.kill().expect("kill -9 of next");
     first.wait().expect("reaped");
 
+    // Well within the job's 30 s lease: the job is given back at once.
+    let started = std::time::Instant::now();
     let again = project.json(&["next", &id, "--json"]);
     assert_eq!(again, json!([]));
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
     let status = project.json(&["status", &id, "--json"]);
     assert_eq!(status["status"], "success", "{status}");
-    // The first copy was killed, not left to finish beside the second: one
-    // end for two starts, even after the first would have ended.
-    std::thread::sleep(Duration::from_secs(4));
-    let text = std::fs::read_to_string(&log).expect("log");
-    assert_eq!(
-        (text.matches("start").count(), text.matches("end").count()),
-        (2, 1),
-        "{text}"
+    // The first copy was killed, not left running beside the second.
+    let pid = std::fs::read_to_string(&pid_file).expect("pid");
+    let state = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit(')')
+                .next()
+                .map(|rest| rest.trim().chars().next())
+        })
+        .flatten();
+    assert!(
+        matches!(state, None | Some('Z')),
+        "the first copy still runs: {state:?}"
     );
+    let log = std::fs::read_to_string(project.path().join("runs.log")).expect("log");
+    assert_eq!(log, "first\nagain\n");
     let jobs = jobs(&project);
     assert_eq!(jobs.len(), 1, "{jobs:?}");
 }

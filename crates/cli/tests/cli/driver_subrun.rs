@@ -255,3 +255,30 @@ fn a_child_that_cannot_go_on_fails_its_stage() {
         "{error}"
     );
 }
+
+/// A sub-workflow stage with validation would have to run its child as
+/// its main unit, which the protocol does not: the run is refused before
+/// anything is recorded, not half-way.
+#[test]
+fn a_validated_sub_workflow_is_refused_before_the_run_is_recorded() {
+    let project = Project::new();
+    workflows(&project, false);
+    let parent = std::fs::read_to_string(project.path().join("parent.yaml")).expect("read");
+    project.write(
+        "parent.yaml",
+        &parent.replace(
+            "    sub_workflow: flows/child.yaml\n",
+            "    sub_workflow: flows/child.yaml\n    writes_to: [summary.md]\n    validation: {strategy: unit}\n",
+        ),
+    );
+    let created = project.baton(&["run", "parent.yaml", "--driver", "external", "--json"]);
+    assert_eq!(created.code, 3, "{}", created.stderr);
+    assert!(
+        created
+            .stderr
+            .contains("stage 'child' is a sub-workflow whose result is validated"),
+        "{}",
+        created.stderr
+    );
+    assert_eq!(project.json(&["runs", "--json"]), serde_json::json!([]));
+}

@@ -168,6 +168,11 @@ impl Opened {
         let now = clock::now_ms();
         let out = |unit: &UnitRow| unit.status == "running" && !self.runs_here(unit, now);
         run.resume_composites(&rows, out);
+        // `baton cancel` asks whoever holds the run (a `next` running a
+        // script): the run stops as cancelled.
+        if store.cancel_requested(run_id).await? {
+            run.apply(crate::run_state::Event::CancelRequested);
+        }
         Ok((rows, run))
     }
 
@@ -215,6 +220,30 @@ impl Opened {
             now,
         }
     }
+}
+
+/// Records a run for an external orchestrator (`baton run --driver
+/// external`), refusing first a workflow with a stage the protocol cannot
+/// drive: a sub-workflow whose result is validated (its child would have
+/// to run as the stage's main unit).
+///
+/// # Errors
+///
+/// As [`create::create_run`]; [`Error::Refused`] naming such a stage.
+pub async fn create_run(store: &Store, request: &create::RunRequest) -> Result<create::Created> {
+    let prepared = create::prepare_run(request, DriverMode::External)?;
+    let undrivable = prepared
+        .plan()
+        .stages
+        .iter()
+        .find(|stage| stage.spec.sub_workflow.is_some() && work::is_composite(stage));
+    if let Some(stage) = undrivable {
+        return Err(Error::Refused(format!(
+            "stage '{}' is a sub-workflow whose result is validated, which the driver protocol does not drive; run this workflow with `baton run`",
+            stage.name()
+        )));
+    }
+    create::record_run(store, prepared).await
 }
 
 /// How long a protocol call waits for another one to release the run.

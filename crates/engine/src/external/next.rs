@@ -62,6 +62,14 @@ async fn next_owned(
     crate::gate::edit::finish_interrupted(&opened.workspace, &artifacts);
     loop {
         let (rows, mut run) = opened.state(store).await?;
+        if run.cancelled() {
+            // `baton cancel` asked while this call held the run: it ends as
+            // a cancel of a run nobody holds does, its children with it.
+            crate::control::mark_cancelled(store, lease).await?;
+            store.clear_cancel(&opened.run.run_id).await?;
+            crate::control::cancel_children(store, &opened.run.run_id, true).await?;
+            return standing(store, opened, Vec::new(), scripts).await;
+        }
         if run.stopping() {
             return settle(store, lease, opened, Vec::new(), scripts).await;
         }
@@ -112,9 +120,16 @@ async fn next_owned(
         for (stage, child) in subrun::children(store, opened, &rows).await {
             let child = match child {
                 Ok(child) => {
-                    // A cancel of this run is seen once the child's call returns.
+                    // A cancel of this run is passed on to the child, whose
+                    // call then stops what it runs and returns.
+                    let pass_on = || {
+                        let (store, child) = (store.clone(), child.clone());
+                        tokio::spawn(async move {
+                            let _ = store.request_cancel(&child, clock::now_ms()).await;
+                        });
+                    };
                     let call = Box::pin(next(store, &child, worker));
-                    match renewing(store, lease, || {}, call).await {
+                    match renewing(store, lease, pass_on, call).await {
                         Ok(standing) => Ok(standing),
                         // Worth calling again: the store, a held run.
                         Err(error @ (Error::Store(_) | Error::Owned { .. })) => return Err(error),
@@ -412,12 +427,6 @@ impl Pass {
             Action::Fail { index, .. } => self.envelopes.push(envelope(index, "failed")),
             Action::Start { index, attempt } => {
                 let stage = &opened.plan.stages[index];
-                if work::is_composite(stage) && stage.spec.sub_workflow.is_some() {
-                    return Err(crate::Error::Refused(format!(
-                        "stage '{}' is a sub-workflow whose result is validated, which the driver protocol does not drive; run this workflow with `baton run`",
-                        stage.name()
-                    )));
-                }
                 if work::is_composite(stage) {
                     // The machine has it take its first step.
                 } else if stage.spec.sub_workflow.is_some() {
