@@ -48,7 +48,7 @@ fn agent(workspace: &Path, prompt: &str, directive: Option<&str>) -> i32 {
 }
 
 /// Creates an externally driven run of `file`; returns its id and workspace.
-fn create(project: &Project, file: &str) -> (String, PathBuf) {
+pub(crate) fn create(project: &Project, file: &str) -> (String, PathBuf) {
     let created = project.json(&["run", file, "--driver", "external", "--json"]);
     assert_eq!(created["driver"], "external", "{created}");
     (

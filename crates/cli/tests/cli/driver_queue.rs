@@ -7,7 +7,20 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::driver::create;
 use crate::project::{HEADER, Project, wait_for};
+
+/// An externally driven run of one queue stage `q` running `script`
+/// (which writes `outputs/q.txt`); its id.
+fn queue_run(project: &Project, script: &str) -> String {
+    project.write(
+        "wf.yaml",
+        &format!(
+            "{HEADER}  - name: q\n    kind: execute\n    description: d\n    executor: worker_queue\n    agent: {{role: inline}}\n    script: '{script}'\n    writes_to: [q.txt]\n"
+        ),
+    );
+    create(project, "wf.yaml").0
+}
 
 /// The jobs in the project's queue.
 fn jobs(project: &Project) -> Vec<Value> {
@@ -22,14 +35,10 @@ fn jobs(project: &Project) -> Vec<Value> {
 #[test]
 fn a_queue_stage_left_by_a_killed_next_has_its_one_job_run_once() {
     let project = Project::new();
-    project.write(
-        "wf.yaml",
-        &format!(
-            "{HEADER}  - name: q\n    kind: execute\n    description: d\n    executor: worker_queue\n    agent: {{role: inline}}\n    script: 'echo ran >> \"$BATON_PROJECT_DIR/runs.log\" && printf done > outputs/q.txt'\n    writes_to: [q.txt]\n"
-        ),
+    let id = queue_run(
+        &project,
+        "echo ran >> \"$BATON_PROJECT_DIR/runs.log\" && printf done > outputs/q.txt",
     );
-    let created = project.json(&["run", "wf.yaml", "--driver", "external", "--json"]);
-    let id = created["run_id"].as_str().expect("id").to_owned();
     // No worker of its own: the job waits in the queue.
     let mut first = project
         .command(&["next", &id, "--no-local-worker", "--json"])
@@ -61,12 +70,6 @@ fn a_queue_stage_left_by_a_killed_next_has_its_one_job_run_once() {
 #[test]
 fn the_worker_of_next_leaves_other_jobs_alone() {
     let project = Project::new();
-    project.write(
-        "wf.yaml",
-        &format!(
-            "{HEADER}  - name: q\n    kind: execute\n    description: d\n    executor: worker_queue\n    agent: {{role: inline}}\n    script: 'printf done > outputs/q.txt'\n    writes_to: [q.txt]\n"
-        ),
-    );
     let other = project.baton(&[
         "queue",
         "enqueue",
@@ -76,8 +79,7 @@ fn the_worker_of_next_leaves_other_jobs_alone() {
         "someone-else/q/-/1",
     ]);
     assert_eq!(other.code, 0, "{}", other.stderr);
-    let created = project.json(&["run", "wf.yaml", "--driver", "external", "--json"]);
-    let id = created["run_id"].as_str().expect("id").to_owned();
+    let id = queue_run(&project, "printf done > outputs/q.txt");
     assert_eq!(project.json(&["next", &id, "--json"]), json!([]));
     let status = project.json(&["status", &id, "--json"]);
     assert_eq!(status["status"], "success", "{status}");
@@ -110,14 +112,7 @@ fn a_job_whose_worker_died_with_next_runs_again_alone() {
         "job.sh",
         "log=\"$BATON_PROJECT_DIR/runs.log\"\nif [ -e \"$log\" ]; then\n  echo again >> \"$log\"\nelse\n  echo $$ > \"$BATON_PROJECT_DIR/first.pid\"\n  echo first >> \"$log\"\n  sleep 60\n  echo first-ended >> \"$log\"\nfi\nprintf done > outputs/q.txt\n",
     );
-    project.write(
-        "wf.yaml",
-        &format!(
-            "{HEADER}  - name: q\n    kind: execute\n    description: d\n    executor: worker_queue\n    agent: {{role: inline}}\n    script: 'bash \"$BATON_PROJECT_DIR/job.sh\"'\n    writes_to: [q.txt]\n"
-        ),
-    );
-    let created = project.json(&["run", "wf.yaml", "--driver", "external", "--json"]);
-    let id = created["run_id"].as_str().expect("id").to_owned();
+    let id = queue_run(&project, "bash \"$BATON_PROJECT_DIR/job.sh\"");
     let pid_file = project.path().join("first.pid");
     let mut first = project
         .command(&["next", &id, "--json"])

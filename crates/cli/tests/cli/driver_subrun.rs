@@ -3,7 +3,7 @@
 //! completed through the parent, and the stage ends with the child, as in
 //! `baton run`.
 
-use crate::driver::drive;
+use crate::driver::{create, drive};
 use crate::driver_parity::{recorded, stand_in_agents};
 use crate::project::{HEADER, Project};
 
@@ -39,8 +39,7 @@ fn a_sub_workflow_runs_through_the_protocol_as_through_baton_run() {
     workflows(&builtin, false);
     builtin.write("baton.toml", &stand_in_agents());
 
-    let created = external.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
-    let id = created["run_id"].as_str().expect("id").to_owned();
+    let (id, _) = create(&external, "parent.yaml");
     let driven = drive(&external, &id, &|_, _| None);
     assert_eq!(driven.status, "success");
     assert_eq!(driven.handed, ["child/draft", "review"]);
@@ -64,8 +63,7 @@ fn a_sub_workflow_runs_through_the_protocol_as_through_baton_run() {
 fn the_sub_workflow_stage_itself_is_not_completed_and_resume_names_its_child_s_entries() {
     let project = Project::new();
     workflows(&project, false);
-    let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
-    let id = created["run_id"].as_str().expect("id").to_owned();
+    let (id, _) = create(&project, "parent.yaml");
     let ready = project.json(&["next", &id, "--json"]);
     assert_eq!(ready[0]["stage"], "child/draft", "{ready}");
     let refused = project.baton(&["complete", &id, "child"]);
@@ -87,8 +85,7 @@ fn the_sub_workflow_stage_itself_is_not_completed_and_resume_names_its_child_s_e
 fn a_child_at_its_gate_fails_the_stage_until_decided_and_rerun() {
     let project = Project::new();
     workflows(&project, true);
-    let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
-    let id = created["run_id"].as_str().expect("id").to_owned();
+    let (id, _) = create(&project, "parent.yaml");
     let child = child_of(&id);
     let ready = project.json(&["next", &id, "--json"]);
     assert_eq!(ready[0]["stage"], "child/draft", "{ready}");
@@ -129,8 +126,7 @@ fn a_child_at_its_gate_fails_the_stage_until_decided_and_rerun() {
 fn cancelling_the_parent_cancels_its_child() {
     let project = Project::new();
     workflows(&project, false);
-    let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
-    let id = created["run_id"].as_str().expect("id").to_owned();
+    let (id, _) = create(&project, "parent.yaml");
     let ready = project.json(&["next", &id, "--json"]);
     assert_eq!(ready[0]["stage"], "child/draft", "{ready}");
     let cancelled = project.baton(&["cancel", &id]);
@@ -166,9 +162,7 @@ fn a_long_child_keeps_the_parent_s_lease() {
             "{HEADER}  - name: a\n    kind: propose\n    description: d\n    agent: {{role: writer}}\n    writes_to: [a.md]\n  - name: child\n    kind: sub-workflow\n    description: runs the slow child\n    agent: {{role: orchestrator}}\n    sub_workflow: flows/slow.yaml\n"
         ),
     );
-    let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
-    let id = created["run_id"].as_str().expect("id").to_owned();
-    let workspace = std::path::PathBuf::from(created["workspace"].as_str().expect("workspace"));
+    let (id, workspace) = create(&project, "parent.yaml");
     let next = project
         .command(&["next", &id, "--json"])
         .stdout(std::process::Stdio::piped())
@@ -208,9 +202,7 @@ fn a_rejected_parent_cancels_the_child_it_left_running() {
             "stages:\n  - name: g\n    kind: propose\n    description: d\n    agent: {role: writer}\n    writes_to: [g.md]\n    human_gate: true\n",
         ),
     );
-    let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
-    let id = created["run_id"].as_str().expect("id").to_owned();
-    let workspace = std::path::PathBuf::from(created["workspace"].as_str().expect("workspace"));
+    let (id, workspace) = create(&project, "parent.yaml");
     let ready = project.json(&["next", &id, "--json"]);
     let names: Vec<&str> = ready
         .as_array()
@@ -236,8 +228,7 @@ fn a_rejected_parent_cancels_the_child_it_left_running() {
 fn a_child_that_cannot_go_on_fails_its_stage() {
     let project = Project::new();
     workflows(&project, false);
-    let created = project.json(&["run", "parent.yaml", "--driver", "external", "--json"]);
-    let id = created["run_id"].as_str().expect("id").to_owned();
+    let (id, _) = create(&project, "parent.yaml");
     let ready = project.json(&["next", &id, "--json"]);
     assert_eq!(ready[0]["stage"], "child/draft", "{ready}");
     let child = std::fs::read_to_string(project.path().join("flows/child.yaml")).expect("read");
