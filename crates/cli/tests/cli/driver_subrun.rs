@@ -28,6 +28,17 @@ fn workflows(project: &Project, gate: bool) {
     );
 }
 
+/// A project with [`workflows`], the parent's run created and its first
+/// `next` called, which handed out the child's `draft`.
+fn started() -> (Project, String) {
+    let project = Project::new();
+    workflows(&project, false);
+    let (id, _) = create(&project, "parent.yaml");
+    let ready = project.json(&["next", &id, "--json"]);
+    assert_eq!(ready[0]["stage"], "child/draft", "{ready}");
+    (project, id)
+}
+
 fn child_of(run: &str) -> String {
     format!("{run}-child")
 }
@@ -61,11 +72,7 @@ fn a_sub_workflow_runs_through_the_protocol_as_through_baton_run() {
 
 #[test]
 fn the_sub_workflow_stage_itself_is_not_completed_and_resume_names_its_child_s_entries() {
-    let project = Project::new();
-    workflows(&project, false);
-    let (id, _) = create(&project, "parent.yaml");
-    let ready = project.json(&["next", &id, "--json"]);
-    assert_eq!(ready[0]["stage"], "child/draft", "{ready}");
+    let (project, id) = started();
     let refused = project.baton(&["complete", &id, "child"]);
     assert_eq!(refused.code, 3, "{}", refused.stderr);
     assert!(refused.stderr.contains("'child/…'"), "{}", refused.stderr);
@@ -124,11 +131,7 @@ fn a_child_at_its_gate_fails_the_stage_until_decided_and_rerun() {
 /// live `baton run` cancels its children.
 #[test]
 fn cancelling_the_parent_cancels_its_child() {
-    let project = Project::new();
-    workflows(&project, false);
-    let (id, _) = create(&project, "parent.yaml");
-    let ready = project.json(&["next", &id, "--json"]);
-    assert_eq!(ready[0]["stage"], "child/draft", "{ready}");
+    let (project, id) = started();
     let cancelled = project.baton(&["cancel", &id]);
     assert_eq!(cancelled.code, 0, "{}", cancelled.stderr);
     for run in [id.clone(), child_of(&id)] {
@@ -226,11 +229,7 @@ fn a_rejected_parent_cancels_the_child_it_left_running() {
 /// fails its stage, saying why, rather than every later call of the parent.
 #[test]
 fn a_child_that_cannot_go_on_fails_its_stage() {
-    let project = Project::new();
-    workflows(&project, false);
-    let (id, _) = create(&project, "parent.yaml");
-    let ready = project.json(&["next", &id, "--json"]);
-    assert_eq!(ready[0]["stage"], "child/draft", "{ready}");
+    let (project, id) = started();
     let child = std::fs::read_to_string(project.path().join("flows/child.yaml")).expect("read");
     project.write(
         "flows/child.yaml",
