@@ -104,9 +104,11 @@ pub(crate) enum Command {
     /// Lists every stage whose dependencies are done and whose earlier gates
     /// are approved (no --max-parallel bound), with its rendered prompt and
     /// dispatch file, and records each as started; stages handed out before
-    /// and not completed are listed again. Inline `script:` stages are run by
-    /// baton itself here. An empty list with status `awaiting_human` means a
-    /// gate waits for `baton gate approve`; `success` or `failed`: the run ended.
+    /// and not completed are listed again. Inline `script:` stages and queue
+    /// stages are run by baton itself here; a sub-workflow stage's child run
+    /// is driven from here too, its entries listed as `STAGE/ENTRY`. An empty
+    /// list with status `awaiting_human` means a gate waits for `baton gate
+    /// approve`; `success` or `failed`: the run ended.
     #[command(
         after_help = "Examples:\n  baton run wf.yaml --driver external          # prints the run id, spawns nothing\n  baton next RUN --json                        # [{stage, prompt, dispatch_file, worktree}]\n  baton complete RUN draft                     # verify draft's outputs and record them\n  baton fail RUN draft --error \"agent gave up\"\n\nExit codes: 0 listed, 1 no such run, 2 the workflow changed since the run started, 3 refused (not an external run), 4 store unavailable."
     )]
