@@ -239,8 +239,15 @@ async fn wait_for_driver(store: &Store, run_id: &str, driver: &str) -> Result<St
         let run = store.run(run_id).await?;
         let driven = store.lease_holder(run_id, clock::now_ms()).await?.is_some();
         if run.status == "cancelled" && !driven {
+            // A run driven through the protocol goes on by its stages being
+            // reset for `next`; `resume` would only say where it stands.
+            let go_on = if is_external(&run) {
+                format!("`baton rerun {run_id} STAGE` resets a stage for `baton next`")
+            } else {
+                format!("`baton resume {run_id}` continues it")
+            };
             return Ok(format!(
-                "cancelled run {run_id}: {driver} stopped it; `baton resume {run_id}` continues it"
+                "cancelled run {run_id}: {driver} stopped it; {go_on}"
             ));
         }
         if matches!(run.status.as_str(), "success" | "failed" | "rejected") {

@@ -758,7 +758,9 @@ fn a_cancel_stops_the_script_a_next_runs_and_ends_the_run() {
     assert_eq!(cancelled.code, 0, "{}", cancelled.stderr);
     let said = format!("{}{}", cancelled.stdout, cancelled.stderr);
     assert!(
-        said.contains("cancelled run") && !said.contains("has not stopped"),
+        said.contains("cancelled run")
+            && !said.contains("has not stopped")
+            && said.contains(&format!("`baton rerun {id} STAGE`")),
         "{said}"
     );
     // `next` itself ended the run, not the cancel after it let go.
