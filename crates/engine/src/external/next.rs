@@ -1,5 +1,6 @@
 //! `next`: records what became ready as started, runs ready inline scripts
-//! itself, and lists every stage and unit handed out.
+//! and queue stages itself, drives sub-workflow stages' child runs one
+//! `next` on, and lists every stage and unit handed out.
 
 use std::collections::HashSet;
 
@@ -115,34 +116,7 @@ async fn next_owned(
         if pass.progressed {
             continue;
         }
-        // Each sub-workflow stage's child run goes one `next` on.
-        let mut children = subrun::Children::default();
-        for (stage, child) in subrun::children(store, opened, &rows).await {
-            let child = match child {
-                Ok(child) => {
-                    // A cancel of this run is passed on to the child, whose
-                    // call then stops what it runs and returns.
-                    let pass_on = || {
-                        let (store, child) = (store.clone(), child.clone());
-                        tokio::spawn(async move {
-                            let _ = store.request_cancel(&child, clock::now_ms()).await;
-                        });
-                    };
-                    let call = Box::pin(next(store, &child, worker));
-                    match renewing(store, lease, pass_on, call).await {
-                        Ok(standing) => Ok(standing),
-                        // Worth calling again: the store, a held run.
-                        Err(error @ (Error::Store(_) | Error::Owned { .. })) => return Err(error),
-                        // The child cannot go on (its workflow changed, …):
-                        // its stage fails, as in `baton run`.
-                        Err(error) => Err(format!("sub-workflow run {child}: {error}")),
-                    }
-                }
-                Err(error) => Err(error),
-            };
-            let at = (stage, &rows[stage.index]);
-            children.take((store, lease, opened), at, child).await?;
-        }
+        let children = drive_children(store, lease, opened, &rows, worker).await?;
         scripts.extend(children.scripts);
         if children.ended {
             continue;
@@ -153,6 +127,45 @@ async fn next_owned(
         handed.extend(children.ready);
         return settle(store, lease, opened, handed, scripts).await;
     }
+}
+
+/// Drives each sub-workflow stage's child run one `next` on, keeping this
+/// run's lease meanwhile, and ends the stages whose child has stopped.
+async fn drive_children(
+    store: &Store,
+    lease: &mut Lease,
+    opened: &Opened,
+    rows: &[StageRow],
+    worker: Option<&WorkerOptions>,
+) -> Result<subrun::Children> {
+    let mut children = subrun::Children::default();
+    for (stage, child) in subrun::children(store, opened, rows).await {
+        let child = match child {
+            Ok(child) => {
+                // A cancel of this run is passed on to the child, whose
+                // call then stops what it runs and returns.
+                let pass_on = || {
+                    let (store, child) = (store.clone(), child.clone());
+                    tokio::spawn(async move {
+                        let _ = store.request_cancel(&child, clock::now_ms()).await;
+                    });
+                };
+                let call = Box::pin(next(store, &child, worker));
+                match renewing(store, lease, pass_on, call).await {
+                    Ok(standing) => Ok(standing),
+                    // Worth calling again: the store, a held run.
+                    Err(error @ (Error::Store(_) | Error::Owned { .. })) => return Err(error),
+                    // The child cannot go on (its workflow changed, …): its
+                    // stage fails, as in `baton run`.
+                    Err(error) => Err(format!("sub-workflow run {child}: {error}")),
+                }
+            }
+            Err(error) => Err(error),
+        };
+        let at = (stage, &rows[stage.index]);
+        children.take((store, lease, opened), at, child).await?;
+    }
+    Ok(children)
 }
 
 /// A script or queue stage recorded as running was left by a `next` that
