@@ -172,12 +172,6 @@ pub(super) async fn settle(
         .end()
         .map_or(("running", None), |end| (end.status(), end.error()));
     let current = store.run(run_id).await?;
-    if super::ended(status) {
-        // A child run of a sub-workflow stage does not go on alone; one
-        // waiting at its gate is left to be decided and driven on (its
-        // stage failed saying so).
-        crate::control::cancel_children(store, run_id, false).await?;
-    }
     if current.status != status {
         store
             .apply(
@@ -189,6 +183,13 @@ pub(super) async fn settle(
                 }],
             )
             .await?;
+    }
+    if super::ended(status) {
+        // A child run of a sub-workflow stage does not go on alone; one
+        // waiting at its gate is left to be decided and driven on (its
+        // stage failed saying so). After the run's end is recorded: a child
+        // held by a call of its own may take a while to stop.
+        crate::control::cancel_children(store, run_id, false).await?;
     }
     let mut standing = standing(store, opened, ready, scripts).await?;
     standing.status = status.to_owned();
