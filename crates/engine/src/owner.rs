@@ -39,8 +39,16 @@ fn zombie_process(pid: u32) -> bool {
     })
 }
 
-/// Whether a queue worker named `host:pid:start:tag` (as `baton worker`
-/// and a driver's own worker name themselves) is provably dead: see
+/// A name for a queue worker of this process, `host:pid:start:tag`: the
+/// start time tells a reused pid from this process (a driver that adopts a
+/// job of a dead worker relies on it, see [`worker_gone`]); the tag tells
+/// apart the workers of one process (a run's and its child runs' local
+/// workers).
+pub fn worker_name() -> String {
+    format!("{}:{:08x}", me(), crate::clock::entropy() as u32)
+}
+
+/// Whether a queue worker named by [`worker_name`] is provably dead: see
 /// [`provably_dead`]. Another form of name never is: its job waits for its
 /// lease to expire.
 pub(crate) fn worker_gone(owner: &str) -> bool {

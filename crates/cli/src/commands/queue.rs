@@ -32,17 +32,7 @@ const BACKOFF_MS: &str = "BATON_WORKER_BACKOFF_MS";
 /// `baton run`.
 pub(crate) fn worker_options(queue: &str, concurrency: usize, once: bool) -> WorkerOptions {
     let cwd = super::project_dir();
-    // `host:pid:start:tag`: the start time tells a reused pid from this
-    // process (a driver that adopts a job of a dead worker relies on it);
-    // the tag tells apart the workers of one process (a run's and its child
-    // runs' local workers).
-    let pid = std::process::id();
-    let owner = format!(
-        "{}:{pid}:{}:{:08x}",
-        hostname(),
-        baton_executor::process_start_time(pid).unwrap_or(0),
-        baton_engine::clock::entropy() as u32
-    );
+    let owner = baton_engine::queue::worker_name();
     let mut options = WorkerOptions::new(owner, cwd.join(".baton").join("jobs"), cwd);
     options.queue = queue.to_owned();
     options.concurrency = concurrency.max(1);
@@ -102,14 +92,6 @@ async fn received(listener: Option<&mut tokio::signal::unix::Signal>) {
         }
         None => std::future::pending().await,
     }
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_owned())
-        .ok()
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned())
 }
 
 fn print_report(report: &WorkerReport, owner: &str, format: Format) {

@@ -24,6 +24,7 @@ use baton_workflow::Plan;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+pub use crate::owner::worker_name;
 pub use options::WorkerOptions;
 pub use worker::{WorkerReport, work};
 
